@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""tools/check_style.py — bans from STYLE.md convention 9 and 10 outside core/ and cli/.
+
+Library code must not read clocks, draw randomness or sleep on its own (time and randomness are
+injected), and must not print to stdout/stderr (it logs through a Logger&). Tests and tools may."""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(__file__).resolve().parent.parent
+banned = [
+    (re.compile(r"steady_clock::now|system_clock::now|high_resolution_clock::now"), "reads a clock (inject queen::Clock)"),
+    (re.compile(r"std::random_device|\brand\s*\(|\bsrand\s*\("), "draws randomness (inject queen::Rng)"),
+    (re.compile(r"sleep_for|\busleep\s*\(|\bnanosleep\s*\("), "sleeps (await an event or inject the wait)"),
+    (re.compile(r"std::cout|std::cerr|\bprintf\s*\(|\bputs\s*\("), "prints (log through queen::Logger)"),
+]
+errors = []
+for path in sorted((root / "modules").rglob("*")):
+    if path.suffix not in (".hpp", ".cpp"):
+        continue
+    rel = path.relative_to(root)
+    parts = rel.parts
+    if parts[1] == "core" or "tests" in parts or "fuzz" in parts or "tools" in parts:
+        continue
+    for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        code = line.split("//", 1)[0]
+        for pattern, why in banned:
+            if pattern.search(code):
+                errors.append(f"{rel}:{lineno}: {why}: {line.strip()}")
+for e in errors:
+    print(e)
+print(f"check_style: {len(errors)} violations")
+sys.exit(1 if errors else 0)
