@@ -1,0 +1,37 @@
+// queen/node/server.hpp — a running node: owns the data directory, its tenants and its listeners.
+#pragma once
+
+#include <memory>
+
+#include "queen/core/logger.hpp"
+#include "queen/core/result.hpp"
+#include "queen/node/config.hpp"
+
+namespace queen::node {
+
+/// A node process's runtime. start() returns once the node serves; stop() shuts it down cleanly.
+/// Thread-safety: start/stop from one thread; the node runs its own threads in between.
+class Server {
+public:
+    /// Opens (creating on first start) the data directory, takes its lock, writes or checks
+    /// node.toml, opens every tenant's log and state, and starts the listeners.
+    /// Errors: Errc::busy (another process holds the data directory), Errc::invalid_argument
+    /// (node.toml names another node id), Errc::io / Errc::disk_full, and the module errors of
+    /// the log and store.
+    [[nodiscard]] static Result<std::unique_ptr<Server>> start(const NodeConfig& config,
+                                                               Logger& logger);
+
+    /// Stops the listeners, finishes what is in flight and closes every tenant. Idempotent.
+    [[nodiscard]] Status stop();
+
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+private:
+    struct Impl;
+    explicit Server(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace queen::node

@@ -1,0 +1,48 @@
+// modules/node/src/data_dir.hpp — the data directory: its lock file and node.toml identity.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+#include "queen/core/result.hpp"
+
+namespace queen::node::detail {
+
+/// An exclusive lock on <data_dir>/LOCK held for the life of the object (flock).
+class DataDirLock {
+public:
+    /// Errors: Errc::busy when another process holds it, Errc::io.
+    [[nodiscard]] static Result<DataDirLock> acquire(const std::filesystem::path& data_dir);
+    DataDirLock(DataDirLock&& other) noexcept;
+    DataDirLock& operator=(DataDirLock&& other) noexcept;
+    DataDirLock(const DataDirLock&) = delete;
+    DataDirLock& operator=(const DataDirLock&) = delete;
+    ~DataDirLock();
+
+private:
+    explicit DataDirLock(int fd) : fd_(fd) {}
+    int fd_ = -1;
+};
+
+/// What node.toml records about this node (written once, at first start).
+struct NodeIdentity {
+    std::uint64_t node_id = 0;
+    std::string cluster_id;  // 32 hex digits
+    std::uint32_t format_version = 1;
+};
+
+/// Reads <data_dir>/node.toml, or writes it (fsync + dir fsync) when absent.
+/// Errors: Errc::invalid_argument when it names another node id, Errc::corruption when malformed,
+/// Errc::io.
+[[nodiscard]] Result<NodeIdentity> load_or_create_identity(const std::filesystem::path& data_dir,
+                                                           std::uint64_t node_id,
+                                                           std::uint64_t random_bits);
+
+/// mkdir -p, then fsync the parent of every directory created.
+[[nodiscard]] Status create_directories_durably(const std::filesystem::path& dir);
+
+/// Writes `contents` to `path` atomically: temp file, fsync, rename, fsync the directory.
+[[nodiscard]] Status write_file_durably(const std::filesystem::path& path,
+                                        std::string_view contents);
+
+}  // namespace queen::node::detail
