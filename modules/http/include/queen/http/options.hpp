@@ -1,0 +1,52 @@
+// queen/http/options.hpp — ServerOptions: every limit and timeout of the HTTP server, validated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "queen/core/result.hpp"
+
+namespace queen::http {
+
+/// Cross-origin headers added to every response, and the answer to `OPTIONS` preflights
+/// (spec section 1: `OPTIONS /*` -> 204 with these headers, no authentication).
+struct CorsOptions {
+    bool is_enabled = true;
+    std::string allow_origin = "*";
+    std::string allow_methods = "GET, POST, PUT, DELETE, OPTIONS";
+    std::string allow_headers = "Content-Type, Authorization";
+    std::uint32_t max_age_seconds = 86400;  ///< sent on preflight answers only
+};
+
+/// Options of one Server. Defaults suit a broker on a small machine.
+struct ServerOptions {
+    std::string bind_address = "0.0.0.0";  ///< an IPv4 or IPv6 literal (no host names)
+    std::uint16_t port = 6632;             ///< 0 = ephemeral; Server::port() reports the bound one
+    std::uint32_t io_threads = 2;          ///< threads, each running its own event loop
+    std::uint32_t header_size_bytes_max = 16 * 1024;  ///< request line + headers; beyond -> 431
+    std::uint32_t headers_count_max = 100;            ///< beyond -> 431
+    std::uint64_t body_size_bytes_max = 16u << 20;    ///< decoded body; beyond -> 413
+    std::uint32_t connections_max = 10'000;  ///< beyond: a 503 answer, then the socket is closed
+    std::uint32_t keep_alive_idle_timeout_ms = 60'000;  ///< idle keep-alive connection is closed
+    /// From the first byte of a request to the end of its headers; then 408 and close (slowloris).
+    std::uint32_t header_read_timeout_ms = 10'000;
+    /// Longest pause between two reads of one request body; then 408 and close.
+    std::uint32_t body_read_timeout_ms = 30'000;
+    /// After a response that closes the connection, unread input is drained this long so the
+    /// peer sees the response rather than a reset.
+    std::uint32_t close_linger_timeout_ms = 2'000;
+    /// Requests of one connection whose responses are not yet written; reading pauses at it.
+    std::uint32_t pipelined_requests_max = 16;
+    std::uint32_t read_buffer_bytes = 16 * 1024;  ///< one socket read at most
+    std::uint32_t listen_backlog = 1024;
+    CorsOptions cors;
+
+    /// Checks ranges: io_threads in [1, 256], header_size_bytes_max in [256, 1 MiB],
+    /// headers_count_max >= 1, body_size_bytes_max in [0, 4 GiB], connections_max >= 1, every
+    /// timeout >= 1 ms, pipelined_requests_max in [1, 1024], read_buffer_bytes in [512, 1 MiB],
+    /// listen_backlog >= 1, and that bind_address is a numeric IP address.
+    /// Errors: Errc::invalid_argument naming the field and the value.
+    [[nodiscard]] Status validate() const;
+};
+
+}  // namespace queen::http

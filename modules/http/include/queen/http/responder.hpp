@@ -1,0 +1,54 @@
+// queen/http/responder.hpp — the handle a handler completes, now or later, from any thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "queen/http/response.hpp"
+
+namespace queen::http {
+
+namespace detail {
+struct Exchange;  // shared state of one request/response; defined in src/exchange.hpp
+}  // namespace detail
+
+/// The answer slot of one request. A handler may complete it before returning (the common
+/// case) or keep a copy and complete it later from any thread (long polls). Copies share one
+/// slot. Parking a Responder costs no CPU: nothing polls it.
+///
+/// Exactly one complete() per request: a second one is a programmer error and asserts. When the
+/// last copy is destroyed without complete(), the client gets `500 {"error": "..."}` so a
+/// forgotten request never wedges its connection (HTTP/1.1 answers in request order).
+///
+/// Thread-safety: every member may be called from any thread, concurrently.
+class Responder {
+public:
+    /// Sends `response`. After the client went away (is_cancelled()) this is a no-op, so a
+    /// completion racing with a disconnect is safe. Asserts when called a second time.
+    void complete(Response response) const;
+
+    /// Registers the function to run once when the client disconnects (or the server stops)
+    /// before complete(). It runs on the connection's I/O thread, or right now on the calling
+    /// thread when the request is already cancelled; never after complete(). It must not block.
+    /// A later call replaces an earlier registration.
+    void on_cancel(std::function<void()> callback) const;
+
+    /// True once the client disconnected or the server stopped before complete().
+    [[nodiscard]] bool is_cancelled() const noexcept;
+    /// True once complete() was called.
+    [[nodiscard]] bool is_completed() const noexcept;
+
+    /// A responder not tied to a socket: `deliver` receives the response on complete() (on the
+    /// completing thread), and cancel() of the returned canceller cancels it. For unit tests of
+    /// handlers and for adapters (e.g. an in-process client).
+    [[nodiscard]] static Responder detached(std::function<void(Response)> deliver);
+    /// Cancels a responder as a disconnect would (runs its on_cancel callback once).
+    static void cancel(const Responder& responder);
+
+    explicit Responder(std::shared_ptr<detail::Exchange> exchange) noexcept;
+
+private:
+    std::shared_ptr<detail::Exchange> exchange_;
+};
+
+}  // namespace queen::http

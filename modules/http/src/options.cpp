@@ -1,0 +1,66 @@
+// modules/http/src/options.cpp — ServerOptions::validate().
+#include <arpa/inet.h>
+
+#include "queen/http/options.hpp"
+
+namespace queen::http {
+namespace {
+
+Status out_of_range(const char* field, std::uint64_t value, const char* range) {
+    return Error{Errc::invalid_argument, std::string("http.") + field + " = " +
+                                             std::to_string(value) + " (must be " + range + ")"};
+}
+
+bool is_numeric_address(const std::string& text) {
+    unsigned char buffer[16];
+    return inet_pton(AF_INET, text.c_str(), buffer) == 1 ||
+           inet_pton(AF_INET6, text.c_str(), buffer) == 1;
+}
+
+}  // namespace
+
+Status ServerOptions::validate() const {
+    if (!is_numeric_address(bind_address)) {
+        return Error{Errc::invalid_argument,
+                     "http.bind_address = '" + bind_address + "' (must be a numeric IP address)"};
+    }
+    if (io_threads < 1 || io_threads > 256) {
+        return out_of_range("io_threads", io_threads, "in [1, 256]");
+    }
+    if (header_size_bytes_max < 256 || header_size_bytes_max > (1u << 20)) {
+        return out_of_range("header_size_bytes_max", header_size_bytes_max, "in [256, 1048576]");
+    }
+    if (headers_count_max < 1) {
+        return out_of_range("headers_count_max", headers_count_max, ">= 1");
+    }
+    if (body_size_bytes_max > (std::uint64_t{1} << 32)) {
+        return out_of_range("body_size_bytes_max", body_size_bytes_max, "<= 4294967296");
+    }
+    if (connections_max < 1) {
+        return out_of_range("connections_max", connections_max, ">= 1");
+    }
+    if (keep_alive_idle_timeout_ms < 1) {
+        return out_of_range("keep_alive_idle_timeout_ms", keep_alive_idle_timeout_ms, ">= 1");
+    }
+    if (header_read_timeout_ms < 1) {
+        return out_of_range("header_read_timeout_ms", header_read_timeout_ms, ">= 1");
+    }
+    if (body_read_timeout_ms < 1) {
+        return out_of_range("body_read_timeout_ms", body_read_timeout_ms, ">= 1");
+    }
+    if (close_linger_timeout_ms < 1) {
+        return out_of_range("close_linger_timeout_ms", close_linger_timeout_ms, ">= 1");
+    }
+    if (pipelined_requests_max < 1 || pipelined_requests_max > 1024) {
+        return out_of_range("pipelined_requests_max", pipelined_requests_max, "in [1, 1024]");
+    }
+    if (read_buffer_bytes < 512 || read_buffer_bytes > (1u << 20)) {
+        return out_of_range("read_buffer_bytes", read_buffer_bytes, "in [512, 1048576]");
+    }
+    if (listen_backlog < 1) {
+        return out_of_range("listen_backlog", listen_backlog, ">= 1");
+    }
+    return {};
+}
+
+}  // namespace queen::http
