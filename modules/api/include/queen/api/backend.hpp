@@ -1,0 +1,121 @@
+// queen/api/backend.hpp — what the HTTP API needs from a node: run commands through the log, read
+// applied state, wake parked long polls, and report node health and metrics. The node implements
+// it; tests may use an engine directly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "queen/core/result.hpp"
+#include "queen/engine/command.hpp"
+
+namespace queen::engine {
+class Engine;
+}
+
+namespace queen::api {
+
+/// A registration that can be cancelled (a parked long poll whose client went away).
+class WaitToken {
+public:
+    virtual ~WaitToken() = default;
+    /// After cancel() returns the callback will not start (it may be running right now).
+    virtual void cancel() = 0;
+};
+
+/// One Prometheus sample the node contributes to /metrics/prometheus (log, raft, LMDB, HTTP
+/// server, process). The API adds its own request and message counters.
+struct MetricSample {
+    enum class Kind : std::uint8_t { counter = 0, gauge = 1 };
+    std::string name;  ///< "queen_log_bytes"; [a-zA-Z_:][a-zA-Z0-9_:]*
+    std::string help;  ///< one line
+    Kind kind = Kind::gauge;
+    std::vector<std::pair<std::string, std::string>> labels;  ///< e.g. {"tenant", "default"}
+    double value = 0;
+};
+
+/// A histogram in Prometheus form (e.g. queen_fsync_latency_seconds).
+struct HistogramSample {
+    std::string name;  ///< without the _bucket/_sum/_count suffixes
+    std::string help;
+    std::vector<std::pair<std::string, std::string>> labels;
+    std::vector<double> upper_bounds;              ///< ascending, without +Inf
+    std::vector<std::uint64_t> cumulative_counts;  ///< same size as upper_bounds
+    double sum = 0;                                ///< in the unit of the name
+    std::uint64_t count = 0;                       ///< the +Inf bucket
+};
+
+/// The state of one tenant on this node, for /health, /ready and the metrics.
+struct TenantHealth {
+    std::string name;
+    bool is_writable = false;  ///< this node can get entries committed now (leader, or forwards)
+    bool is_poisoned = false;  ///< fail-stop after a disk error; `reason` says which
+    std::string reason;        ///< why not writable or poisoned; empty when fine
+    std::uint64_t applied_index = 0;
+    std::uint64_t committed_index = 0;
+    std::uint64_t log_bytes = 0;    ///< raft log segments on disk
+    std::uint64_t state_bytes = 0;  ///< LMDB data file size
+};
+
+/// A snapshot of the node for the health and metrics endpoints. Cheap to build (no scans).
+struct NodeStatus {
+    std::string version;  ///< "0.1.0"
+    std::uint64_t node_id = 0;
+    std::int64_t uptime_ms = 0;
+    bool is_ready = false;         ///< /ready answers 200 only when true
+    std::string not_ready_reason;  ///< shown by /ready when false
+    std::vector<TenantHealth> tenants;
+    std::uint64_t resident_memory_bytes = 0;
+    std::uint64_t virtual_memory_bytes = 0;
+    std::uint64_t cpu_user_us = 0;
+    std::uint64_t cpu_system_us = 0;
+    std::vector<MetricSample> metrics;        ///< node-side counters and gauges
+    std::vector<HistogramSample> histograms;  ///< node-side histograms (fsync latency, ...)
+};
+
+/// The node side of the API. Every member may be called from any thread (I/O threads mostly)
+/// and must not block for long: submit() and wait_for_change() complete through callbacks.
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    using Completion = std::function<void(Result<engine::CommandResult>)>;
+
+    /// Proposes `command` as one log entry of `tenant` and calls `done` (on any thread) once the
+    /// entry is committed and applied, with its result. Errors given to `done`: Errc::not_found
+    /// (unknown tenant), Errc::busy (proposal queue full: answer 503), Errc::not_leader,
+    /// Errc::poisoned (the tenant failed on a disk error), Errc::cancelled (shutting down).
+    virtual void submit(std::string_view tenant, engine::Command command, Completion done) = 0;
+
+    /// Runs `read` with the tenant's engine for read-only queries on applied state (each query
+    /// opens its own read transaction). Errors: Errc::not_found (unknown tenant),
+    /// Errc::poisoned, Errc::not_leader (when this node cannot serve reads of the tenant).
+    virtual Status read(std::string_view tenant,
+                        const std::function<void(const engine::Engine&)>& read) = 0;
+
+    /// Calls `wake` once (on any thread) when an entry applied after this call may have made
+    /// messages of `queue` deliverable (push, ack, nack, lease expiry, seek, maintenance off) or
+    /// when `deadline_ms` (a monotonic time from now_ms()) passes, with timed_out = true in that
+    /// case. The API registers before it submits the pop it is waiting on, so a change applied
+    /// between that pop and the wait is not missed. Returns a token to cancel the wait.
+    virtual std::unique_ptr<WaitToken> wait_for_change(
+        std::string_view tenant, std::string_view queue, std::int64_t deadline_ms,
+        std::function<void(bool timed_out)> wake) = 0;
+
+    /// Monotonic milliseconds, the clock of wait deadlines.
+    [[nodiscard]] virtual std::int64_t now_ms() const = 0;
+
+    /// Wall-clock milliseconds since the Unix epoch: "now" for read queries (is a lease still
+    /// active), the default time ranges of listings and the `timestamp` of overviews.
+    [[nodiscard]] virtual std::int64_t wall_ms() const = 0;
+
+    /// Health and metrics of this node and its tenants (see NodeStatus). Never fails.
+    [[nodiscard]] virtual NodeStatus node_status() const = 0;
+};
+
+}  // namespace queen::api
