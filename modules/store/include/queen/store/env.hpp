@@ -71,8 +71,10 @@ public:
     /// Opens an existing environment with MDB_RDONLY (for `queen inspect`): nothing is created
     /// or written except reader slots in lock.mdb, so it works next to a running broker. Writes
     /// and begin_write() fail with Errc::read_only. Tables are looked up, never created.
-    /// Errors: Errc::not_found (no `dir` or no `dir`/data.mdb), Errc::not_an_environment,
-    /// Errc::permission_denied, Errc::io, Errc::corruption.
+    /// lock.mdb is created if missing (LMDB needs it for reader slots).
+    /// Errors: Errc::not_found (no directory `dir`), Errc::not_an_environment (no data.mdb in
+    /// it, or not an LMDB file of this version), Errc::permission_denied, Errc::io,
+    /// Errc::corruption.
     [[nodiscard]] static queen::Result<Env> open_read_only(const std::filesystem::path& dir,
                                                            std::uint32_t tables_max = 4096);
 
@@ -85,7 +87,8 @@ public:
 
     /// Opens the named table, creating it (in its own write txn) if it does not exist. Call it
     /// once per table at start and keep the Table. Opening an open table again returns the
-    /// same handle. Name: 1..key_size_max bytes.
+    /// same handle. Name: 1..key_size_max bytes. Must not be called by a thread that holds a
+    /// WriteTxn of this Env (it needs the writer role itself).
     /// Errors: Errc::invalid_argument (bad name, or `flags` differ from the table's), Errc::
     /// not_found (read-only Env and no such table), Errc::tables_full, Errc::map_full /
     /// Errc::map_size_max_reached (creating it; the map grew: call again), Errc::poisoned,

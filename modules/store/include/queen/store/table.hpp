@@ -39,7 +39,8 @@ public:
     constexpr Table(std::uint32_t id, TableFlags flags) noexcept : id_(id), flags_(flags) {}
 
     [[nodiscard]] constexpr bool is_valid() const noexcept { return id_ != invalid_id; }
-    /// The LMDB dbi number (for diagnostics; 0 is LMDB's unnamed main table, never returned).
+    /// The LMDB dbi number, for diagnostics (named tables start at 2: LMDB keeps its free list
+    /// in 0 and the table names in 1).
     [[nodiscard]] constexpr std::uint32_t id() const noexcept { return id_; }
     [[nodiscard]] constexpr TableFlags flags() const noexcept { return flags_; }
     friend constexpr bool operator==(Table, Table) noexcept = default;

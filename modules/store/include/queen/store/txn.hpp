@@ -43,8 +43,8 @@ struct Entry {
 
 /// A position in one table of one txn (MDB_cursor). Move-only. A Cursor may outlive its txn
 /// (then it is dead: destroying it is fine, any other call asserts). Every read method returns
-/// the entry the cursor lands on, std::nullopt when there is none (the cursor then has no
-/// valid position), or an Error.
+/// the entry the cursor lands on, std::nullopt when there is none (the position is then
+/// unspecified: reposition with first(), last(), seek() or find()), or an Error.
 /// Errors for every method: Errc::poisoned, Errc::corruption, Errc::map_full (only in a write
 /// txn, for put/del), Errc::txn_failed, Errc::io. Thread-safety: like its txn.
 class Cursor {
