@@ -1,0 +1,163 @@
+// queen/client/connection.hpp — one HTTP/1.1 keep-alive connection (blocking, with deadlines) and a
+// pool of them for multi-threaded use. Not an HTTP library: just what the Queen API needs.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queen/core/clock.hpp"
+#include "queen/core/result.hpp"
+
+namespace queen::client {
+
+/// Where the broker listens.
+struct Endpoint {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 6632;
+};
+
+/// Parses "http://host[:port][/]" or "host[:port]" (port defaults to 6632; IPv6 as "[::1]:6632").
+/// Errors: Errc::invalid_argument (https, a path, a bad port, an empty host).
+[[nodiscard]] queen::Result<Endpoint> parse_url(std::string_view url);
+
+struct Header {
+    std::string name;
+    std::string value;
+};
+
+struct ConnectionOptions {
+    std::int64_t connect_timeout_ms = 5'000;
+    std::int64_t request_timeout_ms = 30'000;        ///< default deadline of one request
+    std::size_t response_size_bytes_max = 64 << 20;  ///< larger answers fail with bad_response
+    std::vector<Header> headers;  ///< sent on every request (e.g. Authorization: Bearer ...)
+};
+
+/// One request. Views must stay valid during Connection::request().
+struct HttpRequest {
+    std::string_view method = "GET";
+    std::string_view target = "/";  ///< path and query, already percent-encoded
+    std::string_view body;
+    bool has_body = false;  ///< false: no body and no Content-Length (GET, DELETE)
+    /// True when sending the request twice is harmless; then a request that fails on a reused
+    /// keep-alive connection before any answer byte arrives is sent once more on a new one.
+    bool is_idempotent = true;
+    std::int64_t timeout_ms = 0;  ///< 0: ConnectionOptions::request_timeout_ms
+};
+
+struct HttpResponse {
+    int status = 0;
+    std::vector<Header> headers;  ///< in arrival order; names as the server sent them
+    std::string body;             ///< de-chunked
+    /// The value of the first header named `name` (case-insensitive), or nullopt.
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+};
+
+/// A keep-alive HTTP/1.1 connection over a blocking TCP socket. It connects lazily, reconnects
+/// when the server closed it while idle, honours `Connection: close`, reads Content-Length,
+/// chunked and read-until-close bodies, and enforces a deadline per request.
+/// Thread-safety: request() from one thread at a time; abort() from any thread.
+class Connection {
+public:
+    /// `clock` measures deadlines and must outlive the connection.
+    Connection(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    /// Sends `request` and reads the whole response (any status: mapping statuses to errors is
+    /// the caller's business).
+    /// Errors: Errc::connect_failed, Errc::timeout (the connection is closed), Errc::
+    /// connection_closed, Errc::bad_response (not HTTP, or larger than response_size_bytes_max),
+    /// Errc::cancelled (after abort()).
+    [[nodiscard]] queen::Result<HttpResponse> request(const HttpRequest& request);
+
+    /// Closes the socket; the next request() connects again.
+    void close() noexcept;
+    /// Fails the request in flight (if any) and every later one with Errc::cancelled. Sticky.
+    void abort() noexcept;
+    [[nodiscard]] bool is_open() const noexcept;
+    /// TCP connections opened so far (1 per reconnect): lets tests see keep-alive reuse.
+    [[nodiscard]] std::uint64_t connects_total() const noexcept { return connects_total_; }
+    [[nodiscard]] const Endpoint& endpoint() const noexcept { return endpoint_; }
+
+private:
+    struct Attempt;
+    queen::Status open(std::int64_t deadline_ns);
+    queen::Result<HttpResponse> exchange(const HttpRequest& request, std::int64_t deadline_ns,
+                                         bool& is_nothing_received);
+    [[nodiscard]] bool is_idle_connection_dead() const noexcept;
+    int wait_fd(short events, std::int64_t deadline_ns) const;
+
+    Endpoint endpoint_;
+    ConnectionOptions options_;
+    const queen::Clock& clock_;
+    std::string head_prefix_;      // "Host: ...\r\n" plus option headers, built once
+    mutable std::mutex fd_mutex_;  // guards fd_ changes against abort()
+    int fd_ = -1;
+    std::atomic<bool> is_aborted_{false};
+    std::atomic<std::uint64_t> connects_total_{0};
+    std::vector<char> read_buffer_;
+};
+
+/// A bounded set of connections to one endpoint, shared by threads. acquire() hands out an idle
+/// connection (or opens a new one below connections_max, or waits for one to be released).
+/// Thread-safety: all members are thread-safe.
+class ConnectionPool {
+public:
+    ConnectionPool(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock,
+                   std::size_t connections_max);
+    ~ConnectionPool();
+    ConnectionPool(const ConnectionPool&) = delete;
+    ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+    /// A connection borrowed from the pool; returned to it on destruction.
+    class Lease {
+    public:
+        Lease(ConnectionPool* pool, Connection* connection)
+            : pool_(pool), connection_(connection) {}
+        Lease(Lease&& other) noexcept;
+        Lease& operator=(Lease&&) = delete;
+        Lease(const Lease&) = delete;
+        Lease& operator=(const Lease&) = delete;
+        ~Lease();
+        Connection& operator*() const noexcept { return *connection_; }
+        Connection* operator->() const noexcept { return connection_; }
+
+    private:
+        ConnectionPool* pool_;
+        Connection* connection_;
+    };
+
+    /// Borrows a connection, waiting up to `wait_ms` for one when connections_max are in use.
+    /// Errors: Errc::busy (the wait ran out), Errc::cancelled (after abort_all()).
+    [[nodiscard]] queen::Result<Lease> acquire(std::int64_t wait_ms);
+    /// Aborts every connection, borrowed or idle; later acquire() calls fail with cancelled.
+    void abort_all() noexcept;
+    /// Connections created so far (at most connections_max).
+    [[nodiscard]] std::size_t size() const;
+    /// Sum of Connection::connects_total() over the pool.
+    [[nodiscard]] std::uint64_t connects_total() const;
+
+private:
+    void release(Connection* connection);
+
+    Endpoint endpoint_;
+    ConnectionOptions options_;
+    const queen::Clock& clock_;
+    std::size_t connections_max_;
+    mutable std::mutex mutex_;
+    std::condition_variable released_;
+    std::vector<std::unique_ptr<Connection>> all_;
+    std::vector<Connection*> idle_;
+    bool is_aborted_ = false;
+};
+
+}  // namespace queen::client

@@ -1,0 +1,547 @@
+// client/src/connection.cpp — blocking keep-alive HTTP/1.1 over POSIX sockets, parsed by
+// libhttp-parser; deadlines through poll() and the injected clock.
+#include "queen/client/connection.hpp"
+
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "queen/client/errc.hpp"
+
+namespace queen::client {
+namespace {
+
+constexpr std::size_t read_chunk_bytes = 64 * 1024;
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               const auto lower = [](char c) {
+                   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+               };
+               return lower(x) == lower(y);
+           });
+}
+
+// What the parser callbacks fill in.
+struct ParseState {
+    HttpResponse response;
+    std::size_t body_size_bytes_max = 0;
+    bool is_complete = false;
+    bool is_too_large = false;
+    bool is_last_header_value = false;
+};
+
+ParseState& state_of(http_parser* parser) {
+    return *static_cast<ParseState*>(parser->data);
+}
+
+int on_header_field(http_parser* parser, const char* at, std::size_t length) {
+    auto& state = state_of(parser);
+    if (state.response.headers.empty() || state.is_last_header_value) {
+        state.response.headers.push_back({});
+        state.is_last_header_value = false;
+    }
+    state.response.headers.back().name.append(at, length);
+    return 0;
+}
+
+int on_header_value(http_parser* parser, const char* at, std::size_t length) {
+    auto& state = state_of(parser);
+    if (state.response.headers.empty()) {
+        return 1;
+    }
+    state.is_last_header_value = true;
+    state.response.headers.back().value.append(at, length);
+    return 0;
+}
+
+int on_body(http_parser* parser, const char* at, std::size_t length) {
+    auto& state = state_of(parser);
+    if (state.response.body.size() + length > state.body_size_bytes_max) {
+        state.is_too_large = true;
+        return 1;
+    }
+    state.response.body.append(at, length);
+    return 0;
+}
+
+int on_message_complete(http_parser* parser) {
+    auto& state = state_of(parser);
+    state.is_complete = true;
+    state.response.status = static_cast<int>(parser->status_code);
+    // Stop here: bytes after the response (there should be none) must not start another one.
+    http_parser_pause(parser, 1);
+    return 0;
+}
+
+const http_parser_settings& parser_settings() {
+    static const http_parser_settings settings = [] {
+        http_parser_settings s{};
+        http_parser_settings_init(&s);
+        s.on_header_field = on_header_field;
+        s.on_header_value = on_header_value;
+        s.on_body = on_body;
+        s.on_message_complete = on_message_complete;
+        return s;
+    }();
+    return settings;
+}
+
+std::string describe(const Endpoint& endpoint) {
+    return endpoint.host + ":" + std::to_string(endpoint.port);
+}
+
+}  // namespace
+
+std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
+    for (const auto& h : headers) {
+        if (equals_ignoring_case(h.name, name)) {
+            return std::string_view{h.value};
+        }
+    }
+    return std::nullopt;
+}
+
+queen::Result<Endpoint> parse_url(std::string_view url) {
+    const auto bad = [&](const char* why) {
+        return queen::Error{Errc::invalid_argument, "url '" + std::string{url} + "': " + why};
+    };
+    std::string_view rest = url;
+    if (rest.starts_with("https://")) {
+        return bad("https is not supported");
+    }
+    if (rest.starts_with("http://")) {
+        rest.remove_prefix(7);
+    }
+    if (!rest.empty() && rest.back() == '/') {
+        rest.remove_suffix(1);
+    }
+    if (rest.find('/') != std::string_view::npos) {
+        return bad("a path is not supported");
+    }
+    Endpoint endpoint;
+    std::string_view port_text;
+    if (rest.starts_with("[")) {
+        const auto close = rest.find(']');
+        if (close == std::string_view::npos) {
+            return bad("unterminated [ipv6]");
+        }
+        endpoint.host = std::string{rest.substr(1, close - 1)};
+        rest.remove_prefix(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':') {
+                return bad("junk after ]");
+            }
+            port_text = rest.substr(1);
+        }
+    } else {
+        const auto colon = rest.rfind(':');
+        endpoint.host = std::string{rest.substr(0, colon)};
+        if (colon != std::string_view::npos) {
+            port_text = rest.substr(colon + 1);
+        }
+    }
+    if (endpoint.host.empty()) {
+        return bad("empty host");
+    }
+    if (!port_text.empty()) {
+        unsigned port = 0;
+        const auto [end, ec] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+        if (ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0 ||
+            port > 65535) {
+            return bad("bad port");
+        }
+        endpoint.port = static_cast<std::uint16_t>(port);
+    }
+    return endpoint;
+}
+
+Connection::Connection(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock)
+    : endpoint_(std::move(endpoint)), options_(std::move(options)), clock_(clock) {
+    const bool is_ipv6 = endpoint_.host.find(':') != std::string::npos;
+    head_prefix_ = "Host: " + (is_ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" +
+                   std::to_string(endpoint_.port) + "\r\n";
+    bool has_content_type = false;
+    for (const auto& h : options_.headers) {
+        has_content_type = has_content_type || equals_ignoring_case(h.name, "Content-Type");
+        head_prefix_ += h.name + ": " + h.value + "\r\n";
+    }
+    if (!has_content_type) {
+        // The official clients send it on every request, GET included.
+        head_prefix_ += "Content-Type: application/json\r\n";
+    }
+    read_buffer_.resize(read_chunk_bytes);
+}
+
+Connection::~Connection() {
+    close();
+}
+
+void Connection::close() noexcept {
+    const std::lock_guard lock{fd_mutex_};
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+}
+
+void Connection::abort() noexcept {
+    const std::lock_guard lock{fd_mutex_};
+    is_aborted_ = true;
+    if (fd_ >= 0) {
+        // Wakes a poll()/recv() blocked in another thread; the fd is closed by that thread or
+        // the next close().
+        ::shutdown(fd_, SHUT_RDWR);
+    }
+}
+
+bool Connection::is_open() const noexcept {
+    const std::lock_guard lock{fd_mutex_};
+    return fd_ >= 0;
+}
+
+int Connection::wait_fd(short events, std::int64_t deadline_ns) const {
+    for (;;) {
+        const std::int64_t remaining_ns = deadline_ns - clock_.monotonic_ns();
+        if (remaining_ns <= 0) {
+            return 0;
+        }
+        pollfd descriptor{fd_, events, 0};
+        // Round up so a sub-millisecond remainder still waits instead of spinning.
+        const auto timeout_ms =
+            static_cast<int>(std::min<std::int64_t>((remaining_ns + 999'999) / 1'000'000, 60'000));
+        const int ready = ::poll(&descriptor, 1, timeout_ms);
+        if (ready > 0) {
+            return 1;
+        }
+        if (ready < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+}
+
+queen::Status Connection::open(std::int64_t deadline_ns) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* addresses = nullptr;
+    const std::string port = std::to_string(endpoint_.port);
+    if (const int rc = ::getaddrinfo(endpoint_.host.c_str(), port.c_str(), &hints, &addresses);
+        rc != 0) {
+        return queen::Error{Errc::connect_failed,
+                            "resolve " + describe(endpoint_) + ": " + ::gai_strerror(rc)};
+    }
+    std::string last_error = "no address";
+    for (addrinfo* address = addresses; address != nullptr; address = address->ai_next) {
+        const int fd =
+            ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
+        if (fd < 0) {
+            last_error = std::strerror(errno);
+            continue;
+        }
+        const int flags = ::fcntl(fd, F_GETFL, 0);
+        ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+        int rc = ::connect(fd, address->ai_addr, address->ai_addrlen);
+        if (rc < 0 && errno == EINPROGRESS) {
+            {
+                const std::lock_guard lock{fd_mutex_};
+                fd_ = fd;
+            }
+            const int ready = wait_fd(POLLOUT, deadline_ns);
+            {
+                const std::lock_guard lock{fd_mutex_};
+                fd_ = -1;
+            }
+            if (ready == 0) {
+                ::close(fd);
+                ::freeaddrinfo(addresses);
+                return queen::Error{Errc::timeout, "connect " + describe(endpoint_) + ": after " +
+                                                       std::to_string(options_.connect_timeout_ms) +
+                                                       " ms"};
+            }
+            int socket_error = 0;
+            socklen_t length = sizeof socket_error;
+            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &socket_error, &length);
+            rc = socket_error == 0 && ready > 0 ? 0 : -1;
+            errno = socket_error != 0 ? socket_error : errno;
+        }
+        if (rc < 0) {
+            last_error = std::strerror(errno);
+            ::close(fd);
+            continue;
+        }
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        ::freeaddrinfo(addresses);
+        const std::lock_guard lock{fd_mutex_};
+        if (is_aborted_) {
+            ::close(fd);
+            return queen::Error{Errc::cancelled, "connect " + describe(endpoint_) + ": aborted"};
+        }
+        fd_ = fd;
+        ++connects_total_;
+        return {};
+    }
+    ::freeaddrinfo(addresses);
+    return queen::Error{Errc::connect_failed, "connect " + describe(endpoint_) + ": " + last_error};
+}
+
+bool Connection::is_idle_connection_dead() const noexcept {
+    // An idle keep-alive connection has nothing to read; readable means EOF, a reset or junk.
+    pollfd descriptor{fd_, POLLIN, 0};
+    return ::poll(&descriptor, 1, 0) != 0;
+}
+
+queen::Result<HttpResponse> Connection::request(const HttpRequest& request) {
+    const std::int64_t timeout_ms =
+        request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms;
+    const std::int64_t start_ns = clock_.monotonic_ns();
+    const std::int64_t deadline_ns = start_ns + timeout_ms * 1'000'000;
+    for (int attempt = 0;; ++attempt) {
+        if (is_aborted_) {
+            close();
+            return queen::Error{Errc::cancelled, std::string{request.target} + ": aborted"};
+        }
+        bool is_reused = fd_ >= 0;
+        if (is_reused && is_idle_connection_dead()) {
+            close();
+            is_reused = false;
+        }
+        if (!is_reused) {
+            const std::int64_t connect_deadline_ns = std::min(
+                deadline_ns, clock_.monotonic_ns() + options_.connect_timeout_ms * 1'000'000);
+            QUEEN_TRY(open(connect_deadline_ns));
+        }
+        bool is_nothing_received = true;
+        auto response = exchange(request, deadline_ns, is_nothing_received);
+        if (response) {
+            return response;
+        }
+        close();
+        // A reused connection the server closed between our check and our write looks exactly
+        // like this; a fresh connection failing the same way is a real failure.
+        const bool is_stale =
+            is_reused && is_nothing_received && response.error().is(Errc::connection_closed);
+        if (!is_stale || !request.is_idempotent || attempt > 0) {
+            return response;
+        }
+    }
+}
+
+queen::Result<HttpResponse> Connection::exchange(const HttpRequest& request,
+                                                 std::int64_t deadline_ns,
+                                                 bool& is_nothing_received) {
+    const auto fail = [&](Errc code, const std::string& why) {
+        return queen::Error{
+            code, std::string{request.method} + " " + std::string{request.target} + ": " + why};
+    };
+    std::string head;
+    head.reserve(64 + request.target.size() + head_prefix_.size());
+    head.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\n");
+    head += head_prefix_;
+    if (request.has_body) {
+        head.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
+    }
+    head += "\r\n";
+
+    // Send head and body with one syscall when possible.
+    iovec parts[2] = {
+        {head.data(), head.size()},
+        {const_cast<char*>(request.body.data()), request.has_body ? request.body.size() : 0}};
+    std::size_t part = 0;
+    while (part < 2) {
+        if (parts[part].iov_len == 0) {
+            ++part;
+            continue;
+        }
+        msghdr message{};
+        message.msg_iov = &parts[part];
+        message.msg_iovlen = 2 - part;
+        const ssize_t sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+        if (sent < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                const int ready = wait_fd(POLLOUT, deadline_ns);
+                if (ready == 0) {
+                    return fail(Errc::timeout, "send timed out");
+                }
+                continue;
+            }
+            if (is_aborted_) {
+                return fail(Errc::cancelled, "aborted");
+            }
+            return fail(Errc::connection_closed, std::string{"send: "} + std::strerror(errno));
+        }
+        auto remaining = static_cast<std::size_t>(sent);
+        while (part < 2 && remaining >= parts[part].iov_len) {
+            remaining -= parts[part].iov_len;
+            parts[part].iov_len = 0;
+            ++part;
+        }
+        if (part < 2) {
+            parts[part].iov_base = static_cast<char*>(parts[part].iov_base) + remaining;
+            parts[part].iov_len -= remaining;
+        }
+    }
+
+    ParseState state;
+    state.body_size_bytes_max = options_.response_size_bytes_max;
+    http_parser parser{};
+    http_parser_init(&parser, HTTP_RESPONSE);
+    parser.data = &state;
+    const auto& settings = parser_settings();
+    while (!state.is_complete) {
+        const ssize_t received = ::recv(fd_, read_buffer_.data(), read_buffer_.size(), 0);
+        if (received < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                const int ready = wait_fd(POLLIN, deadline_ns);
+                if (ready == 0) {
+                    return fail(Errc::timeout, "no complete response before the deadline");
+                }
+                continue;
+            }
+            if (is_aborted_) {
+                return fail(Errc::cancelled, "aborted");
+            }
+            return fail(Errc::connection_closed, std::string{"recv: "} + std::strerror(errno));
+        }
+        if (is_aborted_) {
+            return fail(Errc::cancelled, "aborted");
+        }
+        if (received == 0) {
+            // EOF completes a body that is delimited by the connection closing.
+            http_parser_execute(&parser, &settings, nullptr, 0);
+            if (state.is_complete) {
+                break;
+            }
+            return fail(Errc::connection_closed, is_nothing_received
+                                                     ? "closed by the server before answering"
+                                                     : "closed by the server mid-response");
+        }
+        is_nothing_received = false;
+        const auto length = static_cast<std::size_t>(received);
+        const std::size_t parsed =
+            http_parser_execute(&parser, &settings, read_buffer_.data(), length);
+        const auto parse_error = HTTP_PARSER_ERRNO(&parser);
+        if (state.is_too_large) {
+            return fail(Errc::bad_response, "response body larger than " +
+                                                std::to_string(options_.response_size_bytes_max) +
+                                                " bytes");
+        }
+        if (parse_error == HPE_PAUSED) {
+            if (parsed != length) {
+                return fail(Errc::bad_response, "unexpected bytes after the response");
+            }
+            break;
+        }
+        if (parse_error != HPE_OK || parsed != length) {
+            return fail(Errc::bad_response,
+                        std::string{"malformed HTTP: "} + http_errno_description(parse_error));
+        }
+    }
+    if (!http_should_keep_alive(&parser)) {
+        close();
+    }
+    return std::move(state.response);
+}
+
+ConnectionPool::ConnectionPool(Endpoint endpoint, ConnectionOptions options,
+                               const queen::Clock& clock, std::size_t connections_max)
+    : endpoint_(std::move(endpoint)),
+      options_(std::move(options)),
+      clock_(clock),
+      connections_max_(connections_max) {
+    QUEEN_ASSERT(connections_max_ > 0, "a pool needs at least one connection");
+}
+
+ConnectionPool::~ConnectionPool() {
+    const std::lock_guard lock{mutex_};
+    QUEEN_ASSERT(idle_.size() == all_.size(), "pool destroyed while connections are borrowed");
+}
+
+ConnectionPool::Lease::Lease(Lease&& other) noexcept
+    : pool_(other.pool_), connection_(other.connection_) {
+    other.pool_ = nullptr;
+    other.connection_ = nullptr;
+}
+
+ConnectionPool::Lease::~Lease() {
+    if (pool_ != nullptr) {
+        pool_->release(connection_);
+    }
+}
+
+queen::Result<ConnectionPool::Lease> ConnectionPool::acquire(std::int64_t wait_ms) {
+    std::unique_lock lock{mutex_};
+    const auto is_available = [&] {
+        return is_aborted_ || !idle_.empty() || all_.size() < connections_max_;
+    };
+    if (!released_.wait_for(lock, std::chrono::milliseconds{wait_ms}, is_available)) {
+        return queen::Error{Errc::busy, "all " + std::to_string(connections_max_) +
+                                            " connections stayed busy for " +
+                                            std::to_string(wait_ms) + " ms"};
+    }
+    if (is_aborted_) {
+        return queen::Error{Errc::cancelled, "connection pool aborted"};
+    }
+    if (!idle_.empty()) {
+        // Most recently used first: its socket is the least likely to have been closed idle.
+        Connection* connection = idle_.back();
+        idle_.pop_back();
+        return Lease{this, connection};
+    }
+    all_.push_back(std::make_unique<Connection>(endpoint_, options_, clock_));
+    return Lease{this, all_.back().get()};
+}
+
+void ConnectionPool::release(Connection* connection) {
+    {
+        const std::lock_guard lock{mutex_};
+        idle_.push_back(connection);
+        QUEEN_ASSERT(idle_.size() <= all_.size(), "a connection was released twice");
+    }
+    released_.notify_one();
+}
+
+void ConnectionPool::abort_all() noexcept {
+    {
+        const std::lock_guard lock{mutex_};
+        is_aborted_ = true;
+        for (const auto& connection : all_) {
+            connection->abort();
+        }
+    }
+    released_.notify_all();
+}
+
+std::size_t ConnectionPool::size() const {
+    const std::lock_guard lock{mutex_};
+    return all_.size();
+}
+
+std::uint64_t ConnectionPool::connects_total() const {
+    const std::lock_guard lock{mutex_};
+    std::uint64_t total = 0;
+    for (const auto& connection : all_) {
+        total += connection->connects_total();
+    }
+    return total;
+}
+
+}  // namespace queen::client

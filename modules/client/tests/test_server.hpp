@@ -1,0 +1,77 @@
+// client/tests/test_server.hpp — a tiny HTTP/1.1 server on plain sockets and threads that records
+// requests and answers with canned bytes, to test the client's wire format without the broker.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace queen::client::testing {
+
+struct RecordedRequest {
+    std::string method;
+    std::string target;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    int connection_index = 0;  ///< 0 for the first accepted connection, 1 for the next, ...
+    /// The value of the first header named `name` (case-insensitive), or "".
+    [[nodiscard]] std::string header(const std::string& name) const;
+};
+
+/// What the server does with one request.
+struct Reply {
+    std::string raw;              ///< bytes written back verbatim
+    bool is_close_after = false;  ///< close the connection after writing `raw`
+    bool is_hang = false;         ///< never answer (until the server stops)
+};
+
+/// "HTTP/1.1 <status> X\r\nContent-Type: application/json\r\nContent-Length:
+/// n\r\n<extra>\r\n<body>".
+Reply json_reply(int status, const std::string& body, const std::string& extra_headers = "");
+/// A 204 with no body.
+Reply no_content_reply();
+/// Closes the connection without writing anything.
+Reply close_reply();
+
+class TestServer {
+public:
+    using Handler = std::function<Reply(const RecordedRequest&)>;
+    /// Listens on 127.0.0.1 at a free port. The default handler answers 200 {}.
+    TestServer();
+    ~TestServer();
+    TestServer(const TestServer&) = delete;
+    TestServer& operator=(const TestServer&) = delete;
+
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    void set_handler(Handler handler);
+    /// Convenience: answer every request with the same reply.
+    void reply_always(Reply reply);
+    [[nodiscard]] std::vector<RecordedRequest> requests() const;
+    [[nodiscard]] RecordedRequest last_request() const;
+    [[nodiscard]] int connections_accepted() const;
+    /// Blocks until at least `count` requests were recorded.
+    void wait_for_requests(std::size_t count) const;
+
+private:
+    void accept_loop();
+    void serve(int fd, int connection_index);
+
+    int listen_fd_ = -1;
+    int wake_fds_[2] = {-1, -1};
+    std::uint16_t port_ = 0;
+    mutable std::mutex mutex_;
+    mutable std::condition_variable changed_;
+    Handler handler_;
+    std::vector<RecordedRequest> requests_;
+    std::vector<int> connection_fds_;
+    std::vector<std::thread> threads_;
+    int connections_accepted_ = 0;
+    bool is_stopping_ = false;
+    std::thread acceptor_;
+};
+
+}  // namespace queen::client::testing
