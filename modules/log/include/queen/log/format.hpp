@@ -1,0 +1,142 @@
+// queen/log/format.hpp — the on-disk segment format (v1): constants, encoders and a buffer decoder.
+// Pure functions over bytes: no files, no threads. docs/log-format.md describes the same layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/ids.hpp"
+
+namespace queen::log {
+
+/// Version of the segment and record layout below. Any change to a constant or field bumps it.
+inline constexpr std::uint32_t format_version = 1;
+
+/// "QUEENLOG" in ASCII: the first 8 bytes of every segment file.
+inline constexpr std::uint64_t segment_magic = 0x474F4C4E45455551ULL;
+static_assert((segment_magic & 0xff) == 'Q' && (segment_magic >> 56) == 'G',
+              "segment magic must read QUEENLOG byte by byte (little-endian)");
+
+/// Segment header: magic(8) format_version(4) flags(4) first_index(8) prev_term(8) reserved(4)
+/// header_crc(4). header_crc = crc32c of bytes [0, 36).
+inline constexpr std::size_t segment_header_size = 40;
+inline constexpr std::size_t segment_header_crc_offset = 36;
+static_assert(segment_header_size == 8 + 4 + 4 + 8 + 8 + 4 + 4,
+              "segment header layout changed: bump log::format_version");
+static_assert(segment_header_crc_offset == segment_header_size - 4);
+
+/// Record header: crc(4) payload_size(4) term(8) index(8) type(1) reserved(3), then the payload.
+/// crc = crc32c of bytes [4, record_header_size + payload_size): it covers the length, every
+/// other header field and the payload. Reserved bytes are zero.
+inline constexpr std::size_t record_header_size = 28;
+inline constexpr std::size_t record_crc_covered_from = 4;
+static_assert(record_header_size == 4 + 4 + 8 + 8 + 1 + 3,
+              "record header layout changed: bump log::format_version");
+
+/// Hard limit of the format on one payload (the Options limit is usually far lower).
+inline constexpr std::uint32_t record_payload_size_limit = 1u << 30;
+
+/// Segment files are named by their first index: 20 decimal digits, zero padded, then ".seg".
+inline constexpr std::string_view segment_suffix = ".seg";
+inline constexpr std::size_t segment_name_digits = 20;
+
+/// What the application stores in a record's type byte (opaque to the log).
+using RecordType = std::uint8_t;
+
+/// The fixed header of a segment file.
+struct SegmentHeader {
+    std::uint32_t version = format_version;
+    std::uint32_t flags = 0;  ///< no flags are defined in v1; must be zero
+    LogIndex first_index{1};  ///< index of the first record this segment holds (or would hold)
+    Term prev_term{0};        ///< term of the record at first_index - 1 (0 when none)
+};
+
+/// One decoded record. `payload` points into the buffer that was decoded (not owned).
+struct RecordView {
+    Term term;
+    LogIndex index;
+    RecordType type = 0;
+    ByteSpan payload;
+};
+
+/// Why decoding of a segment stopped.
+enum class StopReason : std::uint8_t {
+    end_of_data,       ///< clean: the last record ends exactly at the end of the buffer
+    bad_header,        ///< the segment header is short, has a wrong magic, version, flags or CRC
+    truncated_header,  ///< fewer than record_header_size bytes remain
+    bad_length,        ///< payload_size exceeds the limit or the bytes that remain
+    bad_crc,           ///< the record CRC does not match
+    bad_field,         ///< CRC ok but reserved bytes set, index out of sequence or term decreasing
+};
+
+/// A stable lowercase name ("bad_crc", ...) for reports and JSON.
+[[nodiscard]] std::string_view stop_reason_name(StopReason reason) noexcept;
+
+/// The result of decoding one segment buffer up to its first bad record.
+struct SegmentScan {
+    std::optional<SegmentHeader> header;  ///< empty when the header itself is bad
+    std::uint64_t record_count = 0;       ///< whole, valid records before the stop
+    std::uint64_t valid_bytes = 0;        ///< end offset of the last valid record (or header end)
+    LogIndex last_index{0};  ///< index of the last valid record (first_index-1 if none)
+    Term last_term{0};       ///< its term (prev_term if none)
+    StopReason stop = StopReason::end_of_data;
+    std::uint64_t stop_offset = 0;  ///< byte position of the problem (== valid_bytes)
+    std::string detail;             ///< a sentence describing the problem, empty when clean
+};
+
+/// Encodes the 40-byte segment header into `out` (out.size() >= segment_header_size).
+void encode_segment_header(const SegmentHeader& header, MutableByteSpan out) noexcept;
+
+/// Decodes and checks a segment header. Returns nothing (and sets `detail`) when the buffer is
+/// short or magic, version, flags, reserved bytes or CRC are wrong.
+[[nodiscard]] std::optional<SegmentHeader> decode_segment_header(ByteSpan bytes,
+                                                                 std::string* detail = nullptr);
+
+/// Size on disk of a record with `payload_size` payload bytes.
+[[nodiscard]] constexpr std::uint64_t encoded_record_size(std::uint64_t payload_size) noexcept {
+    return record_header_size + payload_size;
+}
+
+/// Appends one encoded record to `out`. Precondition: payload.size() <= record_payload_size_limit.
+void encode_record(Bytes& out, Term term, LogIndex index, RecordType type, ByteSpan payload);
+
+/// Outcome of decoding the record at one position.
+struct RecordDecode {
+    StopReason status = StopReason::end_of_data;  ///< end_of_data here means "decoded fine"
+    RecordView record;
+    std::uint64_t size = 0;  ///< encoded size when status is end_of_data
+    std::string detail;
+};
+
+/// Decodes the record at the start of `bytes` without checking its sequence against others.
+/// `payload_size_max` bounds the length field (<= record_payload_size_limit).
+[[nodiscard]] RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max);
+
+/// Decodes a whole segment held in memory: the header, then records until the first bad one.
+/// Records must have consecutive indexes starting at the header's first_index and terms that
+/// never decrease (starting at >= prev_term). `on_record` (may be empty) sees each valid record
+/// with its byte offset, in order. Never throws, never reads outside `bytes`.
+[[nodiscard]] SegmentScan scan_segment(
+    ByteSpan bytes, std::uint32_t payload_size_max,
+    const std::function<void(const RecordView&, std::uint64_t offset)>& on_record = {});
+
+/// After a stop, looks for the next offset >= `from` where a record decodes with a valid CRC and
+/// an index in (after_index, after_index + 2^32) and a term >= `term_min`. Used to tell a torn
+/// tail (nothing valid follows) from corruption (valid records follow), and by inspect to decode
+/// past damage. Returns the offset, or nothing. Cost: at most one CRC per plausible candidate.
+[[nodiscard]] std::optional<std::uint64_t> find_next_record(ByteSpan bytes, std::uint64_t from,
+                                                            LogIndex after_index, Term term_min,
+                                                            std::uint32_t payload_size_max);
+
+/// "00000000000000000001.seg" for index 1.
+[[nodiscard]] std::string segment_file_name(LogIndex first_index);
+
+/// Parses a segment file name; nothing when `name` is not exactly 20 digits + ".seg".
+[[nodiscard]] std::optional<LogIndex> parse_segment_file_name(std::string_view name) noexcept;
+
+}  // namespace queen::log

@@ -1,0 +1,31 @@
+// queen/log/options.hpp — tunables and limits of the raft log storage, with validate().
+#pragma once
+
+#include <cstdint>
+
+#include "queen/core/result.hpp"
+
+namespace queen::log {
+
+/// Limits and sizes of one Log. Defaults suit a broker tenant log on an SSD.
+struct Options {
+    /// A segment is rolled (closed, a new file started) before it would grow past this size.
+    /// A single record larger than the remaining room still goes into a fresh segment alone.
+    std::uint64_t segment_size_bytes_max = 128u << 20;
+    /// Largest payload of one record; appends above it fail with Errc::invalid_argument, and
+    /// recovery treats a longer length field as damage.
+    std::uint32_t record_size_bytes_max = 16u << 20;
+    /// Encoded bytes waiting for the writer; appenders block while this much is pending
+    /// (backpressure instead of unbounded growth). It also bounds one group: the writer takes
+    /// everything pending as one write + one fdatasync. One append call must fit in it.
+    std::uint64_t pending_bytes_max = 64u << 20;
+    /// One sparse-index entry (index -> segment offset) per this many bytes of records.
+    std::uint32_t index_interval_bytes = 4096;
+    /// Records one read() returns at most.
+    std::uint32_t read_records_max = 65536;
+
+    /// Checks the values are consistent. Errors: Errc::invalid_argument naming the field.
+    [[nodiscard]] Status validate() const;
+};
+
+}  // namespace queen::log

@@ -1,0 +1,242 @@
+// modules/log/src/format.cpp — encoding and decoding of segment headers and records (format v1).
+#include "queen/log/format.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+#include "queen/core/assert.hpp"
+#include "queen/core/crc32c.hpp"
+
+namespace queen::log {
+
+std::string_view stop_reason_name(StopReason reason) noexcept {
+    switch (reason) {
+        case StopReason::end_of_data: return "end_of_data";
+        case StopReason::bad_header: return "bad_header";
+        case StopReason::truncated_header: return "truncated_header";
+        case StopReason::bad_length: return "bad_length";
+        case StopReason::bad_crc: return "bad_crc";
+        case StopReason::bad_field: return "bad_field";
+    }
+    return "unknown";
+}
+
+void encode_segment_header(const SegmentHeader& header, MutableByteSpan out) noexcept {
+    QUEEN_ASSERT(out.size() >= segment_header_size, "segment header buffer too small");
+    store_le<std::uint64_t>(out.data() + 0, segment_magic);
+    store_le<std::uint32_t>(out.data() + 8, header.version);
+    store_le<std::uint32_t>(out.data() + 12, header.flags);
+    store_le<std::uint64_t>(out.data() + 16, header.first_index.value());
+    store_le<std::uint64_t>(out.data() + 24, header.prev_term.value());
+    store_le<std::uint32_t>(out.data() + 32, 0);
+    const std::uint32_t crc = crc32c(ByteSpan{out.data(), segment_header_crc_offset});
+    store_le<std::uint32_t>(out.data() + segment_header_crc_offset, crc);
+}
+
+std::optional<SegmentHeader> decode_segment_header(ByteSpan bytes, std::string* detail) {
+    auto fail = [&](std::string why) -> std::optional<SegmentHeader> {
+        if (detail != nullptr) {
+            *detail = std::move(why);
+        }
+        return std::nullopt;
+    };
+    if (bytes.size() < segment_header_size) {
+        return fail("segment header is short: " + std::to_string(bytes.size()) + " of " +
+                    std::to_string(segment_header_size) + " bytes");
+    }
+    if (load_le<std::uint64_t>(bytes.data()) != segment_magic) {
+        return fail("segment magic is not QUEENLOG");
+    }
+    const auto stored_crc = load_le<std::uint32_t>(bytes.data() + segment_header_crc_offset);
+    const std::uint32_t actual_crc = crc32c(bytes.first(segment_header_crc_offset));
+    if (stored_crc != actual_crc) {
+        return fail("segment header crc mismatch (stored " + std::to_string(stored_crc) +
+                    ", computed " + std::to_string(actual_crc) + ")");
+    }
+    SegmentHeader header;
+    header.version = load_le<std::uint32_t>(bytes.data() + 8);
+    header.flags = load_le<std::uint32_t>(bytes.data() + 12);
+    header.first_index = LogIndex{load_le<std::uint64_t>(bytes.data() + 16)};
+    header.prev_term = Term{load_le<std::uint64_t>(bytes.data() + 24)};
+    if (header.version != format_version) {
+        return fail("unsupported segment format version " + std::to_string(header.version) +
+                    " (this build reads " + std::to_string(format_version) + ")");
+    }
+    if (header.flags != 0 || load_le<std::uint32_t>(bytes.data() + 32) != 0) {
+        return fail("segment header has unknown flags or non-zero reserved bytes");
+    }
+    if (header.first_index.value() == 0) {
+        return fail("segment header first_index is 0 (indexes start at 1)");
+    }
+    return header;
+}
+
+void encode_record(Bytes& out, Term term, LogIndex index, RecordType type, ByteSpan payload) {
+    QUEEN_ASSERT(payload.size() <= record_payload_size_limit, "record payload over format limit");
+    const std::size_t at = out.size();
+    out.resize(at + record_header_size + payload.size());
+    Byte* p = out.data() + at;
+    store_le<std::uint32_t>(p + 4, static_cast<std::uint32_t>(payload.size()));
+    store_le<std::uint64_t>(p + 8, term.value());
+    store_le<std::uint64_t>(p + 16, index.value());
+    p[24] = type;
+    p[25] = 0;
+    p[26] = 0;
+    p[27] = 0;
+    if (!payload.empty()) {
+        std::memcpy(p + record_header_size, payload.data(), payload.size());
+    }
+    const std::uint32_t crc =
+        crc32c(ByteSpan{p + record_crc_covered_from,
+                        record_header_size - record_crc_covered_from + payload.size()});
+    store_le<std::uint32_t>(p, crc);
+}
+
+RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max) {
+    RecordDecode out;
+    if (bytes.size() < record_header_size) {
+        out.status = StopReason::truncated_header;
+        out.detail = "only " + std::to_string(bytes.size()) + " bytes left, a record header is " +
+                     std::to_string(record_header_size);
+        return out;
+    }
+    const Byte* p = bytes.data();
+    const auto payload_size = load_le<std::uint32_t>(p + 4);
+    if (payload_size > payload_size_max || payload_size > record_payload_size_limit) {
+        out.status = StopReason::bad_length;
+        out.detail = "payload_size " + std::to_string(payload_size) + " exceeds the maximum " +
+                     std::to_string(payload_size_max);
+        return out;
+    }
+    if (bytes.size() - record_header_size < payload_size) {
+        out.status = StopReason::bad_length;
+        out.detail = "payload_size " + std::to_string(payload_size) + " but only " +
+                     std::to_string(bytes.size() - record_header_size) + " bytes follow";
+        return out;
+    }
+    const auto stored_crc = load_le<std::uint32_t>(p);
+    const std::uint32_t actual_crc = crc32c(bytes.subspan(
+        record_crc_covered_from, record_header_size - record_crc_covered_from + payload_size));
+    if (stored_crc != actual_crc) {
+        out.status = StopReason::bad_crc;
+        out.detail = "record crc mismatch (stored " + std::to_string(stored_crc) + ", computed " +
+                     std::to_string(actual_crc) + ")";
+        return out;
+    }
+    if (p[25] != 0 || p[26] != 0 || p[27] != 0) {
+        out.status = StopReason::bad_field;
+        out.detail = "record reserved bytes are not zero";
+        return out;
+    }
+    out.record.term = Term{load_le<std::uint64_t>(p + 8)};
+    out.record.index = LogIndex{load_le<std::uint64_t>(p + 16)};
+    out.record.type = p[24];
+    out.record.payload = bytes.subspan(record_header_size, payload_size);
+    out.size = record_header_size + payload_size;
+    return out;
+}
+
+SegmentScan scan_segment(ByteSpan bytes, std::uint32_t payload_size_max,
+                         const std::function<void(const RecordView&, std::uint64_t)>& on_record) {
+    SegmentScan scan;
+    scan.header = decode_segment_header(bytes, &scan.detail);
+    if (!scan.header) {
+        scan.stop = StopReason::bad_header;
+        return scan;
+    }
+    scan.valid_bytes = segment_header_size;
+    scan.last_index = scan.header->first_index.prev();
+    scan.last_term = scan.header->prev_term;
+    std::uint64_t at = segment_header_size;
+    while (at < bytes.size()) {
+        RecordDecode decoded = decode_record(bytes.subspan(at), payload_size_max);
+        if (decoded.status == StopReason::end_of_data) {
+            if (decoded.record.index != scan.last_index.next()) {
+                decoded.status = StopReason::bad_field;
+                decoded.detail = "record index " + std::to_string(decoded.record.index.value()) +
+                                 " where " + std::to_string(scan.last_index.next().value()) +
+                                 " was expected";
+            } else if (decoded.record.term < scan.last_term) {
+                decoded.status = StopReason::bad_field;
+                decoded.detail = "record term " + std::to_string(decoded.record.term.value()) +
+                                 " is below the previous term " +
+                                 std::to_string(scan.last_term.value());
+            }
+        }
+        if (decoded.status != StopReason::end_of_data) {
+            scan.stop = decoded.status;
+            scan.stop_offset = at;
+            scan.detail = std::move(decoded.detail);
+            return scan;
+        }
+        if (on_record) {
+            on_record(decoded.record, at);
+        }
+        ++scan.record_count;
+        scan.last_index = decoded.record.index;
+        scan.last_term = decoded.record.term;
+        at += decoded.size;
+        scan.valid_bytes = at;
+    }
+    scan.stop_offset = at;
+    return scan;
+}
+
+std::optional<std::uint64_t> find_next_record(ByteSpan bytes, std::uint64_t from,
+                                              LogIndex after_index, Term term_min,
+                                              std::uint32_t payload_size_max) {
+    constexpr std::uint64_t index_window = 1ULL << 32;
+    for (std::uint64_t at = from; at + record_header_size <= bytes.size(); ++at) {
+        const Byte* p = bytes.data() + at;
+        // Cheap plausibility filters first, so garbage costs no CRC computation.
+        if (p[25] != 0 || p[26] != 0 || p[27] != 0) {
+            continue;
+        }
+        const auto payload_size = load_le<std::uint32_t>(p + 4);
+        if (payload_size > payload_size_max ||
+            bytes.size() - at - record_header_size < static_cast<std::uint64_t>(payload_size)) {
+            continue;
+        }
+        const auto index = load_le<std::uint64_t>(p + 16);
+        if (index <= after_index.value() || index - after_index.value() >= index_window) {
+            continue;
+        }
+        if (load_le<std::uint64_t>(p + 8) < term_min.value()) {
+            continue;
+        }
+        if (decode_record(bytes.subspan(at), payload_size_max).status == StopReason::end_of_data) {
+            return at;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string segment_file_name(LogIndex first_index) {
+    char name[32];
+    const int written = std::snprintf(name, sizeof name, "%020llu",
+                                      static_cast<unsigned long long>(first_index.value()));
+    QUEEN_ASSERT(written == static_cast<int>(segment_name_digits), "segment name width");
+    return std::string(name) + std::string(segment_suffix);
+}
+
+std::optional<LogIndex> parse_segment_file_name(std::string_view name) noexcept {
+    if (name.size() != segment_name_digits + segment_suffix.size() ||
+        name.substr(segment_name_digits) != segment_suffix) {
+        return std::nullopt;
+    }
+    std::uint64_t value = 0;
+    const char* first = name.data();
+    const char* last = name.data() + segment_name_digits;
+    for (const char* c = first; c != last; ++c) {
+        if (*c < '0' || *c > '9') {
+            return std::nullopt;
+        }
+    }
+    const auto [end, ec] = std::from_chars(first, last, value);
+    if (ec != std::errc{} || end != last) {
+        return std::nullopt;
+    }
+    return LogIndex{value};
+}
+
+}  // namespace queen::log

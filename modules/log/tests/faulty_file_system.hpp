@@ -1,0 +1,105 @@
+// modules/log/tests/faulty_file_system.hpp — a FileSystem that forwards to POSIX and injects
+// failures on demand: write errors, short writes, ENOSPC, fdatasync errors, directory errors.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <memory>
+#include <string>
+
+#include "queen/log/file.hpp"
+
+namespace queen::log::testing {
+
+/// Which faults to inject. Counters count down: the Nth matching call (1 = the next one) fails,
+/// and with `sticky` every later one too. All fields are atomics so tests can arm them while the
+/// log's writer thread runs.
+struct Faults {
+    std::atomic<int> fail_write_after{0};  ///< 0 = off
+    std::atomic<int> write_errno{EIO};
+    std::atomic<int> fail_sync_after{0};  ///< fdatasync
+    std::atomic<int> sync_errno{EIO};
+    std::atomic<bool> short_writes{false};  ///< every write writes at most 7 bytes
+    std::atomic<bool> fail_sync_directory{false};
+    std::atomic<bool> fail_create{false};  ///< open(create_exclusive) fails with ENOSPC
+    std::atomic<int> writes{0};            ///< write_at calls seen
+    std::atomic<int> syncs{0};             ///< sync_data calls seen
+};
+
+namespace detail {
+inline bool fires(std::atomic<int>& countdown) {
+    int value = countdown.load();
+    while (value > 0) {
+        if (countdown.compare_exchange_weak(value, value - 1)) {
+            return value == 1;
+        }
+    }
+    return false;
+}
+}  // namespace detail
+
+class FaultyFile final : public File {
+public:
+    FaultyFile(std::unique_ptr<File> inner, Faults& faults)
+        : inner_(std::move(inner)), faults_(faults) {}
+    Result<std::size_t> write_at(std::uint64_t offset, ByteSpan data) override {
+        ++faults_.writes;
+        if (detail::fires(faults_.fail_write_after)) {
+            // Like a real failing write, part of the data may have reached the file.
+            (void)inner_->write_at(offset, data.first(data.size() / 2));
+            return errno_error(faults_.write_errno.load(), "pwrite (injected)");
+        }
+        if (faults_.short_writes.load() && data.size() > 7) {
+            data = data.first(7);
+        }
+        return inner_->write_at(offset, data);
+    }
+    Result<std::size_t> read_at(std::uint64_t offset, MutableByteSpan out) const override {
+        return inner_->read_at(offset, out);
+    }
+    Status sync_data() override {
+        ++faults_.syncs;
+        if (detail::fires(faults_.fail_sync_after)) {
+            return errno_error(faults_.sync_errno.load(), "fdatasync (injected)");
+        }
+        return inner_->sync_data();
+    }
+    Status truncate(std::uint64_t size) override { return inner_->truncate(size); }
+    Result<std::uint64_t> size() const override { return inner_->size(); }
+
+private:
+    std::unique_ptr<File> inner_;
+    Faults& faults_;
+};
+
+class FaultyFileSystem final : public FileSystem {
+public:
+    explicit FaultyFileSystem(Faults& faults) : faults_(faults) {}
+    Result<std::unique_ptr<File>> open(const std::filesystem::path& path, OpenMode mode) override {
+        if (mode == OpenMode::create_exclusive && faults_.fail_create.load()) {
+            return errno_error(ENOSPC, "open " + path.string() + " (injected)");
+        }
+        QUEEN_TRY(std::unique_ptr<File> inner, posix_file_system().open(path, mode));
+        return std::unique_ptr<File>(std::make_unique<FaultyFile>(std::move(inner), faults_));
+    }
+    Status remove(const std::filesystem::path& path) override {
+        return posix_file_system().remove(path);
+    }
+    Result<std::vector<std::string>> list(const std::filesystem::path& dir) override {
+        return posix_file_system().list(dir);
+    }
+    Status create_directories(const std::filesystem::path& dir) override {
+        return posix_file_system().create_directories(dir);
+    }
+    Status sync_directory(const std::filesystem::path& dir) override {
+        if (faults_.fail_sync_directory.load()) {
+            return errno_error(EIO, "fsync directory (injected)");
+        }
+        return posix_file_system().sync_directory(dir);
+    }
+
+private:
+    Faults& faults_;
+};
+
+}  // namespace queen::log::testing

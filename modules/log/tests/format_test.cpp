@@ -1,0 +1,163 @@
+// modules/log/tests/format_test.cpp — segment header and record encoding, the buffer decoder.
+#include "queen/log/format.hpp"
+
+#include "queen/core/crc32c.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+using namespace queen;
+using namespace queen::log;
+
+namespace {
+Bytes make_segment(std::uint64_t count, LogIndex first = LogIndex{1}) {
+    Bytes out(segment_header_size);
+    SegmentHeader header;
+    header.first_index = first;
+    encode_segment_header(header, out);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        const std::string payload = "payload-" + std::to_string(i);
+        encode_record(out, Term{1 + i / 3}, LogIndex{first.value() + i}, 2, as_bytes(payload));
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("log: segment header round-trips and rejects damage", "[log][format]") {
+    SegmentHeader header;
+    header.first_index = LogIndex{42};
+    header.prev_term = Term{7};
+    Bytes bytes(segment_header_size);
+    encode_segment_header(header, bytes);
+    CHECK(as_chars(ByteSpan{bytes}.first(8)) == "QUEENLOG");
+    auto decoded = decode_segment_header(bytes);
+    REQUIRE(decoded);
+    CHECK(decoded->first_index == LogIndex{42});
+    CHECK(decoded->prev_term == Term{7});
+    CHECK(decoded->version == format_version);
+
+    std::string why;
+    CHECK_FALSE(decode_segment_header(ByteSpan{bytes}.first(39), &why));
+    CHECK(why.find("short") != std::string::npos);
+    for (std::size_t i = 0; i < segment_header_size; ++i) {
+        Bytes damaged = bytes;
+        damaged[i] ^= 0x10;
+        CHECK_FALSE(decode_segment_header(damaged));
+    }
+}
+
+TEST_CASE("log: record layout matches the documented byte offsets", "[log][format]") {
+    Bytes out;
+    const std::string payload = "abc";
+    encode_record(out, Term{0x0102030405060708}, LogIndex{0x1112131415161718}, 9,
+                  as_bytes(payload));
+    REQUIRE(out.size() == record_header_size + 3);
+    CHECK(load_le<std::uint32_t>(out.data() + 4) == 3);
+    CHECK(load_le<std::uint64_t>(out.data() + 8) == 0x0102030405060708);
+    CHECK(load_le<std::uint64_t>(out.data() + 16) == 0x1112131415161718);
+    CHECK(out[24] == 9);
+    CHECK(out[25] == 0);
+    CHECK(as_chars(ByteSpan{out}.subspan(28)) == "abc");
+    CHECK(load_le<std::uint32_t>(out.data()) == crc32c(ByteSpan{out}.subspan(4)));
+}
+
+TEST_CASE("log: scan_segment decodes every record of a clean segment", "[log][format]") {
+    const Bytes bytes = make_segment(10, LogIndex{5});
+    std::vector<std::uint64_t> indexes;
+    const SegmentScan scan =
+        scan_segment(bytes, 1024, [&](const RecordView& record, std::uint64_t) {
+            indexes.push_back(record.index.value());
+            CHECK(record.type == 2);
+        });
+    CHECK(scan.stop == StopReason::end_of_data);
+    CHECK(scan.record_count == 10);
+    CHECK(scan.valid_bytes == bytes.size());
+    CHECK(scan.last_index == LogIndex{14});
+    CHECK(scan.last_term == Term{4});
+    CHECK(indexes.front() == 5);
+    CHECK(indexes.back() == 14);
+}
+
+TEST_CASE("log: scan_segment stops at the first bad record of a damaged segment", "[log][format]") {
+    const Bytes clean = make_segment(6);
+    const SegmentScan full = scan_segment(clean, 1024);
+    // Offsets of record boundaries.
+    std::vector<std::uint64_t> offsets;
+    (void)scan_segment(clean, 1024,
+                       [&](const RecordView&, std::uint64_t offset) { offsets.push_back(offset); });
+    REQUIRE(offsets.size() == 6);
+
+    SECTION("a flipped payload bit is a crc mismatch at that record") {
+        Bytes bytes = clean;
+        bytes[offsets[3] + record_header_size + 1] ^= 1;
+        const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.stop == StopReason::bad_crc);
+        CHECK(scan.stop_offset == offsets[3]);
+        CHECK(scan.record_count == 3);
+        CHECK(find_next_record(bytes, scan.stop_offset + 1, scan.last_index, scan.last_term,
+                               1024) == offsets[4]);
+    }
+    SECTION("a short tail is a truncated record") {
+        const Bytes bytes(clean.begin(), clean.end() - 3);
+        const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.stop == StopReason::bad_length);
+        CHECK(scan.stop_offset == offsets[5]);
+        CHECK(scan.record_count == 5);
+    }
+    SECTION("a length over the maximum is bad_length") {
+        Bytes bytes = clean;
+        store_le<std::uint32_t>(bytes.data() + offsets[2] + 4, 5000);
+        CHECK(scan_segment(bytes, 1024).stop == StopReason::bad_length);
+    }
+    SECTION("zeroed tail is detected") {
+        Bytes bytes = clean;
+        bytes.resize(bytes.size() + 4096, 0);
+        const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.stop == StopReason::bad_crc);
+        CHECK(scan.valid_bytes == full.valid_bytes);
+        CHECK_FALSE(
+            find_next_record(bytes, scan.stop_offset + 1, scan.last_index, scan.last_term, 1024));
+    }
+    SECTION("an index out of sequence with a valid crc is bad_field") {
+        Bytes bytes(clean.begin(), clean.begin() + static_cast<std::ptrdiff_t>(offsets[2]));
+        encode_record(bytes, Term{1}, LogIndex{9}, 0, as_bytes("x"));
+        const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.stop == StopReason::bad_field);
+        CHECK(scan.record_count == 2);
+    }
+    SECTION("a decreasing term is bad_field") {
+        Bytes bytes = clean;
+        encode_record(bytes, Term{0}, LogIndex{7}, 0, as_bytes("x"));
+        CHECK(scan_segment(bytes, 1024).stop == StopReason::bad_field);
+    }
+}
+
+TEST_CASE("log: scan_segment never reads out of bounds on random damage", "[log][format]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    const Bytes clean = make_segment(40);
+    for (int round = 0; round < 2000; ++round) {
+        Bytes bytes = clean;
+        bytes.resize(rng.below(bytes.size() + 1));
+        const auto flips = rng.below(4);
+        for (std::uint64_t f = 0; f < flips && !bytes.empty(); ++f) {
+            bytes[rng.below(bytes.size())] ^= static_cast<Byte>(1 + rng.below(255));
+        }
+        const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.valid_bytes <= bytes.size());
+        if (scan.header) {
+            CHECK(scan.last_index.value() == scan.record_count);
+        }
+    }
+}
+
+TEST_CASE("log: segment file names are 20 digits and parse back", "[log][format]") {
+    CHECK(segment_file_name(LogIndex{1}) == "00000000000000000001.seg");
+    CHECK(parse_segment_file_name("00000000000000000001.seg") == LogIndex{1});
+    CHECK(parse_segment_file_name("18446744073709551615.seg") == LogIndex{UINT64_MAX});
+    CHECK_FALSE(parse_segment_file_name("0000000000000000001.seg"));
+    CHECK_FALSE(parse_segment_file_name("0000000000000000000a.seg"));
+    CHECK_FALSE(parse_segment_file_name("00000000000000000001.tmp"));
+    CHECK_FALSE(parse_segment_file_name("99999999999999999999.seg"));
+}
