@@ -1,0 +1,277 @@
+// modules/log/tests/recovery_test.cpp — Log::open after torn writes (garbage, short and zeroed
+// tails, torn segment headers) and after damage that must be reported as corruption.
+#include <fstream>
+
+#include "queen/core/rng.hpp"
+#include "queen/log/log.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+using namespace queen;
+using namespace queen::log;
+
+namespace {
+
+Options small_segments() {
+    Options options;
+    options.segment_size_bytes_max = 2048;
+    options.record_size_bytes_max = 4096;
+    options.index_interval_bytes = 256;
+    return options;
+}
+
+std::string payload_for(std::uint64_t index) {
+    return "rec-" + std::to_string(index) + std::string(index % 17, '#');
+}
+
+/// Writes records 1..count (term 1 + i/20) and closes the log.
+void write_log(const std::filesystem::path& dir, std::uint64_t count) {
+    auto log = Log::open(dir, small_segments());
+    REQUIRE(log);
+    for (std::uint64_t i = 1; i <= count; ++i) {
+        const std::string payload = payload_for(i);
+        auto ticket = (*log)->append_next(Term{1 + i / 20}, 0, as_bytes(payload));
+        REQUIRE(ticket);
+        REQUIRE(ticket->first_index == LogIndex{i});
+    }
+    REQUIRE((*log)->flush());
+    REQUIRE((*log)->close());
+}
+
+std::vector<std::filesystem::path> segment_files(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+Bytes read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::filesystem::path& path, const Bytes& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+}
+
+/// Offsets of the records of a segment file.
+std::vector<std::uint64_t> record_offsets(const Bytes& bytes) {
+    std::vector<std::uint64_t> offsets;
+    (void)scan_segment(bytes, 4096,
+                       [&](const RecordView&, std::uint64_t offset) { offsets.push_back(offset); });
+    return offsets;
+}
+
+/// Checks records [1, last] read back with the payloads write_log() gave them.
+void check_records(Log& log, std::uint64_t last) {
+    REQUIRE(log.last_index() == LogIndex{last});
+    std::uint64_t next = 1;
+    while (next <= last) {
+        auto records = log.read(LogIndex{next}, LogIndex{last + 1});
+        REQUIRE(records);
+        for (const Record& record : *records) {
+            REQUIRE(record.index == LogIndex{next});
+            REQUIRE(as_chars(record.payload) == payload_for(next));
+            REQUIRE(record.term == Term{1 + next / 20});
+            ++next;
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("log: reopening after a torn write truncates to the last whole record",
+          "[log][recovery]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);
+    const auto files = segment_files(dir.path());
+    REQUIRE(files.size() > 2);
+    const auto last_file = files.back();
+    const Bytes clean = read_file(last_file);
+    const auto offsets = record_offsets(clean);
+    REQUIRE(offsets.size() >= 2);
+    std::uint64_t expected_last = 100;
+    std::uint64_t expected_cut = 0;
+
+    SECTION("garbage tail") {
+        Bytes bytes = clean;
+        const std::size_t garbage = 1 + rng.below(3000);
+        for (std::size_t i = 0; i < garbage; ++i) {
+            bytes.push_back(static_cast<Byte>(rng.next()));
+        }
+        write_file(last_file, bytes);
+        expected_cut = garbage;
+    }
+    SECTION("short tail: the last record is cut in its payload") {
+        Bytes bytes = clean;
+        bytes.resize(bytes.size() - 2);
+        write_file(last_file, bytes);
+        expected_last = 99;
+        expected_cut = clean.size() - 2 - offsets.back();
+    }
+    SECTION("short tail: the last record is cut in its header") {
+        Bytes bytes = clean;
+        bytes.resize(offsets.back() + 1 + rng.below(record_header_size - 1));
+        write_file(last_file, bytes);
+        expected_last = 99;
+        expected_cut = bytes.size() - offsets.back();
+    }
+    SECTION("zeroed tail: the pages of the last records never reached the disk") {
+        Bytes bytes = clean;
+        const std::uint64_t from = offsets[offsets.size() - 2] + 3;
+        std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.end(), 0);
+        bytes.resize(bytes.size() + 4096, 0);
+        write_file(last_file, bytes);
+        expected_last = 98;
+        expected_cut = bytes.size() - offsets[offsets.size() - 2];
+    }
+    RecoveryReport report;
+    {
+        auto log = Log::open(dir.path(), small_segments(), {}, &report);
+        REQUIRE(log);
+        CHECK(report.tail_truncated);
+        CHECK(report.truncated_segment == last_file);
+        CHECK(report.bytes_cut == expected_cut);
+        CHECK_FALSE(report.valid_record_after_cut);
+        CHECK(report.last_index == LogIndex{expected_last});
+        check_records(**log, expected_last);
+        // The log continues where the whole records end.
+        const std::string payload = payload_for(expected_last + 1);
+        auto ticket = (*log)->append_next(Term{1 + (expected_last + 1) / 20}, 0, as_bytes(payload));
+        REQUIRE(ticket);
+        REQUIRE((*log)->wait_durable(*ticket));
+    }
+    auto log = Log::open(dir.path(), small_segments(), {}, &report);
+    REQUIRE(log);
+    CHECK_FALSE(report.tail_truncated);
+    check_records(**log, expected_last + 1);
+}
+
+TEST_CASE("log: damage in the last segment with valid records after it is cut and reported",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);
+    const auto last_file = segment_files(dir.path()).back();
+    Bytes bytes = read_file(last_file);
+    const auto offsets = record_offsets(bytes);
+    REQUIRE(offsets.size() >= 3);
+    bytes[offsets[1] + record_header_size] ^= 0x40;  // payload of the second record
+    write_file(last_file, bytes);
+    RecoveryReport report;
+    auto log = Log::open(dir.path(), small_segments(), {}, &report);
+    REQUIRE(log);
+    CHECK(report.tail_truncated);
+    CHECK(report.truncation_reason == StopReason::bad_crc);
+    CHECK(report.truncated_at_offset == offsets[1]);
+    CHECK(report.valid_record_after_cut);
+    CHECK((*log)->last_index() == LogIndex{100 - offsets.size() + 1});
+}
+
+TEST_CASE("log: a torn header of a just-created last segment removes that segment",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 60);
+    const auto files = segment_files(dir.path());
+    const auto torn = dir.path() / segment_file_name(LogIndex{61});
+    SECTION("short header") {
+        write_file(torn, Bytes(11, 0x51));
+    }
+    SECTION("zeroed header") {
+        write_file(torn, Bytes(segment_header_size, 0));
+    }
+    RecoveryReport report;
+    auto log = Log::open(dir.path(), small_segments(), {}, &report);
+    REQUIRE(log);
+    REQUIRE(report.removed_segments.size() == 1);
+    CHECK(report.removed_segments.front() == torn);
+    CHECK_FALSE(std::filesystem::exists(torn));
+    check_records(**log, 60);
+    const std::string payload = payload_for(61);
+    auto ticket = (*log)->append_next(Term{4}, 0, as_bytes(payload));
+    REQUIRE(ticket);
+    REQUIRE((*log)->wait_durable(*ticket));
+}
+
+TEST_CASE("log: a torn tail followed only by an empty segment drops that segment",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);
+    auto files = segment_files(dir.path());
+    REQUIRE(files.size() >= 3);
+    // Make the last segment empty (header only) and tear the one before it.
+    const Bytes last = read_file(files.back());
+    write_file(files.back(), Bytes(last.begin(), last.begin() + segment_header_size));
+    const auto previous = files[files.size() - 2];
+    Bytes bytes = read_file(previous);
+    const auto offsets = record_offsets(bytes);
+    bytes.resize(bytes.size() - 1);
+    write_file(previous, bytes);
+    RecoveryReport report;
+    auto log = Log::open(dir.path(), small_segments(), {}, &report);
+    REQUIRE(log);
+    CHECK(report.tail_truncated);
+    CHECK(report.truncated_segment == previous);
+    CHECK(report.truncated_at_offset == offsets.back());
+    REQUIRE(report.removed_segments.size() == 1);
+    CHECK(report.removed_segments.front() == files.back());
+    const std::uint64_t last_index = (*log)->last_index().value();
+    check_records(**log, last_index);
+}
+
+TEST_CASE("log: a bad record followed by valid records in an earlier segment is corruption",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);
+    const auto files = segment_files(dir.path());
+    REQUIRE(files.size() >= 3);
+    const auto victim = files[1];
+    Bytes bytes = read_file(victim);
+    const auto offsets = record_offsets(bytes);
+    std::uint64_t damaged_at = 0;
+    SECTION("bit flip in the middle") {
+        damaged_at = offsets[offsets.size() / 2];
+        bytes[damaged_at + 10] ^= 0x01;
+    }
+    SECTION("the last record of the segment, with records in later segments") {
+        damaged_at = offsets.back();
+        bytes[bytes.size() - 1] ^= 0x80;
+    }
+    const Bytes before = bytes;
+    write_file(victim, bytes);
+    auto log = Log::open(dir.path(), small_segments());
+    REQUIRE_FALSE(log);
+    CHECK(log.error().is(Errc::corruption));
+    CHECK(log.error().context.find(victim.string()) != std::string::npos);
+    CHECK(log.error().context.find("offset " + std::to_string(damaged_at)) != std::string::npos);
+    // Nothing was repaired: the files are as they were.
+    CHECK(read_file(victim) == before);
+    CHECK(segment_files(dir.path()).size() == files.size());
+}
+
+TEST_CASE("log: a missing middle segment or a mismatched name is corruption", "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);
+    const auto files = segment_files(dir.path());
+    REQUIRE(files.size() >= 3);
+    SECTION("gap") {
+        std::filesystem::remove(files[1]);
+    }
+    SECTION("renamed") {
+        std::filesystem::rename(files[1], dir.path() / segment_file_name(LogIndex{999}));
+    }
+    SECTION("damaged header of the first segment") {
+        Bytes bytes = read_file(files[0]);
+        bytes[20] ^= 1;
+        write_file(files[0], bytes);
+    }
+    auto log = Log::open(dir.path(), small_segments());
+    REQUIRE_FALSE(log);
+    CHECK(log.error().is(Errc::corruption));
+}
