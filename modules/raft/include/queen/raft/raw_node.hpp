@@ -1,0 +1,130 @@
+// queen/raft/raw_node.hpp — Raft as a pure state machine: step(), tick(), propose(), ready(),
+// advance(). No sockets, files, clocks, threads or unordered iteration inside.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/logger.hpp"
+#include "queen/core/result.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/raft/options.hpp"
+#include "queen/raft/types.hpp"
+
+namespace queen::raft {
+
+/// What a node loaded from its durable storage at start. A brand-new cluster member starts from
+/// `snapshot.meta.index == 0` whose conf_state is the bootstrap membership (empty for a node that
+/// will be added later by a conf change).
+struct RestoreState {
+    HardState hard_state;
+    Snapshot snapshot;           ///< the newest durable snapshot (index 0: the bootstrap one)
+    std::vector<Entry> entries;  ///< the durable log after snapshot.meta.index, contiguous
+    LogIndex applied;            ///< the state machine durably holds everything up to here
+};
+
+/// The durable state every founding member of a new group starts from (etcd's bootstrap): a log
+/// of one committed and applied add_voter conf_change entry per voter, at term 1, indexes 1..n
+/// (so the application's applied index starts at n). Every
+/// founder must be given the same `voters` (sorted order is used). A node that joins later
+/// starts from a default RestoreState{} and learns the membership from the leader's log or
+/// snapshot. Precondition: voters is not empty and has no 0 or duplicate.
+[[nodiscard]] RestoreState bootstrap_state(std::vector<NodeId> voters);
+
+/// Replication state of one peer as the leader sees it (for status and tests).
+struct PeerProgress {
+    NodeId id;
+    LogIndex match;
+    LogIndex next;
+    std::string state;  ///< "probe", "replicate" or "snapshot"
+    bool is_learner = false;
+    bool is_recent_active = false;
+    std::size_t inflight_count = 0;
+};
+
+/// One member of one raft group. Single-threaded: the caller serialises every call.
+///
+/// The driving loop (see Ready for the persistence contract):
+///   tick() every tick interval; step(m) for every message received; propose(...) for writes;
+///   while (has_ready()) { Ready rd = ready(); persist; send; apply; advance(); }
+/// At most one Ready is outstanding: between ready() and advance() the caller may still call
+/// step/tick/propose (the persist may be asynchronous), but not ready() again.
+class RawNode {
+public:
+    /// Builds a node from its durable state.
+    /// Errors: queen::Errc::invalid_argument (bad options, entries not contiguous after the
+    /// snapshot, applied beyond the log or commit).
+    [[nodiscard]] static Result<RawNode> open(const Options& options, RestoreState state, Rng& rng,
+                                              Logger& logger);
+    RawNode(RawNode&&) noexcept;
+    RawNode& operator=(RawNode&&) noexcept;
+    ~RawNode();
+
+    /// Advances logical time by one tick (elections, heartbeats, check-quorum, transfer timeout).
+    void tick();
+
+    /// Feeds one message from a peer. Messages for another node, from stale terms or of
+    /// unknown purpose are ignored (raft tolerates loss, duplication and reordering).
+    void step(const Message& message);
+
+    /// Appends `data` as a normal entry (leader only). It is replicated by the next ready();
+    /// proposals made before one ready() travel in one batch. Returns the entry's index; it is
+    /// committed once a Ready hands it out in committed_entries (at that same index and term).
+    /// Errors: Errc::not_leader, Errc::transferring, Errc::busy (uncommitted_bytes_max).
+    [[nodiscard]] Result<LogIndex> propose(Bytes data);
+
+    /// Proposes one membership change (leader only). Only one change may be pending: a new one
+    /// is refused until the previous one is applied. It takes effect when applied.
+    /// Errors: Errc::not_leader, Errc::transferring, Errc::busy (a change is pending),
+    /// Errc::invalid_conf_change (adding a member twice, demoting a voter, removing a
+    /// non-member or the last voter).
+    [[nodiscard]] Result<LogIndex> propose_conf_change(const ConfChange& change);
+
+    /// Requests a linearizable read point. `context` identifies the request and must be unique
+    /// among pending reads. The answer arrives as a ReadState in a later Ready (possibly never,
+    /// if leadership is lost: the caller times out and retries).
+    /// Errors: Errc::not_leader (no leader known), Errc::busy (pending_reads_max).
+    [[nodiscard]] queen::Status read_index(Bytes context);
+
+    /// Asks the leader to hand leadership to `target` (a voter). On a follower the request is
+    /// forwarded to the known leader. Proposals fail with Errc::transferring meanwhile; the
+    /// transfer is abandoned after an election timeout.
+    /// Errors: Errc::not_leader (no leader known), Errc::invalid_conf_change (target not a voter).
+    [[nodiscard]] queen::Status transfer_leadership(NodeId target);
+
+    /// Starts an election now (pre-vote first when enabled). Ignored on a non-voter or leader.
+    void campaign();
+
+    /// Compacts the log: the caller has durably snapshotted its state machine at `index`
+    /// (data = that snapshot, used for InstallSnapshot). Entries up to `index` are dropped.
+    /// Errors: Errc::compacted (index <= current snapshot), Errc::unavailable (index > applied).
+    [[nodiscard]] queen::Status compact(LogIndex index, Bytes data);
+
+    /// True when ready() has work and no Ready is outstanding.
+    [[nodiscard]] bool has_ready() const;
+    /// Takes the pending work. Precondition: has_ready() (asserts otherwise).
+    [[nodiscard]] Ready ready();
+    /// Acknowledges the outstanding Ready: its writes are durable, its messages sent, its
+    /// committed entries applied. Conf changes among them take effect here.
+    void advance();
+
+    [[nodiscard]] NodeStatus status() const;
+    /// Leader only: one row per peer; empty elsewhere.
+    [[nodiscard]] std::vector<PeerProgress> progress() const;
+    /// Term of the entry at `index` (the snapshot index included).
+    /// Errors: Errc::compacted, Errc::unavailable.
+    [[nodiscard]] Result<Term> term_at(LogIndex index) const;
+    /// Entries in [low, high). Errors: Errc::compacted, Errc::unavailable.
+    [[nodiscard]] Result<std::vector<Entry>> entries(LogIndex low, LogIndex high) const;
+    /// The newest snapshot this node holds (meta and data).
+    [[nodiscard]] const Snapshot& snapshot() const;
+
+private:
+    struct Impl;
+    explicit RawNode(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace queen::raft

@@ -1,0 +1,216 @@
+// modules/raft/tests/raw_node_test.cpp — the RawNode contract: what must be persisted before
+// which messages, durability-based commit, proposals and conf changes on the leader only.
+#include "queen/raft/raw_node.hpp"
+
+#include "queen/raft/codec.hpp"
+#include "queen/raft/errc.hpp"
+#include "queen/testing/catch.hpp"
+
+using namespace queen;
+using namespace queen::raft;
+
+namespace {
+
+Options options_for(std::uint64_t id) {
+    Options options;
+    options.id = NodeId{id};
+    return options;
+}
+
+RawNode open_node(std::uint64_t id, RestoreState state, Rng& rng) {
+    auto node = RawNode::open(options_for(id), std::move(state), rng, NullLogger::instance());
+    REQUIRE(node.has_value());
+    return std::move(node).value();
+}
+
+void drain(RawNode& node) {
+    while (node.has_ready()) {
+        (void)node.ready();
+        node.advance();
+    }
+}
+
+}  // namespace
+
+TEST_CASE("raft: options are validated", "[raft][options]") {
+    Options options;
+    CHECK_FALSE(options.validate().has_value());  // id 0
+    options.id = NodeId{1};
+    CHECK(options.validate().has_value());
+    options.read_lease_based = true;
+    options.check_quorum = false;
+    CHECK(options.validate().error().is(queen::Errc::invalid_argument));
+    options = options_for(1);
+    options.heartbeat_ticks = options.election_ticks;
+    CHECK_FALSE(options.validate().has_value());
+}
+
+TEST_CASE("raft: a single voter commits only after its own write is durable", "[raft][node]") {
+    Rng rng(1);
+    RawNode node = open_node(1, bootstrap_state({NodeId{1}}), rng);
+    node.campaign();
+    REQUIRE(node.status().role == Role::leader);
+    Ready rd = node.ready();
+    REQUIRE(rd.hard_state.has_value());
+    CHECK(rd.hard_state->vote == NodeId{1});
+    CHECK(rd.must_sync);
+    REQUIRE(rd.entries.size() == 1);  // the no-op of the new term
+    CHECK(rd.committed_entries.empty());
+    const LogIndex noop = rd.entries.back().index;
+    node.advance();
+    CHECK(node.status().hard_state.commit == noop);
+
+    auto index = node.propose(Bytes{42});
+    REQUIRE(index.has_value());
+    Ready second = node.ready();
+    REQUIRE(second.entries.size() == 1);
+    // The no-op, durable in the previous Ready, is now applied; the proposal is not committed.
+    REQUIRE(second.committed_entries.size() == 1);
+    CHECK(second.committed_entries[0].index == noop);
+    node.advance();
+    Ready third = node.ready();
+    REQUIRE(third.committed_entries.size() == 1);
+    CHECK(third.committed_entries[0].index == index.value());
+    CHECK(third.committed_entries[0].data == Bytes{42});
+    node.advance();
+}
+
+TEST_CASE("raft: votes and append responses wait for persistence; leader appends do not",
+          "[raft][node]") {
+    Rng rng(2);
+    RawNode follower = open_node(2, bootstrap_state({NodeId{1}, NodeId{2}, NodeId{3}}), rng);
+    Message vote;
+    vote.type = MessageType::request_vote;
+    vote.from = NodeId{1};
+    vote.to = NodeId{2};
+    vote.term = Term{2};
+    vote.index = LogIndex{3};
+    vote.log_term = Term{1};
+    follower.step(vote);
+    Ready rd = follower.ready();
+    REQUIRE(rd.hard_state.has_value());
+    CHECK(rd.hard_state->term == Term{2});
+    CHECK(rd.hard_state->vote == NodeId{1});
+    CHECK(rd.must_sync);
+    CHECK(rd.messages.empty());
+    REQUIRE(rd.messages_after_persist.size() == 1);
+    CHECK(rd.messages_after_persist[0].type == MessageType::request_vote_response);
+    CHECK_FALSE(rd.messages_after_persist[0].reject);
+    follower.advance();
+
+    // A second candidate in the same term is refused.
+    vote.from = NodeId{3};
+    follower.step(vote);
+    Ready second = follower.ready();
+    REQUIRE(second.messages_after_persist.size() == 1);
+    CHECK(second.messages_after_persist[0].reject);
+    follower.advance();
+
+    // The leader of a 3-node group sends appends at once and commits on a durable quorum.
+    Rng leader_rng(3);
+    RawNode leader = open_node(1, bootstrap_state({NodeId{1}, NodeId{2}, NodeId{3}}), leader_rng);
+    leader.campaign();
+    Ready campaign = leader.ready();
+    CHECK(campaign.messages.empty());
+    CHECK(campaign.messages_after_persist.size() == 2);  // pre-votes
+    leader.advance();
+    for (std::uint64_t peer : {2u, 3u}) {
+        Message grant;
+        grant.type = MessageType::request_pre_vote_response;
+        grant.from = NodeId{peer};
+        grant.to = NodeId{1};
+        grant.term = Term{2};
+        leader.step(grant);
+    }
+    Ready votes = leader.ready();
+    leader.advance();
+    Message grant;
+    grant.type = MessageType::request_vote_response;
+    grant.from = NodeId{2};
+    grant.to = NodeId{1};
+    grant.term = Term{2};
+    leader.step(grant);
+    REQUIRE(leader.status().role == Role::leader);
+    Ready appends = leader.ready();
+    REQUIRE(appends.messages.size() == 2);
+    CHECK(appends.messages[0].type == MessageType::append);
+    const LogIndex noop = appends.entries.back().index;
+    // A follower acknowledging before the leader's own write is durable commits (2 of 3).
+    Message ack;
+    ack.type = MessageType::append_response;
+    ack.from = NodeId{2};
+    ack.to = NodeId{1};
+    ack.term = Term{2};
+    ack.index = noop;
+    leader.step(ack);
+    CHECK(leader.status().hard_state.commit < noop);  // the leader itself is not durable yet
+    leader.advance();
+    CHECK(leader.status().hard_state.commit == noop);
+}
+
+TEST_CASE("raft: proposals and conf changes are refused where they cannot succeed",
+          "[raft][node]") {
+    Rng rng(4);
+    RawNode follower = open_node(2, bootstrap_state({NodeId{1}, NodeId{2}}), rng);
+    CHECK(follower.propose(Bytes{1}).error().is(raft::Errc::not_leader));
+    CHECK(follower.read_index(Bytes{1}).error().is(raft::Errc::not_leader));
+
+    Rng rng1(5);
+    RawNode single = open_node(1, bootstrap_state({NodeId{1}}), rng1);
+    single.campaign();
+    drain(single);
+    CHECK(single.propose_conf_change({ConfChangeType::add_voter, NodeId{1}})
+              .error()
+              .is(raft::Errc::invalid_conf_change));
+    CHECK(single.propose_conf_change({ConfChangeType::remove_node, NodeId{1}})
+              .error()
+              .is(raft::Errc::invalid_conf_change));
+    REQUIRE(single.propose_conf_change({ConfChangeType::add_learner, NodeId{2}}).has_value());
+    CHECK(single.propose_conf_change({ConfChangeType::add_voter, NodeId{3}})
+              .error()
+              .is(raft::Errc::busy));
+    drain(single);
+    CHECK(single.status().conf_state.learners == std::vector<NodeId>{NodeId{2}});
+    REQUIRE(single.propose_conf_change({ConfChangeType::add_voter, NodeId{2}}).has_value());
+    drain(single);
+    // The new voter has not acknowledged anything: nothing new commits without it.
+    CHECK(single.status().conf_state.voters == std::vector<NodeId>{NodeId{1}, NodeId{2}});
+    auto index = single.propose(Bytes{7});
+    REQUIRE(index.has_value());
+    drain(single);
+    CHECK(single.status().hard_state.commit < index.value());
+}
+
+TEST_CASE("raft: compaction bounds and restart from durable state", "[raft][node]") {
+    Rng rng(6);
+    RestoreState boot = bootstrap_state({NodeId{1}});
+    RawNode node = open_node(1, boot, rng);
+    node.campaign();
+    drain(node);
+    REQUIRE(node.propose(Bytes{1}).has_value());
+    drain(node);
+    const NodeStatus status = node.status();
+    CHECK(node.compact(status.applied.next(), Bytes{}).error().is(raft::Errc::unavailable));
+    REQUIRE(node.compact(status.applied, Bytes{5}).has_value());
+    CHECK(node.compact(status.applied, Bytes{}).error().is(raft::Errc::compacted));
+    CHECK(node.term_at(LogIndex{1}).error().is(raft::Errc::compacted));
+    CHECK(node.snapshot().meta.conf_state.voters == std::vector<NodeId>{NodeId{1}});
+
+    RestoreState restored;
+    restored.hard_state = status.hard_state;
+    restored.snapshot = node.snapshot();
+    restored.applied = status.applied;
+    Rng rng2(7);
+    RawNode again = open_node(1, restored, rng2);
+    CHECK(again.status().hard_state.term == status.hard_state.term);
+    CHECK(again.status().hard_state.vote == NodeId{1});
+    CHECK(again.status().conf_state.voters == std::vector<NodeId>{NodeId{1}});
+    CHECK(again.status().role == Role::follower);
+
+    RestoreState gap;
+    gap.entries.push_back(Entry{Term{1}, LogIndex{2}, EntryType::normal, {}});
+    Rng rng3(8);
+    CHECK(RawNode::open(options_for(1), gap, rng3, NullLogger::instance())
+              .error()
+              .is(queen::Errc::invalid_argument));
+}
