@@ -1,0 +1,96 @@
+// queen/engine/command.hpp — the binary codec of log entry commands and of their results
+// (format version 1, documented byte by byte in docs/engine.md). No JSON here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/result.hpp"
+#include "queen/queues/types.hpp"
+
+namespace queen::engine {
+
+/// First byte of every encoded command and result. Bump on any layout change; decoders reject
+/// versions they do not know (a newer leader must not feed an older follower silently).
+inline constexpr std::uint8_t command_format_version = 1;
+inline constexpr std::uint8_t result_format_version = 1;
+
+/// Wire tag of each command (byte 1 after the version and client header). Never reuse a value.
+enum class CommandType : std::uint8_t {
+    configure_queue = 1,
+    push = 2,
+    pop = 3,
+    ack = 4,
+    extend_lease = 5,
+    transaction = 6,
+    delete_queue = 7,
+    delete_group = 8,
+    update_subscription = 9,
+    seek_group = 10,
+    seek_partition = 11,
+    set_maintenance = 12,
+    sweep = 13,
+    delete_message = 14,
+    add_trace = 15,
+};
+
+/// The operation of one log entry. The variant index + 1 is the CommandType.
+using CommandBody =
+    std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
+                 queues::ExtendLease, queues::Transaction, queues::DeleteQueue, queues::DeleteGroup,
+                 queues::UpdateSubscription, queues::SeekGroup, queues::SeekPartition,
+                 queues::SetMaintenance, queues::Sweep, queues::DeleteMessage, queues::AddTrace>;
+
+/// One log entry's command. `client_id` != 0 turns on exactly-once apply: an entry whose
+/// client_seq is <= the last applied seq of that client is not applied again (the cached result
+/// of the last one is returned; an older one gets ErrorResult{stale_request}).
+struct Command {
+    std::uint64_t client_id = 0;
+    std::uint64_t client_seq = 0;
+    CommandBody body;
+};
+
+/// Why an entry produced no state change at all (not a transaction's logical failure, which is a
+/// TransactionResult with success = false).
+struct ErrorResult {
+    enum class Code : std::uint8_t {
+        malformed = 1,      ///< the command bytes did not decode (version, truncation, limits)
+        stale_request = 2,  ///< client_seq below the client's last applied seq
+        invalid = 3,        ///< decoded but violates a limit (batch too large, empty names, ...)
+    } code = Code::malformed;
+    std::string message;
+};
+
+/// The result of one entry. Index 0 is an ErrorResult; index i > 0 answers CommandBody index i-1.
+using CommandResult =
+    std::variant<ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult,
+                 queues::AckResult, queues::ExtendLeaseResult, queues::TransactionResult,
+                 queues::DeleteQueueResult, queues::DeleteGroupResult,
+                 queues::UpdateSubscriptionResult, queues::SeekGroupResult,
+                 queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
+                 queues::DeleteMessageResult, queues::AddTraceResult>;
+
+/// Limits the decoder enforces before allocating (a fuzzed entry cannot make it allocate more
+/// than the input size times a small constant).
+inline constexpr std::size_t command_bytes_max = std::size_t{64} << 20;
+
+/// The CommandType of `body`.
+[[nodiscard]] CommandType command_type(const CommandBody& body) noexcept;
+/// "push", "pop", ... for logging and metrics.
+[[nodiscard]] std::string_view command_name(CommandType type) noexcept;
+
+/// Encodes `command` (format version 1). Never fails.
+[[nodiscard]] Bytes encode_command(const Command& command);
+/// Decodes bytes made by encode_command. Errors: Errc::invalid_argument (unknown version or
+/// type, truncated input, trailing bytes, an enum or bool out of range, input over
+/// command_bytes_max), with the byte offset in the context.
+[[nodiscard]] Result<Command> decode_command(ByteSpan bytes);
+
+/// Encodes a result (format version 1). Never fails.
+[[nodiscard]] Bytes encode_result(const CommandResult& result);
+/// Decodes bytes made by encode_result. Errors: Errc::invalid_argument as for decode_command.
+[[nodiscard]] Result<CommandResult> decode_result(ByteSpan bytes);
+
+}  // namespace queen::engine

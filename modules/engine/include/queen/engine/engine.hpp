@@ -1,0 +1,110 @@
+// queen/engine/engine.hpp — one tenant's state machine: decodes committed log entries and
+// applies them in batches (one LMDB write txn per batch) with client dedupe; read queries.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/ids.hpp"
+#include "queen/core/result.hpp"
+#include "queen/engine/command.hpp"
+#include "queen/queues/queries.hpp"
+#include "queen/queues/queues.hpp"
+#include "queen/store/env.hpp"
+
+namespace queen::engine {
+
+/// Options of one tenant's state.
+struct Options {
+    store::Options store;
+    queues::Options queues;
+    /// Most entries applied in one LMDB write txn (a larger batch is split).
+    std::size_t entries_per_txn_max = 4096;
+};
+
+/// A committed log entry handed to apply(). `command` is borrowed for the call.
+struct Entry {
+    LogIndex index;
+    TimestampMs timestamp{0};  ///< the leader's stamp: "now" for this entry
+    ByteSpan command;          ///< bytes made by encode_command
+};
+
+/// What one apply() call produced.
+struct ApplyOutcome {
+    std::vector<Bytes> results;           ///< per entry, encode_result bytes, in entry order
+    std::vector<queues::Wakeup> wakeups;  ///< sorted, unique: retry parked pops of these queues
+    std::optional<TimestampMs> next_due;  ///< propose a wake/sweep entry at this time
+};
+
+/// The tenant state machine over one LMDB environment (DESIGN sections 2-5).
+///
+/// Write path: the node appends entries to its log, and once they are committed (fdatasync
+/// locally, later a Raft majority) calls apply() with them in index order. apply() runs every
+/// entry in one write txn, stores applied_index and the client dedupe records in the same txn,
+/// and commits. After a crash, open() reports applied_index and the node replays its log from
+/// applied_index + 1; replay reproduces the same state because apply depends only on the
+/// entries (their timestamps are "now") and on LMDB.
+///
+/// Thread-safety: apply() and next_due() from one thread (the tenant's applier); read() and
+/// applied_index() from any thread.
+class Engine {
+public:
+    /// Opens (creating) the LMDB environment in `dir` and rebuilds the memory index.
+    /// Errors: store errors of Env::open / open_table; Errc::corruption for undecodable records.
+    [[nodiscard]] static Result<Engine> open(const std::filesystem::path& dir,
+                                             const Options& options);
+    Engine(Engine&&) noexcept;
+    Engine& operator=(Engine&&) noexcept;
+    ~Engine();
+
+    /// The index of the last applied entry (0 for a new state).
+    [[nodiscard]] LogIndex applied_index() const noexcept;
+
+    /// Applies `entries`, which must start at applied_index() + 1 and be consecutive (asserted).
+    /// An entry that does not decode, or a stale client request, yields an ErrorResult and
+    /// changes nothing but applied_index. Logical failures (a transaction's precondition,
+    /// unknown message) are results, not errors.
+    /// Errors: storage errors (store::Errc::*) after which nothing of the batch is applied and
+    /// the memory index was rebuilt from LMDB; Errc::poisoned after an unrecoverable one
+    /// (reopen the Engine). Map growth is handled inside (the batch is rerun).
+    [[nodiscard]] Result<ApplyOutcome> apply(std::span<const Entry> entries);
+
+    /// Decodes and applies commands directly (tests and tools): assigns indexes after
+    /// applied_index() and uses `now` for each. Errors: as apply().
+    [[nodiscard]] Result<std::vector<CommandResult>> apply_commands(
+        std::span<const Command> commands, TimestampMs now);
+
+    /// The earliest time a pop may find something it cannot find now (see QueueState).
+    [[nodiscard]] std::optional<TimestampMs> next_due() const;
+
+    /// Runs `fn(const queues::Tables&, const store::Txn&)` in a fresh read txn and returns its
+    /// result (the queries of queen/queues/queries.hpp). Errors: those of begin_read and fn.
+    template <class Fn>
+    auto read(Fn&& fn) const
+        -> decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>())) {
+        auto txn = env().begin_read();
+        if (!txn) {
+            return std::move(txn).error();
+        }
+        return fn(queue_tables(), *txn);
+    }
+
+    [[nodiscard]] const queues::Tables& queue_tables() const noexcept;
+    [[nodiscard]] const store::Env& env() const noexcept;
+    [[nodiscard]] store::Env& env() noexcept;
+    /// The queue state machine (tests: index statistics and dumps). Applier thread only.
+    [[nodiscard]] const queues::QueueState& queue_state() const noexcept;
+    [[nodiscard]] bool is_poisoned() const noexcept;
+
+private:
+    struct Impl;
+    explicit Engine(std::unique_ptr<Impl> impl) noexcept;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace queen::engine

@@ -1,0 +1,514 @@
+// engine/src/command.cpp — the field-by-field codec of commands and results (format version 1).
+// One `fields()` function per struct is shared by the writer and the reader, so the encoder and
+// the decoder cannot drift apart.
+#include "queen/engine/command.hpp"
+
+#include <type_traits>
+#include <utility>
+
+namespace queen::engine {
+namespace {
+
+using namespace queen::queues;
+
+/// Writes each visited field. Integers: unsigned as LEB128 varints, signed as zigzag varints;
+/// bools and enums: one byte; strings and byte blobs: varint length + bytes; vectors: varint
+/// count + elements.
+class Writer {
+public:
+    explicit Writer(Bytes& out) : out_(out) {}
+    void operator()(bool& value) { out_.u8(value ? 1 : 0); }
+    void operator()(std::uint32_t& value) { out_.varint(value); }
+    void operator()(std::uint64_t& value) { out_.varint(value); }
+    void operator()(std::int64_t& value) { out_.svarint(value); }
+    void operator()(std::string& value) { out_.str(value); }
+    void operator()(Bytes& value) { out_.blob(value); }
+    template <class Tag, class Rep>
+    void operator()(StrongInt<Tag, Rep>& value) {
+        Rep raw = value.value();
+        (*this)(raw);
+    }
+    template <class E>
+    requires std::is_enum_v<E>
+    void enumeration(E& value, E /*max*/) { out_.u8(static_cast<std::uint8_t>(value)); }
+    template <class T>
+    void operator()(std::vector<T>& values) {
+        out_.varint(values.size());
+        for (auto& value : values) {
+            (*this)(value);
+        }
+    }
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { fields(*this, value); }
+
+private:
+    ByteWriter out_;
+};
+
+/// Reads what Writer wrote. Failures are sticky (ByteReader) and checked once at the end.
+class Reader {
+public:
+    explicit Reader(ByteSpan in) : in_(in) {}
+    void operator()(bool& value) {
+        const std::uint8_t raw = in_.u8();
+        if (raw > 1) {
+            in_.fail();
+        }
+        value = raw == 1;
+    }
+    void operator()(std::uint32_t& value) {
+        const std::uint64_t raw = in_.varint();
+        if (raw > UINT32_MAX) {
+            in_.fail();
+        }
+        value = static_cast<std::uint32_t>(raw);
+    }
+    void operator()(std::uint64_t& value) { value = in_.varint(); }
+    void operator()(std::int64_t& value) { value = in_.svarint(); }
+    void operator()(std::string& value) { value = std::string(in_.str()); }
+    void operator()(Bytes& value) {
+        const ByteSpan raw = in_.blob();
+        value.assign(raw.begin(), raw.end());
+    }
+    template <class Tag, class Rep>
+    void operator()(StrongInt<Tag, Rep>& value) {
+        Rep raw{};
+        (*this)(raw);
+        value = StrongInt<Tag, Rep>{raw};
+    }
+    template <class E>
+    requires std::is_enum_v<E>
+    void enumeration(E& value, E max) {
+        const std::uint8_t raw = in_.u8();
+        if (raw > static_cast<std::uint8_t>(max)) {
+            in_.fail();
+        }
+        value = static_cast<E>(raw);
+    }
+    template <class T>
+    void operator()(std::vector<T>& values) {
+        const std::uint64_t count = in_.varint();
+        // Every element takes at least one byte, so a count above the bytes left is a lie; this
+        // bounds allocation by the input size.
+        if (count > in_.remaining()) {
+            in_.fail();
+            return;
+        }
+        values.clear();
+        values.reserve(static_cast<std::size_t>(count));
+        for (std::uint64_t i = 0; i < count && in_.ok(); ++i) {
+            values.emplace_back();
+            (*this)(values.back());
+        }
+    }
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { fields(*this, value); }
+
+    ByteReader& bytes() { return in_; }
+
+private:
+    ByteReader in_;
+};
+
+// Field lists. Appending a field at the end of a struct is still a format change: bump the
+// version and keep decoding the old one.
+
+template <class A>
+void fields(A& a, QueueOptions& v) {
+    a(v.lease_time_s);
+    a(v.retry_limit);
+    a(v.retry_delay_ms);
+    a(v.max_size);
+    a(v.ttl_s);
+    a(v.priority);
+    a(v.dead_letter_queue);
+    a(v.dlq_after_max_retries);
+    a(v.delayed_processing_s);
+    a(v.window_buffer_s);
+    a(v.retention_enabled);
+    a(v.retention_s);
+    a(v.completed_retention_s);
+    a(v.encryption_enabled);
+    a(v.max_wait_time_s);
+}
+template <class A>
+void fields(A& a, MessageId& v) {
+    a(v.partition);
+    a(v.sequence);
+}
+template <class A>
+void fields(A& a, ConfigureQueue& v) {
+    a(v.queue);
+    a(v.namespace_name);
+    a(v.task);
+    a(v.options);
+}
+template <class A>
+void fields(A& a, PushItem& v) {
+    a(v.queue);
+    a(v.partition);
+    a(v.transaction_id);
+    a(v.trace_id);
+    a(v.producer_sub);
+    a(v.payload);
+    a(v.is_encrypted);
+}
+template <class A>
+void fields(A& a, Push& v) {
+    a(v.items);
+}
+template <class A>
+void fields(A& a, Pop& v) {
+    a(v.queue);
+    a(v.has_partition);
+    a(v.partition);
+    a(v.group);
+    a(v.batch);
+    a(v.partitions);
+    a(v.auto_ack);
+    a.enumeration(v.subscription_mode, SubscriptionMode::new_only);
+    a.enumeration(v.subscription_from, SubscriptionFrom::timestamp);
+    a(v.subscription_from_ms);
+}
+template <class A>
+void fields(A& a, AckItem& v) {
+    a(v.partition);
+    a(v.transaction_id);
+    a.enumeration(v.status, AckStatus::unknown);
+    a(v.has_error);
+    a(v.error);
+    a(v.lease);
+    a(v.group);
+}
+template <class A>
+void fields(A& a, Ack& v) {
+    a(v.items);
+}
+template <class A>
+void fields(A& a, ExtendLease& v) {
+    a(v.lease);
+    a(v.seconds);
+}
+template <class A>
+void fields(A& a, TransactionOp& v) {
+    a.enumeration(v.kind, TransactionOp::Kind::ack);
+    if (v.kind == TransactionOp::Kind::push) {
+        a(v.push);
+    } else {
+        a(v.ack);
+    }
+}
+template <class A>
+void fields(A& a, Transaction& v) {
+    a(v.ops);
+}
+template <class A>
+void fields(A& a, DeleteQueue& v) {
+    a(v.queue);
+}
+template <class A>
+void fields(A& a, DeleteGroup& v) {
+    a(v.group);
+    a(v.queue);
+    a(v.delete_metadata);
+}
+template <class A>
+void fields(A& a, UpdateSubscription& v) {
+    a(v.group);
+    a(v.timestamp);
+}
+template <class A>
+void fields(A& a, SeekGroup& v) {
+    a(v.group);
+    a(v.queue);
+    a(v.to_end);
+    a(v.timestamp);
+}
+template <class A>
+void fields(A& a, SeekPartition& v) {
+    a(v.group);
+    a(v.queue);
+    a(v.partition);
+}
+template <class A>
+void fields(A& a, SetMaintenance& v) {
+    a.enumeration(v.mode, SetMaintenance::Mode::pop);
+    a(v.enabled);
+}
+template <class A>
+void fields(A& a, Sweep& v) {
+    a(v.messages_max);
+}
+template <class A>
+void fields(A& a, DeleteMessage& v) {
+    a(v.partition);
+    a(v.transaction_id);
+}
+template <class A>
+void fields(A& a, AddTrace& v) {
+    a(v.partition);
+    a(v.transaction_id);
+    a(v.group);
+    a(v.event_type);
+    a(v.names);
+    a(v.data);
+}
+
+// Results.
+template <class A>
+void fields(A& a, ErrorResult& v) {
+    a.enumeration(v.code, ErrorResult::Code::invalid);
+    a(v.message);
+}
+template <class A>
+void fields(A& a, ConfigureResult& v) {
+    a(v.queue_id);
+    a(v.default_partition);
+    a(v.queue);
+    a(v.namespace_name);
+    a(v.task);
+    a(v.options);
+}
+template <class A>
+void fields(A& a, PushItemResult& v) {
+    a.enumeration(v.status, PushStatus::failed);
+    a(v.transaction_id);
+    a(v.message_id);
+    a(v.queue);
+    a(v.partition);
+    a(v.trace_id);
+    a(v.error);
+}
+template <class A>
+void fields(A& a, PushResult& v) {
+    a(v.items);
+}
+template <class A>
+void fields(A& a, PoppedMessage& v) {
+    a(v.id);
+    a(v.transaction_id);
+    a(v.trace_id);
+    a(v.producer_sub);
+    a(v.payload);
+    a(v.is_encrypted);
+    a(v.created_at);
+    a(v.partition);
+    a(v.retry_count);
+}
+template <class A>
+void fields(A& a, PopResult& v) {
+    a.enumeration(v.outcome, PopResult::Outcome::paused);
+    a(v.queue);
+    a(v.group);
+    a(v.lease);
+    a(v.lease_expires_at);
+    a(v.partitions_claimed);
+    a(v.messages);
+}
+template <class A>
+void fields(A& a, AckItemResult& v) {
+    a(v.transaction_id);
+    a(v.success);
+    a(v.error);
+    a(v.queue);
+    a(v.partition);
+    a.enumeration(v.lease_released, LeaseReleased::yes);
+    a(v.dlq);
+}
+template <class A>
+void fields(A& a, AckResult& v) {
+    a(v.items);
+}
+template <class A>
+void fields(A& a, ExtendLeaseResult& v) {
+    a(v.lease);
+    a(v.success);
+    a(v.error);
+    a(v.expires_at);
+}
+template <class A>
+void fields(A& a, TransactionOpResult& v) {
+    a.enumeration(v.kind, TransactionOp::Kind::ack);
+    a(v.success);
+    a(v.transaction_id);
+    a(v.message_id);
+    a(v.queue);
+    a(v.dlq);
+    a(v.error);
+}
+template <class A>
+void fields(A& a, TransactionResult& v) {
+    a(v.success);
+    a(v.error);
+    a(v.results);
+}
+template <class A>
+void fields(A& a, DeleteQueueResult& v) {
+    a(v.existed);
+}
+template <class A>
+void fields(A& a, DeleteGroupResult& v) {
+    a(v.deleted_partitions);
+    a(v.metadata_deleted);
+}
+template <class A>
+void fields(A& a, UpdateSubscriptionResult& v) {
+    a(v.rows_updated);
+}
+template <class A>
+void fields(A& a, SeekGroupResult& v) {
+    a(v.partitions_updated);
+}
+template <class A>
+void fields(A& a, SeekPartitionResult& v) {
+    a(v.found);
+    a(v.updated);
+    a(v.cursor);
+}
+template <class A>
+void fields(A& a, MaintenanceResult& v) {
+    a(v.push_enabled);
+    a(v.pop_enabled);
+    a(v.buffered_messages);
+    a(v.drained_messages);
+}
+template <class A>
+void fields(A& a, SweepResult& v) {
+    a(v.retention_deleted);
+    a(v.completed_deleted);
+    a(v.ttl_deleted);
+    a(v.evicted);
+    a(v.is_complete);
+}
+template <class A>
+void fields(A& a, DeleteMessageResult& v) {
+    a(v.found);
+}
+template <class A>
+void fields(A& a, AddTraceResult& v) {
+    a(v.found);
+    a(v.trace_id);
+}
+
+/// Builds variant alternative `index` default-constructed (the decoder then fills it).
+template <class Variant, std::size_t... I>
+Variant make_alternative(std::size_t index, std::index_sequence<I...> /*unused*/) {
+    Variant out;
+    ((index == I ? (out.template emplace<I>(), 0) : 0), ...);
+    return out;
+}
+
+Error decode_error(const char* what, const Reader& reader_unused, std::size_t offset) {
+    (void)reader_unused;
+    return Error{queen::Errc::invalid_argument,
+                 std::string(what) + ": malformed at byte " + std::to_string(offset)};
+}
+
+}  // namespace
+
+CommandType command_type(const CommandBody& body) noexcept {
+    return static_cast<CommandType>(body.index() + 1);
+}
+
+std::string_view command_name(CommandType type) noexcept {
+    switch (type) {
+        case CommandType::configure_queue: return "configure_queue";
+        case CommandType::push: return "push";
+        case CommandType::pop: return "pop";
+        case CommandType::ack: return "ack";
+        case CommandType::extend_lease: return "extend_lease";
+        case CommandType::transaction: return "transaction";
+        case CommandType::delete_queue: return "delete_queue";
+        case CommandType::delete_group: return "delete_group";
+        case CommandType::update_subscription: return "update_subscription";
+        case CommandType::seek_group: return "seek_group";
+        case CommandType::seek_partition: return "seek_partition";
+        case CommandType::set_maintenance: return "set_maintenance";
+        case CommandType::sweep: return "sweep";
+        case CommandType::delete_message: return "delete_message";
+        case CommandType::add_trace: return "add_trace";
+    }
+    return "unknown";
+}
+
+Bytes encode_command(const Command& command) {
+    Bytes out;
+    ByteWriter header(out);
+    header.u8(command_format_version);
+    header.varint(command.client_id);
+    header.varint(command.client_seq);
+    header.u8(static_cast<std::uint8_t>(command_type(command.body)));
+    Writer writer(out);
+    // The writer visits through non-const references (one fields() for both directions); it
+    // only reads them.
+    std::visit([&](const auto& body) { writer(const_cast<std::decay_t<decltype(body)>&>(body)); },
+               command.body);
+    return out;
+}
+
+Result<Command> decode_command(ByteSpan bytes) {
+    if (bytes.size() > command_bytes_max) {
+        return Error{queen::Errc::invalid_argument,
+                     "command: " + std::to_string(bytes.size()) + " bytes is over the limit"};
+    }
+    Reader reader(bytes);
+    ByteReader& in = reader.bytes();
+    const std::uint8_t version = in.u8();
+    if (!in.ok() || version != command_format_version) {
+        return Error{queen::Errc::invalid_argument,
+                     "command: unknown format version " + std::to_string(version)};
+    }
+    Command command;
+    command.client_id = in.varint();
+    command.client_seq = in.varint();
+    const std::uint8_t type = in.u8();
+    constexpr std::size_t alternatives = std::variant_size_v<CommandBody>;
+    if (!in.ok() || type == 0 || type > alternatives) {
+        return Error{queen::Errc::invalid_argument,
+                     "command: unknown command type " + std::to_string(type)};
+    }
+    command.body =
+        make_alternative<CommandBody>(type - 1u, std::make_index_sequence<alternatives>{});
+    std::visit([&](auto& body) { reader(body); }, command.body);
+    if (!in.ok() || !in.at_end()) {
+        return decode_error("command", reader, in.position());
+    }
+    return command;
+}
+
+Bytes encode_result(const CommandResult& result) {
+    Bytes out;
+    ByteWriter header(out);
+    header.u8(result_format_version);
+    header.u8(static_cast<std::uint8_t>(result.index()));
+    Writer writer(out);
+    std::visit([&](const auto& body) { writer(const_cast<std::decay_t<decltype(body)>&>(body)); },
+               result);
+    return out;
+}
+
+Result<CommandResult> decode_result(ByteSpan bytes) {
+    Reader reader(bytes);
+    ByteReader& in = reader.bytes();
+    const std::uint8_t version = in.u8();
+    if (!in.ok() || version != result_format_version) {
+        return Error{queen::Errc::invalid_argument,
+                     "result: unknown format version " + std::to_string(version)};
+    }
+    const std::uint8_t type = in.u8();
+    constexpr std::size_t alternatives = std::variant_size_v<CommandResult>;
+    if (!in.ok() || type >= alternatives) {
+        return Error{queen::Errc::invalid_argument,
+                     "result: unknown result type " + std::to_string(type)};
+    }
+    auto result = make_alternative<CommandResult>(type, std::make_index_sequence<alternatives>{});
+    std::visit([&](auto& body) { reader(body); }, result);
+    if (!in.ok() || !in.at_end()) {
+        return decode_error("result", reader, in.position());
+    }
+    return result;
+}
+
+}  // namespace queen::engine

@@ -1,0 +1,279 @@
+// engine/src/engine.cpp — Engine: batch apply in one write txn, applied_index, client dedupe.
+#include "queen/engine/engine.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "queen/core/assert.hpp"
+#include "queen/store/keys.hpp"
+
+namespace queen::engine {
+namespace {
+
+constexpr std::string_view applied_key = "applied";
+constexpr std::uint8_t meta_format_version = 1;
+
+/// "e.meta"/"applied": format(1) | applied_index u64 LE | last_now_ms i64 LE.
+Bytes encode_applied(LogIndex index, TimestampMs last_now) {
+    Bytes out;
+    ByteWriter writer(out);
+    writer.u8(meta_format_version);
+    writer.fixed<std::uint64_t>(index.value());
+    writer.fixed<std::int64_t>(last_now.value());
+    return out;
+}
+
+/// "e.sessions"/u64be client id: format(1) | last_seq varint | result blob (varint length).
+Bytes encode_session(std::uint64_t seq, const Bytes& result) {
+    Bytes out;
+    ByteWriter writer(out);
+    writer.u8(meta_format_version);
+    writer.varint(seq);
+    writer.blob(result);
+    return out;
+}
+
+struct Session {
+    std::uint64_t last_seq = 0;
+    Bytes result;
+};
+
+Result<Session> decode_session(ByteSpan bytes) {
+    ByteReader reader(bytes);
+    const std::uint8_t version = reader.u8();
+    Session session;
+    session.last_seq = reader.varint();
+    const ByteSpan result = reader.blob();
+    if (version != meta_format_version || !reader.ok() || !reader.at_end()) {
+        return Error{queen::Errc::corruption, "engine: undecodable client session record"};
+    }
+    session.result.assign(result.begin(), result.end());
+    return session;
+}
+
+CommandResult error_result(ErrorResult::Code code, std::string message) {
+    return CommandResult{std::in_place_index<0>, ErrorResult{code, std::move(message)}};
+}
+
+}  // namespace
+
+struct Engine::Impl {
+    store::Env env;
+    store::Table meta;
+    store::Table sessions;
+    queues::QueueState queues;
+    Options options;
+    LogIndex applied_index;
+    TimestampMs last_now{0};
+    bool is_poisoned = false;
+
+    Impl(store::Env e, store::Table m, store::Table s, queues::QueueState q, Options o)
+        : env(std::move(e)), meta(m), sessions(s), queues(std::move(q)), options(std::move(o)) {}
+
+    /// Runs the decoded command. A Result error is a storage failure (or an invalid command,
+    /// which apply functions detect before writing anything).
+    Result<CommandResult> dispatch(store::WriteTxn& txn, const CommandBody& body, TimestampMs now) {
+        return std::visit(
+            [&](const auto& command) -> Result<CommandResult> {
+                auto result = queues.apply(txn, command, now);
+                if (!result) {
+                    if (result.error().is(queen::Errc::invalid_argument)) {
+                        return error_result(ErrorResult::Code::invalid, result.error().context);
+                    }
+                    return std::move(result).error();
+                }
+                using R = std::decay_t<decltype(*result)>;
+                return CommandResult{std::in_place_type<R>, std::move(*result)};
+            },
+            body);
+    }
+
+    /// Applies one batch in one write txn. On failure nothing of it is applied.
+    Result<ApplyOutcome> apply_batch(std::span<const Entry> entries) {
+        QUEEN_TRY(auto txn, env.begin_write());
+        ApplyOutcome outcome;
+        outcome.results.reserve(entries.size());
+        LogIndex index = applied_index;
+        TimestampMs now = last_now;
+        for (const Entry& entry : entries) {
+            QUEEN_ASSERT(entry.index == index.next(), "entries must follow applied_index: got ",
+                         entry.index, " after ", index);
+            index = entry.index;
+            // Time never goes backwards inside the state machine, even if a new leader's clock
+            // is behind the old one's: leases and delays stay monotonic.
+            now = std::max(now, entry.timestamp);
+            auto command = decode_command(entry.command);
+            if (!command) {
+                outcome.results.push_back(encode_result(
+                    error_result(ErrorResult::Code::malformed, command.error().context)));
+                continue;
+            }
+            const auto session_key = store::u64be_key(command->client_id);
+            if (command->client_id != 0) {
+                QUEEN_TRY(auto raw, txn.get(sessions, session_key));
+                if (raw) {
+                    QUEEN_TRY(auto session, decode_session(*raw));
+                    if (command->client_seq == session.last_seq) {
+                        outcome.results.push_back(std::move(session.result));
+                        continue;
+                    }
+                    if (command->client_seq < session.last_seq) {
+                        outcome.results.push_back(encode_result(error_result(
+                            ErrorResult::Code::stale_request,
+                            "client " + std::to_string(command->client_id) + " seq " +
+                                std::to_string(command->client_seq) + " is older than " +
+                                std::to_string(session.last_seq))));
+                        continue;
+                    }
+                }
+            }
+            QUEEN_TRY(auto result, dispatch(txn, command->body, now));
+            Bytes encoded = encode_result(result);
+            if (command->client_id != 0) {
+                QUEEN_TRY(
+                    txn.put(sessions, session_key, encode_session(command->client_seq, encoded)));
+            }
+            outcome.results.push_back(std::move(encoded));
+        }
+        QUEEN_TRY(txn.put(meta, as_bytes(applied_key), encode_applied(index, now)));
+        QUEEN_TRY(txn.commit());
+        applied_index = index;
+        last_now = now;
+        return outcome;
+    }
+
+    /// After a failed batch: LMDB still holds the state before it; make memory match.
+    Result<void> resync() {
+        QUEEN_TRY(auto txn, env.begin_read());
+        return queues.rebuild(txn);
+    }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& options) {
+    QUEEN_TRY(auto env, store::Env::open(dir, options.store));
+    store::Table meta;
+    store::Table sessions;
+    for (auto [table, name] : {std::pair{&meta, "e.meta"}, std::pair{&sessions, "e.sessions"}}) {
+        for (int attempt = 0;; ++attempt) {
+            auto opened = env.open_table(name);
+            if (opened) {
+                *table = *opened;
+                break;
+            }
+            if (!opened.error().is(store::Errc::map_full) || attempt > 8) {
+                return std::move(opened).error();
+            }
+        }
+    }
+    QUEEN_TRY(auto queues, queues::QueueState::open(env, options.queues));
+    auto impl = std::make_unique<Impl>(std::move(env), meta, sessions, std::move(queues), options);
+    {
+        QUEEN_TRY(auto txn, impl->env.begin_read());
+        QUEEN_TRY(auto raw, txn.get(meta, as_bytes(applied_key)));
+        if (raw) {
+            ByteReader reader(*raw);
+            const std::uint8_t version = reader.u8();
+            const auto index = reader.fixed<std::uint64_t>();
+            const auto last_now = reader.fixed<std::int64_t>();
+            if (version != meta_format_version || !reader.ok() || !reader.at_end()) {
+                return Error{queen::Errc::corruption, "engine: undecodable applied_index record"};
+            }
+            impl->applied_index = LogIndex{index};
+            impl->last_now = TimestampMs{last_now};
+        }
+    }
+    return Engine(std::move(impl));
+}
+
+LogIndex Engine::applied_index() const noexcept {
+    return impl_->applied_index;
+}
+
+Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries) {
+    Impl& impl = *impl_;
+    if (impl.is_poisoned) {
+        return Error{queen::Errc::poisoned, "engine: an earlier storage failure; reopen"};
+    }
+    ApplyOutcome total;
+    std::size_t done = 0;
+    while (done < entries.size()) {
+        const std::size_t count = std::min(
+            entries.size() - done, std::max<std::size_t>(impl.options.entries_per_txn_max, 1));
+        const auto batch = entries.subspan(done, count);
+        Result<ApplyOutcome> outcome = impl.apply_batch(batch);
+        // Each map_full doubled the map; the store bounds the doublings, so this loop ends.
+        while (!outcome && outcome.error().is(store::Errc::map_full)) {
+            auto resynced = impl.resync();
+            if (!resynced) {
+                impl.is_poisoned = true;
+                return std::move(resynced).error();
+            }
+            outcome = impl.apply_batch(batch);
+        }
+        if (!outcome) {
+            auto resynced = impl.resync();
+            if (!resynced || impl.env.is_poisoned()) {
+                impl.is_poisoned = true;
+            }
+            (void)impl.queues.take_wakeups();
+            return std::move(outcome).error();
+        }
+        for (auto& result : outcome->results) {
+            total.results.push_back(std::move(result));
+        }
+        done += count;
+    }
+    total.wakeups = impl.queues.take_wakeups();
+    total.next_due = impl.queues.next_due();
+    return total;
+}
+
+Result<std::vector<CommandResult>> Engine::apply_commands(std::span<const Command> commands,
+                                                          TimestampMs now) {
+    std::vector<Bytes> encoded;
+    encoded.reserve(commands.size());
+    std::vector<Entry> entries;
+    entries.reserve(commands.size());
+    LogIndex index = applied_index();
+    for (const Command& command : commands) {
+        encoded.push_back(encode_command(command));
+    }
+    for (const Bytes& bytes : encoded) {
+        index = index.next();
+        entries.push_back(Entry{index, now, bytes});
+    }
+    QUEEN_TRY(auto outcome, apply(entries));
+    std::vector<CommandResult> results;
+    results.reserve(outcome.results.size());
+    for (const Bytes& bytes : outcome.results) {
+        QUEEN_TRY(auto result, decode_result(bytes));
+        results.push_back(std::move(result));
+    }
+    return results;
+}
+
+std::optional<TimestampMs> Engine::next_due() const {
+    return impl_->queues.next_due();
+}
+const queues::Tables& Engine::queue_tables() const noexcept {
+    return impl_->queues.tables();
+}
+const store::Env& Engine::env() const noexcept {
+    return impl_->env;
+}
+store::Env& Engine::env() noexcept {
+    return impl_->env;
+}
+const queues::QueueState& Engine::queue_state() const noexcept {
+    return impl_->queues;
+}
+bool Engine::is_poisoned() const noexcept {
+    return impl_->is_poisoned;
+}
+
+}  // namespace queen::engine

@@ -1,0 +1,185 @@
+// queen/queues/queries.hpp — read-only queries over the queue tables (spec section 7): they use
+// only a Txn (any thread, a ReadTxn snapshot), never the applier's memory index.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "queen/core/result.hpp"
+#include "queen/queues/types.hpp"
+#include "queen/store/txn.hpp"
+
+namespace queen::queues {
+
+/// The LMDB tables of the queue state machine (layouts in docs/engine.md).
+struct Tables {
+    store::Table meta;             ///< "q.meta": counters and maintenance flags
+    store::Table queues;           ///< "q.queues": u32be queue id -> QueueRecord
+    store::Table queue_names;      ///< "q.queue_names": name -> u32 queue id
+    store::Table partitions;       ///< "q.partitions": u64be partition id -> PartitionRecord
+    store::Table partition_names;  ///< "q.partition_names": u32be queue + name -> u64 id
+    store::Table messages;         ///< "q.messages": u64be partition + u64be seq -> MessageRecord
+    store::Table transaction_ids;  ///< "q.txids": u64be partition + txid -> u64 seq
+    store::Table groups;           ///< "q.groups": name -> u32 group id
+    store::Table group_names;      ///< "q.group_names": u32be group id -> name
+    store::Table cursors;          ///< "q.cursors": u64be partition + u32be group -> CursorRecord
+    store::Table group_queues;     ///< "q.group_queues": u32be queue + u32be group -> GroupQueue
+    store::Table subscriptions;    ///< "q.subscriptions": u32be group + u32be queue + u64be part.
+    store::Table dlq;              ///< "q.dlq": u64be dlq id -> DlqRecord
+    store::Table buffer;           ///< "q.buffer": u64be buffer id -> PushItem (maintenance)
+    store::Table traces;           ///< "q.traces": u64be partition + u64be seq + u64be id -> trace
+};
+
+struct QueueSummary {
+    QueueId id;
+    std::string name;
+    std::string namespace_name;
+    std::string task;
+    TimestampMs created_at{0};
+    QueueOptions options;
+    std::uint64_t partitions = 0;
+    std::uint64_t messages = 0;    ///< stored
+    std::uint64_t pending = 0;     ///< not yet consumed by __QUEUE_MODE__
+    std::uint64_t processing = 0;  ///< pending under an active __QUEUE_MODE__ lease
+    std::uint64_t dead_letter = 0;
+};
+
+struct PartitionSummary {
+    PartitionId id;
+    std::string name;
+    TimestampMs created_at{0};
+    std::uint64_t messages = 0;
+    std::uint64_t pending = 0;     ///< for __QUEUE_MODE__
+    std::uint64_t processing = 0;  ///< pending under an active __QUEUE_MODE__ lease
+    std::uint64_t completed = 0;   ///< stored and consumed by __QUEUE_MODE__
+    Sequence last_sequence;
+    TimestampMs oldest_at{0};  ///< 0 = no message
+    TimestampMs newest_at{0};
+    TimestampMs lease_expires_at{0};  ///< __QUEUE_MODE__ lease, 0 = none active
+};
+
+struct QueueDetail {
+    QueueSummary queue;
+    std::vector<PartitionSummary> partitions;  ///< by name
+};
+
+struct DlqEntry {
+    MessageId id;
+    std::string transaction_id;
+    std::string queue;
+    std::string partition;
+    std::string group;
+    std::string error;
+    std::uint32_t retry_count = 0;
+    Bytes payload;
+    bool is_encrypted = false;
+    std::string trace_id;
+    std::string producer_sub;
+    TimestampMs created_at{0};
+    TimestampMs failed_at{0};
+};
+
+struct GroupCursorInfo {
+    std::string group;
+    std::string queue;
+    std::string partition;
+    PartitionId partition_id;
+    Sequence consumed;  ///< 0 = nothing consumed
+    std::uint64_t total_consumed = 0;
+    TimestampMs last_consumed_at{0};
+    LeaseId lease;
+    TimestampMs lease_expires_at{0};
+    bool is_lease_active = false;
+    std::uint64_t offset_lag = 0;         ///< stored messages after the cursor
+    TimestampMs oldest_unconsumed_at{0};  ///< 0 = none
+};
+
+struct SubscriptionInfo {
+    std::string group;
+    std::string queue;
+    PartitionId partition;  ///< 0 = every partition of the queue
+    SubscriptionMode mode = SubscriptionMode::all;
+    TimestampMs timestamp{0};
+    TimestampMs created_at{0};
+};
+
+struct MessageDetail {
+    MessageId id;
+    std::string transaction_id;
+    std::string queue;
+    std::string partition;
+    std::string namespace_name;
+    std::string task;
+    std::string trace_id;
+    std::string producer_sub;
+    Bytes payload;
+    bool is_encrypted = false;
+    TimestampMs created_at{0};
+    QueueOptions options;
+    bool is_dead_letter = false;
+    std::string error;  ///< DLQ error, if any
+    std::uint32_t retry_count = 0;
+    std::vector<GroupCursorInfo> groups;  ///< cursor state of every group on the partition
+};
+
+struct TraceEvent {
+    std::uint64_t id = 0;
+    std::string group;
+    std::string event_type;
+    std::vector<std::string> names;
+    Bytes data;
+    TimestampMs created_at{0};
+};
+
+struct MaintenanceState {
+    bool push_enabled = false;
+    bool pop_enabled = false;
+    std::uint64_t buffered_messages = 0;
+};
+
+/// Every queue, newest first. Errors: store errors; Errc::corruption (undecodable record).
+[[nodiscard]] Result<std::vector<QueueSummary>> list_queues(const Tables& tables,
+                                                            const store::Txn& txn, TimestampMs now);
+/// One queue with its partitions, std::nullopt when unknown. Errors: as list_queues.
+[[nodiscard]] Result<std::optional<QueueDetail>> get_queue(const Tables& tables,
+                                                           const store::Txn& txn,
+                                                           std::string_view queue, TimestampMs now);
+/// DLQ entries, newest failure first, filtered by queue and group (empty = any), skipping
+/// `offset` matches and returning at most `limit`. Errors: as list_queues.
+[[nodiscard]] Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
+                                                     std::string_view queue, std::string_view group,
+                                                     std::uint64_t limit, std::uint64_t offset);
+/// One message by (partition, transaction id), std::nullopt when unknown. Errors: as above.
+[[nodiscard]] Result<std::optional<MessageDetail>> get_message(const Tables& tables,
+                                                               const store::Txn& txn,
+                                                               PartitionId partition,
+                                                               std::string_view transaction_id,
+                                                               TimestampMs now);
+/// Stored messages of a queue (optionally one partition), newest first, paged. Payloads are
+/// left empty. Errors: as above.
+[[nodiscard]] Result<std::vector<MessageDetail>> list_messages(
+    const Tables& tables, const store::Txn& txn, std::string_view queue, std::string_view partition,
+    std::uint64_t limit, std::uint64_t offset);
+/// Cursor rows of every group (empty `group`) or one group, ordered by queue, group, partition.
+/// Errors: as above.
+[[nodiscard]] Result<std::vector<GroupCursorInfo>> list_group_cursors(const Tables& tables,
+                                                                      const store::Txn& txn,
+                                                                      std::string_view group,
+                                                                      TimestampMs now);
+/// (group, queue) pairs that have popped, as "group\0queue" sorted. Errors: as above.
+[[nodiscard]] Result<std::vector<std::pair<std::string, std::string>>> list_group_queues(
+    const Tables& tables, const store::Txn& txn);
+/// Stored subscriptions. Errors: as above.
+[[nodiscard]] Result<std::vector<SubscriptionInfo>> list_subscriptions(const Tables& tables,
+                                                                       const store::Txn& txn);
+/// Trace events of one message, oldest first. Errors: as above.
+[[nodiscard]] Result<std::vector<TraceEvent>> list_traces(const Tables& tables,
+                                                          const store::Txn& txn,
+                                                          PartitionId partition,
+                                                          std::string_view transaction_id);
+/// Maintenance flags and the number of buffered pushes. Errors: as above.
+[[nodiscard]] Result<MaintenanceState> get_maintenance(const Tables& tables, const store::Txn& txn);
+
+}  // namespace queen::queues

@@ -1,0 +1,129 @@
+// queen/queues/queues.hpp — QueueState: the deterministic queue state machine over LMDB tables
+// plus its in-memory pop index. Apply functions take the entry's time; nothing reads a clock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "queen/core/result.hpp"
+#include "queen/queues/queries.hpp"
+#include "queen/queues/types.hpp"
+#include "queen/store/env.hpp"
+
+namespace queen::queues {
+
+/// Limits checked by apply (violations are per-item failures or ErrorResult at the engine).
+struct Options {
+    std::size_t queue_name_bytes_max = 256;
+    std::size_t partition_name_bytes_max = 256;
+    std::size_t transaction_id_bytes_max = 256;
+    std::size_t group_name_bytes_max = 256;
+    std::uint32_t pop_batch_max = 10'000;
+    std::uint32_t pop_partitions_max = 1'000;
+    /// Validates the limits (all > 0, names fit an LMDB key). Errors: Errc::invalid_argument.
+    [[nodiscard]] Result<void> validate() const;
+};
+
+/// A (queue, partition) that may have become deliverable during an apply: long polls parked on
+/// that queue should retry their pop.
+struct Wakeup {
+    std::string queue;
+    std::string partition;
+    friend auto operator<=>(const Wakeup&, const Wakeup&) = default;
+};
+
+namespace detail {
+struct State;  // tables + memory index; src/state.hpp
+}  // namespace detail
+
+/// The queues of one tenant. Owns its LMDB tables (names start with "q.") and the memory index.
+///
+/// Apply contract: every apply_* runs inside the caller's WriteTxn with `now` = the entry's
+/// timestamp. A storage error (any store::Errc) leaves the memory index out of step with LMDB:
+/// the caller must abort the txn and call rebuild() (Engine does) before any other apply.
+/// Transactions: between begin_atomic() and end_atomic(), every write (LMDB and memory) is
+/// journaled; rollback_atomic() undoes them, so a failed precondition aborts the whole entry.
+/// Thread-safety: apply_*, rebuild and the atomic calls from one thread (the tenant's applier).
+/// The read queries in queries.hpp need only a Txn and may run on any thread concurrently.
+class QueueState {
+public:
+    /// Opens (creating) the tables in `env` and rebuilds the memory index from them.
+    /// Errors: store errors of open_table / begin_read / reads; Errc::corruption when a stored
+    /// record does not decode.
+    [[nodiscard]] static Result<QueueState> open(store::Env& env, const Options& options);
+    QueueState(QueueState&&) noexcept;
+    QueueState& operator=(QueueState&&) noexcept;
+    ~QueueState();
+
+    /// Drops the memory index and rebuilds it from what `txn` sees (after an aborted write txn).
+    /// Errors: as open().
+    [[nodiscard]] Result<void> rebuild(const store::Txn& txn);
+
+    [[nodiscard]] Result<ConfigureResult> apply(store::WriteTxn& txn, const ConfigureQueue& command,
+                                                TimestampMs now);
+    /// Items fail one by one (maxSize, name limits); duplicates are reported, not stored.
+    [[nodiscard]] Result<PushResult> apply(store::WriteTxn& txn, const Push& command,
+                                           TimestampMs now);
+    [[nodiscard]] Result<PopResult> apply(store::WriteTxn& txn, const Pop& command,
+                                          TimestampMs now);
+    [[nodiscard]] Result<AckResult> apply(store::WriteTxn& txn, const Ack& command,
+                                          TimestampMs now);
+    [[nodiscard]] Result<ExtendLeaseResult> apply(store::WriteTxn& txn, const ExtendLease& command,
+                                                  TimestampMs now);
+    /// Runs the operations in order under begin_atomic(); on the first failed precondition it
+    /// rolls everything back and returns success = false with the reason.
+    [[nodiscard]] Result<TransactionResult> apply(store::WriteTxn& txn, const Transaction& command,
+                                                  TimestampMs now);
+    [[nodiscard]] Result<DeleteQueueResult> apply(store::WriteTxn& txn, const DeleteQueue& command,
+                                                  TimestampMs now);
+    [[nodiscard]] Result<DeleteGroupResult> apply(store::WriteTxn& txn, const DeleteGroup& command,
+                                                  TimestampMs now);
+    [[nodiscard]] Result<UpdateSubscriptionResult> apply(store::WriteTxn& txn,
+                                                         const UpdateSubscription& command,
+                                                         TimestampMs now);
+    [[nodiscard]] Result<SeekGroupResult> apply(store::WriteTxn& txn, const SeekGroup& command,
+                                                TimestampMs now);
+    [[nodiscard]] Result<SeekPartitionResult> apply(store::WriteTxn& txn,
+                                                    const SeekPartition& command, TimestampMs now);
+    /// Turning push maintenance off applies every buffered push (in order, deduplicated).
+    [[nodiscard]] Result<MaintenanceResult> apply(store::WriteTxn& txn,
+                                                  const SetMaintenance& command, TimestampMs now);
+    [[nodiscard]] Result<SweepResult> apply(store::WriteTxn& txn, const Sweep& command,
+                                            TimestampMs now);
+    [[nodiscard]] Result<DeleteMessageResult> apply(store::WriteTxn& txn,
+                                                    const DeleteMessage& command, TimestampMs now);
+    [[nodiscard]] Result<AddTraceResult> apply(store::WriteTxn& txn, const AddTrace& command,
+                                               TimestampMs now);
+
+    /// The (queue, partition) pairs that may have new deliverable messages since the last call
+    /// (pushes, released or expired leases, seeks), sorted, without duplicates; clears the list.
+    [[nodiscard]] std::vector<Wakeup> take_wakeups();
+    /// The earliest time after which a pop may find something it could not find now (a lease
+    /// expiry, delayed visibility, window buffer, retry delay), if any.
+    [[nodiscard]] std::optional<TimestampMs> next_due() const;
+
+    /// The table handles, for the read queries of queries.hpp.
+    [[nodiscard]] const Tables& tables() const noexcept;
+
+    /// Memory index sizes (for tests and metrics).
+    struct IndexStats {
+        std::uint64_t queues = 0;
+        std::uint64_t partitions = 0;
+        std::uint64_t ready_entries = 0;
+        std::uint64_t deferred_entries = 0;
+        std::uint64_t active_leases = 0;
+        std::uint64_t partition_bytes = 0;  ///< bytes of the per-partition array (capacity)
+    };
+    [[nodiscard]] IndexStats index_stats() const;
+    /// A canonical dump of the memory index (tests compare it across a restart).
+    [[nodiscard]] std::string debug_dump_index() const;
+
+private:
+    explicit QueueState(std::unique_ptr<detail::State> state) noexcept;
+    std::unique_ptr<detail::State> state_;
+};
+
+}  // namespace queen::queues

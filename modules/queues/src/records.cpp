@@ -1,0 +1,315 @@
+// queues/src/records.cpp — field-by-field encoding of the queue table values; one fields()
+// per record drives both the encoder and the decoder.
+#include "records.hpp"
+
+#include <type_traits>
+
+namespace queen::queues::detail {
+namespace {
+
+class Writer {
+public:
+    explicit Writer(Bytes& out) : out_(out) {}
+    void operator()(bool& value) { out_.u8(value ? 1 : 0); }
+    void operator()(std::uint32_t& value) { out_.varint(value); }
+    void operator()(std::uint64_t& value) { out_.varint(value); }
+    void operator()(std::int64_t& value) { out_.svarint(value); }
+    void operator()(std::string& value) { out_.str(value); }
+    void operator()(Bytes& value) { out_.blob(value); }
+    template <class Tag, class Rep>
+    void operator()(StrongInt<Tag, Rep>& value) {
+        Rep raw = value.value();
+        (*this)(raw);
+    }
+    template <class E>
+    requires std::is_enum_v<E>
+    void enumeration(E& value, E /*max*/) { out_.u8(static_cast<std::uint8_t>(value)); }
+    void operator()(std::vector<std::string>& values) {
+        out_.varint(values.size());
+        for (auto& value : values) {
+            (*this)(value);
+        }
+    }
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { fields(*this, value); }
+
+private:
+    ByteWriter out_;
+};
+
+class Reader {
+public:
+    explicit Reader(ByteSpan in) : in_(in) {}
+    void operator()(bool& value) {
+        const std::uint8_t raw = in_.u8();
+        if (raw > 1) {
+            in_.fail();
+        }
+        value = raw == 1;
+    }
+    void operator()(std::uint32_t& value) {
+        const std::uint64_t raw = in_.varint();
+        if (raw > UINT32_MAX) {
+            in_.fail();
+        }
+        value = static_cast<std::uint32_t>(raw);
+    }
+    void operator()(std::uint64_t& value) { value = in_.varint(); }
+    void operator()(std::int64_t& value) { value = in_.svarint(); }
+    void operator()(std::string& value) { value = std::string(in_.str()); }
+    void operator()(Bytes& value) {
+        const ByteSpan raw = in_.blob();
+        value.assign(raw.begin(), raw.end());
+    }
+    template <class Tag, class Rep>
+    void operator()(StrongInt<Tag, Rep>& value) {
+        Rep raw{};
+        (*this)(raw);
+        value = StrongInt<Tag, Rep>{raw};
+    }
+    template <class E>
+    requires std::is_enum_v<E>
+    void enumeration(E& value, E max) {
+        const std::uint8_t raw = in_.u8();
+        if (raw > static_cast<std::uint8_t>(max)) {
+            in_.fail();
+        }
+        value = static_cast<E>(raw);
+    }
+    void operator()(std::vector<std::string>& values) {
+        const std::uint64_t count = in_.varint();
+        if (count > in_.remaining()) {
+            in_.fail();
+            return;
+        }
+        values.resize(static_cast<std::size_t>(count));
+        for (auto& value : values) {
+            (*this)(value);
+        }
+    }
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { fields(*this, value); }
+    ByteReader& bytes() { return in_; }
+
+private:
+    ByteReader in_;
+};
+
+template <class A>
+void fields(A& a, QueueOptions& v) {
+    a(v.lease_time_s);
+    a(v.retry_limit);
+    a(v.retry_delay_ms);
+    a(v.max_size);
+    a(v.ttl_s);
+    a(v.priority);
+    a(v.dead_letter_queue);
+    a(v.dlq_after_max_retries);
+    a(v.delayed_processing_s);
+    a(v.window_buffer_s);
+    a(v.retention_enabled);
+    a(v.retention_s);
+    a(v.completed_retention_s);
+    a(v.encryption_enabled);
+    a(v.max_wait_time_s);
+}
+template <class A>
+void fields(A& a, MetaRecord& v) {
+    a(v.next_queue_id);
+    a(v.next_partition_id);
+    a(v.next_group_id);
+    a(v.next_lease_id);
+    a(v.next_dlq_id);
+    a(v.next_buffer_id);
+    a(v.next_trace_id);
+    a(v.push_maintenance);
+    a(v.pop_maintenance);
+}
+template <class A>
+void fields(A& a, QueueRecord& v) {
+    a(v.name);
+    a(v.namespace_name);
+    a(v.task);
+    a(v.created_at);
+    a(v.options);
+}
+template <class A>
+void fields(A& a, PartitionRecord& v) {
+    a(v.queue);
+    a(v.name);
+    a(v.created_at);
+    a(v.first_sequence);
+    a(v.last_sequence);
+    a(v.last_created_at);
+    a(v.message_count);
+}
+template <class A>
+void fields(A& a, MessageRecord& v) {
+    a(v.created_at);
+    a(v.transaction_id);
+    a(v.trace_id);
+    a(v.producer_sub);
+    a(v.is_encrypted);
+    a(v.payload);
+}
+template <class A>
+void fields(A& a, CursorRecord& v) {
+    a(v.consumed);
+    a(v.lease_id);
+    a(v.lease_expires_ms);
+    a(v.batch_size);
+    a(v.acked_count);
+    a(v.batch_retry_count);
+    a(v.last_failed_lease);
+    a(v.not_before_ms);
+    a(v.total_consumed);
+    a(v.last_consumed_ms);
+}
+template <class A>
+void fields(A& a, GroupQueueRecord& v) {
+    a(v.round_robin_position);
+    a(v.created_at);
+}
+template <class A>
+void fields(A& a, SubscriptionRecord& v) {
+    a.enumeration(v.mode, SubscriptionMode::new_only);
+    a(v.timestamp);
+    a(v.created_at);
+}
+template <class A>
+void fields(A& a, DlqRecord& v) {
+    a(v.queue);
+    a(v.partition);
+    a(v.sequence);
+    a(v.group);
+    a(v.error);
+    a(v.retry_count);
+    a(v.failed_at);
+    a(v.message);
+}
+template <class A>
+void fields(A& a, TraceRecord& v) {
+    a(v.group);
+    a(v.event_type);
+    a(v.names);
+    a(v.data);
+    a(v.created_at);
+}
+template <class A>
+void fields(A& a, PushItem& v) {
+    a(v.queue);
+    a(v.partition);
+    a(v.transaction_id);
+    a(v.trace_id);
+    a(v.producer_sub);
+    a(v.payload);
+    a(v.is_encrypted);
+}
+
+template <class T>
+Bytes encode_any(const T& record) {
+    Bytes out;
+    out.push_back(record_format_version);
+    Writer writer(out);
+    writer(const_cast<T&>(record));  // the writer only reads
+    return out;
+}
+
+template <class T>
+Result<T> decode_any(ByteSpan bytes, const char* what) {
+    Reader reader(bytes);
+    const std::uint8_t version = reader.bytes().u8();
+    T record{};
+    if (version == record_format_version) {
+        reader(record);
+    }
+    if (version != record_format_version || !reader.bytes().ok() || !reader.bytes().at_end()) {
+        return Error{queen::Errc::corruption, std::string("queues: undecodable ") + what +
+                                                  " record (" + std::to_string(bytes.size()) +
+                                                  " bytes, format " + std::to_string(version) +
+                                                  ")"};
+    }
+    return record;
+}
+
+}  // namespace
+
+Bytes encode(const MetaRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const QueueRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const PartitionRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const MessageRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const CursorRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const GroupQueueRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const SubscriptionRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const DlqRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const TraceRecord& record) {
+    return encode_any(record);
+}
+Bytes encode(const PushItem& record) {
+    return encode_any(record);
+}
+
+Result<MetaRecord> decode_meta(ByteSpan bytes) {
+    return decode_any<MetaRecord>(bytes, "meta");
+}
+Result<QueueRecord> decode_queue(ByteSpan bytes) {
+    return decode_any<QueueRecord>(bytes, "queue");
+}
+Result<PartitionRecord> decode_partition(ByteSpan bytes) {
+    return decode_any<PartitionRecord>(bytes, "partition");
+}
+Result<MessageRecord> decode_message(ByteSpan bytes) {
+    return decode_any<MessageRecord>(bytes, "message");
+}
+Result<CursorRecord> decode_cursor(ByteSpan bytes) {
+    return decode_any<CursorRecord>(bytes, "cursor");
+}
+Result<GroupQueueRecord> decode_group_queue(ByteSpan bytes) {
+    return decode_any<GroupQueueRecord>(bytes, "group_queue");
+}
+Result<SubscriptionRecord> decode_subscription(ByteSpan bytes) {
+    return decode_any<SubscriptionRecord>(bytes, "subscription");
+}
+Result<DlqRecord> decode_dlq(ByteSpan bytes) {
+    return decode_any<DlqRecord>(bytes, "dlq");
+}
+Result<TraceRecord> decode_trace(ByteSpan bytes) {
+    return decode_any<TraceRecord>(bytes, "trace");
+}
+Result<PushItem> decode_push_item(ByteSpan bytes) {
+    return decode_any<PushItem>(bytes, "buffered push");
+}
+
+Bytes encode_u64(std::uint64_t value) {
+    Bytes out(8);
+    store_le<std::uint64_t>(out.data(), value);
+    return out;
+}
+
+Result<std::uint64_t> decode_u64(ByteSpan bytes) {
+    if (bytes.size() != 8) {
+        return Error{queen::Errc::corruption,
+                     "queues: id value of " + std::to_string(bytes.size()) + " bytes"};
+    }
+    return load_le<std::uint64_t>(bytes.data());
+}
+
+}  // namespace queen::queues::detail

@@ -1,0 +1,218 @@
+// queues/src/records.hpp — the LMDB key and value layouts of the queue tables (docs/engine.md).
+// Values start with a format byte (1); integers are varints, strings varint-length-prefixed.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/result.hpp"
+#include "queen/queues/queries.hpp"
+#include "queen/queues/types.hpp"
+#include "queen/store/keys.hpp"
+#include "queen/store/txn.hpp"
+
+namespace queen::queues::detail {
+
+inline constexpr std::uint8_t record_format_version = 1;
+
+/// "q.meta" key "state": id counters and the maintenance flags.
+struct MetaRecord {
+    std::uint32_t next_queue_id = 1;
+    std::uint64_t next_partition_id = 1;
+    std::uint32_t next_group_id = 1;
+    std::uint64_t next_lease_id = 1;
+    std::uint64_t next_dlq_id = 1;
+    std::uint64_t next_buffer_id = 1;
+    std::uint64_t next_trace_id = 1;
+    bool push_maintenance = false;
+    bool pop_maintenance = false;
+    friend bool operator==(const MetaRecord&, const MetaRecord&) = default;
+};
+
+struct QueueRecord {
+    std::string name;
+    std::string namespace_name;
+    std::string task;
+    TimestampMs created_at{0};
+    QueueOptions options;
+};
+
+/// Persistent mirror of the per-partition memory entry. Messages occupy sequences
+/// [first_sequence, last_sequence]; the partition is empty when first = last + 1 (holes from
+/// single-message deletes are allowed inside; message_count is exact).
+struct PartitionRecord {
+    QueueId queue;
+    std::string name;
+    TimestampMs created_at{0};
+    std::uint64_t first_sequence = 1;
+    std::uint64_t last_sequence = 0;
+    TimestampMs last_created_at{0};
+    std::uint64_t message_count = 0;
+};
+
+struct MessageRecord {
+    TimestampMs created_at{0};
+    std::string transaction_id;
+    std::string trace_id;
+    std::string producer_sub;
+    bool is_encrypted = false;
+    Bytes payload;
+};
+
+/// Per (partition, group): the cursor and the partition lease.
+struct CursorRecord {
+    std::uint64_t consumed = 0;  ///< last consumed sequence, 0 = nothing
+    std::uint64_t lease_id = 0;  ///< 0 = no lease
+    std::int64_t lease_expires_ms = 0;
+    std::uint32_t batch_size = 0;
+    std::uint32_t acked_count = 0;
+    std::uint32_t batch_retry_count = 0;
+    std::uint64_t last_failed_lease = 0;  ///< the batch whose failure was already counted
+    std::int64_t not_before_ms = 0;       ///< retryDelay: no redelivery before this
+    std::uint64_t total_consumed = 0;
+    std::int64_t last_consumed_ms = 0;
+    [[nodiscard]] bool is_leased(std::int64_t now_ms) const noexcept {
+        return lease_id != 0 && lease_expires_ms > now_ms;
+    }
+};
+
+struct GroupQueueRecord {
+    std::uint64_t round_robin_position = 0;  ///< last partition id a pop claimed
+    TimestampMs created_at{0};
+};
+
+struct SubscriptionRecord {
+    SubscriptionMode mode = SubscriptionMode::all;
+    TimestampMs timestamp{0};
+    TimestampMs created_at{0};
+};
+
+struct DlqRecord {
+    QueueId queue;
+    PartitionId partition;
+    std::uint64_t sequence = 0;
+    GroupId group;
+    std::string error;
+    std::uint32_t retry_count = 0;
+    TimestampMs failed_at{0};
+    MessageRecord message;
+};
+
+struct TraceRecord {
+    GroupId group;
+    std::string event_type;
+    std::vector<std::string> names;
+    Bytes data;
+    TimestampMs created_at{0};
+};
+
+Bytes encode(const MetaRecord& record);
+Bytes encode(const QueueRecord& record);
+Bytes encode(const PartitionRecord& record);
+Bytes encode(const MessageRecord& record);
+Bytes encode(const CursorRecord& record);
+Bytes encode(const GroupQueueRecord& record);
+Bytes encode(const SubscriptionRecord& record);
+Bytes encode(const DlqRecord& record);
+Bytes encode(const TraceRecord& record);
+Bytes encode(const PushItem& record);
+
+/// Decoders. Errors: Errc::corruption naming the record kind.
+Result<MetaRecord> decode_meta(ByteSpan bytes);
+Result<QueueRecord> decode_queue(ByteSpan bytes);
+Result<PartitionRecord> decode_partition(ByteSpan bytes);
+Result<MessageRecord> decode_message(ByteSpan bytes);
+Result<CursorRecord> decode_cursor(ByteSpan bytes);
+Result<GroupQueueRecord> decode_group_queue(ByteSpan bytes);
+Result<SubscriptionRecord> decode_subscription(ByteSpan bytes);
+Result<DlqRecord> decode_dlq(ByteSpan bytes);
+Result<TraceRecord> decode_trace(ByteSpan bytes);
+Result<PushItem> decode_push_item(ByteSpan bytes);
+
+/// Small fixed-width values (ids) stored little-endian.
+Bytes encode_u64(std::uint64_t value);
+Result<std::uint64_t> decode_u64(ByteSpan bytes);
+
+// Keys (big-endian so byte order = numeric order).
+inline store::KeyBuilder queue_key(QueueId queue) {
+    store::KeyBuilder key;
+    key.u32be(queue.value());
+    return key;
+}
+inline store::KeyBuilder name_key(std::string_view name) {
+    store::KeyBuilder key;
+    key.raw(as_bytes(name));
+    return key;
+}
+inline store::KeyBuilder partition_key(PartitionId partition) {
+    store::KeyBuilder key;
+    key.u64be(partition.value());
+    return key;
+}
+inline store::KeyBuilder partition_name_key(QueueId queue, std::string_view name) {
+    store::KeyBuilder key;
+    key.u32be(queue.value()).raw(as_bytes(name));
+    return key;
+}
+inline store::KeyBuilder message_key(PartitionId partition, std::uint64_t sequence) {
+    store::KeyBuilder key;
+    key.u64be(partition.value()).u64be(sequence);
+    return key;
+}
+inline store::KeyBuilder txid_key(PartitionId partition, std::string_view transaction_id) {
+    store::KeyBuilder key;
+    key.u64be(partition.value()).raw(as_bytes(transaction_id));
+    return key;
+}
+inline store::KeyBuilder group_name_key(GroupId group) {
+    store::KeyBuilder key;
+    key.u32be(group.value());
+    return key;
+}
+inline store::KeyBuilder cursor_key(PartitionId partition, GroupId group) {
+    store::KeyBuilder key;
+    key.u64be(partition.value()).u32be(group.value());
+    return key;
+}
+inline store::KeyBuilder group_queue_key(QueueId queue, GroupId group) {
+    store::KeyBuilder key;
+    key.u32be(queue.value()).u32be(group.value());
+    return key;
+}
+inline store::KeyBuilder subscription_key(GroupId group, QueueId queue, PartitionId partition) {
+    store::KeyBuilder key;
+    key.u32be(group.value()).u32be(queue.value()).u64be(partition.value());
+    return key;
+}
+inline store::KeyBuilder sequence_key(std::uint64_t id) {
+    store::KeyBuilder key;
+    key.u64be(id);
+    return key;
+}
+inline store::KeyBuilder trace_key(PartitionId partition, std::uint64_t sequence,
+                                   std::uint64_t id) {
+    store::KeyBuilder key;
+    key.u64be(partition.value()).u64be(sequence).u64be(id);
+    return key;
+}
+
+/// True when `key` starts with `prefix`.
+inline bool has_prefix(ByteSpan key, ByteSpan prefix) {
+    return key.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), key.begin());
+}
+
+/// Reads and decodes one record; std::nullopt when absent.
+template <class Decode>
+auto get_record(const store::Txn& txn, store::Table table, ByteSpan key, Decode decode)
+    -> Result<std::optional<typename decltype(decode(ByteSpan{}))::value_type>> {
+    using T = typename decltype(decode(ByteSpan{}))::value_type;
+    QUEEN_TRY(auto raw, txn.get(table, key));
+    if (!raw) {
+        return std::optional<T>{};
+    }
+    QUEEN_TRY(auto value, decode(*raw));
+    return std::optional<T>{std::move(value)};
+}
+
+}  // namespace queen::queues::detail

@@ -1,0 +1,118 @@
+// queues/src/uuid.cpp — ids as UUID-shaped text: 8-4-4-4-12 lowercase hex with a kind nibble.
+#include <array>
+
+#include "queen/core/assert.hpp"
+#include "queen/queues/types.hpp"
+
+namespace queen::queues {
+namespace {
+
+// Layout (32 hex digits): high (48 bits, 12 digits) | '8' | kind (1 digit) | "00" | low (64
+// bits, 16 digits), printed with dashes after digits 8, 12, 16 and 20.
+constexpr std::uint64_t high_max = (std::uint64_t{1} << 48) - 1;
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+}  // namespace
+
+std::string format_uuid(UuidKind kind, std::uint64_t high, std::uint64_t low) {
+    QUEEN_ASSERT(high <= high_max, "uuid high part over 48 bits: ", high);
+    static constexpr char digits[] = "0123456789abcdef";
+    std::array<char, 32> hex{};
+    for (int i = 0; i < 12; ++i) {
+        hex[static_cast<std::size_t>(i)] = digits[(high >> (4 * (11 - i))) & 0xf];
+    }
+    hex[12] = '8';
+    hex[13] = digits[static_cast<unsigned>(kind) & 0xf];
+    hex[14] = '0';
+    hex[15] = '0';
+    for (int i = 0; i < 16; ++i) {
+        hex[static_cast<std::size_t>(16 + i)] = digits[(low >> (4 * (15 - i))) & 0xf];
+    }
+    std::string out;
+    out.reserve(36);
+    for (std::size_t i = 0; i < 32; ++i) {
+        if (i == 8 || i == 12 || i == 16 || i == 20) {
+            out.push_back('-');
+        }
+        out.push_back(hex[i]);
+    }
+    return out;
+}
+
+bool parse_uuid(std::string_view text, UuidKind kind, std::uint64_t& high, std::uint64_t& low) {
+    if (text.size() != 36) {
+        return false;
+    }
+    std::array<int, 32> nibbles{};
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (text[i] != '-') {
+                return false;
+            }
+            continue;
+        }
+        const int value = hex_value(text[i]);
+        if (value < 0) {
+            return false;
+        }
+        nibbles[n++] = value;
+    }
+    if (nibbles[12] != 8 || nibbles[13] != static_cast<int>(kind) || nibbles[14] != 0 ||
+        nibbles[15] != 0) {
+        return false;
+    }
+    high = 0;
+    low = 0;
+    for (std::size_t i = 0; i < 12; ++i) {
+        high = (high << 4) | static_cast<std::uint64_t>(nibbles[i]);
+    }
+    for (std::size_t i = 16; i < 32; ++i) {
+        low = (low << 4) | static_cast<std::uint64_t>(nibbles[i]);
+    }
+    return true;
+}
+
+PartitionId parse_partition_id(std::string_view text) {
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    if (!parse_uuid(text, UuidKind::partition, high, low) || high != 0) {
+        return PartitionId{0};
+    }
+    return PartitionId{low};
+}
+
+LeaseId parse_lease_id(std::string_view text) {
+    if (text.empty()) {
+        return LeaseId{0};
+    }
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    if (!parse_uuid(text, UuidKind::lease, high, low) || high != 0 || low == 0) {
+        return LeaseId{UINT64_MAX};
+    }
+    return LeaseId{low};
+}
+
+MessageId parse_message_id(std::string_view text) {
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    if (!parse_uuid(text, UuidKind::message, high, low)) {
+        return MessageId{};
+    }
+    return MessageId{PartitionId{high}, Sequence{low}};
+}
+
+}  // namespace queen::queues
