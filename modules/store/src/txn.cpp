@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "queen/store/env.hpp"
 #include "state.hpp"
 
 namespace queen::store {
@@ -95,6 +96,16 @@ bool is_append(PutFlags flags) {
                     static_cast<std::uint32_t>(PutFlags::append_dup))) != 0;
 }
 
+/// LMDB checks key sizes on writes but not on lookups; check both the same way.
+queen::Result<void> check_key(ByteSpan key, const char* operation) {
+    if (key.empty() || key.size() > Env::key_size_max) [[unlikely]] {
+        return queen::Error{Errc::key_too_large, std::string(operation) + ": key of " +
+                                                     std::to_string(key.size()) + " bytes (1.." +
+                                                     std::to_string(Env::key_size_max) + ")"};
+    }
+    return {};
+}
+
 }  // namespace
 
 // ---- Txn ----
@@ -142,6 +153,7 @@ queen::Result<std::optional<ByteSpan>> Txn::get(Table table, ByteSpan key) const
     QUEEN_ASSERT(state_ != nullptr, "get on a moved-from txn");
     QUEEN_TRY(state_->check_usable());
     QUEEN_ASSERT(table.is_valid(), "get with an invalid Table");
+    QUEEN_TRY(check_key(key, "get"));
     MDB_val key_val = detail::to_val(key);
     MDB_val value{};
     const int rc = mdb_get(state_->txn, table.id(), &key_val, &value);
@@ -363,9 +375,11 @@ queen::Result<std::optional<Entry>> Cursor::current() {
     return move(MDB_GET_CURRENT, "current");
 }
 queen::Result<std::optional<Entry>> Cursor::seek(ByteSpan key) {
+    QUEEN_TRY(check_key(key, "cursor seek"));
     return move(MDB_SET_RANGE, "seek", key);
 }
 queen::Result<std::optional<Entry>> Cursor::find(ByteSpan key) {
+    QUEEN_TRY(check_key(key, "cursor find"));
     return move(MDB_SET_KEY, "find", key);
 }
 queen::Result<std::optional<Entry>> Cursor::next_key() {
@@ -375,6 +389,7 @@ queen::Result<std::optional<Entry>> Cursor::next_dup() {
     return move(MDB_NEXT_DUP, "next_dup");
 }
 queen::Result<std::optional<Entry>> Cursor::seek_dup(ByteSpan key, ByteSpan value) {
+    QUEEN_TRY(check_key(key, "cursor seek_dup"));
     return move(MDB_GET_BOTH_RANGE, "seek_dup", key, value);
 }
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "queen/core/result.hpp"
+#include "queen/store/errc.hpp"
 
 namespace queen::store {
 
