@@ -1,0 +1,171 @@
+// queen/client/client.hpp — the Queen v1 HTTP API as typed calls over a pool of keep-alive
+// connections. Behaves like the official JS client: generated transactionIds, retries of network
+// errors and 5xx with exponential backoff, never of 4xx.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queen/client/connection.hpp"
+#include "queen/client/errc.hpp"
+#include "queen/client/types.hpp"
+#include "queen/core/clock.hpp"
+#include "queen/core/result.hpp"
+#include "queen/core/rng.hpp"
+
+namespace queen::client {
+
+struct ClientOptions {
+    Endpoint endpoint;
+    ConnectionOptions connection;  ///< timeouts, size limit, extra headers
+    std::string bearer_token;      ///< non-empty: `Authorization: Bearer <token>` on every request
+    std::size_t connections_max = 64;
+    std::int64_t pool_wait_ms = 30'000;  ///< how long a call waits for a free connection
+    /// Further attempts after a retryable failure (network error, timeout, 5xx). Requests that
+    /// are not idempotent (transactions, trace events) are never retried.
+    std::uint32_t retry_attempts = 3;
+    std::int64_t retry_delay_ms = 1'000;  ///< before retry n (0-based): retry_delay_ms * 2^n
+    /// A long-polling pop may take timeout_ms; its HTTP deadline is timeout_ms + this margin.
+    std::int64_t pop_wait_margin_ms = 5'000;
+    /// Check that every payload_json is valid JSON before sending (a bad one is
+    /// invalid_argument, not a 400 for the whole batch).
+    bool is_payload_validated = true;
+    /// Seeds generated transactionIds together with the clock; give processes different seeds.
+    std::uint64_t id_seed = 0;
+};
+
+/// A client for one broker. Every call returns the typed answer or an Error:
+/// - Errc::invalid_argument: the request could not be built (invalid payload JSON, empty queue);
+/// - Errc::connect_failed / timeout / connection_closed / cancelled: transport (see Connection);
+/// - an HTTP status error (http_status_of(e) != 0) carrying the server's {"error"} text;
+/// - Errc::bad_response: the answer was not the documented JSON shape;
+/// - Errc::rejected: a 2xx answer saying the operation failed (transaction, seek, DB error);
+/// - Errc::busy: no pooled connection became free within pool_wait_ms.
+/// Thread-safety: every member may be called from many threads at once; each call borrows one
+/// pooled connection for its duration.
+class Client {
+public:
+    /// `clock` measures deadlines and stamps generated ids; it must outlive the client.
+    explicit Client(ClientOptions options,
+                    const queen::Clock& clock = queen::SystemClock::instance());
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    [[nodiscard]] const ClientOptions& options() const noexcept { return options_; }
+
+    // ---- data plane ----
+
+    /// POST /api/v1/configure: creates the queue or overwrites all its options.
+    [[nodiscard]] queen::Result<ConfigureResult> configure(const ConfigureRequest& request);
+
+    /// POST /api/v1/push: one result per item, in order (queued, duplicate, buffered, failed).
+    /// Items without a transaction_id get a generated UUIDv7 (so a retry is deduplicated).
+    /// Errors also: invalid_argument (an item with an invalid payload_json); an empty batch
+    /// returns an empty vector without a request.
+    [[nodiscard]] queen::Result<std::vector<PushResult>> push(std::span<const PushItem> items);
+
+    /// GET /api/v1/pop/queue/:queue[/partition/:partition]. An empty `messages` means nothing
+    /// was delivered (204). A long poll (is_wait) may block up to timeout_ms.
+    [[nodiscard]] queen::Result<PopResult> pop(const PopRequest& request);
+    /// The same, over a caller-owned connection (from make_connection()), so another thread can
+    /// end a parked long poll with Connection::abort() without touching the pool.
+    [[nodiscard]] queen::Result<PopResult> pop(const PopRequest& request, Connection& connection);
+
+    /// POST /api/v1/ack. A logical failure (unknown message, stale lease) is a result with
+    /// is_success false, not an error.
+    [[nodiscard]] queen::Result<AckResult> ack(const Ack& ack);
+    /// POST /api/v1/ack/batch: results in input order. A non-empty `consumer_group` overrides the
+    /// group of every ack (as the server does with the top-level field); empty sends null. An
+    /// empty batch returns an empty vector without a request.
+    [[nodiscard]] queen::Result<std::vector<AckResult>> ack_batch(std::span<const Ack> acks,
+                                                                  std::string_view consumer_group);
+
+    /// POST /api/v1/lease/:leaseId/extend. `seconds` 0 lets the server pick (60 s).
+    [[nodiscard]] queen::Result<LeaseExtendResult> extend_lease(std::string_view lease_id,
+                                                                std::int64_t seconds = 0);
+
+    /// POST /api/v1/transaction: all operations or none. A transaction the server rolled back
+    /// is Errc::rejected with the server's reason. Never retried (it is not idempotent).
+    [[nodiscard]] queen::Result<TransactionResult> transaction(const TransactionRequest& request);
+
+    /// POST /api/v1/traces: records a trace event; returns the trace id. Never retried.
+    [[nodiscard]] queen::Result<std::string> trace(const TraceEvent& event);
+
+    // ---- resources and admin ----
+
+    /// DELETE /api/v1/resources/queues/:queue.
+    [[nodiscard]] queen::Result<DeleteQueueResult> delete_queue(std::string_view queue);
+    /// GET /api/v1/resources/queues.
+    [[nodiscard]] queen::Result<std::vector<QueueSummary>> list_queues();
+    /// GET /api/v1/resources/queues/:queue (with its partitions). Unknown: HTTP 404.
+    [[nodiscard]] queen::Result<QueueDetail> get_queue(std::string_view queue);
+    /// GET /api/v1/dlq with real paging (limit/offset).
+    [[nodiscard]] queen::Result<DlqPage> dlq(const DlqQuery& query);
+    /// GET /api/v1/messages (no payloads), newest first.
+    [[nodiscard]] queen::Result<std::vector<MessageSummary>> list_messages(
+        const MessagesQuery& query);
+    /// GET /api/v1/consumer-groups: one entry per (group, queue).
+    [[nodiscard]] queen::Result<std::vector<ConsumerGroupSummary>> list_consumer_groups();
+    /// DELETE /api/v1/consumer-groups/:group?deleteMetadata=: cursors and leases on every queue.
+    [[nodiscard]] queen::Result<DeleteConsumerGroupResult> delete_consumer_group(
+        std::string_view group, bool is_metadata_deleted = true);
+    /// DELETE /api/v1/consumer-groups/:group/queues/:queue?deleteMetadata=.
+    [[nodiscard]] queen::Result<DeleteConsumerGroupResult> delete_consumer_group_for_queue(
+        std::string_view group, std::string_view queue, bool is_metadata_deleted = true);
+    /// POST /api/v1/consumer-groups/:group/subscription {subscriptionTimestamp}.
+    [[nodiscard]] queen::Result<SubscriptionUpdateResult> update_subscription_timestamp(
+        std::string_view group, std::string_view timestamp);
+    /// POST /api/v1/consumer-groups/:group/queues/:queue/seek. Releases the group's leases.
+    [[nodiscard]] queen::Result<SeekResult> seek(std::string_view group, std::string_view queue,
+                                                 const SeekTarget& target);
+    /// POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek (to end).
+    [[nodiscard]] queen::Result<PartitionSeekResult> seek_partition_to_end(
+        std::string_view group, std::string_view queue, std::string_view partition);
+    /// GET /api/v1/system/maintenance (push and pop flags).
+    [[nodiscard]] queen::Result<MaintenanceStatus> maintenance();
+    /// POST /api/v1/system/maintenance or /pop {enabled}; returns the new state.
+    [[nodiscard]] queen::Result<MaintenanceStatus> set_maintenance(bool is_pop, bool is_enabled);
+    /// GET /health. 200 and 503 are both answers (is_healthy says which), not errors.
+    [[nodiscard]] queen::Result<Health> health();
+    /// GET of any JSON endpoint (status, metrics, overview, message detail, traces, ...): the
+    /// body of a 2xx answer. `target` is path and query, already percent-encoded.
+    [[nodiscard]] queen::Result<std::string> get_json(std::string_view target);
+
+    // ---- plumbing ----
+
+    /// A new connection with this client's endpoint, options and clock (for pop(request, conn)).
+    [[nodiscard]] std::unique_ptr<Connection> make_connection() const;
+    /// A fresh UUIDv7 string (time from the clock, random bits from the seeded generator).
+    [[nodiscard]] std::string generate_uuid_v7();
+    /// Aborts every pooled connection and pending retry wait; later calls fail with cancelled.
+    void close() noexcept;
+    /// TCP connections opened so far by the pool (lets tests and bench see keep-alive reuse).
+    [[nodiscard]] std::uint64_t connects_total() const { return pool_.connects_total(); }
+
+private:
+    struct Call;
+    queen::Result<HttpResponse> perform(const HttpRequest& request, Connection* dedicated);
+    queen::Result<PopResult> pop_on(const PopRequest& request, Connection* dedicated);
+
+    ClientOptions options_;
+    const queen::Clock& clock_;
+    ConnectionPool pool_;
+    std::mutex id_mutex_;
+    queen::Rng id_rng_;
+    std::mutex close_mutex_;
+    std::condition_variable close_changed_;
+    bool is_closed_ = false;
+};
+
+/// Percent-encodes everything but the unreserved characters (A-Z a-z 0-9 - . _ ~).
+[[nodiscard]] std::string percent_encode(std::string_view text);
+
+}  // namespace queen::client

@@ -1,0 +1,1074 @@
+// client/src/client.cpp — request building, response parsing and retries of the Queen v1 API.
+#include "queen/client/client.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "json_util.hpp"
+
+namespace queen::client {
+
+using detail::append_json_string;
+using detail::append_json_string_or_null;
+using detail::boolean_of;
+using detail::integer_of;
+using detail::Json;
+using detail::optional_boolean_of;
+using detail::parse_json;
+using detail::text_of;
+using detail::text_of_either;
+
+namespace {
+
+std::string describe(const HttpRequest& request) {
+    return std::string{request.method} + " " + std::string{request.target};
+}
+
+queen::Error shape_error(const HttpRequest& request, const std::string& why) {
+    return queen::Error{Errc::bad_response, describe(request) + ": " + why};
+}
+
+// The server's {"error": "..."} text, or "HTTP <status>" with a little of an unexpected body.
+std::string error_message_of(const HttpResponse& response) {
+    try {
+        const Json body = Json::parse(response.body);
+        if (body.is_object() && body.contains("error") && body["error"].is_string()) {
+            return body["error"].get<std::string>();
+        }
+    } catch (const Json::exception&) {
+        // Not JSON: fall through to the status line.
+    }
+    std::string message = "HTTP " + std::to_string(response.status);
+    if (!response.body.empty()) {
+        message += ": " + response.body.substr(0, 200);
+    }
+    return message;
+}
+
+void append_query(std::string& target, bool& is_first, std::string_view key,
+                  std::string_view value) {
+    target += is_first ? '?' : '&';
+    is_first = false;
+    target.append(key).append("=").append(percent_encode(value));
+}
+
+PushStatus push_status_of(std::string_view text, bool& is_known) {
+    is_known = true;
+    if (text == "queued") {
+        return PushStatus::queued;
+    }
+    if (text == "duplicate") {
+        return PushStatus::duplicate;
+    }
+    if (text == "buffered") {
+        return PushStatus::buffered;
+    }
+    is_known = text == "failed";
+    return PushStatus::failed;
+}
+
+QueueOptions queue_options_of(const Json& options) {
+    QueueOptions o;
+    o.lease_time_s = integer_of(options, "leaseTime", o.lease_time_s);
+    o.retry_limit = integer_of(options, "retryLimit", o.retry_limit);
+    o.retry_delay_ms = integer_of(options, "retryDelay", o.retry_delay_ms);
+    o.max_size = integer_of(options, "maxSize", o.max_size);
+    o.ttl_s = integer_of(options, "ttl", o.ttl_s);
+    o.priority = integer_of(options, "priority", o.priority);
+    o.is_dead_letter_queue = boolean_of(options, "deadLetterQueue");
+    o.is_dlq_after_max_retries = boolean_of(options, "dlqAfterMaxRetries");
+    o.delayed_processing_s = integer_of(options, "delayedProcessing", o.delayed_processing_s);
+    o.window_buffer_s = integer_of(options, "windowBuffer", o.window_buffer_s);
+    o.retention_s = integer_of(options, "retentionSeconds", o.retention_s);
+    o.completed_retention_s =
+        integer_of(options, "completedRetentionSeconds", o.completed_retention_s);
+    o.is_retention_enabled = boolean_of(options, "retentionEnabled");
+    o.is_encryption_enabled = boolean_of(options, "encryptionEnabled");
+    o.max_wait_time_s = integer_of(options, "maxWaitTimeSeconds", o.max_wait_time_s);
+    return o;
+}
+
+Json queue_options_json(const QueueOptions& o) {
+    return Json{{"leaseTime", o.lease_time_s},
+                {"retryLimit", o.retry_limit},
+                {"retryDelay", o.retry_delay_ms},
+                {"maxSize", o.max_size},
+                {"ttl", o.ttl_s},
+                {"priority", o.priority},
+                {"deadLetterQueue", o.is_dead_letter_queue},
+                {"dlqAfterMaxRetries", o.is_dlq_after_max_retries},
+                {"delayedProcessing", o.delayed_processing_s},
+                {"windowBuffer", o.window_buffer_s},
+                {"retentionSeconds", o.retention_s},
+                {"completedRetentionSeconds", o.completed_retention_s},
+                {"retentionEnabled", o.is_retention_enabled},
+                {"encryptionEnabled", o.is_encryption_enabled},
+                {"maxWaitTimeSeconds", o.max_wait_time_s}};
+}
+
+MessageCounts counts_of(const Json& counts) {
+    MessageCounts c;
+    c.total = integer_of(counts, "total");
+    c.pending = integer_of(counts, "pending");
+    c.processing = integer_of(counts, "processing");
+    c.completed = integer_of(counts, "completed");
+    c.failed = integer_of(counts, "failed");
+    c.dead_letter = integer_of(counts, "deadLetter");
+    return c;
+}
+
+AckResult ack_result_of(const Json& item) {
+    AckResult result;
+    result.transaction_id = text_of(item, "transactionId");
+    result.is_success = boolean_of(item, "success");
+    result.error = text_of(item, "error");
+    result.queue_name = text_of(item, "queueName");
+    result.partition_name = text_of(item, "partitionName");
+    result.is_lease_released = optional_boolean_of(item, "leaseReleased");
+    result.is_dlq = boolean_of(item, "dlq");
+    return result;
+}
+
+// A 2xx object that reports failure ({"success": false, "error": ...}) is rejected.
+queen::Status check_not_rejected(const HttpRequest& request, const Json& body) {
+    if (body.is_object() && body.contains("success") && !boolean_of(body, "success")) {
+        const std::string why = text_of(body, "error");
+        return queen::Error{Errc::rejected,
+                            describe(request) + ": " + (why.empty() ? "success=false" : why)};
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string_view to_string(PushStatus status) noexcept {
+    switch (status) {
+        case PushStatus::queued: return "queued";
+        case PushStatus::duplicate: return "duplicate";
+        case PushStatus::buffered: return "buffered";
+        case PushStatus::failed: return "failed";
+    }
+    return "failed";
+}
+
+std::string_view to_string(AckStatus status) noexcept {
+    switch (status) {
+        case AckStatus::completed: return "completed";
+        case AckStatus::failed: return "failed";
+        case AckStatus::dlq: return "dlq";
+        case AckStatus::retry: return "retry";
+    }
+    return "completed";
+}
+
+Ack Ack::of(const Message& message, AckStatus status, std::string error) {
+    Ack ack;
+    ack.transaction_id = message.transaction_id;
+    ack.partition_id = message.partition_id;
+    ack.status = status;
+    ack.error = std::move(error);
+    ack.lease_id = message.lease_id;
+    ack.consumer_group = message.consumer_group;
+    return ack;
+}
+
+std::string percent_encode(std::string_view text) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        const bool is_unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                                   (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                                   c == '~';
+        if (is_unreserved) {
+            out.push_back(ch);
+        } else {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 0xf]);
+        }
+    }
+    return out;
+}
+
+namespace {
+
+ConnectionOptions connection_options_of(const ClientOptions& options) {
+    ConnectionOptions connection = options.connection;
+    if (!options.bearer_token.empty()) {
+        connection.headers.push_back({"Authorization", "Bearer " + options.bearer_token});
+    }
+    return connection;
+}
+
+}  // namespace
+
+Client::Client(ClientOptions options, const queen::Clock& clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      pool_(options_.endpoint, connection_options_of(options_), clock, options_.connections_max),
+      id_rng_(options_.id_seed ^ static_cast<std::uint64_t>(clock.monotonic_ns()) ^
+              (static_cast<std::uint64_t>(clock.wall_ms()) << 20)) {}
+
+Client::~Client() = default;
+
+std::unique_ptr<Connection> Client::make_connection() const {
+    return std::make_unique<Connection>(options_.endpoint, connection_options_of(options_), clock_);
+}
+
+void Client::close() noexcept {
+    {
+        const std::lock_guard lock{close_mutex_};
+        is_closed_ = true;
+    }
+    close_changed_.notify_all();
+    pool_.abort_all();
+}
+
+std::string Client::generate_uuid_v7() {
+    std::uint64_t random_a = 0;
+    std::uint64_t random_b = 0;
+    {
+        const std::lock_guard lock{id_mutex_};
+        random_a = id_rng_.next();
+        random_b = id_rng_.next();
+    }
+    const auto ms = static_cast<std::uint64_t>(clock_.wall_ms()) & 0xFFFF'FFFF'FFFFULL;
+    const std::uint64_t high = (ms << 16) | 0x7000ULL | (random_a & 0x0FFFULL);
+    const std::uint64_t low = (random_b & 0x3FFF'FFFF'FFFF'FFFFULL) | 0x8000'0000'0000'0000ULL;
+    char text[37];
+    std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx",
+                  static_cast<unsigned>(high >> 32), static_cast<unsigned>((high >> 16) & 0xFFFF),
+                  static_cast<unsigned>(high & 0xFFFF), static_cast<unsigned>(low >> 48),
+                  static_cast<unsigned long long>(low & 0xFFFF'FFFF'FFFFULL));
+    return std::string{text, 36};
+}
+
+queen::Result<HttpResponse> Client::perform(const HttpRequest& request, Connection* dedicated) {
+    for (std::uint32_t attempt = 0;; ++attempt) {
+        queen::Result<HttpResponse> response = queen::Error{Errc::cancelled, "not sent"};
+        if (dedicated != nullptr) {
+            response = dedicated->request(request);
+        } else {
+            QUEEN_TRY(auto lease, pool_.acquire(options_.pool_wait_ms));
+            response = lease->request(request);
+        }
+        queen::Error error;
+        if (response) {
+            if (response->status >= 200 && response->status < 300) {
+                return response;
+            }
+            error = make_http_error(response->status,
+                                    describe(request) + ": " + error_message_of(*response));
+        } else {
+            error = std::move(response).error();
+        }
+        if (!request.is_idempotent || !is_retryable(error) || attempt >= options_.retry_attempts) {
+            return error;
+        }
+        // Exponential backoff like the JS client; close() ends the wait at once.
+        const std::int64_t delay_ms = options_.retry_delay_ms
+                                      << std::min<std::uint32_t>(attempt, 20);
+        std::unique_lock lock{close_mutex_};
+        if (close_changed_.wait_for(lock, std::chrono::milliseconds{delay_ms},
+                                    [&] { return is_closed_; })) {
+            return queen::Error{Errc::cancelled, describe(request) + ": client closed"};
+        }
+    }
+}
+
+queen::Result<ConfigureResult> Client::configure(const ConfigureRequest& request) {
+    Json body{{"queue", request.queue},
+              {"namespace", request.namespace_name ? Json(*request.namespace_name) : Json(nullptr)},
+              {"task", request.task ? Json(*request.task) : Json(nullptr)},
+              {"options", queue_options_json(request.options)}};
+    const std::string text = body.dump();
+    HttpRequest http{"POST", "/api/v1/configure", text, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    if (answer.contains("error") && !answer["error"].is_null()) {
+        return queen::Error{Errc::rejected, describe(http) + ": " + text_of(answer, "error")};
+    }
+    ConfigureResult result;
+    result.is_configured = boolean_of(answer, "configured");
+    result.queue_id = text_of(answer, "queueId");
+    result.partition_id = text_of(answer, "partitionId");
+    result.queue = text_of(answer, "queue");
+    result.namespace_name = text_of(answer, "namespace");
+    result.task = text_of(answer, "task");
+    if (answer.contains("options")) {
+        result.options = queue_options_of(answer["options"]);
+    }
+    return result;
+}
+
+queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> items) {
+    if (items.empty()) {
+        return std::vector<PushResult>{};
+    }
+    std::string body;
+    body.reserve(64 + items.size() * (160 + items.front().payload_json.size()));
+    body += R"({"items":[)";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PushItem& item = items[i];
+        if (options_.is_payload_validated && !Json::accept(item.payload_json)) {
+            return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
+                                                            " has a payload that is not JSON"};
+        }
+        body += i == 0 ? "{" : ",{";
+        body += R"("queue":)";
+        append_json_string(body, item.queue);
+        body += R"(,"partition":)";
+        append_json_string(body, item.partition.empty() ? default_partition : item.partition);
+        body += R"(,"payload":)";
+        body += item.payload_json.empty() ? "null" : item.payload_json;
+        body += R"(,"transactionId":)";
+        append_json_string(body,
+                           item.transaction_id.empty() ? generate_uuid_v7() : item.transaction_id);
+        if (!item.trace_id.empty()) {
+            body += R"(,"traceId":)";
+            append_json_string(body, item.trace_id);
+        }
+        body += '}';
+    }
+    body += "]}";
+    HttpRequest http{"POST", "/api/v1/push", body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_array()) {
+        QUEEN_TRY(check_not_rejected(http, answer));
+        return shape_error(http, "expected an array of push results");
+    }
+    if (answer.size() != items.size()) {
+        return shape_error(http, std::to_string(answer.size()) + " results for " +
+                                     std::to_string(items.size()) + " items");
+    }
+    std::vector<PushResult> results;
+    results.reserve(items.size());
+    for (const Json& entry : answer) {
+        if (!entry.is_object() || !entry.contains("status") || !entry["status"].is_string()) {
+            return shape_error(http, "a push result without a status");
+        }
+        PushResult result;
+        bool is_known = true;
+        const std::string status = entry["status"].get<std::string>();
+        result.status = push_status_of(status, is_known);
+        result.message_id = text_of_either(entry, "message_id", "messageId");
+        result.transaction_id = text_of_either(entry, "transaction_id", "transactionId");
+        result.partition_id = text_of_either(entry, "partition_id", "partitionId");
+        result.trace_id = text_of_either(entry, "trace_id", "traceId");
+        result.queue_name = text_of_either(entry, "queueName", "queue");
+        result.error = text_of(entry, "error");
+        if (!is_known && result.error.empty()) {
+            result.error = "unknown push status '" + status + "'";
+        }
+        results.push_back(std::move(result));
+    }
+    return results;
+}
+
+queen::Result<PopResult> Client::pop(const PopRequest& request) {
+    return pop_on(request, nullptr);
+}
+
+queen::Result<PopResult> Client::pop(const PopRequest& request, Connection& connection) {
+    return pop_on(request, &connection);
+}
+
+queen::Result<PopResult> Client::pop_on(const PopRequest& request, Connection* dedicated) {
+    if (request.batch < 1 || request.partitions < 1 || request.timeout_ms < 0) {
+        return queen::Error{Errc::invalid_argument,
+                            "pop: batch and partitions must be >= 1, timeout_ms >= 0"};
+    }
+    std::string target = "/api/v1/pop/queue/" + percent_encode(request.queue);
+    if (!request.partition.empty()) {
+        target += "/partition/" + percent_encode(request.partition);
+    }
+    bool is_first = true;
+    append_query(target, is_first, "batch", std::to_string(request.batch));
+    append_query(target, is_first, "wait", request.is_wait ? "true" : "false");
+    append_query(target, is_first, "timeout", std::to_string(request.timeout_ms));
+    if (!request.consumer_group.empty()) {
+        append_query(target, is_first, "consumerGroup", request.consumer_group);
+    }
+    if (request.partitions > 1 && request.partition.empty()) {
+        append_query(target, is_first, "partitions", std::to_string(request.partitions));
+    }
+    if (request.is_auto_ack) {
+        append_query(target, is_first, "autoAck", "true");
+    }
+    if (!request.subscription_mode.empty()) {
+        append_query(target, is_first, "subscriptionMode", request.subscription_mode);
+    }
+    if (!request.subscription_from.empty()) {
+        append_query(target, is_first, "subscriptionFrom", request.subscription_from);
+    }
+    HttpRequest http{"GET", target, {}, false, true, 0};
+    if (request.is_wait) {
+        http.timeout_ms = request.timeout_ms + options_.pop_wait_margin_ms;
+    }
+    QUEEN_TRY(auto response, perform(http, dedicated));
+    PopResult result;
+    result.queue = request.queue;
+    if (response.status == 204 || response.body.empty()) {
+        return result;
+    }
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    const auto messages = answer.find("messages");
+    if (messages == answer.end() || !messages->is_array()) {
+        QUEEN_TRY(check_not_rejected(http, answer));
+        return shape_error(http, "no messages array");
+    }
+    if (answer.contains("queue")) {
+        result.queue = text_of(answer, "queue");
+    }
+    result.partition = text_of(answer, "partition");
+    result.partition_id = text_of(answer, "partitionId");
+    result.lease_id = text_of(answer, "leaseId");
+    result.consumer_group = text_of(answer, "consumerGroup");
+    result.partitions_claimed = integer_of(answer, "partitionsClaimed", messages->empty() ? 0 : 1);
+    result.messages.reserve(messages->size());
+    try {
+        for (const Json& entry : *messages) {
+            if (!entry.is_object()) {
+                return shape_error(http, "a message that is not an object");
+            }
+            Message message;
+            message.id = text_of(entry, "id");
+            message.transaction_id = text_of(entry, "transactionId");
+            message.trace_id = text_of(entry, "traceId");
+            const auto data = entry.find("data");
+            message.data_json = data == entry.end() ? "null" : data->dump();
+            message.producer_sub = text_of(entry, "producerSub");
+            message.created_at = text_of(entry, "createdAt");
+            message.partition_id = text_of(entry, "partitionId");
+            message.partition = text_of(entry, "partition");
+            message.lease_id =
+                entry.contains("leaseId") ? text_of(entry, "leaseId") : result.lease_id;
+            message.consumer_group = entry.contains("consumerGroup")
+                                         ? text_of(entry, "consumerGroup")
+                                         : result.consumer_group;
+            message.queue = result.queue;
+            if (message.partition_id.empty()) {
+                message.partition_id = result.partition_id;
+            }
+            if (message.partition.empty()) {
+                message.partition = result.partition;
+            }
+            if (message.transaction_id.empty() || message.partition_id.empty()) {
+                return shape_error(http, "a message without transactionId or partitionId");
+            }
+            result.messages.push_back(std::move(message));
+        }
+    } catch (const Json::exception& error) {
+        return shape_error(http, error.what());
+    }
+    return result;
+}
+
+namespace {
+
+void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
+    out += R"("transactionId":)";
+    append_json_string(out, ack.transaction_id);
+    out += R"(,"partitionId":)";
+    append_json_string(out, ack.partition_id);
+    out += R"(,"status":)";
+    append_json_string(out, to_string(ack.status));
+    out += R"(,"error":)";
+    append_json_string_or_null(out, ack.error);
+    if (is_group_included) {
+        out += R"(,"consumerGroup":)";
+        append_json_string_or_null(out, ack.consumer_group);
+    }
+    if (!ack.lease_id.empty()) {
+        out += R"(,"leaseId":)";
+        append_json_string(out, ack.lease_id);
+    }
+}
+
+}  // namespace
+
+queen::Result<AckResult> Client::ack(const Ack& ack) {
+    std::string body = "{";
+    append_ack_fields(body, ack, true);
+    body += '}';
+    HttpRequest http{"POST", "/api/v1/ack", body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (answer.is_array() && answer.size() == 1 && answer[0].is_object()) {
+        return ack_result_of(answer[0]);
+    }
+    if (answer.is_object()) {
+        QUEEN_TRY(check_not_rejected(http, answer));
+        return ack_result_of(answer);
+    }
+    return shape_error(http, "expected an array with one ack result");
+}
+
+queen::Result<std::vector<AckResult>> Client::ack_batch(std::span<const Ack> acks,
+                                                        std::string_view consumer_group) {
+    if (acks.empty()) {
+        return std::vector<AckResult>{};
+    }
+    std::string body = R"({"acknowledgments":[)";
+    body.reserve(32 + acks.size() * 192);
+    for (std::size_t i = 0; i < acks.size(); ++i) {
+        body += i == 0 ? "{" : ",{";
+        append_ack_fields(body, acks[i], true);
+        body += '}';
+    }
+    body += R"(],"consumerGroup":)";
+    append_json_string_or_null(body, consumer_group);
+    body += '}';
+    HttpRequest http{"POST", "/api/v1/ack/batch", body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_array()) {
+        QUEEN_TRY(check_not_rejected(http, answer));
+        return shape_error(http, "expected an array of ack results");
+    }
+    if (answer.size() != acks.size()) {
+        return shape_error(http, std::to_string(answer.size()) + " results for " +
+                                     std::to_string(acks.size()) + " acks");
+    }
+    std::vector<AckResult> results;
+    results.reserve(answer.size());
+    for (const Json& entry : answer) {
+        results.push_back(ack_result_of(entry));
+    }
+    return results;
+}
+
+queen::Result<LeaseExtendResult> Client::extend_lease(std::string_view lease_id,
+                                                      std::int64_t seconds) {
+    if (lease_id.empty()) {
+        return queen::Error{Errc::invalid_argument, "extend_lease: empty lease id"};
+    }
+    const std::string target = "/api/v1/lease/" + percent_encode(lease_id) + "/extend";
+    const std::string body = seconds > 0 ? R"({"seconds":)" + std::to_string(seconds) + "}" : "{}";
+    HttpRequest http{"POST", target, body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    const Json* entry = &answer;
+    if (answer.is_array()) {
+        if (answer.size() != 1) {
+            return shape_error(http, "expected one lease result");
+        }
+        entry = &answer[0];
+    }
+    if (!entry->is_object()) {
+        return shape_error(http, "expected a lease result object");
+    }
+    LeaseExtendResult result;
+    result.lease_id = text_of(*entry, "leaseId");
+    if (result.lease_id.empty()) {
+        result.lease_id = std::string{lease_id};
+    }
+    result.is_success = boolean_of(*entry, "success");
+    result.error = text_of(*entry, "error");
+    result.expires_at = text_of_either(*entry, "expiresAt", "newExpiresAt");
+    return result;
+}
+
+queen::Result<TransactionResult> Client::transaction(const TransactionRequest& request) {
+    if (request.operations.empty()) {
+        return queen::Error{Errc::invalid_argument, "transaction: no operations"};
+    }
+    std::string body = R"({"operations":[)";
+    bool is_first_operation = true;
+    for (const auto& operation : request.operations) {
+        body += is_first_operation ? "{" : ",{";
+        is_first_operation = false;
+        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
+            body += R"("type":"push","items":[)";
+            for (std::size_t i = 0; i < push->items.size(); ++i) {
+                const PushItem& item = push->items[i];
+                if (options_.is_payload_validated && !Json::accept(item.payload_json)) {
+                    return queen::Error{Errc::invalid_argument,
+                                        "transaction: a push item has a payload that is not JSON"};
+                }
+                body += i == 0 ? "{" : ",{";
+                body += R"("queue":)";
+                append_json_string(body, item.queue);
+                body += R"(,"partition":)";
+                append_json_string(body,
+                                   item.partition.empty() ? default_partition : item.partition);
+                body += R"(,"payload":)";
+                body += item.payload_json.empty() ? "null" : item.payload_json;
+                body += R"(,"transactionId":)";
+                append_json_string(
+                    body, item.transaction_id.empty() ? generate_uuid_v7() : item.transaction_id);
+                if (!item.trace_id.empty()) {
+                    body += R"(,"traceId":)";
+                    append_json_string(body, item.trace_id);
+                }
+                body += '}';
+            }
+            body += "]}";
+        } else {
+            body += R"("type":"ack",)";
+            append_ack_fields(body, std::get<Ack>(operation), true);
+            body += '}';
+        }
+    }
+    body += R"(],"requiredLeases":[)";
+    for (std::size_t i = 0; i < request.required_leases.size(); ++i) {
+        if (i > 0) {
+            body += ',';
+        }
+        append_json_string(body, request.required_leases[i]);
+    }
+    body += "]}";
+    HttpRequest http{"POST", "/api/v1/transaction", body, true, false, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    if (!boolean_of(answer, "success")) {
+        const std::string why = text_of(answer, "error");
+        return queen::Error{Errc::rejected, describe(http) + ": rolled back: " +
+                                                (why.empty() ? "no reason given" : why)};
+    }
+    TransactionResult result;
+    result.transaction_id = text_of(answer, "transactionId");
+    if (const auto results = answer.find("results");
+        results != answer.end() && results->is_array()) {
+        for (const Json& entry : *results) {
+            TransactionOperationResult r;
+            r.type = text_of(entry, "type");
+            r.is_success = boolean_of(entry, "success");
+            r.transaction_id = text_of(entry, "transactionId");
+            r.message_id = text_of(entry, "messageId");
+            r.partition_id = text_of(entry, "partitionId");
+            r.queue_name = text_of(entry, "queueName");
+            r.error = text_of(entry, "error");
+            r.is_dlq = boolean_of(entry, "dlq");
+            result.results.push_back(std::move(r));
+        }
+    }
+    return result;
+}
+
+queen::Result<std::string> Client::trace(const TraceEvent& event) {
+    if (options_.is_payload_validated && !Json::accept(event.data_json)) {
+        return queen::Error{Errc::invalid_argument, "trace: data is not JSON"};
+    }
+    std::string body = R"({"transactionId":)";
+    append_json_string(body, event.transaction_id);
+    body += R"(,"partitionId":)";
+    append_json_string(body, event.partition_id);
+    body += R"(,"consumerGroup":)";
+    append_json_string_or_null(body, event.consumer_group);
+    body += R"(,"eventType":)";
+    append_json_string(body, event.event_type);
+    body += R"(,"traceNames":)";
+    if (event.trace_names.empty()) {
+        body += "null";
+    } else {
+        body += '[';
+        for (std::size_t i = 0; i < event.trace_names.size(); ++i) {
+            if (i > 0) {
+                body += ',';
+            }
+            append_json_string(body, event.trace_names[i]);
+        }
+        body += ']';
+    }
+    body += R"(,"data":)";
+    body += event.data_json.empty() ? "null" : event.data_json;
+    body += '}';
+    HttpRequest http{"POST", "/api/v1/traces", body, true, false, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    QUEEN_TRY(check_not_rejected(http, answer));
+    return text_of(answer, "traceId");
+}
+
+queen::Result<DeleteQueueResult> Client::delete_queue(std::string_view queue) {
+    const std::string target = "/api/v1/resources/queues/" + percent_encode(queue);
+    HttpRequest http{"DELETE", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    DeleteQueueResult result;
+    result.is_deleted = boolean_of(answer, "deleted");
+    result.queue = text_of(answer, "queue");
+    result.is_existed = boolean_of(answer, "existed");
+    return result;
+}
+
+queen::Result<std::vector<QueueSummary>> Client::list_queues() {
+    HttpRequest http{"GET", "/api/v1/resources/queues", {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    const Json* queues = &answer;
+    if (answer.is_object() && answer.contains("queues")) {
+        queues = &answer["queues"];
+    }
+    if (!queues->is_array()) {
+        return shape_error(http, "expected {\"queues\": [...]}");
+    }
+    std::vector<QueueSummary> result;
+    for (const Json& entry : *queues) {
+        QueueSummary q;
+        q.id = text_of(entry, "id");
+        q.name = text_of(entry, "name");
+        q.namespace_name = text_of(entry, "namespace");
+        q.task = text_of(entry, "task");
+        q.created_at = text_of(entry, "createdAt");
+        q.partitions = integer_of(entry, "partitions");
+        if (entry.is_object() && entry.contains("messages")) {
+            q.messages = counts_of(entry["messages"]);
+        }
+        result.push_back(std::move(q));
+    }
+    return result;
+}
+
+queen::Result<QueueDetail> Client::get_queue(std::string_view queue) {
+    const std::string target = "/api/v1/resources/queues/" + percent_encode(queue);
+    HttpRequest http{"GET", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    QueueDetail detail;
+    detail.id = text_of(answer, "id");
+    detail.name = text_of(answer, "name");
+    detail.namespace_name = text_of(answer, "namespace");
+    detail.task = text_of(answer, "task");
+    detail.created_at = text_of(answer, "createdAt");
+    if (answer.contains("totals")) {
+        detail.totals = counts_of(answer["totals"]);
+    }
+    if (const auto partitions = answer.find("partitions");
+        partitions != answer.end() && partitions->is_array()) {
+        for (const Json& entry : *partitions) {
+            PartitionDetail p;
+            p.id = text_of(entry, "id");
+            p.name = text_of(entry, "name");
+            p.created_at = text_of(entry, "createdAt");
+            if (entry.is_object() && entry.contains("stats")) {
+                p.stats = counts_of(entry["stats"]);
+            }
+            p.oldest_message = text_of(entry, "oldestMessage");
+            p.newest_message = text_of(entry, "newestMessage");
+            detail.partitions.push_back(std::move(p));
+        }
+    }
+    return detail;
+}
+
+queen::Result<DlqPage> Client::dlq(const DlqQuery& query) {
+    std::string target = "/api/v1/dlq";
+    bool is_first = true;
+    if (!query.queue.empty()) {
+        append_query(target, is_first, "queue", query.queue);
+    }
+    if (!query.consumer_group.empty()) {
+        append_query(target, is_first, "consumerGroup", query.consumer_group);
+    }
+    if (!query.partition.empty()) {
+        append_query(target, is_first, "partition", query.partition);
+    }
+    if (!query.from.empty()) {
+        append_query(target, is_first, "from", query.from);
+    }
+    if (!query.to.empty()) {
+        append_query(target, is_first, "to", query.to);
+    }
+    append_query(target, is_first, "limit", std::to_string(query.limit));
+    append_query(target, is_first, "offset", std::to_string(query.offset));
+    HttpRequest http{"GET", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    DlqPage page;
+    page.limit = query.limit;
+    page.offset = query.offset;
+    if (const auto pagination = answer.find("pagination"); pagination != answer.end()) {
+        page.limit = integer_of(*pagination, "limit", query.limit);
+        page.offset = integer_of(*pagination, "offset", query.offset);
+    }
+    const auto messages = answer.find("messages");
+    if (messages == answer.end() || !messages->is_array()) {
+        QUEEN_TRY(check_not_rejected(http, answer));
+        return shape_error(http, "no messages array");
+    }
+    try {
+        for (const Json& entry : *messages) {
+            DlqMessage m;
+            m.id = text_of(entry, "id");
+            m.transaction_id = text_of(entry, "transactionId");
+            m.partition_id = text_of(entry, "partitionId");
+            m.queue = text_of(entry, "queue");
+            m.partition = text_of(entry, "partition");
+            m.consumer_group = text_of(entry, "consumerGroup");
+            m.error_message = text_of(entry, "errorMessage");
+            m.retry_count = integer_of(entry, "retryCount");
+            const auto data = entry.is_object() ? entry.find("data") : entry.end();
+            m.data_json = entry.is_object() && data != entry.end() ? data->dump() : "null";
+            m.producer_sub = text_of(entry, "producerSub");
+            m.created_at = text_of(entry, "createdAt");
+            m.failed_at = text_of(entry, "failedAt");
+            page.messages.push_back(std::move(m));
+        }
+    } catch (const Json::exception& error) {
+        return shape_error(http, error.what());
+    }
+    return page;
+}
+
+queen::Result<std::vector<MessageSummary>> Client::list_messages(const MessagesQuery& query) {
+    std::string target = "/api/v1/messages";
+    bool is_first = true;
+    const std::pair<std::string_view, const std::string*> filters[] = {
+        {"queue", &query.queue}, {"partition", &query.partition}, {"ns", &query.namespace_name},
+        {"task", &query.task},   {"status", &query.status},       {"from", &query.from},
+        {"to", &query.to}};
+    for (const auto& [key, value] : filters) {
+        if (!value->empty()) {
+            append_query(target, is_first, key, *value);
+        }
+    }
+    append_query(target, is_first, "limit", std::to_string(query.limit));
+    append_query(target, is_first, "offset", std::to_string(query.offset));
+    HttpRequest http{"GET", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    const Json* messages = &answer;
+    if (answer.is_object() && answer.contains("messages")) {
+        messages = &answer["messages"];
+    }
+    if (!messages->is_array()) {
+        return shape_error(http, "expected {\"messages\": [...]}");
+    }
+    std::vector<MessageSummary> result;
+    for (const Json& entry : *messages) {
+        MessageSummary m;
+        m.id = text_of(entry, "id");
+        m.transaction_id = text_of(entry, "transactionId");
+        m.partition_id = text_of(entry, "partitionId");
+        m.queue_path = text_of(entry, "queuePath");
+        m.queue = text_of(entry, "queue");
+        m.partition = text_of(entry, "partition");
+        m.namespace_name = text_of(entry, "namespace");
+        m.task = text_of(entry, "task");
+        m.status = text_of(entry, "status");
+        m.trace_id = text_of(entry, "traceId");
+        m.created_at = text_of(entry, "createdAt");
+        m.lease_expires_at = text_of(entry, "leaseExpiresAt");
+        result.push_back(std::move(m));
+    }
+    return result;
+}
+
+queen::Result<std::vector<ConsumerGroupSummary>> Client::list_consumer_groups() {
+    HttpRequest http{"GET", "/api/v1/consumer-groups", {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_array()) {
+        return shape_error(http, "expected an array of consumer groups");
+    }
+    std::vector<ConsumerGroupSummary> result;
+    for (const Json& entry : answer) {
+        ConsumerGroupSummary g;
+        g.name = text_of(entry, "name");
+        g.queue_name = text_of(entry, "queueName");
+        if (entry.is_object() && entry.contains("topics") && entry["topics"].is_array()) {
+            for (const Json& topic : entry["topics"]) {
+                g.topics.push_back(topic.is_string() ? topic.get<std::string>() : topic.dump());
+            }
+        }
+        g.members = integer_of(entry, "members");
+        g.partitions_with_lag = integer_of(entry, "partitionsWithLag");
+        g.max_time_lag_s = integer_of(entry, "maxTimeLag");
+        g.state = text_of(entry, "state");
+        g.subscription_mode = text_of(entry, "subscriptionMode");
+        g.subscription_timestamp = text_of(entry, "subscriptionTimestamp");
+        g.subscription_created_at = text_of(entry, "subscriptionCreatedAt");
+        result.push_back(std::move(g));
+    }
+    return result;
+}
+
+queen::Result<DeleteConsumerGroupResult> Client::delete_consumer_group(std::string_view group,
+                                                                       bool is_metadata_deleted) {
+    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) +
+                               "?deleteMetadata=" + (is_metadata_deleted ? "true" : "false");
+    HttpRequest http{"DELETE", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    QUEEN_TRY(check_not_rejected(http, answer));
+    DeleteConsumerGroupResult result;
+    result.consumer_group = text_of(answer, "consumerGroup");
+    result.deleted_partitions = integer_of(answer, "deletedPartitions");
+    result.is_metadata_deleted = boolean_of(answer, "metadataDeleted");
+    return result;
+}
+
+queen::Result<DeleteConsumerGroupResult> Client::delete_consumer_group_for_queue(
+    std::string_view group, std::string_view queue, bool is_metadata_deleted) {
+    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/queues/" +
+                               percent_encode(queue) +
+                               "?deleteMetadata=" + (is_metadata_deleted ? "true" : "false");
+    HttpRequest http{"DELETE", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    QUEEN_TRY(check_not_rejected(http, answer));
+    DeleteConsumerGroupResult result;
+    result.consumer_group = text_of(answer, "consumerGroup");
+    result.queue_name = text_of(answer, "queueName");
+    result.deleted_partitions = integer_of(answer, "deletedPartitions");
+    result.is_metadata_deleted = boolean_of(answer, "metadataDeleted");
+    return result;
+}
+
+queen::Result<SubscriptionUpdateResult> Client::update_subscription_timestamp(
+    std::string_view group, std::string_view timestamp) {
+    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/subscription";
+    std::string body = R"({"subscriptionTimestamp":)";
+    append_json_string(body, timestamp);
+    body += '}';
+    HttpRequest http{"POST", target, body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    QUEEN_TRY(check_not_rejected(http, answer));
+    SubscriptionUpdateResult result;
+    result.consumer_group = text_of(answer, "consumerGroup");
+    result.new_timestamp = text_of(answer, "newTimestamp");
+    result.rows_updated = integer_of(answer, "rowsUpdated");
+    return result;
+}
+
+queen::Result<SeekResult> Client::seek(std::string_view group, std::string_view queue,
+                                       const SeekTarget& seek_target) {
+    if (!seek_target.is_to_end && seek_target.timestamp.empty()) {
+        return queen::Error{Errc::invalid_argument, "seek: neither to end nor a timestamp"};
+    }
+    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/queues/" +
+                               percent_encode(queue) + "/seek";
+    std::string body;
+    if (seek_target.is_to_end) {
+        body = R"({"toEnd":true})";
+    } else {
+        body = R"({"timestamp":)";
+        append_json_string(body, seek_target.timestamp);
+        body += '}';
+    }
+    HttpRequest http{"POST", target, body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    QUEEN_TRY(check_not_rejected(http, answer));
+    SeekResult result;
+    result.consumer_group = text_of(answer, "consumerGroup");
+    result.queue_name = text_of(answer, "queueName");
+    result.is_seek_to_end = boolean_of(answer, "seekToEnd");
+    result.target_timestamp = text_of(answer, "targetTimestamp");
+    result.partitions_updated = integer_of(answer, "partitionsUpdated");
+    return result;
+}
+
+queen::Result<PartitionSeekResult> Client::seek_partition_to_end(std::string_view group,
+                                                                 std::string_view queue,
+                                                                 std::string_view partition) {
+    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/queues/" +
+                               percent_encode(queue) + "/partitions/" + percent_encode(partition) +
+                               "/seek";
+    HttpRequest http{"POST", target, "{}", true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    QUEEN_TRY(check_not_rejected(http, answer));
+    PartitionSeekResult result;
+    result.consumer_group = text_of(answer, "consumerGroup");
+    result.queue_name = text_of(answer, "queueName");
+    result.partition_name = text_of(answer, "partitionName");
+    result.is_updated = boolean_of(answer, "updated");
+    result.cursor_moved_to = text_of(answer, "cursorMovedTo");
+    return result;
+}
+
+queen::Result<MaintenanceStatus> Client::maintenance() {
+    HttpRequest http{"GET", "/api/v1/system/maintenance", {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    MaintenanceStatus status;
+    status.is_push_maintenance = boolean_of(answer, "maintenanceMode");
+    status.is_pop_maintenance = boolean_of(answer, "popMaintenanceMode");
+    status.buffered_messages = integer_of(answer, "bufferedMessages");
+    return status;
+}
+
+queen::Result<MaintenanceStatus> Client::set_maintenance(bool is_pop, bool is_enabled) {
+    const std::string_view target =
+        is_pop ? "/api/v1/system/maintenance/pop" : "/api/v1/system/maintenance";
+    const std::string_view body = is_enabled ? R"({"enabled":true})" : R"({"enabled":false})";
+    HttpRequest http{"POST", target, body, true, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
+    if (!answer.is_object()) {
+        return shape_error(http, "expected an object");
+    }
+    // The answer carries only the flag it changed; read both to return the whole state.
+    MaintenanceStatus status;
+    status.is_push_maintenance = boolean_of(answer, "maintenanceMode");
+    status.is_pop_maintenance = boolean_of(answer, "popMaintenanceMode");
+    status.buffered_messages = integer_of(answer, "bufferedMessages");
+    if (!answer.contains("maintenanceMode") || !answer.contains("popMaintenanceMode")) {
+        QUEEN_TRY(auto full, maintenance());
+        if (is_pop) {
+            full.is_pop_maintenance = status.is_pop_maintenance;
+        } else {
+            full.is_push_maintenance = status.is_push_maintenance;
+        }
+        return full;
+    }
+    return status;
+}
+
+queen::Result<Health> Client::health() {
+    HttpRequest http{"GET", "/health", {}, false, true, 0};
+    auto response = perform(http, nullptr);
+    Health health;
+    if (!response) {
+        // 503 is an answer here (an unhealthy broker), not a failure of the call.
+        if (http_status_of(response.error()) != 503) {
+            return std::move(response).error();
+        }
+        health.http_status = 503;
+        health.status = "unhealthy";
+        return health;
+    }
+    health.http_status = response->status;
+    health.json = response->body;
+    QUEEN_TRY(auto answer, parse_json(response->body, describe(http)));
+    health.status = text_of(answer, "status");
+    health.is_healthy = health.status.empty() || health.status == "healthy";
+    return health;
+}
+
+queen::Result<std::string> Client::get_json(std::string_view target) {
+    HttpRequest http{"GET", target, {}, false, true, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr));
+    return std::move(response.body);
+}
+
+}  // namespace queen::client
