@@ -1,0 +1,551 @@
+// queues/src/queries.cpp — read-only queries over the queue tables (spec section 7). They read
+// LMDB through the caller's txn only, so they run on any thread next to the applier.
+#include "queen/queues/queries.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "records.hpp"
+
+namespace queen::queues {
+namespace {
+
+using detail::CursorRecord;
+
+constexpr std::string_view meta_state_key = "state";
+const std::string queue_mode_name{queue_mode_group};
+
+Result<std::optional<std::uint32_t>> find_queue_id(const Tables& t, const store::Txn& txn,
+                                                   std::string_view name) {
+    QUEEN_TRY(auto raw, txn.get(t.queue_names, as_bytes(name)));
+    if (!raw) {
+        return std::optional<std::uint32_t>{};
+    }
+    QUEEN_TRY(auto id, detail::decode_u64(*raw));
+    return std::optional<std::uint32_t>{static_cast<std::uint32_t>(id)};
+}
+
+Result<std::optional<std::uint32_t>> find_group_id(const Tables& t, const store::Txn& txn,
+                                                   std::string_view name) {
+    QUEEN_TRY(auto raw, txn.get(t.groups, as_bytes(name)));
+    if (!raw) {
+        return std::optional<std::uint32_t>{};
+    }
+    QUEEN_TRY(auto id, detail::decode_u64(*raw));
+    return std::optional<std::uint32_t>{static_cast<std::uint32_t>(id)};
+}
+
+Result<std::string> group_name(const Tables& t, const store::Txn& txn, std::uint32_t gid) {
+    QUEEN_TRY(auto raw, txn.get(t.group_names, detail::group_name_key(GroupId{gid}).span()));
+    return raw ? std::string(as_chars(*raw)) : std::string();
+}
+
+/// Calls fn(key, value) for every entry with `prefix`, in key order, until fn returns false.
+template <class Fn>
+Result<void> scan_prefix(const store::Txn& txn, store::Table table, ByteSpan prefix, Fn fn) {
+    QUEEN_TRY(auto cursor, txn.cursor(table));
+    QUEEN_TRY(auto entry, prefix.empty() ? cursor.first() : cursor.seek(prefix));
+    while (entry && detail::has_prefix(entry->key, prefix)) {
+        QUEEN_TRY(const bool more, fn(entry->key, entry->value));
+        if (!more) {
+            break;
+        }
+        QUEEN_TRY(entry, cursor.next());
+    }
+    return {};
+}
+
+/// Creation time of the first stored message at or after `from` (0 when none).
+Result<std::int64_t> created_at_from(const Tables& t, const store::Txn& txn, std::uint64_t pid,
+                                     std::uint64_t from) {
+    QUEEN_TRY(auto cursor, txn.cursor(t.messages));
+    QUEEN_TRY(auto entry, cursor.seek(detail::message_key(PartitionId{pid}, from).span()));
+    if (!entry || !detail::has_prefix(entry->key, detail::partition_key(PartitionId{pid}).span())) {
+        return std::int64_t{0};
+    }
+    QUEEN_TRY(auto message, detail::decode_message(entry->value));
+    return message.created_at.value();
+}
+
+/// Stored messages with a sequence > `after` (exact when the partition has no holes after it).
+std::uint64_t messages_after(const detail::PartitionRecord& p, std::uint64_t after) {
+    if (p.message_count == 0 || after >= p.last_sequence) {
+        return 0;
+    }
+    const std::uint64_t span = p.last_sequence - std::max(after, p.first_sequence - 1);
+    return std::min(span, p.message_count);
+}
+
+Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& txn,
+                                             std::uint64_t pid, const detail::PartitionRecord& p,
+                                             std::optional<std::uint32_t> queue_mode_gid,
+                                             std::int64_t now_ms) {
+    PartitionSummary out;
+    out.id = PartitionId{pid};
+    out.name = p.name;
+    out.created_at = p.created_at;
+    out.messages = p.message_count;
+    out.last_sequence = Sequence{p.last_sequence};
+    if (p.message_count > 0) {
+        QUEEN_TRY(const auto oldest, created_at_from(t, txn, pid, p.first_sequence));
+        out.oldest_at = TimestampMs{oldest};
+        out.newest_at = p.last_created_at;
+    }
+    CursorRecord cursor;
+    if (queue_mode_gid) {
+        QUEEN_TRY(auto found,
+                  detail::get_record(
+                      txn, t.cursors,
+                      detail::cursor_key(PartitionId{pid}, GroupId{*queue_mode_gid}).span(),
+                      detail::decode_cursor));
+        cursor = found.value_or(CursorRecord{});
+    }
+    out.pending = messages_after(p, cursor.consumed);
+    out.completed = out.messages - out.pending;
+    if (cursor.is_leased(now_ms)) {
+        out.processing = std::min<std::uint64_t>(
+            cursor.batch_size - std::min(cursor.acked_count, cursor.batch_size), out.pending);
+        out.lease_expires_at = TimestampMs{cursor.lease_expires_ms};
+    }
+    return out;
+}
+
+Result<std::uint64_t> count_dlq(const Tables& t, const store::Txn& txn, std::uint32_t qid) {
+    std::uint64_t count = 0;
+    QUEEN_TRY(scan_prefix(txn, t.dlq, {}, [&](ByteSpan, ByteSpan value) -> Result<bool> {
+        QUEEN_TRY(auto record, detail::decode_dlq(value));
+        count += record.queue.value() == qid ? 1 : 0;
+        return true;
+    }));
+    return count;
+}
+
+Result<QueueDetail> describe_queue(const Tables& t, const store::Txn& txn, std::uint32_t qid,
+                                   const detail::QueueRecord& record, bool with_partitions,
+                                   std::int64_t now_ms) {
+    QueueDetail detail;
+    QueueSummary& q = detail.queue;
+    q.id = QueueId{qid};
+    q.name = record.name;
+    q.namespace_name = record.namespace_name;
+    q.task = record.task;
+    q.created_at = record.created_at;
+    q.options = record.options;
+    QUEEN_TRY(auto queue_mode_gid, find_group_id(t, txn, queue_mode_name));
+    std::vector<std::uint64_t> pids;
+    QUEEN_TRY(scan_prefix(txn, t.partition_names, detail::queue_key(QueueId{qid}).span(),
+                          [&](ByteSpan, ByteSpan value) -> Result<bool> {
+                              QUEEN_TRY(auto pid, detail::decode_u64(value));
+                              pids.push_back(pid);
+                              return true;
+                          }));
+    for (const std::uint64_t pid : pids) {
+        QUEEN_TRY(auto p, detail::get_record(txn, t.partitions,
+                                             detail::partition_key(PartitionId{pid}).span(),
+                                             detail::decode_partition));
+        if (!p) {
+            continue;
+        }
+        QUEEN_TRY(auto summary, summarize_partition(t, txn, pid, *p, queue_mode_gid, now_ms));
+        q.partitions++;
+        q.messages += summary.messages;
+        q.pending += summary.pending;
+        q.processing += summary.processing;
+        if (with_partitions) {
+            detail.partitions.push_back(std::move(summary));
+        }
+    }
+    QUEEN_TRY(q.dead_letter, count_dlq(t, txn, qid));
+    return detail;
+}
+
+Result<std::vector<GroupCursorInfo>> cursors_of_partition(const Tables& t, const store::Txn& txn,
+                                                          std::uint64_t pid,
+                                                          const detail::PartitionRecord& p,
+                                                          const std::string& queue,
+                                                          std::int64_t now_ms) {
+    std::vector<GroupCursorInfo> out;
+    QUEEN_TRY(scan_prefix(txn, t.cursors, detail::partition_key(PartitionId{pid}).span(),
+                          [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+                              store::KeyReader reader(key);
+                              (void)reader.u64be();
+                              const std::uint32_t gid = reader.u32be();
+                              QUEEN_TRY(auto cursor, detail::decode_cursor(value));
+                              GroupCursorInfo info;
+                              QUEEN_TRY(info.group, group_name(t, txn, gid));
+                              info.queue = queue;
+                              info.partition = p.name;
+                              info.partition_id = PartitionId{pid};
+                              info.consumed = Sequence{cursor.consumed};
+                              info.total_consumed = cursor.total_consumed;
+                              info.last_consumed_at = TimestampMs{cursor.last_consumed_ms};
+                              info.is_lease_active = cursor.is_leased(now_ms);
+                              if (info.is_lease_active) {
+                                  info.lease = LeaseId{cursor.lease_id};
+                                  info.lease_expires_at = TimestampMs{cursor.lease_expires_ms};
+                              }
+                              info.offset_lag = messages_after(p, cursor.consumed);
+                              if (info.offset_lag > 0) {
+                                  QUEEN_TRY(const auto oldest,
+                                            created_at_from(t, txn, pid, cursor.consumed + 1));
+                                  info.oldest_unconsumed_at = TimestampMs{oldest};
+                              }
+                              out.push_back(std::move(info));
+                              return true;
+                          }));
+    return out;
+}
+
+}  // namespace
+
+Result<std::vector<QueueSummary>> list_queues(const Tables& tables, const store::Txn& txn,
+                                              TimestampMs now) {
+    std::vector<QueueSummary> out;
+    std::vector<std::pair<std::uint32_t, detail::QueueRecord>> records;
+    QUEEN_TRY(
+        scan_prefix(txn, tables.queues, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+            store::KeyReader reader(key);
+            const std::uint32_t qid = reader.u32be();
+            QUEEN_TRY(auto record, detail::decode_queue(value));
+            records.emplace_back(qid, std::move(record));
+            return true;
+        }));
+    for (const auto& [qid, record] : records) {
+        QUEEN_TRY(auto detail, describe_queue(tables, txn, qid, record, false, now.value()));
+        out.push_back(std::move(detail.queue));
+    }
+    // Newest first (spec 7.1); ids break ties deterministically.
+    std::sort(out.begin(), out.end(), [](const QueueSummary& a, const QueueSummary& b) {
+        return std::tie(b.created_at, b.id) < std::tie(a.created_at, a.id);
+    });
+    return out;
+}
+
+Result<std::optional<QueueDetail>> get_queue(const Tables& tables, const store::Txn& txn,
+                                             std::string_view queue, TimestampMs now) {
+    QUEEN_TRY(auto qid, find_queue_id(tables, txn, queue));
+    if (!qid) {
+        return std::optional<QueueDetail>{};
+    }
+    QUEEN_TRY(auto record,
+              detail::get_record(txn, tables.queues, detail::queue_key(QueueId{*qid}).span(),
+                                 detail::decode_queue));
+    if (!record) {
+        return std::optional<QueueDetail>{};
+    }
+    QUEEN_TRY(auto detail, describe_queue(tables, txn, *qid, *record, true, now.value()));
+    return std::optional<QueueDetail>{std::move(detail)};
+}
+
+Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
+                                       std::string_view queue, std::string_view group,
+                                       std::uint64_t limit, std::uint64_t offset) {
+    std::vector<DlqEntry> out;
+    std::optional<std::uint32_t> qid;
+    std::optional<std::uint32_t> gid;
+    if (!queue.empty()) {
+        QUEEN_TRY(qid, find_queue_id(tables, txn, queue));
+        if (!qid) {
+            return out;
+        }
+    }
+    if (!group.empty()) {
+        QUEEN_TRY(gid, find_group_id(tables, txn, group));
+        if (!gid) {
+            return out;
+        }
+    }
+    if (limit == 0) {
+        return out;
+    }
+    std::map<std::uint32_t, std::string> queue_names;
+    std::uint64_t skipped = 0;
+    QUEEN_TRY(auto cursor, txn.cursor(tables.dlq));
+    QUEEN_TRY(auto entry, cursor.last());  // newest failure first
+    while (entry && out.size() < limit) {
+        QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
+        const bool matches =
+            (!qid || record.queue.value() == *qid) && (!gid || record.group.value() == *gid);
+        if (matches && skipped < offset) {
+            ++skipped;
+        } else if (matches) {
+            DlqEntry e;
+            e.id = MessageId{record.partition, Sequence{record.sequence}};
+            e.transaction_id = record.message.transaction_id;
+            auto name = queue_names.find(record.queue.value());
+            if (name == queue_names.end()) {
+                QUEEN_TRY(auto q, detail::get_record(txn, tables.queues,
+                                                     detail::queue_key(record.queue).span(),
+                                                     detail::decode_queue));
+                name = queue_names.emplace(record.queue.value(), q ? q->name : std::string()).first;
+            }
+            e.queue = name->second;
+            QUEEN_TRY(auto p, detail::get_record(txn, tables.partitions,
+                                                 detail::partition_key(record.partition).span(),
+                                                 detail::decode_partition));
+            e.partition = p ? p->name : std::string();
+            QUEEN_TRY(e.group, group_name(tables, txn, record.group.value()));
+            e.error = record.error;
+            e.retry_count = record.retry_count;
+            e.payload = record.message.payload;
+            e.is_encrypted = record.message.is_encrypted;
+            e.trace_id = record.message.trace_id;
+            e.producer_sub = record.message.producer_sub;
+            e.created_at = record.message.created_at;
+            e.failed_at = record.failed_at;
+            out.push_back(std::move(e));
+        }
+        QUEEN_TRY(entry, cursor.prev());
+    }
+    return out;
+}
+
+Result<std::optional<MessageDetail>> get_message(const Tables& tables, const store::Txn& txn,
+                                                 PartitionId partition,
+                                                 std::string_view transaction_id, TimestampMs now) {
+    QUEEN_TRY(auto raw,
+              txn.get(tables.transaction_ids, detail::txid_key(partition, transaction_id).span()));
+    if (!raw) {
+        return std::optional<MessageDetail>{};
+    }
+    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
+    QUEEN_TRY(auto message,
+              detail::get_record(txn, tables.messages, detail::message_key(partition, seq).span(),
+                                 detail::decode_message));
+    QUEEN_TRY(auto p,
+              detail::get_record(txn, tables.partitions, detail::partition_key(partition).span(),
+                                 detail::decode_partition));
+    if (!message || !p) {
+        return std::optional<MessageDetail>{};
+    }
+    QUEEN_TRY(auto q, detail::get_record(txn, tables.queues, detail::queue_key(p->queue).span(),
+                                         detail::decode_queue));
+    MessageDetail out;
+    out.id = MessageId{partition, Sequence{seq}};
+    out.transaction_id = message->transaction_id;
+    out.partition = p->name;
+    if (q) {
+        out.queue = q->name;
+        out.namespace_name = q->namespace_name;
+        out.task = q->task;
+        out.options = q->options;
+    }
+    out.trace_id = message->trace_id;
+    out.producer_sub = message->producer_sub;
+    out.payload = message->payload;
+    out.is_encrypted = message->is_encrypted;
+    out.created_at = message->created_at;
+    QUEEN_TRY(scan_prefix(txn, tables.dlq, {}, [&](ByteSpan, ByteSpan value) -> Result<bool> {
+        QUEEN_TRY(auto record, detail::decode_dlq(value));
+        if (record.partition == partition && record.sequence == seq) {
+            out.is_dead_letter = true;
+            out.error = record.error;
+            out.retry_count = record.retry_count;
+        }
+        return true;
+    }));
+    QUEEN_TRY(out.groups,
+              cursors_of_partition(tables, txn, partition.value(), *p, out.queue, now.value()));
+    return std::optional<MessageDetail>{std::move(out)};
+}
+
+Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const store::Txn& txn,
+                                                 std::string_view queue, std::string_view partition,
+                                                 std::uint64_t limit, std::uint64_t offset) {
+    std::vector<MessageDetail> out;
+    QUEEN_TRY(auto qid, find_queue_id(tables, txn, queue));
+    if (!qid || limit == 0) {
+        return out;
+    }
+    QUEEN_TRY(auto q,
+              detail::get_record(txn, tables.queues, detail::queue_key(QueueId{*qid}).span(),
+                                 detail::decode_queue));
+    std::vector<std::pair<std::uint64_t, std::string>> pids;
+    QUEEN_TRY(scan_prefix(txn, tables.partition_names, detail::queue_key(QueueId{*qid}).span(),
+                          [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+                              QUEEN_TRY(auto pid, detail::decode_u64(value));
+                              std::string name(as_chars(key.subspan(4)));
+                              if (partition.empty() || name == partition) {
+                                  pids.emplace_back(pid, std::move(name));
+                              }
+                              return true;
+                          }));
+    // Newest first across partitions: merge by (created_at, partition, sequence) descending.
+    struct Item {
+        std::int64_t created_ms;
+        std::uint64_t pid;
+        std::uint64_t seq;
+        std::size_t name_index;
+    };
+    std::vector<Item> items;
+    const std::uint64_t wanted = offset + limit;
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+        const std::uint64_t pid = pids[i].first;
+        QUEEN_TRY(auto cursor, txn.cursor(tables.messages));
+        const auto prefix = detail::partition_key(PartitionId{pid});
+        QUEEN_TRY(auto entry,
+                  cursor.seek(detail::message_key(PartitionId{pid}, UINT64_MAX).span()));
+        if (!entry) {
+            QUEEN_TRY(entry, cursor.last());
+        } else {
+            QUEEN_TRY(entry, cursor.prev());
+        }
+        std::uint64_t taken = 0;
+        while (entry && detail::has_prefix(entry->key, prefix.span()) && taken < wanted) {
+            store::KeyReader key(entry->key);
+            (void)key.u64be();
+            const std::uint64_t seq = key.u64be();
+            QUEEN_TRY(auto message, detail::decode_message(entry->value));
+            items.push_back({message.created_at.value(), pid, seq, i});
+            ++taken;
+            QUEEN_TRY(entry, cursor.prev());
+        }
+    }
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+        return std::tie(b.created_ms, b.pid, b.seq) < std::tie(a.created_ms, a.pid, a.seq);
+    });
+    for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(offset, items.size()));
+         i < items.size() && out.size() < limit; ++i) {
+        const Item& item = items[i];
+        QUEEN_TRY(auto message,
+                  detail::get_record(txn, tables.messages,
+                                     detail::message_key(PartitionId{item.pid}, item.seq).span(),
+                                     detail::decode_message));
+        if (!message) {
+            continue;
+        }
+        MessageDetail d;
+        d.id = MessageId{PartitionId{item.pid}, Sequence{item.seq}};
+        d.transaction_id = message->transaction_id;
+        d.queue = std::string(queue);
+        d.partition = pids[item.name_index].second;
+        if (q) {
+            d.namespace_name = q->namespace_name;
+            d.task = q->task;
+            d.options = q->options;
+        }
+        d.trace_id = message->trace_id;
+        d.producer_sub = message->producer_sub;
+        d.is_encrypted = message->is_encrypted;
+        d.created_at = message->created_at;
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+Result<std::vector<GroupCursorInfo>> list_group_cursors(const Tables& tables, const store::Txn& txn,
+                                                        std::string_view group, TimestampMs now) {
+    std::vector<GroupCursorInfo> out;
+    QUEEN_TRY(
+        scan_prefix(txn, tables.partitions, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+            store::KeyReader reader(key);
+            const std::uint64_t pid = reader.u64be();
+            QUEEN_TRY(auto p, detail::decode_partition(value));
+            QUEEN_TRY(auto q,
+                      detail::get_record(txn, tables.queues, detail::queue_key(p.queue).span(),
+                                         detail::decode_queue));
+            QUEEN_TRY(auto cursors, cursors_of_partition(tables, txn, pid, p,
+                                                         q ? q->name : std::string(), now.value()));
+            for (auto& c : cursors) {
+                if (group.empty() || c.group == group) {
+                    out.push_back(std::move(c));
+                }
+            }
+            return true;
+        }));
+    std::sort(out.begin(), out.end(), [](const GroupCursorInfo& a, const GroupCursorInfo& b) {
+        return std::tie(a.queue, a.group, a.partition) < std::tie(b.queue, b.group, b.partition);
+    });
+    return out;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> list_group_queues(const Tables& tables,
+                                                                           const store::Txn& txn) {
+    std::vector<std::pair<std::string, std::string>> out;
+    QUEEN_TRY(
+        scan_prefix(txn, tables.group_queues, {}, [&](ByteSpan key, ByteSpan) -> Result<bool> {
+            store::KeyReader reader(key);
+            const std::uint32_t qid = reader.u32be();
+            const std::uint32_t gid = reader.u32be();
+            QUEEN_TRY(auto q,
+                      detail::get_record(txn, tables.queues, detail::queue_key(QueueId{qid}).span(),
+                                         detail::decode_queue));
+            QUEEN_TRY(auto name, group_name(tables, txn, gid));
+            if (q) {
+                out.emplace_back(std::move(name), q->name);
+            }
+            return true;
+        }));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+Result<std::vector<SubscriptionInfo>> list_subscriptions(const Tables& tables,
+                                                         const store::Txn& txn) {
+    std::vector<SubscriptionInfo> out;
+    QUEEN_TRY(scan_prefix(
+        txn, tables.subscriptions, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+            store::KeyReader reader(key);
+            const std::uint32_t gid = reader.u32be();
+            const std::uint32_t qid = reader.u32be();
+            const std::uint64_t pid = reader.u64be();
+            QUEEN_TRY(auto record, detail::decode_subscription(value));
+            SubscriptionInfo info;
+            QUEEN_TRY(info.group, group_name(tables, txn, gid));
+            QUEEN_TRY(auto q,
+                      detail::get_record(txn, tables.queues, detail::queue_key(QueueId{qid}).span(),
+                                         detail::decode_queue));
+            info.queue = q ? q->name : std::string();
+            info.partition = PartitionId{pid};
+            info.mode = record.mode;
+            info.timestamp = record.timestamp;
+            info.created_at = record.created_at;
+            out.push_back(std::move(info));
+            return true;
+        }));
+    return out;
+}
+
+Result<std::vector<TraceEvent>> list_traces(const Tables& tables, const store::Txn& txn,
+                                            PartitionId partition,
+                                            std::string_view transaction_id) {
+    std::vector<TraceEvent> out;
+    QUEEN_TRY(auto raw,
+              txn.get(tables.transaction_ids, detail::txid_key(partition, transaction_id).span()));
+    if (!raw) {
+        return out;
+    }
+    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
+    QUEEN_TRY(scan_prefix(txn, tables.traces, detail::message_key(partition, seq).span(),
+                          [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+                              store::KeyReader reader(key);
+                              (void)reader.u64be();
+                              (void)reader.u64be();
+                              QUEEN_TRY(auto record, detail::decode_trace(value));
+                              TraceEvent e;
+                              e.id = reader.u64be();
+                              QUEEN_TRY(e.group, group_name(tables, txn, record.group.value()));
+                              e.event_type = record.event_type;
+                              e.names = record.names;
+                              e.data = record.data;
+                              e.created_at = record.created_at;
+                              out.push_back(std::move(e));
+                              return true;
+                          }));
+    return out;
+}
+
+Result<MaintenanceState> get_maintenance(const Tables& tables, const store::Txn& txn) {
+    MaintenanceState out;
+    QUEEN_TRY(auto meta,
+              detail::get_record(txn, tables.meta, as_bytes(meta_state_key), detail::decode_meta));
+    if (meta) {
+        out.push_enabled = meta->push_maintenance;
+        out.pop_enabled = meta->pop_maintenance;
+    }
+    QUEEN_TRY(auto stats, txn.stats(tables.buffer));
+    out.buffered_messages = stats.entries;
+    return out;
+}
+
+}  // namespace queen::queues

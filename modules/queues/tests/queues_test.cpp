@@ -1,0 +1,538 @@
+// queues/tests/queues_test.cpp — apply semantics of every queue command (spec sections 4-5).
+#include "harness.hpp"
+
+namespace queen::queues {
+namespace {
+
+using testing::Harness;
+using testing::text;
+
+std::string payloads(const PopResult& result) {
+    std::string out;
+    for (const auto& m : result.messages) {
+        out += text(m.payload) + ",";
+    }
+    return out;
+}
+
+TEST_CASE("queues: push then pop is FIFO per partition and ack releases the lease",
+          "[queues][push][pop][ack]") {
+    Harness h;
+    auto pushed = h.push("q", "Default", "t1", "a");
+    REQUIRE(pushed.items[0].status == PushStatus::queued);
+    h.push("q", "Default", "t2", "b");
+    h.push("q", "Default", "t3", "c");
+    auto first = h.pop("q", 2);
+    REQUIRE(first.outcome == PopResult::Outcome::delivered);
+    REQUIRE(payloads(first) == "a,b,");
+    REQUIRE(first.lease.value() != 0);
+    REQUIRE(first.partitions_claimed == 1);
+    // Partition-level lease: nothing else for the same group while it is held.
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+    auto ack1 = h.ack(first.messages[0], first.lease);
+    REQUIRE(ack1.success);
+    REQUIRE(ack1.lease_released == LeaseReleased::no);
+    auto ack2 = h.ack(first.messages[1], first.lease);
+    REQUIRE(ack2.success);
+    REQUIRE(ack2.lease_released == LeaseReleased::yes);
+    auto second = h.pop("q", 5);
+    REQUIRE(payloads(second) == "c,");
+    REQUIRE(second.lease != first.lease);
+}
+
+TEST_CASE("queues: push is idempotent per (partition, transactionId), also within a batch",
+          "[queues][push]") {
+    Harness h;
+    Push push;
+    for (const char* txid : {"x", "y", "x"}) {
+        PushItem item;
+        item.queue = "q";
+        item.transaction_id = txid;
+        item.payload = text(txid);
+        push.items.push_back(item);
+    }
+    auto result = h.run(push);
+    REQUIRE(result.items.size() == 3);
+    REQUIRE(result.items[0].status == PushStatus::queued);
+    REQUIRE(result.items[1].status == PushStatus::queued);
+    REQUIRE(result.items[2].status == PushStatus::duplicate);
+    REQUIRE(result.items[2].message_id == result.items[0].message_id);
+    auto again = h.push("q", "Default", "y");
+    REQUIRE(again.items[0].status == PushStatus::duplicate);
+    REQUIRE(again.items[0].message_id == result.items[1].message_id);
+    // The same id on another partition is another message.
+    REQUIRE(h.push("q", "other", "x").items[0].status == PushStatus::queued);
+    REQUIRE(h.pop("q", 10).messages.size() + h.pop("q", 10).messages.size() == 3);
+}
+
+TEST_CASE("queues: an expired lease redelivers the unacked messages without a retry count",
+          "[queues][lease]") {
+    Harness h;
+    QueueOptions options;
+    options.lease_time_s = 1;
+    h.configure("q", options);
+    h.push("q", "Default", "t1", "a");
+    auto first = h.pop("q");
+    REQUIRE(payloads(first) == "a,");
+    REQUIRE(h.state->next_due().has_value());
+    REQUIRE(h.state->next_due()->value() == h.now_ms + 1000);
+    h.advance_ms(999);
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+    h.advance_ms(1);
+    auto again = h.pop("q");
+    REQUIRE(payloads(again) == "a,");
+    REQUIRE(again.messages[0].retry_count == 0);
+    // The old lease is now invalid.
+    auto stale = h.ack(first.messages[0], first.lease);
+    REQUIRE_FALSE(stale.success);
+    REQUIRE(stale.error == "Invalid or expired lease");
+    REQUIRE(h.ack(again.messages[0], again.lease).success);
+}
+
+TEST_CASE("queues: lease extend moves the expiry of every partition under the lease",
+          "[queues][lease]") {
+    Harness h;
+    QueueOptions options;
+    options.lease_time_s = 10;
+    h.configure("q", options);
+    h.push("q", "p1", "a");
+    h.push("q", "p2", "b");
+    auto popped = h.pop("q", 10, std::string(queue_mode_group), 2);
+    REQUIRE(popped.partitions_claimed == 2);
+    h.advance_s(5);
+    auto extended = h.run(ExtendLease{popped.lease, 60});
+    REQUIRE(extended.success);
+    REQUIRE(extended.expires_at.value() == h.now_ms + 60'000);
+    h.advance_s(30);
+    REQUIRE(h.pop("q", 10, std::string(queue_mode_group), 2).outcome == PopResult::Outcome::empty);
+    h.advance_s(31);
+    auto late = h.run(ExtendLease{popped.lease, 60});
+    REQUIRE_FALSE(late.success);
+    REQUIRE(late.error == "Lease already expired");
+    REQUIRE(h.run(ExtendLease{LeaseId{424242}, 60}).error == "Lease not found");
+    REQUIRE(h.pop("q", 10, std::string(queue_mode_group), 2).messages.size() == 2);
+}
+
+TEST_CASE("queues: consumer groups fan out; each group is exclusive inside", "[queues][groups]") {
+    Harness h;
+    for (int i = 0; i < 4; ++i) {
+        h.push("q", "Default", "t" + std::to_string(i), std::to_string(i));
+    }
+    auto a = h.pop("q", 10, "A");
+    auto b = h.pop("q", 10, "B");
+    REQUIRE(payloads(a) == "0,1,2,3,");
+    REQUIRE(payloads(b) == "0,1,2,3,");
+    REQUIRE(h.pop("q", 10, "A").outcome == PopResult::Outcome::empty);
+    auto plain = h.pop("q", 10);
+    REQUIRE(plain.messages.size() == 4);
+}
+
+TEST_CASE("queues: partitions=N claims N partitions under one lease, batch caps the total",
+          "[queues][pop]") {
+    Harness h;
+    for (int p = 0; p < 5; ++p) {
+        for (int i = 0; i < 5; ++i) {
+            h.push("q", "p" + std::to_string(p), "t" + std::to_string(i));
+        }
+    }
+    auto one = h.pop("q", 100);
+    REQUIRE(one.partitions_claimed == 1);
+    REQUIRE(one.messages.size() == 5);
+    auto capped = h.pop("q", 10, std::string(queue_mode_group), 5);
+    REQUIRE(capped.messages.size() == 10);
+    REQUIRE(capped.partitions_claimed == 2);
+    auto three = h.pop("q", 100, std::string(queue_mode_group), 3);
+    REQUIRE(three.partitions_claimed == 2);  // only two unleased partitions are left
+    REQUIRE(three.messages.size() == 10);
+    for (const auto& m : three.messages) {
+        REQUIRE(m.id.partition != one.messages[0].id.partition);
+    }
+}
+
+TEST_CASE("queues: pop selection is round-robin across partitions", "[queues][pop]") {
+    Harness h;
+    for (int i = 0; i < 3; ++i) {
+        for (int p = 0; p < 3; ++p) {
+            h.push("q", "p" + std::to_string(p), "t" + std::to_string(i), "p" + std::to_string(p));
+        }
+    }
+    QueueOptions options;
+    h.configure("q", options);
+    std::string order;
+    for (int i = 0; i < 6; ++i) {
+        auto popped = h.pop("q", 1, std::string(queue_mode_group), 1);
+        REQUIRE(popped.messages.size() == 1);
+        order += text(popped.messages[0].payload) + " ";
+        REQUIRE(h.ack(popped.messages[0], popped.lease).lease_released == LeaseReleased::yes);
+    }
+    REQUIRE(order == "p0 p1 p2 p0 p1 p2 ");
+}
+
+TEST_CASE("queues: failed acks retry the batch retryLimit times, then dead-letter",
+          "[queues][retry][dlq]") {
+    Harness h;
+    QueueOptions options;
+    options.retry_limit = 1;
+    options.retry_delay_ms = 500;
+    h.configure("q", options);
+    h.push("q", "Default", "t1", "a");
+    h.push("q", "Default", "t2", "b");
+    auto first = h.pop("q");
+    auto failed = h.ack(first.messages[0], first.lease, AckStatus::failed,
+                        std::string(queue_mode_group), "boom");
+    REQUIRE(failed.success);
+    REQUIRE(failed.lease_released == LeaseReleased::yes);
+    REQUIRE_FALSE(failed.dlq);
+    // retryDelay holds the batch back.
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+    h.advance_ms(500);
+    auto second = h.pop("q");
+    REQUIRE(payloads(second) == "a,");
+    REQUIRE(second.messages[0].retry_count == 1);
+    auto dead = h.ack(second.messages[0], second.lease, AckStatus::failed,
+                      std::string(queue_mode_group), "boom again");
+    REQUIRE(dead.dlq);
+    auto dlq = h.read(
+        [](const Tables& t, const store::Txn& txn) { return list_dlq(t, txn, "q", "", 100, 0); });
+    REQUIRE(dlq.size() == 1);
+    REQUIRE(dlq[0].error == "boom again");
+    REQUIRE(text(dlq[0].payload) == "a");
+    REQUIRE(dlq[0].retry_count == 1);
+    REQUIRE(dlq[0].transaction_id == "t1");
+    auto third = h.pop("q");
+    REQUIRE(payloads(third) == "b,");
+}
+
+TEST_CASE("queues: retryLimit 3 delivers a failing batch exactly until it succeeds",
+          "[queues][retry]") {
+    Harness h;
+    QueueOptions options;
+    options.retry_limit = 3;
+    options.retry_delay_ms = 0;
+    h.configure("q", options);
+    h.push("q", "Default", "t1", "a");
+    int attempts = 0;
+    for (;;) {
+        auto popped = h.pop("q");
+        if (popped.messages.empty()) {
+            break;
+        }
+        ++attempts;
+        const auto status = attempts < 3 ? AckStatus::failed : AckStatus::completed;
+        REQUIRE(h.ack(popped.messages[0], popped.lease, status).success);
+    }
+    REQUIRE(attempts == 3);
+}
+
+TEST_CASE("queues: dlq and retry statuses, unknown status and unknown message", "[queues][ack]") {
+    Harness h;
+    h.push("q", "Default", "t1", "a");
+    h.push("q", "Default", "t2", "b");
+    auto popped = h.pop("q", 2);
+    auto retried = h.ack(popped.messages[0], popped.lease, AckStatus::retry);
+    REQUIRE(retried.lease_released == LeaseReleased::yes);
+    auto again = h.pop("q", 2);
+    REQUIRE(payloads(again) == "a,b,");
+    REQUIRE(again.messages[0].retry_count == 0);
+    REQUIRE(h.ack(again.messages[0], again.lease, AckStatus::dlq).dlq);
+    auto unknown = h.ack(again.messages[1], again.lease, AckStatus::unknown);
+    REQUIRE_FALSE(unknown.success);
+    REQUIRE(unknown.error.empty());
+    PoppedMessage ghost = again.messages[1];
+    ghost.transaction_id = "nope";
+    REQUIRE(h.ack(ghost, LeaseId{0}).error == "Message not found");
+    REQUIRE(h.ack(again.messages[1], again.lease).lease_released == LeaseReleased::yes);
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+}
+
+TEST_CASE("queues: autoAck consumes on delivery without a lease", "[queues][pop]") {
+    Harness h;
+    h.push("q", "Default", "t1", "a");
+    h.push("q", "Default", "t2", "b");
+    Pop pop;
+    pop.queue = "q";
+    pop.auto_ack = true;
+    auto first = h.run(pop);
+    REQUIRE(first.lease.value() == 0);
+    REQUIRE(payloads(first) == "a,");
+    auto second = h.run(pop);
+    REQUIRE(payloads(second) == "b,");
+    REQUIRE(h.run(pop).outcome == PopResult::Outcome::empty);
+}
+
+TEST_CASE("queues: delayedProcessing and windowBuffer hold messages back", "[queues][options]") {
+    Harness h;
+    QueueOptions delayed;
+    delayed.delayed_processing_s = 2;
+    h.configure("d", delayed);
+    h.push("d", "Default", "t1", "a");
+    REQUIRE(h.pop("d").outcome == PopResult::Outcome::empty);
+    REQUIRE(h.state->next_due()->value() == h.now_ms + 2000);
+    h.advance_ms(1999);
+    REQUIRE(h.pop("d").outcome == PopResult::Outcome::empty);
+    h.advance_ms(1);
+    REQUIRE(payloads(h.pop("d")) == "a,");
+
+    QueueOptions window;
+    window.window_buffer_s = 3;
+    h.configure("w", window);
+    h.push("w", "Default", "t1", "a");
+    h.advance_s(2);
+    h.push("w", "Default", "t2", "b");
+    h.advance_s(2);
+    REQUIRE(h.pop("w", 10).outcome == PopResult::Outcome::empty);  // newest is 2 s old
+    h.advance_s(1);
+    REQUIRE(payloads(h.pop("w", 10)) == "a,b,");
+}
+
+TEST_CASE("queues: maxSize rejects pushes beyond it with a clear error", "[queues][options]") {
+    Harness h;
+    QueueOptions options;
+    options.max_size = 2;
+    h.configure("q", options);
+    REQUIRE(h.push("q", "Default", "1").items[0].status == PushStatus::queued);
+    REQUIRE(h.push("q", "Default", "2").items[0].status == PushStatus::queued);
+    auto full = h.push("q", "Default", "3");
+    REQUIRE(full.items[0].status == PushStatus::failed);
+    REQUIRE(full.items[0].error.find("maxSize") != std::string::npos);
+    // A duplicate is still recognised when full.
+    REQUIRE(h.push("q", "Default", "2").items[0].status == PushStatus::duplicate);
+}
+
+TEST_CASE("queues: subscription mode new skips history for a brand-new group",
+          "[queues][groups][subscription]") {
+    Harness h;
+    for (int i = 0; i < 5; ++i) {
+        h.push("q", "Default", "old" + std::to_string(i));
+    }
+    h.advance_s(1);
+    Pop pop;
+    pop.queue = "q";
+    pop.group = "fresh";
+    pop.batch = 10;
+    pop.subscription_mode = SubscriptionMode::new_only;
+    REQUIRE(h.run(pop).outcome == PopResult::Outcome::empty);
+    h.advance_s(1);
+    for (int i = 0; i < 3; ++i) {
+        h.push("q", "Default", "new" + std::to_string(i), "n" + std::to_string(i));
+    }
+    auto got = h.run(pop);
+    REQUIRE(payloads(got) == "n0,n1,n2,");
+    // A group without a subscription starts from the beginning.
+    REQUIRE(h.pop("q", 100, "everything").messages.size() == 8);
+}
+
+TEST_CASE("queues: subscriptionFrom a timestamp starts there, also on later partitions",
+          "[queues][groups][subscription]") {
+    Harness h;
+    h.push("q", "p1", "a", "a");
+    h.advance_s(10);
+    const std::int64_t cutoff = h.now_ms;
+    h.push("q", "p1", "b", "b");
+    Pop pop;
+    pop.queue = "q";
+    pop.group = "g";
+    pop.batch = 10;
+    pop.subscription_from = SubscriptionFrom::timestamp;
+    pop.subscription_from_ms = TimestampMs{cutoff};
+    auto got = h.run(pop);
+    REQUIRE(payloads(got) == "b,");
+    h.advance_s(1);
+    h.push("q", "p2", "c", "c");
+    auto later = h.run(pop);
+    REQUIRE(payloads(later) == "c,");
+}
+
+TEST_CASE("queues: seek to end, to a timestamp and one partition to end", "[queues][seek]") {
+    Harness h;
+    for (int p = 0; p < 3; ++p) {
+        h.push("q", "p" + std::to_string(p), "t", "p" + std::to_string(p));
+    }
+    const std::int64_t before = h.now_ms - 1;
+    for (int i = 0; i < 3; ++i) {
+        auto popped = h.pop("q", 10, "g");
+        REQUIRE(popped.messages.size() == 1);
+        REQUIRE(h.ack(popped.messages[0], popped.lease, AckStatus::completed, "g").success);
+    }
+    REQUIRE(h.pop("q", 10, "g").outcome == PopResult::Outcome::empty);
+    SeekGroup back{"g", "q", false, TimestampMs{before}};
+    REQUIRE(h.run(back).partitions_updated == 3);
+    int again = 0;
+    for (int i = 0; i < 3; ++i) {
+        auto popped = h.pop("q", 10, "g");
+        again += static_cast<int>(popped.messages.size());
+        REQUIRE(h.ack(popped.messages[0], popped.lease, AckStatus::completed, "g").success);
+    }
+    REQUIRE(again == 3);
+    h.advance_s(1);
+    h.push("q", "p0", "t2");
+    SeekGroup to_end{"g", "q", true, TimestampMs{0}};
+    REQUIRE(h.run(to_end).partitions_updated == 3);
+    REQUIRE(h.pop("q", 10, "g").outcome == PopResult::Outcome::empty);
+    h.push("q", "p1", "t2");
+    auto skipped = h.run(SeekPartition{"g", "q", "p1"});
+    REQUIRE(skipped.found);
+    REQUIRE(skipped.cursor.sequence.value() == 2);
+    REQUIRE(h.pop("q", 10, "g").outcome == PopResult::Outcome::empty);
+    REQUIRE_FALSE(h.run(SeekPartition{"g", "q", "nope"}).found);
+}
+
+TEST_CASE("queues: deleting a group restarts it; deleting a queue removes everything",
+          "[queues][groups][delete]") {
+    Harness h;
+    h.push("q", "Default", "t1", "a");
+    auto popped = h.pop("q", 1, "g");
+    REQUIRE(h.ack(popped.messages[0], popped.lease, AckStatus::completed, "g").success);
+    REQUIRE(h.pop("q", 1, "g").outcome == PopResult::Outcome::empty);
+    auto deleted = h.run(DeleteGroup{"g", "q", true});
+    REQUIRE(deleted.deleted_partitions == 1);
+    REQUIRE(payloads(h.pop("q", 1, "g")) == "a,");
+    REQUIRE(h.run(DeleteQueue{"q"}).existed);
+    REQUIRE_FALSE(h.run(DeleteQueue{"q"}).existed);
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+    // Re-created from scratch: the old transaction id is free again.
+    REQUIRE(h.push("q", "Default", "t1").items[0].status == PushStatus::queued);
+    auto queues = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_queues(t, txn, TimestampMs{h.now_ms});
+    });
+    REQUIRE(queues.size() == 1);
+    REQUIRE(queues[0].messages == 1);
+}
+
+TEST_CASE("queues: push maintenance buffers pushes and delivers them after, none lost or doubled",
+          "[queues][maintenance]") {
+    Harness h;
+    h.push("q", "Default", "before", "0");
+    h.run(SetMaintenance{SetMaintenance::Mode::push, true});
+    REQUIRE(h.push("q", "Default", "m1", "1").items[0].status == PushStatus::buffered);
+    REQUIRE(h.push("q", "Default", "m2", "2").items[0].status == PushStatus::buffered);
+    REQUIRE(h.push("q", "Default", "m1", "1").items[0].status == PushStatus::buffered);
+    auto during = h.pop("q", 10);
+    REQUIRE(payloads(during) == "0,");
+    REQUIRE(h.ack(during.messages[0], during.lease).success);
+    auto off = h.run(SetMaintenance{SetMaintenance::Mode::push, false});
+    REQUIRE(off.drained_messages == 3);
+    REQUIRE(off.buffered_messages == 0);
+    REQUIRE(payloads(h.pop("q", 10)) == "1,2,");
+    h.run(SetMaintenance{SetMaintenance::Mode::pop, true});
+    h.push("q", "Default", "x");
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::paused);
+}
+
+TEST_CASE("queues: retention, completed retention, ttl and maxWaitTimeSeconds sweeps",
+          "[queues][sweep]") {
+    Harness h;
+    QueueOptions retention;
+    retention.retention_enabled = true;
+    retention.retention_s = 10;
+    retention.ttl_s = 0;
+    h.configure("r", retention);
+    QueueOptions wait;
+    wait.max_wait_time_s = 10;
+    wait.ttl_s = 0;
+    h.configure("w", wait);
+    QueueOptions completed;
+    completed.retention_enabled = true;
+    completed.completed_retention_s = 5;
+    completed.ttl_s = 0;
+    h.configure("c", completed);
+    h.push("r", "Default", "1");
+    h.push("w", "Default", "1");
+    h.push("c", "Default", "1");
+    h.push("c", "Default", "2");
+    auto got = h.pop("c");
+    REQUIRE(h.ack(got.messages[0], got.lease).success);
+    h.advance_s(6);
+    auto first = h.run(Sweep{});
+    REQUIRE(first.completed_deleted == 1);
+    REQUIRE(first.retention_deleted == 0);
+    h.advance_s(5);
+    auto second = h.run(Sweep{});
+    REQUIRE(second.retention_deleted == 1);
+    REQUIRE(second.evicted == 1);
+    REQUIRE(h.pop("r").outcome == PopResult::Outcome::empty);
+    REQUIRE(h.pop("w").outcome == PopResult::Outcome::empty);
+    REQUIRE(h.pop("c").messages.size() == 1);
+    // ttl: the default 3600 s applies to auto-created queues.
+    h.push("t", "Default", "1");
+    h.advance_s(3601);
+    REQUIRE(h.run(Sweep{}).ttl_deleted == 1);
+    REQUIRE(h.pop("t").outcome == PopResult::Outcome::empty);
+}
+
+TEST_CASE("queues: a failed transaction changes nothing, a good one applies every op",
+          "[queues][transaction]") {
+    Harness h;
+    h.push("q", "Default", "m1", "a");
+    auto popped = h.pop("q");
+    Transaction tx;
+    TransactionOp push;
+    push.kind = TransactionOp::Kind::push;
+    push.push.queue = "out";
+    push.push.transaction_id = "o1";
+    push.push.payload = text("x");
+    tx.ops.push_back(push);
+    TransactionOp ack;
+    ack.kind = TransactionOp::Kind::ack;
+    ack.ack.partition = popped.messages[0].id.partition;
+    ack.ack.transaction_id = "m1";
+    tx.ops.push_back(ack);
+    TransactionOp bad = ack;
+    bad.ack.transaction_id = "missing";
+    tx.ops.push_back(bad);
+    const std::string before = h.state->debug_dump_index();
+    auto failed = h.run(tx);
+    REQUIRE_FALSE(failed.success);
+    REQUIRE(failed.error.find("Message not found") != std::string::npos);
+    REQUIRE(h.state->debug_dump_index() == before);
+    REQUIRE(h.pop("out").outcome == PopResult::Outcome::empty);
+    auto queues = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_queues(t, txn, TimestampMs{h.now_ms});
+    });
+    REQUIRE(queues.size() == 1);
+    // The acked message was not consumed: redelivered after the lease.
+    h.advance_s(301);
+    REQUIRE(payloads(h.pop("q")) == "a,");
+    tx.ops.pop_back();
+    auto ok = h.run(tx);
+    REQUIRE(ok.success);
+    REQUIRE(ok.results.size() == 2);
+    REQUIRE(payloads(h.pop("out")) == "x,");
+    h.advance_s(301);
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+    // A transaction push of an existing id fails the whole transaction.
+    Transaction dup;
+    dup.ops.push_back(push);
+    REQUIRE_FALSE(h.run(dup).success);
+}
+
+TEST_CASE("queues: state and index are identical after a reopen", "[queues][restart]") {
+    Harness h;
+    QueueOptions options;
+    options.lease_time_s = 5;
+    h.configure("q", options);
+    for (int p = 0; p < 4; ++p) {
+        for (int i = 0; i < 3; ++i) {
+            h.push("q", "p" + std::to_string(p), "t" + std::to_string(i),
+                   std::to_string(p) + std::to_string(i));
+        }
+    }
+    auto held = h.pop("q", 2, "g");
+    auto other = h.pop("q", 1);
+    REQUIRE(h.ack(other.messages[0], other.lease).success);
+    const std::string before = h.state->debug_dump_index();
+    h.reopen();
+    REQUIRE(h.state->debug_dump_index() == before);
+    // The lease survived: still exclusive, then redelivered after expiry.
+    auto next = h.pop("q", 10, "g", 10);
+    for (const auto& m : next.messages) {
+        REQUIRE(m.id.partition != held.messages[0].id.partition);
+    }
+    h.advance_s(5);
+    auto redelivered = h.pop_partition("q", "p0", 10, "g");
+    REQUIRE(redelivered.messages.size() == 3);
+    REQUIRE(redelivered.messages[0].transaction_id == "t0");
+}
+
+}  // namespace
+}  // namespace queen::queues
