@@ -1,0 +1,86 @@
+// queen/api/api.hpp — the Queen v1 HTTP API (spec sections 4, 5, 7, 8) on an http::Router:
+// ApiOptions and register_routes(). JSON and crypto stay inside src/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "queen/api/backend.hpp"
+#include "queen/core/logger.hpp"
+#include "queen/core/result.hpp"
+#include "queen/http/router.hpp"
+
+namespace queen::api {
+
+/// Limits and defaults of the API layer (on top of http::ServerOptions, which bounds the body
+/// size and the headers). Every limit violation is a 400 with `{"error": "..."}` and nothing is
+/// submitted.
+struct ApiOptions {
+    /// Request bodies the API parses (POST bodies beyond it: 413). The server's own limit
+    /// (http::ServerOptions::body_size_bytes_max) applies first.
+    std::uint64_t json_body_bytes_max = 16u << 20;
+    /// Nesting depth of request JSON (arrays and objects); deeper: 400. Bounds recursion when
+    /// payloads are re-serialized.
+    std::uint32_t json_depth_max = 64;
+    /// One message payload (its compact JSON text) and one trace `data`; beyond: 400.
+    std::uint64_t payload_bytes_max = 4u << 20;
+    std::uint32_t push_items_max = 10'000;              ///< items of one push; beyond: 400
+    std::uint32_t ack_items_max = 10'000;               ///< acknowledgments of one batch ack
+    std::uint32_t transaction_operations_max = 10'000;  ///< push items + acks of one transaction
+    std::uint32_t pop_batch_max = 10'000;               ///< `batch` of a pop; beyond: 400
+    std::uint32_t pop_partitions_max = 1'000;           ///< `partitions` of a pop; beyond: 400
+    std::uint32_t pop_batch_default = 1;           ///< `batch` when absent (DEFAULT_BATCH_SIZE)
+    std::int64_t pop_timeout_ms_default = 30'000;  ///< `timeout` when absent (DEFAULT_TIMEOUT)
+    /// Long polls wait at most this long whatever `timeout` says (larger values are clamped).
+    std::int64_t pop_timeout_ms_max = 600'000;
+    /// `subscriptionMode` of pops that send none: "" or "all" (from the beginning) or "new".
+    std::string pop_subscription_mode_default;
+    std::int64_t lease_extend_seconds_default = 60;  ///< `seconds` of a lease extend
+    std::int64_t lease_extend_seconds_max = 86'400;  ///< beyond: 400
+    std::uint32_t listing_limit_max = 10'000;        ///< `limit` of paged listings; beyond: 400
+    std::size_t name_bytes_max = 256;  ///< queue, partition, group and transaction id names
+    /// AES-256-GCM key for queues with encryptionEnabled, as 64 hex digits; empty = no key
+    /// (pushes to such queues then fail with 500). The caller reads it from the config file or
+    /// from QUEEN_ENCRYPTION_KEY; this module reads no environment.
+    std::string encryption_key_hex;
+    std::string tenant_header = "X-Queen-Tenant";  ///< names the tenant of a request
+    std::string default_tenant = "default";        ///< the tenant of requests without the header
+
+    /// Checks every limit is > 0 and ordered (defaults within maxima), the subscription mode
+    /// default, the key (empty or 64 hex digits) and the tenant names.
+    /// Errors: Errc::invalid_argument naming the field and the value (never the key itself).
+    [[nodiscard]] Status validate() const;
+};
+
+/// Where the API takes unpredictable bytes from: AES-GCM nonces and the transactionIds it
+/// generates for items that have none. Thread-safety: fill() may be called from any thread.
+class RandomSource {
+public:
+    virtual ~RandomSource() = default;
+    /// Fills `size` bytes at `data`. Must not fail (an implementation that cannot produce
+    /// randomness asserts: a repeated GCM nonce would break encryption).
+    virtual void fill(std::uint8_t* data, std::size_t size) = 0;
+};
+
+/// The process-wide cryptographic source (OpenSSL RAND_bytes). Thread-safe.
+[[nodiscard]] RandomSource& system_random();
+
+/// Registers every endpoint of the Queen v1 API (spec sections 4, 5, 7 and 8, minus the
+/// PostgreSQL-only ones; docs/http-api.md lists them) on `router`. Handlers parse and validate
+/// the request, turn it into an engine::Command, submit it through `backend` and format the
+/// result; bad input answers 4xx `{"error": "..."}` before anything is submitted. Backend
+/// errors map to: busy, not_leader, poisoned, cancelled -> 503; not_found (unknown tenant) ->
+/// 404; anything else -> 500.
+///
+/// `options` must pass validate() (asserted). `backend`, `logger` and `random` must outlive the
+/// router; the options are copied. Handlers never block: long polls park through
+/// Backend::wait_for_change and complete from the backend's thread.
+void register_routes(http::Router& router, Backend& backend, const ApiOptions& options,
+                     Logger& logger, RandomSource& random);
+
+/// As above with system_random().
+void register_routes(http::Router& router, Backend& backend, const ApiOptions& options,
+                     Logger& logger);
+
+}  // namespace queen::api

@@ -1,0 +1,177 @@
+// api/src/context.cpp — tenant resolution, error mapping, body parsing, payload encryption.
+#include "context.hpp"
+
+#include <map>
+
+#include "format.hpp"
+
+namespace queen::api::detail {
+
+void RateMeter::add(std::int64_t now_ms, std::uint64_t count) {
+    const std::int64_t second = now_ms / 1000;
+    const auto slot = static_cast<std::size_t>(((second % 60) + 60) % 60);
+    std::lock_guard lock(mutex_);
+    if (second_[slot] != second) {
+        second_[slot] = second;
+        count_[slot] = 0;
+    }
+    count_[slot] += count;
+}
+
+double RateMeter::per_second(std::int64_t now_ms, std::int64_t seconds) const {
+    seconds = seconds < 1 ? 1 : (seconds > 60 ? 60 : seconds);
+    const std::int64_t current = now_ms / 1000;
+    std::uint64_t total = 0;
+    std::lock_guard lock(mutex_);
+    for (std::size_t slot = 0; slot < second_.size(); ++slot) {
+        if (second_[slot] > current - seconds && second_[slot] <= current) {
+            total += count_[slot];
+        }
+    }
+    return static_cast<double>(total) / static_cast<double>(seconds);
+}
+
+Context::Context(Backend& backend_ref, const ApiOptions& api_options, Logger& logger_ref,
+                 RandomSource& random_ref)
+    : backend(backend_ref), options(api_options), logger(logger_ref), random(random_ref) {
+    if (!options.encryption_key_hex.empty()) {
+        auto parsed = PayloadCipher::from_hex(options.encryption_key_hex);
+        QUEEN_ASSERT(parsed.has_value(), "ApiOptions::validate() accepts only valid keys");
+        cipher.emplace(*parsed);
+    }
+}
+
+bool is_tenant_name(std::string_view name) noexcept {
+    if (name.empty() || name.size() > 64) {
+        return false;
+    }
+    for (const char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+Result<std::string> tenant_of(const Context& context, const http::Request& request) {
+    const auto header = request.header(context.options.tenant_header);
+    if (!header.has_value() || header->empty()) {
+        return context.options.default_tenant;
+    }
+    if (!is_tenant_name(*header)) {
+        return Error{Errc::invalid_argument,
+                     context.options.tenant_header + " must be 1-64 characters of [A-Za-z0-9._-]"};
+    }
+    return std::string(*header);
+}
+
+http::Response error_response(Context& context, int status, std::string_view message) {
+    if (status >= 500) {
+        context.metrics.responses_5xx.fetch_add(1, std::memory_order_relaxed);
+    } else if (status >= 400) {
+        context.metrics.responses_4xx.fetch_add(1, std::memory_order_relaxed);
+    }
+    return http::Response::error(status, message);
+}
+
+http::Response error_response(Context& context, const Error& error, std::string_view tenant) {
+    const std::string tenant_text = "tenant '" + std::string(tenant) + "'";
+    if (error.is(Errc::invalid_argument)) {
+        return error_response(context, 400, error.context);
+    }
+    if (error.is(Errc::out_of_range)) {
+        return error_response(context, 413, error.context);
+    }
+    if (error.is(Errc::not_found)) {
+        return error_response(
+            context, 404,
+            "unknown " + tenant_text + (error.context.empty() ? "" : ": " + error.context));
+    }
+    if (error.is(Errc::busy)) {
+        return error_response(context, 503,
+                              "the broker is busy (" + tenant_text + ", proposal queue full): " +
+                                  error.context + "; retry with backoff");
+    }
+    if (error.is(Errc::not_leader)) {
+        return error_response(context, 503,
+                              "this node cannot commit entries for " + tenant_text +
+                                  " right now (not the leader): " + error.context +
+                                  "; retry, or send the request to the leader");
+    }
+    if (error.is(Errc::poisoned)) {
+        return error_response(context, 503,
+                              tenant_text +
+                                  " stopped accepting writes after a storage "
+                                  "failure: " +
+                                  error.context);
+    }
+    if (error.is(Errc::cancelled)) {
+        return error_response(context, 503, "the server is shutting down; retry on another node");
+    }
+    if (error.is(Errc::timeout)) {
+        return error_response(context, 503, "timed out: " + error.context + "; retry");
+    }
+    if (error.is(Errc::unsupported)) {
+        return error_response(context, 500, error.context);
+    }
+    QUEEN_LOG(context.logger, Level::warn, "api.internal_error",
+              "tenant=" << tenant << " error=\"" << error.message() << "\"");
+    return error_response(context, 500, error.message());
+}
+
+http::Response error_result_response(Context& context, const engine::ErrorResult& error) {
+    switch (error.code) {
+        case engine::ErrorResult::Code::stale_request:
+            return error_response(context, 409, "stale request: " + error.message);
+        case engine::ErrorResult::Code::invalid: return error_response(context, 400, error.message);
+        case engine::ErrorResult::Code::malformed: break;
+    }
+    return error_response(context, 500, "the command did not decode: " + error.message);
+}
+
+Result<nlohmann::json> request_json(const Context& context, const http::Request& request) {
+    if (request.body.size() > context.options.json_body_bytes_max) {
+        return Error{Errc::out_of_range, "request body is " + std::to_string(request.body.size()) +
+                                             " bytes, more than the limit of " +
+                                             std::to_string(context.options.json_body_bytes_max)};
+    }
+    return parse_body(request.body, context.options.json_depth_max);
+}
+
+Status encrypt_payloads(Context& context, std::string_view tenant,
+                        const std::vector<queues::PushItem*>& items) {
+    // One lookup per distinct queue. std::map keeps this deterministic and small.
+    std::map<std::string, bool, std::less<>> encrypted;
+    for (const queues::PushItem* item : items) {
+        encrypted.emplace(item->queue, false);
+    }
+    if (encrypted.empty()) {
+        return {};
+    }
+    const TimestampMs now{context.backend.wall_ms()};
+    QUEEN_TRY(
+        query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
+            for (auto& [name, is_encrypted] : encrypted) {
+                QUEEN_TRY(auto detail, queues::get_queue(tables, txn, name, now));
+                is_encrypted = detail.has_value() && detail->queue.options.encryption_enabled;
+            }
+            return {};
+        }));
+    for (queues::PushItem* item : items) {
+        if (!encrypted.find(item->queue)->second) {
+            continue;
+        }
+        if (!context.cipher.has_value()) {
+            return Error{Errc::unsupported,
+                         missing_key_message("queue '" + item->queue + "' (encryptionEnabled)")};
+        }
+        QUEEN_TRY(item->payload, context.cipher->encrypt(item->payload, context.random));
+        item->is_encrypted = true;
+        context.metrics.encrypted_payloads.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {};
+}
+
+}  // namespace queen::api::detail

@@ -1,0 +1,171 @@
+// api/src/context.hpp — what every handler shares: the backend, options, cipher, metrics; and
+// the glue between handlers and the backend (tenant, submit, reads, error mapping, encryption).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "crypto.hpp"
+#include "json.hpp"
+#include "queen/api/api.hpp"
+#include "queen/api/backend.hpp"
+#include "queen/engine/engine.hpp"
+#include "queen/http/request.hpp"
+#include "queen/http/responder.hpp"
+#include "queen/http/response.hpp"
+
+namespace queen::api::detail {
+
+/// Events per second over the last minute (60 one-second buckets). Thread-safe.
+class RateMeter {
+public:
+    void add(std::int64_t now_ms, std::uint64_t count);
+    /// Average per second over the last `seconds` (1..60) complete and current seconds.
+    [[nodiscard]] double per_second(std::int64_t now_ms, std::int64_t seconds = 60) const;
+
+private:
+    mutable std::mutex mutex_;
+    std::array<std::int64_t, 60> second_{};
+    std::array<std::uint64_t, 60> count_{};
+};
+
+/// Counters of this API instance (since start). Relaxed atomics: they are statistics.
+struct Metrics {
+    std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> responses_4xx{0};
+    std::atomic<std::uint64_t> responses_5xx{0};
+    std::atomic<std::uint64_t> push_requests{0};
+    std::atomic<std::uint64_t> push_messages{0};  ///< items answered queued
+    std::atomic<std::uint64_t> push_duplicates{0};
+    std::atomic<std::uint64_t> push_buffered{0};
+    std::atomic<std::uint64_t> push_failed{0};
+    std::atomic<std::uint64_t> pop_requests{0};
+    std::atomic<std::uint64_t> pop_messages{0};
+    std::atomic<std::uint64_t> pop_empty{0};  ///< pops answered 204
+    std::atomic<std::uint64_t> ack_requests{0};
+    std::atomic<std::uint64_t> ack_messages{0};  ///< successful acks of any status
+    std::atomic<std::uint64_t> ack_completed{0};
+    std::atomic<std::uint64_t> ack_failed{0};
+    std::atomic<std::uint64_t> ack_rejected{0};  ///< success:false
+    std::atomic<std::uint64_t> dlq_messages{0};  ///< acks that dead-lettered a message
+    std::atomic<std::uint64_t> transactions{0};
+    std::atomic<std::uint64_t> transactions_failed{0};
+    std::atomic<std::uint64_t> lease_extends{0};
+    std::atomic<std::uint64_t> long_polls_waiting{0};  ///< gauge
+    std::atomic<std::uint64_t> encrypted_payloads{0};
+    RateMeter ingested;   ///< messages queued per second
+    RateMeter processed;  ///< messages acked (completed or dead-lettered) per second
+    RateMeter request_rate;
+};
+
+/// Everything the handlers share; one per register_routes() call, kept alive by the handlers.
+struct Context {
+    Context(Backend& backend_ref, const ApiOptions& api_options, Logger& logger_ref,
+            RandomSource& random_ref);
+    Backend& backend;
+    const ApiOptions options;
+    Logger& logger;
+    RandomSource& random;
+    std::optional<PayloadCipher> cipher;
+    Metrics metrics;
+
+    [[nodiscard]] const PayloadCipher* cipher_or_null() const noexcept {
+        return cipher.has_value() ? &*cipher : nullptr;
+    }
+};
+using ContextPtr = std::shared_ptr<Context>;
+
+/// 1-64 characters of [A-Za-z0-9._-].
+[[nodiscard]] bool is_tenant_name(std::string_view name) noexcept;
+
+/// The tenant a request addresses (options.tenant_header, else options.default_tenant).
+/// Errors: Errc::invalid_argument when the header holds an invalid name.
+[[nodiscard]] Result<std::string> tenant_of(const Context& context, const http::Request& request);
+
+/// A response for `error`: invalid_argument 400, not_found 404 (unknown tenant when it came
+/// from the backend), out_of_range 413, busy/not_leader/poisoned/cancelled/timeout 503 with a
+/// sentence saying why and what to do, everything else 500. Counts 4xx/5xx in the metrics.
+[[nodiscard]] http::Response error_response(Context& context, const Error& error,
+                                            std::string_view tenant);
+/// `status` with {"error": message}, counted in the metrics.
+[[nodiscard]] http::Response error_response(Context& context, int status, std::string_view message);
+
+/// Parses the body of a POST (size limit -> 413; empty/invalid JSON -> 400).
+[[nodiscard]] Result<nlohmann::json> request_json(const Context& context,
+                                                  const http::Request& request);
+
+/// Runs `fn(const queues::Tables&, const store::Txn&) -> Result<T>` in a read txn of the
+/// tenant's engine. Errors: the backend's (unknown tenant, ...), the store's, fn's.
+template <class Fn>
+auto query(Context& context, std::string_view tenant, Fn&& fn)
+    -> decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>())) {
+    using R =
+        decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>()));
+    std::optional<R> out;
+    const Status status = context.backend.read(
+        tenant, [&](const engine::Engine& engine) { out.emplace(engine.read(fn)); });
+    if (!status) {
+        return status.error();
+    }
+    if (!out.has_value()) {
+        return Error{Errc::internal, "Backend::read did not run the query"};
+    }
+    return std::move(*out);
+}
+
+/// Submits `body` as one command of `tenant`; when the entry is applied calls
+/// `on_result(R&)` to build the response if the result is an R, and otherwise answers an
+/// error (backend errors as error_response; ErrorResult invalid/malformed -> 400,
+/// stale_request -> 409; another result type -> 500). Completes `responder` exactly once.
+template <class R, class Body>
+void submit_and_reply(const ContextPtr& context, const std::string& tenant, Body body,
+                      http::Responder responder, std::function<http::Response(R&)> on_result);
+
+/// Looks up the queues of `items` and, for those with encryptionEnabled, replaces the payload
+/// by its AES-256-GCM form (is_encrypted = true). Errors: Errc::unsupported naming the queue
+/// when no key is configured (500), backend and store errors of the lookup.
+[[nodiscard]] Status encrypt_payloads(Context& context, std::string_view tenant,
+                                      const std::vector<queues::PushItem*>& items);
+
+/// Renders a result error (ErrorResult) as a response.
+[[nodiscard]] http::Response error_result_response(Context& context,
+                                                   const engine::ErrorResult& error);
+
+template <class R, class Body>
+void submit_and_reply(const ContextPtr& context, const std::string& tenant, Body body,
+                      http::Responder responder, std::function<http::Response(R&)> on_result) {
+    engine::Command command;
+    command.body = std::move(body);
+    context->backend.submit(
+        tenant, std::move(command),
+        [context, tenant, responder = std::move(responder),
+         on_result = std::move(on_result)](Result<engine::CommandResult> result) {
+            if (!result) {
+                responder.complete(error_response(*context, result.error(), tenant));
+                return;
+            }
+            engine::CommandResult& value = *result;
+            if (auto* typed = std::get_if<R>(&value)) {
+                responder.complete(on_result(*typed));
+                return;
+            }
+            if (const auto* failed = std::get_if<engine::ErrorResult>(&value)) {
+                responder.complete(error_result_response(*context, *failed));
+                return;
+            }
+            responder.complete(error_response(*context, 500, "unexpected result type from apply"));
+        });
+}
+
+}  // namespace queen::api::detail

@@ -1,0 +1,166 @@
+// api/src/crypto.cpp — AES-256-GCM through OpenSSL EVP, and the OpenSSL random source.
+#include "crypto.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <memory>
+
+#include "queen/core/assert.hpp"
+
+namespace queen::api {
+namespace {
+
+class OpenSslRandom final : public RandomSource {
+public:
+    void fill(std::uint8_t* data, std::size_t size) override {
+        while (size > 0) {
+            const int chunk = size > (1u << 30) ? (1 << 30) : static_cast<int>(size);
+            QUEEN_ASSERT(RAND_bytes(data, chunk) == 1,
+                         "RAND_bytes failed: no randomness for nonces and ids");
+            data += chunk;
+            size -= static_cast<std::size_t>(chunk);
+        }
+    }
+};
+
+}  // namespace
+
+RandomSource& system_random() {
+    static OpenSslRandom random;
+    return random;
+}
+
+namespace detail {
+namespace {
+
+struct ContextDeleter {
+    void operator()(EVP_CIPHER_CTX* context) const noexcept { EVP_CIPHER_CTX_free(context); }
+};
+using ContextPtr = std::unique_ptr<EVP_CIPHER_CTX, ContextDeleter>;
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+Error openssl_error(const char* step) {
+    return Error{Errc::internal, std::string("AES-256-GCM: ") + step + " failed"};
+}
+
+}  // namespace
+
+Result<PayloadCipher> PayloadCipher::from_hex(std::string_view hex) {
+    if (hex.size() != cipher_key_bytes * 2) {
+        return Error{Errc::invalid_argument,
+                     "encryption key must be 64 hex digits (32 bytes), got " +
+                         std::to_string(hex.size()) + " characters"};
+    }
+    std::array<std::uint8_t, cipher_key_bytes> key{};
+    for (std::size_t i = 0; i < key.size(); ++i) {
+        const int high = hex_digit(hex[2 * i]);
+        const int low = hex_digit(hex[2 * i + 1]);
+        if (high < 0 || low < 0) {
+            OPENSSL_cleanse(key.data(), key.size());
+            return Error{Errc::invalid_argument, "encryption key must be 64 hex digits"};
+        }
+        key[i] = static_cast<std::uint8_t>(high * 16 + low);
+    }
+    PayloadCipher cipher(key);
+    OPENSSL_cleanse(key.data(), key.size());
+    return cipher;
+}
+
+PayloadCipher::PayloadCipher(const std::array<std::uint8_t, cipher_key_bytes>& key) noexcept
+    : key_(key) {}
+
+PayloadCipher::~PayloadCipher() {
+    OPENSSL_cleanse(key_.data(), key_.size());
+}
+
+Result<Bytes> PayloadCipher::encrypt(ByteSpan plaintext, RandomSource& random) const {
+    if (plaintext.size() > static_cast<std::size_t>(INT32_MAX) - cipher_overhead_bytes) {
+        return Error{Errc::invalid_argument, "payload too large to encrypt"};
+    }
+    Bytes sealed(cipher_nonce_bytes + plaintext.size() + cipher_tag_bytes);
+    random.fill(sealed.data(), cipher_nonce_bytes);
+    const ContextPtr context(EVP_CIPHER_CTX_new());
+    if (!context) {
+        return openssl_error("EVP_CIPHER_CTX_new");
+    }
+    if (EVP_EncryptInit_ex(context.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
+        EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_IVLEN,
+                            static_cast<int>(cipher_nonce_bytes), nullptr) != 1 ||
+        EVP_EncryptInit_ex(context.get(), nullptr, nullptr, key_.data(), sealed.data()) != 1) {
+        return openssl_error("encrypt init");
+    }
+    int written = 0;
+    if (!plaintext.empty() &&
+        EVP_EncryptUpdate(context.get(), sealed.data() + cipher_nonce_bytes, &written,
+                          plaintext.data(), static_cast<int>(plaintext.size())) != 1) {
+        return openssl_error("EVP_EncryptUpdate");
+    }
+    int final_bytes = 0;
+    if (EVP_EncryptFinal_ex(context.get(), sealed.data() + cipher_nonce_bytes + written,
+                            &final_bytes) != 1) {
+        return openssl_error("EVP_EncryptFinal_ex");
+    }
+    QUEEN_ASSERT(static_cast<std::size_t>(written + final_bytes) == plaintext.size(),
+                 "GCM is a stream mode: ciphertext length equals plaintext length");
+    if (EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(cipher_tag_bytes),
+                            sealed.data() + cipher_nonce_bytes + plaintext.size()) != 1) {
+        return openssl_error("get tag");
+    }
+    return sealed;
+}
+
+Result<Bytes> PayloadCipher::decrypt(ByteSpan sealed) const {
+    if (sealed.size() < cipher_overhead_bytes) {
+        return Error{Errc::corruption, "encrypted payload shorter than nonce and tag (" +
+                                           std::to_string(sealed.size()) + " bytes)"};
+    }
+    const std::size_t text_bytes = sealed.size() - cipher_overhead_bytes;
+    Bytes plaintext(text_bytes);
+    const ContextPtr context(EVP_CIPHER_CTX_new());
+    if (!context) {
+        return openssl_error("EVP_CIPHER_CTX_new");
+    }
+    if (EVP_DecryptInit_ex(context.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
+        EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_IVLEN,
+                            static_cast<int>(cipher_nonce_bytes), nullptr) != 1 ||
+        EVP_DecryptInit_ex(context.get(), nullptr, nullptr, key_.data(), sealed.data()) != 1) {
+        return openssl_error("decrypt init");
+    }
+    int written = 0;
+    if (text_bytes > 0 &&
+        EVP_DecryptUpdate(context.get(), plaintext.data(), &written,
+                          sealed.data() + cipher_nonce_bytes, static_cast<int>(text_bytes)) != 1) {
+        return openssl_error("EVP_DecryptUpdate");
+    }
+    // The tag is an input of the final step; OpenSSL takes a non-const pointer but only reads.
+    Bytes tag(sealed.end() - static_cast<std::ptrdiff_t>(cipher_tag_bytes), sealed.end());
+    if (EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag.size()),
+                            tag.data()) != 1) {
+        return openssl_error("set tag");
+    }
+    int final_bytes = 0;
+    if (EVP_DecryptFinal_ex(context.get(), plaintext.data() + written, &final_bytes) != 1) {
+        return Error{Errc::corruption,
+                     "encrypted payload failed authentication (wrong key or altered data)"};
+    }
+    QUEEN_ASSERT(static_cast<std::size_t>(written + final_bytes) == text_bytes,
+                 "GCM plaintext length equals ciphertext length");
+    return plaintext;
+}
+
+}  // namespace detail
+}  // namespace queen::api

@@ -1,0 +1,43 @@
+// api/src/crypto.hpp — payload encryption at rest: AES-256-GCM (OpenSSL EVP) with a random
+// 12-byte nonce per message. Stored form: nonce(12) | ciphertext | tag(16).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "queen/api/api.hpp"
+#include "queen/core/bytes.hpp"
+#include "queen/core/result.hpp"
+
+namespace queen::api::detail {
+
+inline constexpr std::size_t cipher_key_bytes = 32;
+inline constexpr std::size_t cipher_nonce_bytes = 12;
+inline constexpr std::size_t cipher_tag_bytes = 16;
+inline constexpr std::size_t cipher_overhead_bytes = cipher_nonce_bytes + cipher_tag_bytes;
+
+/// An AES-256-GCM key. Copyable value; the key bytes are wiped on destruction.
+/// Thread-safety: const members may run concurrently (each call has its own EVP context).
+class PayloadCipher {
+public:
+    /// Parses 64 hex digits. Errors: Errc::invalid_argument (wrong length or a non-hex digit;
+    /// the message never contains the key).
+    [[nodiscard]] static Result<PayloadCipher> from_hex(std::string_view hex);
+    explicit PayloadCipher(const std::array<std::uint8_t, cipher_key_bytes>& key) noexcept;
+    PayloadCipher(const PayloadCipher&) = default;
+    PayloadCipher& operator=(const PayloadCipher&) = default;
+    ~PayloadCipher();
+
+    /// Encrypts `plaintext` under a fresh nonce from `random`. Errors: Errc::internal when
+    /// OpenSSL fails (it does not for valid input; reported rather than asserted).
+    [[nodiscard]] Result<Bytes> encrypt(ByteSpan plaintext, RandomSource& random) const;
+    /// Decrypts and authenticates what encrypt() produced. Errors: Errc::corruption (too short,
+    /// or the tag does not match: wrong key or altered bytes), Errc::internal (OpenSSL failed).
+    [[nodiscard]] Result<Bytes> decrypt(ByteSpan sealed) const;
+
+private:
+    std::array<std::uint8_t, cipher_key_bytes> key_{};
+};
+
+}  // namespace queen::api::detail

@@ -1,0 +1,48 @@
+// api/src/format.hpp — command results -> the response JSON of spec section 4 (exact field
+// names, snake_case ones included). Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "crypto.hpp"
+#include "json.hpp"
+#include "queen/core/result.hpp"
+#include "queen/queues/types.hpp"
+
+namespace queen::api::detail {
+
+/// The JSON text of a stored payload: decrypted when `is_encrypted`. Errors:
+/// Errc::unsupported (encrypted but `cipher` is null: no key configured), Errc::corruption
+/// (authentication failed: wrong key or altered data), Errc::internal (OpenSSL failed).
+[[nodiscard]] Result<std::string> payload_json(ByteSpan payload, bool is_encrypted,
+                                               const PayloadCipher* cipher);
+
+/// The error sentence for a message that needs the key this server does not have.
+[[nodiscard]] std::string missing_key_message(std::string_view what);
+
+/// 200 body of POST /api/v1/configure (spec 4.1).
+[[nodiscard]] std::string format_configure(const queues::ConfigureResult& result);
+/// The 15 options as the `options` object (shared with the status endpoints).
+void write_queue_options(JsonWriter& out, const queues::QueueOptions& options);
+
+/// 201 body of POST /api/v1/push (spec 4.2), one element per item in order, `index` 0-based.
+[[nodiscard]] std::string format_push(const queues::PushResult& result,
+                                      const std::vector<bool>& has_client_transaction_id);
+
+/// 200 body of a pop that delivered messages (spec 4.3). Errors: as payload_json.
+[[nodiscard]] Result<std::string> format_pop(const queues::PopResult& result,
+                                             const PayloadCipher* cipher);
+
+/// 200 body of POST /api/v1/ack and /api/v1/ack/batch (spec 4.4): an array in input order.
+[[nodiscard]] std::string format_ack(const queues::AckResult& result);
+
+/// 200 body of POST /api/v1/transaction (spec 4.6); `transaction_uuid` names this call.
+[[nodiscard]] std::string format_transaction(const queues::TransactionResult& result,
+                                             std::string_view transaction_uuid);
+
+/// 200 body of POST /api/v1/lease/:leaseId/extend (spec 4.7): a one-element array.
+[[nodiscard]] std::string format_extend_lease(const queues::ExtendLeaseResult& result,
+                                              std::string_view lease_text);
+
+}  // namespace queen::api::detail

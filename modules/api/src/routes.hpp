@@ -1,0 +1,30 @@
+// api/src/routes.hpp — the route groups register_routes() composes; each file owns one group.
+#pragma once
+
+#include <functional>
+
+#include "context.hpp"
+#include "queen/http/router.hpp"
+
+namespace queen::api::detail {
+
+using ApiHandler = std::function<void(Context& context, const ContextPtr& shared,
+                                      http::Request& request, http::Responder responder)>;
+
+/// Wraps an API handler for the router: counts the request and keeps the context alive.
+[[nodiscard]] http::Handler make_handler(const ContextPtr& context, ApiHandler handler);
+
+/// Resolves the tenant or answers 400; returns false when it answered.
+[[nodiscard]] bool resolve_tenant(Context& context, const http::Request& request,
+                                  const http::Responder& responder, std::string& tenant);
+
+/// configure, push, ack, ack/batch, transaction, lease extend, traces (POST).
+void register_data_routes(http::Router& router, const ContextPtr& context);
+/// The two pop routes with long polling.
+void register_pop_routes(http::Router& router, const ContextPtr& context);
+/// resources, messages, dlq, traces (GET), status, analytics, consumer groups, system.
+void register_admin_routes(http::Router& router, const ContextPtr& context);
+/// /health, /ready, /metrics, /metrics/prometheus.
+void register_health_routes(http::Router& router, const ContextPtr& context);
+
+}  // namespace queen::api::detail
