@@ -348,13 +348,13 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
     }
     CursorRecord record = cursor.value_or(CursorRecord{});
     if (!had_cursor) {
-        record.consumed = from - 1;  // parks a subscription start (spec 5.8)
+        // The subscription start becomes a cursor only when something is delivered: nothing is
+        // written for a partition that was merely examined, because which stale candidates get
+        // examined depends on the memory cache, and LMDB must not.
+        record.consumed = from - 1;
     }
     if (from > mem.last_sequence) {
         make_idle(gc, pid);
-        if (!had_cursor && record.consumed > 0) {
-            QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
-        }
         return take;
     }
     std::string name;
@@ -392,9 +392,6 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
             defer(gc, pid, delayed_until);
         } else {
             make_idle(gc, pid);
-        }
-        if (!had_cursor && record.consumed > 0) {
-            QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
         }
         return take;
     }
