@@ -1,6 +1,8 @@
 // modules/http/src/exchange.hpp — the state shared by the copies of one Responder.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 
@@ -22,9 +24,9 @@ struct Exchange {
     bool mark_completed();
     /// Like mark_completed() but returns false instead of asserting when already completed.
     bool try_mark_completed();
-    /// Marks it cancelled and runs the callback; returns false (and does nothing) when it was
-    /// already completed or cancelled.
-    bool cancel();
+    /// Marks it cancelled, bumps `cancelled_total` (when given) and then runs the callback;
+    /// returns false (and does nothing) when it was already completed or cancelled.
+    bool cancel(std::atomic<std::uint64_t>* cancelled_total = nullptr);
 
     std::function<void(Response)> deliver;
     mutable std::mutex mutex;

@@ -33,7 +33,7 @@ bool Exchange::try_mark_completed() {
     return true;
 }
 
-bool Exchange::cancel() {
+bool Exchange::cancel(std::atomic<std::uint64_t>* cancelled_total) {
     std::function<void()> callback;
     {
         std::lock_guard lock(mutex);
@@ -41,6 +41,9 @@ bool Exchange::cancel() {
             return false;
         }
         is_cancelled = true;
+        if (cancelled_total != nullptr) {
+            cancelled_total->fetch_add(1, std::memory_order_relaxed);
+        }
         callback = std::move(on_cancel);
         on_cancel = nullptr;
     }
@@ -66,11 +69,10 @@ void Responder::on_cancel(std::function<void()> callback) const {
     QUEEN_ASSERT(exchange_ != nullptr, "on_cancel() on an empty Responder");
     {
         std::lock_guard lock(exchange_->mutex);
-        if (exchange_->is_completed) {
-            return;
-        }
         if (!exchange_->is_cancelled) {
-            exchange_->on_cancel = std::move(callback);
+            if (!exchange_->is_completed) {
+                exchange_->on_cancel = std::move(callback);
+            }
             return;
         }
     }

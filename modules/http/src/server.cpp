@@ -61,7 +61,9 @@ struct LivenessGuard {
 /// One I/O thread with its own event loop; connections never move between loops.
 struct Loop {
     asio::io_context context{1};
-    std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;  // loop thread only
+    /// Owns the open connections (a connection waiting on a parked request has no pending I/O
+    /// holding it). Touched on the loop thread only.
+    std::unordered_map<Connection*, std::shared_ptr<Connection>> connections;
     std::thread thread;
 };
 
@@ -148,9 +150,9 @@ public:
     }
 
     void start() {
-        loop_.connections.emplace(this, weak_from_this());
+        loop_.connections.emplace(this, shared_from_this());
         if (shared_.is_stopped.load()) {
-            abort();
+            abort("server_stopped");
             return;
         }
         update_timer(false);
@@ -158,11 +160,15 @@ public:
     }
 
     /// Closes at once; parked requests are cancelled (their on_cancel callbacks run here).
-    void abort() {
+    void abort(const char* reason) {
         if (is_closed_) {
             return;
         }
+        QUEEN_LOG(shared_.logger, Level::debug, "http.connection_closed",
+                  "peer=" << peer_address_ << ":" << peer_port_ << " reason=" << reason
+                          << " pending=" << slots_.size());
         is_closed_ = true;
+        const auto self = shared_from_this();  // erasing from the loop may drop the last owner
         asio::error_code ec;
         timer_.cancel();
         socket_.close(ec);
@@ -172,10 +178,7 @@ public:
         slots_.clear();
         for (Slot& slot : slots) {
             if (auto exchange = slot.exchange.lock()) {
-                if (exchange->cancel()) {
-                    shared_.counters.requests_cancelled_total.fetch_add(1,
-                                                                        std::memory_order_relaxed);
-                }
+                exchange->cancel(&shared_.counters.requests_cancelled_total);
             }
         }
     }
@@ -237,7 +240,8 @@ private:
             return;
         }
         if (ec) {
-            abort();  // EOF or reset: the client is gone, parked requests are cancelled
+            // EOF or reset: the client is gone, parked requests are cancelled.
+            abort(ec == asio::error::eof ? "eof" : "read_error");
             return;
         }
         shared_.counters.bytes_in_total.fetch_add(bytes_read, std::memory_order_relaxed);
@@ -395,7 +399,7 @@ private:
             return;
         }
         if (ec) {
-            abort();
+            abort("write_error");
             return;
         }
         shared_.counters.bytes_out_total.fetch_add(bytes_written, std::memory_order_relaxed);
@@ -417,13 +421,13 @@ private:
         asio::error_code ec;
         socket_.shutdown(tcp::socket::shutdown_send, ec);
         if (ec) {
-            abort();
+            abort("shutdown_error");
             return;
         }
         // Requests still waiting behind the closing answer will never be sent.
         for (Slot& slot : slots_) {
             if (auto exchange = slot.exchange.lock()) {
-                exchange->cancel();
+                exchange->cancel(&shared_.counters.requests_cancelled_total);
             }
         }
         slots_.clear();
@@ -481,8 +485,8 @@ private:
 
     void on_timeout() {
         switch (timer_phase_) {
-            case Phase::idle:
-            case Phase::draining: abort(); return;
+            case Phase::idle: abort("idle_timeout"); return;
+            case Phase::draining: abort("linger_done"); return;
             case Phase::headers:
             case Phase::body: {
                 shared_.counters.timeouts_total.fetch_add(1, std::memory_order_relaxed);
@@ -607,13 +611,11 @@ struct Server::Impl {
         for (const auto& loop : loops) {
             asio::post(loop->context, [&loop = *loop] {
                 std::vector<std::shared_ptr<Connection>> alive;
-                for (const auto& [raw, weak] : loop.connections) {
-                    if (auto connection = weak.lock()) {
-                        alive.push_back(std::move(connection));
-                    }
+                for (const auto& [raw, connection] : loop.connections) {
+                    alive.push_back(connection);
                 }
                 for (const auto& connection : alive) {
-                    connection->abort();
+                    connection->abort("server_stopped");
                 }
             });
         }
