@@ -146,6 +146,12 @@ void TestServer::wait_for_requests(std::size_t count) const {
     changed_.wait(lock, [&] { return requests_.size() >= count; });
 }
 
+void TestServer::wait_until(
+    const std::function<bool(const std::vector<RecordedRequest>&)>& predicate) const {
+    std::unique_lock lock{mutex_};
+    changed_.wait(lock, [&] { return predicate(requests_); });
+}
+
 void TestServer::accept_loop() {
     for (;;) {
         pollfd descriptors[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};

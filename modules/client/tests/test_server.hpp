@@ -55,6 +55,9 @@ public:
     [[nodiscard]] int connections_accepted() const;
     /// Blocks until at least `count` requests were recorded.
     void wait_for_requests(std::size_t count) const;
+    /// Blocks until `predicate(requests so far)` holds (checked after every recorded request).
+    void wait_until(
+        const std::function<bool(const std::vector<RecordedRequest>&)>& predicate) const;
 
 private:
     void accept_loop();
