@@ -89,10 +89,10 @@ public:
     /// once per table at start and keep the Table. Opening an open table again returns the
     /// same handle. Name: 1..key_size_max bytes. Must not be called by a thread that holds a
     /// WriteTxn of this Env (it needs the writer role itself).
+    /// A map full while creating the table grows the map and retries inside (never map_full).
     /// Errors: Errc::invalid_argument (bad name, or `flags` differ from the table's), Errc::
-    /// not_found (read-only Env and no such table), Errc::tables_full, Errc::map_full /
-    /// Errc::map_size_max_reached (creating it; the map grew: call again), Errc::poisoned,
-    /// Errc::io.
+    /// not_found (read-only Env and no such table), Errc::tables_full,
+    /// Errc::map_size_max_reached, Errc::poisoned, Errc::io (a failed commit also poisons).
     [[nodiscard]] queen::Result<Table> open_table(std::string_view name,
                                                   TableFlags flags = TableFlags::none);
     /// Names of every named table in the file, sorted.
