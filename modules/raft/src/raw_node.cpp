@@ -943,6 +943,12 @@ struct RawNode::Impl {
                     }
                     send_snapshot_chunk(m.from, pr);
                 } else if (pr.match < last_index() || pr.match < commit) {
+                    // Appends or their acks may have been lost: with a full window, free one
+                    // slot so an (empty) append goes out and the answer re-syncs match.
+                    if (pr.state == ProgressState::replicate &&
+                        pr.inflights.size() >= options.inflight_appends_max) {
+                        pr.inflights.pop_front();
+                    }
                     maybe_send_append(m.from, true);
                 }
                 ack_read(m.from, m.context);
