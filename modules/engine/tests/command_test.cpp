@@ -1,5 +1,9 @@
 // engine/tests/command_test.cpp — the command and result codec: round trips and bad input.
 #include "queen/engine/command.hpp"
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -189,6 +193,28 @@ TEST_CASE("engine: malformed commands are rejected with the reason", "[engine][c
     // A huge element count cannot make the decoder allocate.
     const Bytes huge{command_format_version, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0x0f};
     REQUIRE_FALSE(decode_command(huge).has_value());
+}
+
+TEST_CASE("engine: the fuzzer seed corpus decodes", "[engine][codec]") {
+    const auto corpus =
+        std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus_command";
+    int decoded = 0;
+    for (const auto& file : std::filesystem::directory_iterator(corpus)) {
+        std::ifstream in(file.path(), std::ios::binary);
+        const Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        INFO(file.path().filename().string());
+        if (file.path().filename().string().rfind("result_", 0) == 0) {
+            REQUIRE(decode_result(bytes).has_value());
+        } else {
+            auto command = decode_command(bytes);
+            if (!command) {
+                FAIL(command.error().message());
+            }
+            REQUIRE(encode_command(*command) == bytes);
+        }
+        ++decoded;
+    }
+    REQUIRE(decoded >= 10);
 }
 
 TEST_CASE("engine: ids print as UUIDs and parse back", "[engine][codec]") {

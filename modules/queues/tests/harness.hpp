@@ -28,6 +28,7 @@ struct Harness {
     Harness() { open(); }
     void open() {
         store::Options options;
+        options.sync_mode = store::SyncMode::no_sync;  // semantics tests; a reopen keeps pages
         env.emplace(store::Env::open(dir.path(), options).value());
         state.emplace(QueueState::open(*env, Options{}).value());
     }
