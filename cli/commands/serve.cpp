@@ -22,7 +22,7 @@ void register_serve(CLI::App& app, int& exit_code) {
     serve->add_option("--config", options->config_file, "TOML settings file (see conf/queen.toml)")
         ->check(CLI::ExistingFile);
     serve->add_option("--data-dir", options->data_dir, "Data directory (node.data_dir)");
-    serve->add_option("--port", options->port, "HTTP port (listen.http_port)")
+    serve->add_option("--port", options->port, "HTTP port (http.port)")
         ->check(CLI::Range(0, 65535));
     serve->add_option("--log-level", options->log_level,
                       "trace|debug|info|warn|error|off (logging.level)");
@@ -55,7 +55,7 @@ Result<node::NodeConfig> effective_config(const ServeOptions& options, std::stri
         QUEEN_TRY(schema.set("node.data_dir", *options.data_dir));
     }
     if (options.port) {
-        QUEEN_TRY(schema.set("listen.http_port", std::to_string(*options.port)));
+        QUEEN_TRY(schema.set("http.port", std::to_string(*options.port)));
     }
     if (options.log_level) {
         QUEEN_TRY(schema.set("logging.level", *options.log_level));

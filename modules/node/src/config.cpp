@@ -2,6 +2,16 @@
 #include "queen/node/config.hpp"
 
 namespace queen::node {
+namespace {
+Status prefixed(Status status, std::string_view section) {
+    if (status) {
+        return status;
+    }
+    Error error = std::move(status).error();
+    error.context = std::string(section) + ": " + error.context;
+    return error;
+}
+}  // namespace
 
 Status NodeOptions::validate() const {
     if (id == 0) {
@@ -13,16 +23,35 @@ Status NodeOptions::validate() const {
     return {};
 }
 
-Status ListenOptions::validate() const {
-    if (http_address.empty()) {
-        return Error{config::Errc::invalid_value, "listen.http_address must not be empty"};
+Status TenantOptions::validate() const {
+    if (proposals_max == 0 || batch_entries_max == 0 || batch_bytes_max == 0) {
+        return Error{config::Errc::out_of_range,
+                     "tenant.proposals_max, batch_entries_max and batch_bytes_max must be > 0"};
+    }
+    if (sweep_interval_ms == 0 || state_sync_interval_ms == 0) {
+        return Error{config::Errc::out_of_range,
+                     "tenant.sweep_interval_ms and state_sync_interval_ms must be > 0"};
     }
     return {};
 }
 
 Status NodeConfig::validate() const {
     QUEEN_TRY(node.validate());
-    QUEEN_TRY(listen.validate());
+    QUEEN_TRY(prefixed(http.validate(), "http"));
+    QUEEN_TRY(prefixed(log.validate(), "log"));
+    QUEEN_TRY(prefixed(store.validate(), "store"));
+    QUEEN_TRY(tenant.validate());
+    if (!encryption_key_hex.empty()) {
+        bool hex = encryption_key_hex.size() == 64;
+        for (char c : encryption_key_hex) {
+            hex =
+                hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
+        }
+        if (!hex) {
+            return Error{config::Errc::invalid_value,
+                         "security.encryption_key must be 64 hex digits (a 32-byte AES-256 key)"};
+        }
+    }
     return {};
 }
 
@@ -31,10 +60,89 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("node.id", &c.node.id, "Node id, unique in the cluster (> 0).", 1);
     schema.add_path("node.data_dir", &c.node.data_dir,
                     "Data directory: node.toml and tenants/<tenant>/{log,state}.");
-    schema.add_section("listen", "Client listeners.");
-    schema.add_string("listen.http_address", &c.listen.http_address,
-                      "Address of the HTTP API (0.0.0.0 to accept remote clients).");
-    schema.add_integer("listen.http_port", &c.listen.http_port, "Port of the HTTP API.", 0, 65535);
+
+    schema.add_section("http", "The HTTP API listener (Queen v1 API, health, metrics).");
+    auto& h = c.http;
+    schema.add_string("http.address", &h.bind_address,
+                      "Numeric IP to listen on (0.0.0.0 accepts remote clients).");
+    schema.add_integer("http.port", &h.port, "TCP port (0 = pick a free one).", 0, 65535);
+    schema.add_integer("http.io_threads", &h.io_threads, "Threads running the HTTP event loops.", 1,
+                       256);
+    schema.add_integer("http.header_size_bytes_max", &h.header_size_bytes_max,
+                       "Request line + headers; larger requests get 431.");
+    schema.add_integer("http.headers_count_max", &h.headers_count_max,
+                       "Headers per request; more get 431.");
+    schema.add_integer("http.body_size_bytes_max", &h.body_size_bytes_max,
+                       "Request body after de-chunking; larger bodies get 413.");
+    schema.add_integer("http.connections_max", &h.connections_max,
+                       "Open client connections; beyond it new ones get 503 and are closed.");
+    schema.add_integer("http.keep_alive_idle_timeout_ms", &h.keep_alive_idle_timeout_ms,
+                       "An idle keep-alive connection is closed after this.");
+    schema.add_integer("http.header_read_timeout_ms", &h.header_read_timeout_ms,
+                       "Time to receive a request's headers (408 and close after).");
+    schema.add_integer("http.body_read_timeout_ms", &h.body_read_timeout_ms,
+                       "Longest pause while receiving a body (408 and close after).");
+    schema.add_integer("http.close_linger_timeout_ms", &h.close_linger_timeout_ms,
+                       "Unread input is drained this long before closing a connection.");
+    schema.add_integer("http.pipelined_requests_max", &h.pipelined_requests_max,
+                       "Requests of one connection in flight; reading pauses beyond it.");
+    schema.add_integer("http.read_buffer_bytes", &h.read_buffer_bytes,
+                       "Bytes read per socket read.");
+    schema.add_integer("http.listen_backlog", &h.listen_backlog, "listen() backlog.");
+    schema.add_bool("http.cors_enabled", &h.cors.is_enabled,
+                    "Answer with CORS headers and preflights.");
+    schema.add_string("http.cors_allow_origin", &h.cors.allow_origin,
+                      "Access-Control-Allow-Origin.");
+    schema.add_string("http.cors_allow_methods", &h.cors.allow_methods,
+                      "Access-Control-Allow-Methods.");
+    schema.add_string("http.cors_allow_headers", &h.cors.allow_headers,
+                      "Access-Control-Allow-Headers.");
+    schema.add_integer("http.cors_max_age_seconds", &h.cors.max_age_seconds,
+                       "Access-Control-Max-Age on preflight answers.");
+
+    schema.add_section("log", "Each tenant's commit log (segment files with group commit).");
+    schema.add_integer("log.segment_size_bytes_max", &c.log.segment_size_bytes_max,
+                       "A segment file is rolled before it grows past this.");
+    schema.add_integer("log.record_size_bytes_max", &c.log.record_size_bytes_max,
+                       "Largest log entry (one command, e.g. a push batch).");
+    schema.add_integer("log.pending_bytes_max", &c.log.pending_bytes_max,
+                       "Bytes waiting for the log writer before appenders block.");
+    schema.add_integer("log.index_interval_bytes", &c.log.index_interval_bytes,
+                       "One in-memory index point per this many bytes of log.");
+    schema.add_integer("log.read_records_max", &c.log.read_records_max,
+                       "Records one log read returns at most.");
+
+    schema.add_section("store", "Each tenant's LMDB state.");
+    schema.add_integer("store.map_size_bytes", &c.store.map_size_bytes, "Initial LMDB map size.");
+    schema.add_integer("store.map_size_bytes_max", &c.store.map_size_bytes_max,
+                       "The map doubles when full, up to this.");
+    schema.add_integer("store.tables_max", &c.store.tables_max, "Named LMDB tables at most.");
+    schema.add_integer("store.readers_max", &c.store.readers_max,
+                       "Concurrent LMDB read transactions.");
+    schema.add_enum("store.sync_mode", &c.store.sync_mode,
+                    {{"durable", store::SyncMode::durable},
+                     {"no_meta_sync", store::SyncMode::no_meta_sync},
+                     {"no_sync", store::SyncMode::no_sync}},
+                    "How LMDB commits reach the disk; the log is the durability point either way.");
+
+    schema.add_section("tenant", "How a tenant batches, applies and maintains its state.");
+    auto& t = c.tenant;
+    schema.add_integer("tenant.proposals_max", &t.proposals_max,
+                       "Commands waiting for the log; beyond it requests get 503.", 1);
+    schema.add_integer("tenant.batch_entries_max", &t.batch_entries_max, "Commands per log append.",
+                       1);
+    schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max, "Bytes per log append.", 1);
+    schema.add_integer("tenant.sweep_interval_ms", &t.sweep_interval_ms,
+                       "Period of the retention / ttl / eviction sweep.", 1);
+    schema.add_integer("tenant.state_sync_interval_ms", &t.state_sync_interval_ms,
+                       "Period of the LMDB flush that lets the log be compacted.", 1);
+    schema.add_integer("tenant.log_retain_entries", &t.log_retain_entries,
+                       "Log entries kept below the last durably applied one.");
+
+    schema.add_section("security", "Payload encryption for queues with encryptionEnabled.");
+    schema.add_string("security.encryption_key", &c.encryption_key_hex,
+                      "AES-256 key as 64 hex digits; QUEEN_ENCRYPTION_KEY overrides it.");
+
     schema.add_section("logging", "Diagnostics on stderr.");
     schema.add_enum("logging.level", &c.logging.level,
                     {{"trace", Level::trace},

@@ -9,6 +9,9 @@
 #include "queen/config/schema.hpp"
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
+#include "queen/http/options.hpp"
+#include "queen/log/options.hpp"
+#include "queen/store/options.hpp"
 
 namespace queen::node {
 
@@ -20,10 +23,21 @@ struct NodeOptions {
     [[nodiscard]] Status validate() const;
 };
 
-/// Where clients connect.
-struct ListenOptions {
-    std::string http_address = "127.0.0.1";
-    std::uint16_t http_port = 6632;
+/// How one tenant batches, applies and maintains its state.
+struct TenantOptions {
+    /// Commands waiting for the log; beyond it submit() fails with Errc::busy (HTTP 503).
+    std::uint32_t proposals_max = 100'000;
+    /// Commands taken into one log append (one group commit may hold several appends).
+    std::uint32_t batch_entries_max = 4096;
+    /// Encoded bytes taken into one log append.
+    std::uint64_t batch_bytes_max = std::uint64_t{8} << 20;
+    /// How often the leader proposes a sweep (retention, ttl, eviction) entry.
+    std::uint32_t sweep_interval_ms = 5'000;
+    /// How often LMDB is flushed to disk (fsync) so the log below it can be compacted.
+    std::uint32_t state_sync_interval_ms = 1'000;
+    /// Log entries kept below the last durably applied index (for followers catching up).
+    std::uint64_t log_retain_entries = 100'000;
+    /// Validate ranges; errors name the tenant.* key.
     [[nodiscard]] Status validate() const;
 };
 
@@ -35,8 +49,14 @@ struct LoggingOptions {
 /// Everything `queen serve` reads. Defaults are the embedded single-node config.
 struct NodeConfig {
     NodeOptions node;
-    ListenOptions listen;
+    http::ServerOptions http;
+    log::Options log;
+    store::Options store;
+    TenantOptions tenant;
     LoggingOptions logging;
+    /// 64 hex digits (AES-256 key) for queues with encryptionEnabled; empty = no key (such
+    /// queues then refuse pushes). QUEEN_ENCRYPTION_KEY in the environment overrides it.
+    std::string encryption_key_hex;
 
     /// Checks every section; the error names the key path.
     [[nodiscard]] Status validate() const;

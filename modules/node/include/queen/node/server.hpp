@@ -1,6 +1,7 @@
 // queen/node/server.hpp — a running node: owns the data directory, its tenants and its listeners.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "queen/core/logger.hpp"
@@ -20,6 +21,9 @@ public:
     /// the log and store.
     [[nodiscard]] static Result<std::unique_ptr<Server>> start(const NodeConfig& config,
                                                                Logger& logger);
+
+    /// The bound HTTP port (useful when http.port is 0).
+    [[nodiscard]] std::uint16_t http_port() const noexcept;
 
     /// Stops the listeners, finishes what is in flight and closes every tenant. Idempotent.
     [[nodiscard]] Status stop();

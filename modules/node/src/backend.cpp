@@ -1,0 +1,112 @@
+// modules/node/src/backend.cpp — api::Backend over the node's tenants, plus process metrics.
+#include "backend.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "queen/http/server.hpp"
+
+namespace queen::node::detail {
+namespace {
+Error unknown_tenant(std::string_view tenant) {
+    return Error{Errc::not_found, "unknown tenant '" + std::string(tenant) + "'"};
+}
+}  // namespace
+
+void NodeBackend::submit(std::string_view tenant, engine::Command command, Completion done) {
+    auto it = tenants_.find(tenant);
+    if (it == tenants_.end()) {
+        done(unknown_tenant(tenant));
+        return;
+    }
+    it->second->submit(std::move(command), std::move(done));
+}
+
+Status NodeBackend::read(std::string_view tenant,
+                         const std::function<void(const engine::Engine&)>& read) {
+    auto it = tenants_.find(tenant);
+    if (it == tenants_.end()) {
+        return unknown_tenant(tenant);
+    }
+    return it->second->read(read);
+}
+
+std::unique_ptr<api::WaitToken> NodeBackend::wait_for_change(
+    std::string_view tenant, std::string_view queue, std::int64_t deadline_ms,
+    std::function<void(bool timed_out)> wake) {
+    return waiters_.add(std::string(tenant), std::string(queue), deadline_ms, std::move(wake));
+}
+
+api::NodeStatus NodeBackend::node_status() const {
+    api::NodeStatus status;
+    status.version = QUEEN_NODE_VERSION;
+    status.node_id = node_id_;
+    status.uptime_ms = now_ms() - started_ms_;
+    status.is_ready = true;
+    for (const auto& [name, tenant] : tenants_) {
+        status.tenants.push_back(tenant->health());
+        const auto& health = status.tenants.back();
+        if (!health.is_writable && status.is_ready) {
+            status.is_ready = false;
+            status.not_ready_reason = "tenant " + name + ": " + health.reason;
+        }
+        tenant->collect_metrics(status.metrics, status.histograms);
+    }
+    // Process figures from /proc (Linux).
+    std::ifstream statm("/proc/self/statm");
+    std::uint64_t pages_virtual = 0;
+    std::uint64_t pages_resident = 0;
+    if (statm >> pages_virtual >> pages_resident) {
+        const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+        status.virtual_memory_bytes = pages_virtual * page;
+        status.resident_memory_bytes = pages_resident * page;
+    }
+    rusage usage{};
+    if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+        status.cpu_user_us = static_cast<std::uint64_t>(usage.ru_utime.tv_sec) * 1'000'000 +
+                             static_cast<std::uint64_t>(usage.ru_utime.tv_usec);
+        status.cpu_system_us = static_cast<std::uint64_t>(usage.ru_stime.tv_sec) * 1'000'000 +
+                               static_cast<std::uint64_t>(usage.ru_stime.tv_usec);
+    }
+    using Kind = api::MetricSample::Kind;
+    status.metrics.push_back({"queen_longpoll_parked",
+                              "Long-poll pops waiting for messages",
+                              Kind::gauge,
+                              {},
+                              static_cast<double>(waiters_.parked())});
+    if (http_server_ != nullptr) {
+        const auto m = http_server_->metrics();
+        auto add = [&](const char* name, const char* help, Kind kind, std::uint64_t value,
+                       std::vector<std::pair<std::string, std::string>> labels = {}) {
+            status.metrics.push_back(
+                {name, help, kind, std::move(labels), static_cast<double>(value)});
+        };
+        add("queen_http_requests_total", "HTTP requests received", Kind::counter, m.requests_total);
+        add("queen_http_responses_total", "HTTP responses by status class", Kind::counter,
+            m.responses_2xx_total, {{"class", "2xx"}});
+        add("queen_http_responses_total", "HTTP responses by status class", Kind::counter,
+            m.responses_4xx_total, {{"class", "4xx"}});
+        add("queen_http_responses_total", "HTTP responses by status class", Kind::counter,
+            m.responses_5xx_total, {{"class", "5xx"}});
+        add("queen_http_connections_open", "Open HTTP connections", Kind::gauge,
+            m.connections_open);
+        add("queen_http_connections_accepted_total", "HTTP connections accepted", Kind::counter,
+            m.connections_accepted_total);
+        add("queen_http_connections_rejected_total",
+            "HTTP connections refused over connections_max", Kind::counter,
+            m.connections_rejected_total);
+        add("queen_http_bad_requests_total", "Malformed or over-limit HTTP requests", Kind::counter,
+            m.bad_requests_total);
+        add("queen_http_timeouts_total", "HTTP connections closed by a timeout", Kind::counter,
+            m.timeouts_total);
+        add("queen_http_requests_cancelled_total", "Requests whose client left before the answer",
+            Kind::counter, m.requests_cancelled_total);
+        add("queen_http_bytes_in_total", "Bytes received", Kind::counter, m.bytes_in_total);
+        add("queen_http_bytes_out_total", "Bytes sent", Kind::counter, m.bytes_out_total);
+    }
+    return status;
+}
+
+}  // namespace queen::node::detail

@@ -1,0 +1,51 @@
+// modules/node/src/backend.hpp — the node's implementation of api::Backend over its tenants.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "queen/api/backend.hpp"
+#include "queen/core/clock.hpp"
+#include "tenant.hpp"
+#include "waiters.hpp"
+
+namespace queen::http {
+class Server;
+}
+
+namespace queen::node::detail {
+
+/// Routes API calls to tenants. The tenant map is fixed after start, so lookups need no lock.
+class NodeBackend final : public api::Backend {
+public:
+    NodeBackend(std::uint64_t node_id, const Clock& clock, Waiters& waiters,
+                std::map<std::string, std::unique_ptr<Tenant>, std::less<>>& tenants)
+        : node_id_(node_id),
+          clock_(clock),
+          waiters_(waiters),
+          tenants_(tenants),
+          started_ms_(clock.monotonic_ns() / 1'000'000) {}
+
+    void set_http_server(const http::Server* server) { http_server_ = server; }
+
+    void submit(std::string_view tenant, engine::Command command, Completion done) override;
+    Status read(std::string_view tenant,
+                const std::function<void(const engine::Engine&)>& read) override;
+    std::unique_ptr<api::WaitToken> wait_for_change(
+        std::string_view tenant, std::string_view queue, std::int64_t deadline_ms,
+        std::function<void(bool timed_out)> wake) override;
+    std::int64_t now_ms() const override { return clock_.monotonic_ns() / 1'000'000; }
+    std::int64_t wall_ms() const override { return clock_.wall_ms(); }
+    api::NodeStatus node_status() const override;
+
+private:
+    std::uint64_t node_id_;
+    const Clock& clock_;
+    Waiters& waiters_;
+    std::map<std::string, std::unique_ptr<Tenant>, std::less<>>& tenants_;
+    std::int64_t started_ms_;
+    const http::Server* http_server_ = nullptr;
+};
+
+}  // namespace queen::node::detail

@@ -1,0 +1,515 @@
+// modules/node/src/tenant.cpp — the write path of one tenant: batch, log, commit, apply, answer.
+#include "tenant.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "entry.hpp"
+
+namespace queen::node::detail {
+namespace {
+
+/// Single node: an entry is committed once it is durable in the local log.
+class LocalReplicator final : public Replicator {
+public:
+    explicit LocalReplicator(log::Log& log) : log_(log) {}
+
+    Result<LogIndex> propose(const std::vector<Bytes>& payloads, Committed on_committed) override {
+        std::vector<log::RecordView> records;
+        records.reserve(payloads.size());
+        LogIndex index = log_.last_index();
+        for (const auto& payload : payloads) {
+            index = index.next();
+            records.push_back(log::RecordView{term_, index, record_type_command, payload});
+        }
+        QUEEN_TRY(auto ticket, log_.append(records, [done = std::move(on_committed)](
+                                                        const Status& status) { done(status); }));
+        return ticket.first_index;
+    }
+    Result<std::vector<log::Record>> read(LogIndex first, LogIndex end) override {
+        return log_.read(first, end);
+    }
+    LogIndex first_index() const override { return log_.first_index(); }
+    LogIndex committed_index() const override { return log_.durable_index(); }
+    Status compact(LogIndex first_kept) override { return log_.drop_prefix(first_kept); }
+
+private:
+    log::Log& log_;
+    Term term_{1};  // a single node never changes term
+};
+
+Error prefixed(const Error& error, const std::string& tenant) {
+    return Error{error.code, "tenant " + tenant + ": " + error.context};
+}
+
+}  // namespace
+
+Tenant::Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
+               Waiters& waiters)
+    : name_(std::move(name)), config_(config), logger_(logger), clock_(clock), waiters_(waiters) {}
+
+Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesystem::path& dir,
+                                             const NodeConfig& config, Logger& logger,
+                                             const Clock& clock, Waiters& waiters) {
+    std::unique_ptr<Tenant> tenant(new Tenant(std::move(name), config, logger, clock, waiters));
+    log::RecoveryReport report;
+    log::Environment environment;
+    environment.clock = &clock;
+    environment.logger = &logger;
+    QUEEN_TRY(tenant->log_, log::Log::open(dir / "log", config.log, environment, &report));
+    if (report.tail_truncated) {
+        QUEEN_LOG(logger, Level::warn, "tenant.log_tail_truncated",
+                  "tenant=" << tenant->name_ << " segment=" << report.truncated_segment.string()
+                            << " offset=" << report.truncated_at_offset
+                            << " bytes_cut=" << report.bytes_cut << " detail=\""
+                            << report.truncation_detail << "\"");
+    }
+    tenant->replicator_ = std::make_unique<LocalReplicator>(*tenant->log_);
+    engine::Options engine_options;
+    engine_options.store = config.store;
+    QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", engine_options));
+    tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
+    tenant->log_dir_ = dir / "log";
+    QUEEN_TRY(tenant->replay());
+    tenant->proposer_ = std::thread([t = tenant.get()] { t->run_proposer(); });
+    tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });
+    tenant->maintenance_ = std::thread([t = tenant.get()] { t->run_maintenance(); });
+    QUEEN_LOG(logger, Level::info, "tenant.opened",
+              "tenant=" << tenant->name_ << " applied_index=" << tenant->applied_index_.load()
+                        << " log_first=" << tenant->log_->first_index().value()
+                        << " log_last=" << tenant->log_->last_index().value());
+    return tenant;
+}
+
+Status Tenant::replay() {
+    const LogIndex applied = engine_->applied_index();
+    const LogIndex last = log_->last_index();
+    if (last < applied) {
+        return Error{Errc::corruption, "tenant " + name_ + ": the state has applied index " +
+                                           std::to_string(applied.value()) +
+                                           " but the log ends at " + std::to_string(last.value())};
+    }
+    if (applied.next() < log_->first_index() && last >= log_->first_index()) {
+        return Error{Errc::corruption, "tenant " + name_ + ": the log starts at " +
+                                           std::to_string(log_->first_index().value()) +
+                                           " but the state has only applied up to " +
+                                           std::to_string(applied.value())};
+    }
+    std::uint64_t replayed = 0;
+    LogIndex next = applied.next();
+    while (next <= last) {
+        QUEEN_TRY(auto records, log_->read(next, last.next()));
+        std::vector<engine::Entry> entries;
+        entries.reserve(records.size());
+        for (const auto& record : records) {
+            QUEEN_TRY(auto view, decode_entry(record.payload));
+            last_timestamp_ms_ = std::max(last_timestamp_ms_, view.timestamp.value());
+            entries.push_back(engine::Entry{record.index, view.timestamp, view.command});
+        }
+        QUEEN_TRY(auto outcome, engine_->apply(entries));
+        (void)outcome;
+        replayed += records.size();
+        next = records.back().index.next();
+    }
+    applied_index_.store(engine_->applied_index().value());
+    if (replayed > 0) {
+        QUEEN_LOG(logger_, Level::info, "tenant.replayed",
+                  "tenant=" << name_ << " entries=" << replayed);
+    }
+    return {};
+}
+
+Tenant::~Tenant() {
+    (void)stop();
+}
+
+void Tenant::submit(engine::Command command, api::Backend::Completion done) {
+    Bytes encoded = engine::encode_command(command);
+    std::unique_lock lock(mutex_);
+    if (poison_) {
+        Error error = *poison_;
+        lock.unlock();
+        done(Error{Errc::poisoned, error.message()});
+        return;
+    }
+    if (stopping_) {
+        lock.unlock();
+        done(Error{Errc::cancelled, "tenant " + name_ + " is shutting down"});
+        return;
+    }
+    if (proposals_.size() >= config_.tenant.proposals_max) {
+        lock.unlock();
+        proposals_rejected_total_.fetch_add(1, std::memory_order_relaxed);
+        done(Error{Errc::busy, "tenant " + name_ + " has " +
+                                   std::to_string(config_.tenant.proposals_max) +
+                                   " commands waiting for the log; retry later"});
+        return;
+    }
+    proposals_.push_back(Proposal{std::move(encoded), std::move(done)});
+    lock.unlock();
+    proposals_ready_.notify_one();
+}
+
+Status Tenant::read(const std::function<void(const engine::Engine&)>& read) const {
+    {
+        std::lock_guard lock(mutex_);
+        if (poison_) {
+            return Error{Errc::poisoned, poison_->message()};
+        }
+    }
+    read(*engine_);
+    return {};
+}
+
+void Tenant::run_proposer() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+        proposals_ready_.wait(lock, [&] { return stopping_ || !proposals_.empty() || poison_; });
+        if (poison_ || (stopping_ && proposals_.empty())) {
+            break;
+        }
+        auto batch = std::make_shared<Batch>();
+        std::uint64_t bytes = 0;
+        // Stamp the batch with the leader's time, never going backwards (DESIGN section 3).
+        last_timestamp_ms_ = std::max(last_timestamp_ms_, clock_.wall_ms());
+        const TimestampMs timestamp{last_timestamp_ms_};
+        while (!proposals_.empty() && batch->payloads.size() < config_.tenant.batch_entries_max &&
+               (batch->payloads.empty() ||
+                bytes + proposals_.front().command.size() <= config_.tenant.batch_bytes_max)) {
+            Proposal proposal = std::move(proposals_.front());
+            proposals_.pop_front();
+            Bytes payload;
+            payload.reserve(entry_header_size + proposal.command.size());
+            encode_entry(payload, timestamp, proposal.command);
+            bytes += payload.size();
+            batch->payloads.push_back(std::move(payload));
+            batch->dones.push_back(std::move(proposal.done));
+        }
+        // Queue the batch before proposing it, so the applier sees batches in log order.
+        batches_.push_back(batch);
+        lock.unlock();
+        auto first = replicator_->propose(batch->payloads, [this, batch](const Status& status) {
+            {
+                std::lock_guard inner(mutex_);
+                batch->status = status;
+                batch->is_committed = true;
+            }
+            batches_ready_.notify_one();
+        });
+        lock.lock();
+        if (!first) {
+            batch->status = first.error();
+            batch->is_committed = true;
+            batches_ready_.notify_one();
+            lock.unlock();
+            poison(first.error());
+            lock.lock();
+            break;
+        }
+        batch->first = *first;
+    }
+    proposer_done_ = true;
+    batches_ready_.notify_all();
+}
+
+void Tenant::run_applier() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+        batches_ready_.wait(lock, [&] {
+            return (!batches_.empty() && batches_.front()->is_committed) ||
+                   (proposer_done_ && batches_.empty());
+        });
+        if (batches_.empty()) {
+            break;  // the proposer stopped and everything it proposed is answered
+        }
+        // Take every committed batch at the front: one LMDB txn applies them all.
+        std::vector<std::shared_ptr<Batch>> ready;
+        while (!batches_.empty() && batches_.front()->is_committed) {
+            ready.push_back(std::move(batches_.front()));
+            batches_.pop_front();
+        }
+        const bool poisoned = poison_.has_value();
+        lock.unlock();
+
+        std::optional<Error> failure;
+        if (poisoned) {
+            failure = Error{Errc::poisoned, "tenant " + name_ + " is poisoned"};
+        }
+        std::vector<engine::Entry> entries;
+        for (const auto& batch : ready) {
+            if (!batch->status && !failure) {
+                failure = prefixed(batch->status.error(), name_);
+            }
+            if (failure) {
+                continue;
+            }
+            LogIndex index = batch->first;
+            for (const auto& payload : batch->payloads) {
+                auto view = decode_entry(payload);
+                QUEEN_ASSERT(view.has_value(), "the tenant encoded this envelope itself");
+                entries.push_back(engine::Entry{index, view->timestamp, view->command});
+                index = index.next();
+            }
+        }
+        engine::ApplyOutcome outcome;
+        if (!failure && !entries.empty()) {
+            auto applied = engine_->apply(entries);
+            if (applied) {
+                outcome = std::move(*applied);
+                QUEEN_ASSERT(outcome.results.size() == entries.size(),
+                             "one result per applied entry");
+                applied_index_.store(entries.back().index.value(), std::memory_order_release);
+                entries_applied_total_.fetch_add(entries.size(), std::memory_order_relaxed);
+                apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
+            } else {
+                failure = prefixed(applied.error(), name_);
+            }
+        }
+        if (failure) {
+            poison(*failure);
+            const Error answer{Errc::poisoned, failure->message()};
+            for (const auto& batch : ready) {
+                for (auto& done : batch->dones) {
+                    if (done) {
+                        done(answer);
+                    }
+                }
+            }
+            lock.lock();
+            continue;
+        }
+        std::size_t at = 0;
+        for (const auto& batch : ready) {
+            for (auto& done : batch->dones) {
+                if (done) {
+                    auto decoded = engine::decode_result(outcome.results[at]);
+                    QUEEN_ASSERT(decoded.has_value(), "the engine decodes its own results");
+                    done(std::move(*decoded));
+                }
+                ++at;
+            }
+        }
+        std::string last_queue;
+        for (const auto& wakeup : outcome.wakeups) {
+            if (wakeup.queue != last_queue) {  // sorted: one wake per queue
+                waiters_.wake(name_, wakeup.queue);
+                last_queue = wakeup.queue;
+            }
+        }
+        const auto due = outcome.next_due;
+        lock.lock();
+        if (due && (!next_due_wall_ms_ || due->value() < *next_due_wall_ms_)) {
+            next_due_wall_ms_ = due->value();
+            maintenance_wakeup_.notify_one();
+        }
+    }
+}
+
+void Tenant::run_maintenance() {
+    const std::int64_t sweep_interval = config_.tenant.sweep_interval_ms;
+    const std::int64_t sync_interval = config_.tenant.state_sync_interval_ms;
+    std::int64_t next_sweep = clock_.monotonic_ns() / 1'000'000 + sweep_interval;
+    std::int64_t next_sync = clock_.monotonic_ns() / 1'000'000 + sync_interval;
+    std::unique_lock lock(mutex_);
+    while (!stopping_ && !poison_) {
+        const std::int64_t now = clock_.monotonic_ns() / 1'000'000;
+        std::int64_t wait_ms = std::min(next_sweep, next_sync) - now;
+        if (next_due_wall_ms_) {
+            wait_ms = std::min(wait_ms, *next_due_wall_ms_ - clock_.wall_ms() + 1);
+        }
+        if (wait_ms > 0) {
+            maintenance_wakeup_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+            continue;
+        }
+        if (next_due_wall_ms_ && *next_due_wall_ms_ <= clock_.wall_ms()) {
+            // A lease expired or a delayed message became visible: parked pops retry.
+            next_due_wall_ms_.reset();
+            lock.unlock();
+            waiters_.wake_tenant(name_);
+            lock.lock();
+            continue;
+        }
+        if (now >= next_sweep) {
+            next_sweep = now + sweep_interval;
+            lock.unlock();
+            engine::Command sweep;
+            sweep.body = queues::Sweep{};
+            submit(std::move(sweep), {});
+            lock.lock();
+            continue;
+        }
+        if (now >= next_sync) {
+            next_sync = now + sync_interval;
+            lock.unlock();
+            // Everything applied before the sync is durable in LMDB after it: the log below it
+            // may go (keeping log_retain_entries for lagging readers).
+            const std::uint64_t durable = engine_->applied_index().value();
+            if (auto synced = engine_->env().sync(true); !synced) {
+                poison(prefixed(synced.error(), name_));
+            } else if (durable > config_.tenant.log_retain_entries) {
+                const LogIndex first_kept{durable - config_.tenant.log_retain_entries + 1};
+                if (first_kept > replicator_->first_index()) {
+                    if (auto compacted = replicator_->compact(first_kept); !compacted) {
+                        poison(prefixed(compacted.error(), name_));
+                    }
+                }
+            }
+            lock.lock();
+        }
+    }
+}
+
+void Tenant::poison(const Error& error) {
+    std::deque<Proposal> dropped;
+    {
+        std::lock_guard lock(mutex_);
+        if (poison_) {
+            return;
+        }
+        poison_ = error;
+        dropped.swap(proposals_);
+    }
+    QUEEN_LOG(logger_, Level::error, "tenant.poisoned",
+              "tenant=" << name_ << " error=\"" << error.message() << "\"");
+    proposals_ready_.notify_all();
+    batches_ready_.notify_all();
+    maintenance_wakeup_.notify_all();
+    for (auto& proposal : dropped) {
+        if (proposal.done) {
+            proposal.done(Error{Errc::poisoned, error.message()});
+        }
+    }
+}
+
+Status Tenant::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_ && !proposer_.joinable()) {
+            return {};
+        }
+        stopping_ = true;
+    }
+    proposals_ready_.notify_all();
+    maintenance_wakeup_.notify_all();
+    if (proposer_.joinable()) {
+        proposer_.join();
+    }
+    if (applier_.joinable()) {
+        applier_.join();
+    }
+    if (maintenance_.joinable()) {
+        maintenance_.join();
+    }
+    Status result;
+    if (engine_) {
+        if (auto synced = engine_->env().sync(true); !synced) {
+            result = synced;
+        }
+    }
+    if (log_) {
+        if (auto closed = log_->close(); !closed && result) {
+            result = closed;
+        }
+    }
+    std::lock_guard lock(mutex_);
+    if (poison_ && result) {
+        result = Error{Errc::poisoned, poison_->message()};
+    }
+    return result;
+}
+
+api::TenantHealth Tenant::health() const {
+    api::TenantHealth health;
+    health.name = name_;
+    {
+        std::lock_guard lock(mutex_);
+        health.is_poisoned = poison_.has_value();
+        health.is_writable = !poison_ && !stopping_;
+        if (poison_) {
+            health.reason = poison_->message();
+        } else if (stopping_) {
+            health.reason = "shutting down";
+        }
+    }
+    health.applied_index = applied_index_.load(std::memory_order_acquire);
+    health.committed_index = replicator_->committed_index().value();
+    std::error_code ec;
+    for (const auto& file : std::filesystem::directory_iterator(log_dir_, ec)) {
+        std::error_code size_ec;
+        const auto size = file.file_size(size_ec);
+        health.log_bytes += size_ec ? 0 : size;
+    }
+    if (auto stats = engine_->env().stats()) {
+        health.state_bytes = stats->file_size_bytes;
+    }
+    return health;
+}
+
+void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
+                             std::vector<api::HistogramSample>& histograms) const {
+    const std::vector<std::pair<std::string, std::string>> labels{{"tenant", name_}};
+    auto add = [&](std::string metric, std::string help, api::MetricSample::Kind kind,
+                   double value) {
+        samples.push_back(
+            api::MetricSample{std::move(metric), std::move(help), kind, labels, value});
+    };
+    const auto health = this->health();
+    add("queen_tenant_applied_index", "Last log index applied to the state",
+        api::MetricSample::Kind::gauge, static_cast<double>(health.applied_index));
+    add("queen_tenant_committed_index", "Last log index committed", api::MetricSample::Kind::gauge,
+        static_cast<double>(health.committed_index));
+    add("queen_log_bytes", "Bytes of log segments on disk", api::MetricSample::Kind::gauge,
+        static_cast<double>(health.log_bytes));
+    add("queen_log_segments", "Log segment files", api::MetricSample::Kind::gauge,
+        static_cast<double>(log_->segment_count()));
+    add("queen_state_bytes", "Bytes of the LMDB data file", api::MetricSample::Kind::gauge,
+        static_cast<double>(health.state_bytes));
+    add("queen_tenant_poisoned", "1 when the tenant stopped after a disk error",
+        api::MetricSample::Kind::gauge, health.is_poisoned ? 1 : 0);
+    add("queen_entries_applied_total", "Log entries applied", api::MetricSample::Kind::counter,
+        static_cast<double>(entries_applied_total_.load(std::memory_order_relaxed)));
+    add("queen_apply_batches_total", "LMDB write transactions that applied entries",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(apply_batches_total_.load(std::memory_order_relaxed)));
+    add("queen_proposals_rejected_total", "Commands refused because the proposal queue was full",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));
+    {
+        std::lock_guard lock(mutex_);
+        add("queen_proposals_waiting", "Commands waiting for the log",
+            api::MetricSample::Kind::gauge, static_cast<double>(proposals_.size()));
+    }
+    const log::SyncStats stats = log_->sync_stats();
+    add("queen_log_syncs_total", "fdatasync calls of the log", api::MetricSample::Kind::counter,
+        static_cast<double>(stats.sync_count));
+    add("queen_log_records_synced_total", "Log records made durable",
+        api::MetricSample::Kind::counter, static_cast<double>(stats.records_synced));
+    add("queen_log_bytes_synced_total", "Log bytes made durable", api::MetricSample::Kind::counter,
+        static_cast<double>(stats.bytes_synced));
+    api::HistogramSample fsync;
+    fsync.name = "queen_log_fsync_latency_seconds";
+    fsync.help = "Latency of the log's fdatasync calls";
+    fsync.labels = labels;
+    // Fold the log's fine buckets into fixed Prometheus bounds.
+    const double bounds_s[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                               0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
+    std::uint64_t count = 0;
+    for (double bound : bounds_s) {
+        std::uint64_t cumulative = 0;
+        for (std::size_t b = 0; b < log::SyncStats::bucket_count; ++b) {
+            if (static_cast<double>(log::SyncStats::bucket_upper_ns(b)) <= bound * 1e9) {
+                cumulative += stats.latency_buckets[b];
+            }
+        }
+        fsync.upper_bounds.push_back(bound);
+        fsync.cumulative_counts.push_back(cumulative);
+    }
+    for (auto n : stats.latency_buckets) {
+        count += n;
+    }
+    fsync.count = count;
+    fsync.sum = static_cast<double>(stats.latency_ns_total) / 1e9;
+    histograms.push_back(std::move(fsync));
+}
+
+}  // namespace queen::node::detail

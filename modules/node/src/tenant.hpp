@@ -1,0 +1,135 @@
+// modules/node/src/tenant.hpp — one tenant on this node: its log, its engine, and the threads of
+// the write path (batch -> log append -> durable -> apply -> answer).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "queen/api/backend.hpp"
+#include "queen/core/clock.hpp"
+#include "queen/core/logger.hpp"
+#include "queen/engine/command.hpp"
+#include "queen/engine/engine.hpp"
+#include "queen/log/log.hpp"
+#include "queen/node/config.hpp"
+#include "waiters.hpp"
+
+namespace queen::node::detail {
+
+/// Turns batches of entry payloads into committed log entries. Single node: committed = durable
+/// in the local log. The Raft replicator replaces it without touching apply.
+class Replicator {
+public:
+    virtual ~Replicator() = default;
+    using Committed = std::function<void(const Status& status)>;
+    /// Appends `payloads` as consecutive entries (type record_type_command) and returns the first
+    /// index; `on_committed` runs once, on any thread, when all of them are committed (ok) or
+    /// can never be (an error). Must not be called concurrently.
+    /// Errors: the log's (Errc::poisoned, Errc::invalid_argument), Errc::not_leader.
+    [[nodiscard]] virtual Result<LogIndex> propose(const std::vector<Bytes>& payloads,
+                                                   Committed on_committed) = 0;
+    /// Reads committed entries in [first, end) (for replay at start).
+    [[nodiscard]] virtual Result<std::vector<log::Record>> read(LogIndex first, LogIndex end) = 0;
+    [[nodiscard]] virtual LogIndex first_index() const = 0;
+    [[nodiscard]] virtual LogIndex committed_index() const = 0;
+    /// Lets the log drop entries below `first_kept` (they are applied and durable in the state).
+    [[nodiscard]] virtual Status compact(LogIndex first_kept) = 0;
+};
+
+/// A tenant: owns its Log and Engine. Thread-safety: every public member from any thread.
+class Tenant {
+public:
+    /// Opens <dir>/log and <dir>/state, replays the log from the engine's applied_index + 1 and
+    /// starts the threads. Errors: log and engine open errors; Errc::corruption when the log no
+    /// longer holds applied_index + 1 or ends before applied_index.
+    [[nodiscard]] static Result<std::unique_ptr<Tenant>> open(std::string name,
+                                                              const std::filesystem::path& dir,
+                                                              const NodeConfig& config,
+                                                              Logger& logger, const Clock& clock,
+                                                              Waiters& waiters);
+    ~Tenant();
+    Tenant(const Tenant&) = delete;
+    Tenant& operator=(const Tenant&) = delete;
+
+    /// Queues `command` for the log; `done` runs on the applier thread after apply (or with an
+    /// error: Errc::busy when proposals_max are waiting, Errc::poisoned, Errc::cancelled).
+    void submit(engine::Command command, api::Backend::Completion done);
+
+    /// Errors: Errc::poisoned.
+    [[nodiscard]] Status read(const std::function<void(const engine::Engine&)>& read) const;
+
+    [[nodiscard]] api::TenantHealth health() const;
+    /// Appends this tenant's metric samples.
+    void collect_metrics(std::vector<api::MetricSample>& samples,
+                         std::vector<api::HistogramSample>& histograms) const;
+
+    /// Stops taking commands, finishes what is in flight, syncs the state and closes. Idempotent.
+    [[nodiscard]] Status stop();
+
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+private:
+    struct Proposal {
+        Bytes command;
+        api::Backend::Completion done;  // empty for internal proposals (sweeps)
+    };
+    struct Batch {
+        LogIndex first;
+        std::vector<Bytes> payloads;  // envelopes, as written to the log
+        std::vector<api::Backend::Completion> dones;
+        Status status;  // set when the log reported
+        bool is_committed = false;
+    };
+
+    Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
+           Waiters& waiters);
+    [[nodiscard]] Status replay();
+    void run_proposer();
+    void run_applier();
+    void run_maintenance();
+    void poison(const Error& error);
+    void fail_all(const Error& error);
+
+    std::string name_;
+    NodeConfig config_;
+    Logger& logger_;
+    const Clock& clock_;
+    Waiters& waiters_;
+    std::unique_ptr<log::Log> log_;
+    std::unique_ptr<Replicator> replicator_;
+    std::unique_ptr<engine::Engine> engine_;
+    std::filesystem::path log_dir_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable proposals_ready_;
+    std::condition_variable batches_ready_;
+    std::condition_variable maintenance_wakeup_;
+    std::deque<Proposal> proposals_;
+    std::deque<std::shared_ptr<Batch>> batches_;  // in log order, awaiting commit then apply
+    std::optional<Error> poison_;
+    bool stopping_ = false;
+    bool proposer_done_ = false;
+    std::int64_t last_timestamp_ms_ = 0;
+    std::optional<std::int64_t> next_due_wall_ms_;
+
+    std::atomic<std::uint64_t> applied_index_{0};
+    std::atomic<std::uint64_t> entries_applied_total_{0};
+    std::atomic<std::uint64_t> proposals_rejected_total_{0};
+    std::atomic<std::uint64_t> apply_batches_total_{0};
+
+    std::thread proposer_;
+    std::thread applier_;
+    std::thread maintenance_;
+};
+
+}  // namespace queen::node::detail

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# tools/gen_conf.sh [QUEEN_BIN] — regenerate conf/queen.toml from the binary's embedded defaults.
+# Lines starting with "#!" are this file's header; the rest must equal `queen serve --print-config`
+# (tests/integration/test_serve.py checks it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+queen=${1:-build/release/cli/queen}
+{
+  echo "#! conf/queen.toml — Queen settings with their defaults. Every key is optional."
+  echo "#! Use: queen serve --config conf/queen.toml; flags (--data-dir, --port, --log-level, --set k=v) win."
+  echo "#! Regenerate after changing a default: tools/gen_conf.sh"
+  "$queen" serve --print-config
+} > conf/queen.toml
