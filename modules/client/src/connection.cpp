@@ -403,17 +403,24 @@ queen::Result<HttpResponse> Connection::exchange(const HttpRequest& request,
     http_parser_init(&parser, HTTP_RESPONSE);
     parser.data = &state;
     const auto& settings = parser_settings();
+    // The answer cannot be there yet right after sending: wait first instead of a recv() that
+    // would only say EAGAIN (one syscall less per request).
+    bool is_wait_needed = true;
     while (!state.is_complete) {
+        if (is_wait_needed) {
+            const int ready = wait_fd(POLLIN, deadline_ns);
+            if (ready == 0) {
+                return fail(Errc::timeout, "no complete response before the deadline");
+            }
+            is_wait_needed = false;
+        }
         const ssize_t received = ::recv(fd_, read_buffer_.data(), read_buffer_.size(), 0);
         if (received < 0) {
             if (errno == EINTR) {
                 continue;
             }
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                const int ready = wait_fd(POLLIN, deadline_ns);
-                if (ready == 0) {
-                    return fail(Errc::timeout, "no complete response before the deadline");
-                }
+                is_wait_needed = true;
                 continue;
             }
             if (is_aborted_) {
