@@ -79,6 +79,14 @@ struct Shared {
     std::atomic<bool> is_stopped{false};
 };
 
+void append_header_text(std::string& out, std::string_view text) {
+    for (const char c : text) {
+        if (c != '\r' && c != '\n') {
+            out.push_back(c);
+        }
+    }
+}
+
 std::string serialize(const Response& response, bool is_head, std::uint16_t version_minor,
                       bool is_close_after, const CorsOptions& cors) {
     QUEEN_ASSERT(response.status >= 100 && response.status <= 599, "bad HTTP status ",
@@ -112,9 +120,10 @@ std::string serialize(const Response& response, bool is_head, std::uint16_t vers
         out += "\r\n";
     }
     for (const Header& header : response.headers) {
-        out += header.name;
+        // A CR or LF from a handler (say, an echoed client value) must not split the header.
+        append_header_text(out, header.name);
         out += ": ";
-        out += header.value;
+        append_header_text(out, header.value);
         out += "\r\n";
     }
     if (is_close_after) {

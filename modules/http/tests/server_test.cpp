@@ -102,6 +102,11 @@ struct Fixture {
         router.get("/throw",
                    [](Request&, Responder) -> void { throw std::runtime_error("handler bug"); });
         router.get("/drop", [](Request&, Responder) {});
+        router.get("/inject", [](Request& request, Responder responder) {
+            Response response = Response::json(200, "{}");
+            response.headers.push_back({"X-Echo", std::string(*request.query_value("v"))});
+            responder.complete(std::move(response));
+        });
         router.post("/wake/:id", [this](Request& request, Responder responder) {
             // Completes another connection's parked request from this I/O thread.
             Parked waiting = parked.pop();
@@ -191,6 +196,15 @@ TEST_CASE("http: bad percent-encoding answers 400 JSON and keeps the connection"
     ClientResponse bad_query = client.request("GET", "/echo/a/b?x=%4");
     CHECK(bad_query.status == 400);
     CHECK(client.request("GET", "/hello").status == 200);
+}
+
+TEST_CASE("http: CR and LF cannot split a response header", "[http][server]") {
+    Fixture fixture;
+    TestClient client(fixture.server->port());
+    ClientResponse response = client.request("GET", "/inject?v=a%0D%0AInjected:%20b");
+    CHECK(response.status == 200);
+    CHECK(response.header("X-Echo") == "aInjected: b");
+    CHECK_FALSE(response.header("Injected").has_value());
 }
 
 TEST_CASE("http: keep-alive serves many requests on one connection", "[http][server]") {
