@@ -41,6 +41,47 @@ Context::Context(Backend& backend_ref, const ApiOptions& api_options, Logger& lo
     }
 }
 
+std::string QueueFlagCache::key(std::string_view tenant, std::string_view queue) {
+    std::string out;
+    out.reserve(tenant.size() + 1 + queue.size());
+    out.append(tenant);
+    out.push_back('\0');
+    out.append(queue);
+    return out;
+}
+
+std::optional<bool> QueueFlagCache::get(std::string_view tenant, std::string_view queue,
+                                        std::int64_t now_ms, std::int64_t ttl_ms) const {
+    if (ttl_ms <= 0) {
+        return std::nullopt;
+    }
+    std::lock_guard lock(mutex_);
+    const auto found = entries_.find(key(tenant, queue));
+    if (found == entries_.end() || now_ms - found->second.stored_ms >= ttl_ms ||
+        now_ms < found->second.stored_ms) {
+        return std::nullopt;
+    }
+    return found->second.is_encrypted;
+}
+
+void QueueFlagCache::put(std::string_view tenant, std::string_view queue, bool is_encrypted,
+                         std::int64_t now_ms) {
+    std::lock_guard lock(mutex_);
+    if (entries_.size() >= entries_max) {
+        entries_.clear();
+    }
+    entries_[key(tenant, queue)] = Entry{is_encrypted, now_ms};
+}
+
+void QueueFlagCache::invalidate(std::string_view tenant, std::string_view queue) {
+    std::lock_guard lock(mutex_);
+    entries_.erase(key(tenant, queue));
+}
+
+void invalidate_queue_cache(Context& context, std::string_view tenant, std::string_view queue) {
+    context.queue_flags.invalidate(tenant, queue);
+}
+
 bool is_tenant_name(std::string_view name) noexcept {
     if (name.empty() || name.size() > 64) {
         return false;
@@ -142,23 +183,36 @@ Result<nlohmann::json> request_json(const Context& context, const http::Request&
 
 Status encrypt_payloads(Context& context, std::string_view tenant,
                         const std::vector<queues::PushItem*>& items) {
-    // One lookup per distinct queue. std::map keeps this deterministic and small.
+    // One lookup per distinct queue not in the cache. std::map keeps this deterministic.
     std::map<std::string, bool, std::less<>> encrypted;
+    std::vector<std::string> unknown;
+    const std::int64_t now_ms = context.backend.now_ms();
     for (const queues::PushItem* item : items) {
-        encrypted.emplace(item->queue, false);
+        if (encrypted.find(item->queue) != encrypted.end()) {
+            continue;
+        }
+        const auto cached = context.queue_flags.get(tenant, item->queue, now_ms,
+                                                    context.options.queue_flags_cache_ms);
+        encrypted.emplace(item->queue, cached.value_or(false));
+        if (!cached.has_value()) {
+            unknown.push_back(item->queue);
+        }
     }
-    if (encrypted.empty()) {
-        return {};
+    if (!unknown.empty()) {
+        const TimestampMs now{context.backend.wall_ms()};
+        QUEEN_TRY(query(context, tenant,
+                        [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
+                            for (const std::string& name : unknown) {
+                                QUEEN_TRY(auto detail, queues::get_queue(tables, txn, name, now));
+                                encrypted[name] =
+                                    detail.has_value() && detail->queue.options.encryption_enabled;
+                            }
+                            return {};
+                        }));
+        for (const std::string& name : unknown) {
+            context.queue_flags.put(tenant, name, encrypted[name], now_ms);
+        }
     }
-    const TimestampMs now{context.backend.wall_ms()};
-    QUEEN_TRY(
-        query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
-            for (auto& [name, is_encrypted] : encrypted) {
-                QUEEN_TRY(auto detail, queues::get_queue(tables, txn, name, now));
-                is_encrypted = detail.has_value() && detail->queue.options.encryption_enabled;
-            }
-            return {};
-        }));
     for (queues::PushItem* item : items) {
         if (!encrypted.find(item->queue)->second) {
             continue;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,28 @@ struct Metrics {
     RateMeter request_rate;
 };
 
+/// Remembers which queues have encryptionEnabled, so a push does not read the queue record
+/// every time. Entries live options.queue_flags_cache_ms; at most `entries_max`, then the
+/// cache starts over. Thread-safe.
+class QueueFlagCache {
+public:
+    [[nodiscard]] std::optional<bool> get(std::string_view tenant, std::string_view queue,
+                                          std::int64_t now_ms, std::int64_t ttl_ms) const;
+    void put(std::string_view tenant, std::string_view queue, bool is_encrypted,
+             std::int64_t now_ms);
+    void invalidate(std::string_view tenant, std::string_view queue);
+
+private:
+    static constexpr std::size_t entries_max = 100'000;
+    struct Entry {
+        bool is_encrypted = false;
+        std::int64_t stored_ms = 0;
+    };
+    static std::string key(std::string_view tenant, std::string_view queue);
+    mutable std::mutex mutex_;
+    std::map<std::string, Entry, std::less<>> entries_;
+};
+
 /// Everything the handlers share; one per register_routes() call, kept alive by the handlers.
 struct Context {
     Context(Backend& backend_ref, const ApiOptions& api_options, Logger& logger_ref,
@@ -79,6 +102,7 @@ struct Context {
     RandomSource& random;
     std::optional<PayloadCipher> cipher;
     Metrics metrics;
+    QueueFlagCache queue_flags;
 
     [[nodiscard]] const PayloadCipher* cipher_or_null() const noexcept {
         return cipher.has_value() ? &*cipher : nullptr;
@@ -137,6 +161,9 @@ void submit_and_reply(const ContextPtr& context, const std::string& tenant, Body
 /// when no key is configured (500), backend and store errors of the lookup.
 [[nodiscard]] Status encrypt_payloads(Context& context, std::string_view tenant,
                                       const std::vector<queues::PushItem*>& items);
+
+/// Forgets the cached flags of `queue` (after a configure or delete through this API).
+void invalidate_queue_cache(Context& context, std::string_view tenant, std::string_view queue);
 
 /// Renders a result error (ErrorResult) as a response.
 [[nodiscard]] http::Response error_result_response(Context& context,

@@ -76,9 +76,13 @@ void handle_configure(Context& context, const ContextPtr& shared, Request& reque
         QUEEN_LOG(context.logger, Level::warn, "api.encryption_without_key",
                   "tenant=" << tenant << " queue=" << command->queue);
     }
+    invalidate_queue_cache(context, tenant, command->queue);
     submit_and_reply<queues::ConfigureResult>(
         shared, tenant, std::move(*command), std::move(responder),
-        [](queues::ConfigureResult& result) {
+        [&context, tenant](queues::ConfigureResult& result) {
+            // Again after apply: a push between the first drop and the apply may have cached
+            // the old flag.
+            invalidate_queue_cache(context, tenant, result.queue);
             return Response::json(200, format_configure(result));
         });
 }

@@ -100,6 +100,10 @@ Status ApiOptions::validate() const {
                        "must be in [1, 400] (LMDB keys hold at most 511 bytes), got " +
                            std::to_string(name_bytes_max));
     }
+    if (queue_flags_cache_ms < 0 || queue_flags_cache_ms > 60'000) {
+        return invalid("queue_flags_cache_ms",
+                       "must be in [0, 60000], got " + std::to_string(queue_flags_cache_ms));
+    }
     if (!encryption_key_hex.empty()) {
         const auto cipher = detail::PayloadCipher::from_hex(encryption_key_hex);
         if (!cipher) {

@@ -40,6 +40,9 @@ struct ApiOptions {
     std::int64_t lease_extend_seconds_max = 86'400;  ///< beyond: 400
     std::uint32_t listing_limit_max = 10'000;        ///< `limit` of paged listings; beyond: 400
     std::size_t name_bytes_max = 256;  ///< queue, partition, group and transaction id names
+    /// A queue's encryptionEnabled flag is looked up once and reused this long by pushes
+    /// (configure and delete through this API drop it at once; 0 = look up on every push).
+    std::int64_t queue_flags_cache_ms = 1000;
     /// AES-256-GCM key for queues with encryptionEnabled, as 64 hex digits; empty = no key
     /// (pushes to such queues then fail with 500). The caller reads it from the config file or
     /// from QUEEN_ENCRYPTION_KEY; this module reads no environment.
