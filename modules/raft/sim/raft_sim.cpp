@@ -99,6 +99,11 @@ int main(int argc, char** argv) {
     std::uint64_t committed = 0;
     std::uint64_t acked = 0;
     std::uint64_t reads = 0;
+    std::uint64_t leaders = 0;
+    std::uint64_t crashes = 0;
+    std::uint64_t snapshots = 0;
+    std::uint64_t conf_changes = 0;
+    std::uint64_t transfers = 0;
     const std::uint64_t first = args.seed.value_or(args.seeds_from);
     const std::uint64_t count = args.seed ? 1 : args.seeds_max;
     std::cout << "raft_sim: mutation=" << mutation_name() << " seeds from " << first
@@ -119,11 +124,20 @@ int main(int argc, char** argv) {
         committed += result.committed;
         acked += result.acked_writes;
         reads += result.reads;
+        leaders += result.leaders;
+        crashes += result.crashes;
+        snapshots += result.snapshots_installed;
+        conf_changes += result.conf_changes;
+        transfers += result.transfers;
         if (args.seed) {
             std::cout << "seed=" << config.seed << " nodes=" << config.nodes
                       << " events=" << result.events << " committed=" << result.committed
                       << " acked=" << result.acked_writes << " reads=" << result.reads
-                      << " trace_hash=" << std::hex << result.trace_hash << std::dec << "\n";
+                      << " leaders=" << result.leaders << " crashes=" << result.crashes
+                      << " snapshots=" << result.snapshots_installed
+                      << " conf_changes=" << result.conf_changes
+                      << " transfers=" << result.transfers << " trace_hash=" << std::hex
+                      << result.trace_hash << std::dec << "\n";
         }
         if (!result.is_ok) {
             std::cout << "FAIL seed=" << config.seed << " nodes=" << config.nodes << ": "
@@ -140,9 +154,11 @@ int main(int argc, char** argv) {
     }
     const std::uint64_t ms = std::max<std::uint64_t>(elapsed_ms(), 1);
     std::cout << "raft_sim: seeds=" << seeds << " events=" << events << " committed=" << committed
-              << " acked_writes=" << acked << " reads=" << reads << " elapsed_ms=" << ms
-              << " events_per_s=" << events * 1000 / ms << " seeds_per_min=" << seeds * 60000 / ms
-              << std::endl;
+              << " acked_writes=" << acked << " reads=" << reads << " leaders=" << leaders
+              << " crashes=" << crashes << " snapshots=" << snapshots
+              << " conf_changes=" << conf_changes << " timeout_now=" << transfers
+              << " elapsed_ms=" << ms << " events_per_s=" << events * 1000 / ms
+              << " seeds_per_min=" << seeds * 60000 / ms << std::endl;
     if (args.expect_failure) {
         std::cout << "raft_sim: mutation " << mutation_name() << " NOT caught within budget"
                   << std::endl;

@@ -108,8 +108,7 @@ struct DiskImage {
     std::vector<Entry> entries;  // after snapshot.meta.index, contiguous
 };
 
-// One write that reached the page cache. Meta writes (hard state) and log writes (snapshot,
-// entries, compaction) go to two different files and are torn independently.
+// One write that reached the page cache (hard state, snapshot, entries or a compaction).
 struct PendingWrite {
     enum class Kind { hard_state, snapshot, entries, compact } kind = Kind::hard_state;
     HardState hard_state;
@@ -161,25 +160,18 @@ struct Disk {
         }
         pending.clear();
     }
-    // Power loss: each file keeps a random prefix of its unsynced writes; the last kept log
-    // write may be torn (a prefix of its records survives, as CRC recovery would leave it).
+    // Power loss: the log is one ordered file (DESIGN: one WAL per node), so a random prefix of
+    // the unsynced writes survives; the first lost write may be torn (a prefix of its records
+    // survives, as CRC recovery leaves it). The hard state is never durable ahead of the entries
+    // written before it: that is the ordering contract of Ready (docs/raft.md).
     void power_loss(Rng& rng) {
-        std::vector<const PendingWrite*> meta;
-        std::vector<const PendingWrite*> log;
-        for (const PendingWrite& w : pending) {
-            (w.kind == PendingWrite::Kind::hard_state ? meta : log).push_back(&w);
+        const std::size_t kept = rng.below(pending.size() + 1);
+        for (std::size_t i = 0; i < kept; ++i) {
+            apply_write(durable, pending[i]);
         }
-        const std::size_t meta_kept = rng.below(meta.size() + 1);
-        for (std::size_t i = 0; i < meta_kept; ++i) {
-            apply_write(durable, *meta[i]);
-        }
-        const std::size_t log_kept = rng.below(log.size() + 1);
-        for (std::size_t i = 0; i < log_kept; ++i) {
-            apply_write(durable, *log[i]);
-        }
-        if (log_kept < log.size() && log[log_kept]->kind == PendingWrite::Kind::entries &&
+        if (kept < pending.size() && pending[kept].kind == PendingWrite::Kind::entries &&
             rng.chance(0.5)) {
-            PendingWrite torn = *log[log_kept];
+            PendingWrite torn = pending[kept];
             torn.entries.resize(rng.below(torn.entries.size() + 1));
             apply_write(durable, torn);
         }
@@ -291,6 +283,11 @@ public:
         result.committed = ledger_.size();
         result.acked_writes = acked_writes_;
         result.reads = reads_done_;
+        result.leaders = leaders_.size();
+        result.crashes = crashes_;
+        result.snapshots_installed = snapshots_installed_;
+        result.conf_changes = conf_changes_;
+        result.transfers = transfers_;
         return result;
     }
 
@@ -402,6 +399,11 @@ private:
         const NodeStatus s = n.raw->status();
         n.last_role = s.role;
         n.checked_commit = s.hard_state.commit;
+        trace([&](std::ostream& o) {
+            o << "start " << n.id << " term=" << s.hard_state.term << " vote=" << s.hard_state.vote
+              << " commit=" << s.hard_state.commit << " snapshot=" << s.snapshot.index
+              << " last=" << s.last_index << " applied=" << n.sm.applied;
+        });
         check_vote_durable_on_restart(n, s.hard_state);
         schedule(Event{
             now_ + rng_.below(n.tick_interval), 0, EventKind::tick, n.id, n.incarnation, 0, {}});
@@ -480,6 +482,7 @@ private:
                       << " term=" << m.term << " index=" << m.index << " commit=" << m.commit
                       << " entries=" << m.entries.size() << (m.reject ? " reject" : "");
                 });
+                transfers_ += m.type == MessageType::timeout_now ? 1 : 0;
                 n.raw->step(m);
                 break;
             }
@@ -548,6 +551,7 @@ private:
                 fail("snapshot data/meta mismatch on node " + std::to_string(n.id.value()));
             }
             check_ledger_prefix(n, restored.applied, restored.hash, "snapshot restore");
+            snapshots_installed_ += 1;
             n.sm = restored;
         }
         for (const Entry& e : rd.committed_entries) {
@@ -650,7 +654,10 @@ private:
         }
         run_crash_plan();
     }
-    void ledger_append(const Entry& e) {
+    // `commit_term`: the term of the node that first reported the entry committed (its leader
+    // committed it in that term or earlier).
+    void ledger_append(const Entry& e, Term commit_term = Term{0}) {
+        ledger_commit_term_.push_back(commit_term);
         const std::uint64_t h = entry_hash(e);
         ledger_.push_back(h);
         ledger_prefix_.push_back(mix(ledger_prefix_.empty() ? 0 : ledger_prefix_.back(), h));
@@ -674,7 +681,8 @@ private:
                          " on node " + std::to_string(n.id.value()) + " differs from the ledger");
                 }
             } else if (i.value() == ledger_.size() + 1) {
-                ledger_append(entries->front());
+                ledger_append(entries->front(), s.hard_state.term);
+                conf_changes_ += entries->front().type == EntryType::conf_change ? 1 : 0;
             } else {
                 fail("ledger gap: node " + std::to_string(n.id.value()) + " committed " +
                      std::to_string(i.value()) + " beyond ledger " +
@@ -699,15 +707,23 @@ private:
                  " differs from the ledger");
         }
     }
+    // A leader of term T holds every entry committed in a term before T. (A late leader of an
+    // old term, elected by delayed votes, need not hold what later terms committed.)
     void check_leader_completeness(SimNode& n, const NodeStatus& s) {
-        if (s.last_index.value() < ledger_.size()) {
+        std::uint64_t required = 0;
+        for (std::uint64_t i = ledger_.size(); i > 0; --i) {
+            if (ledger_commit_term_[i - 1] < s.hard_state.term) {
+                required = i;
+                break;
+            }
+        }
+        if (s.last_index.value() < required) {
             fail("leader completeness: node " + std::to_string(n.id.value()) + " leads term " +
                  std::to_string(s.hard_state.term.value()) + " with last index " +
-                 std::to_string(s.last_index.value()) + " < committed " +
-                 std::to_string(ledger_.size()));
+                 std::to_string(s.last_index.value()) + " < committed " + std::to_string(required));
         }
-        for (std::uint64_t i = std::max<std::uint64_t>(s.first_index.value(), 1);
-             i <= ledger_.size(); ++i) {
+        for (std::uint64_t i = std::max<std::uint64_t>(s.first_index.value(), 1); i <= required;
+             ++i) {
             auto entries = n.raw->entries(LogIndex{i}, LogIndex{i + 1});
             if (!entries.has_value() || entry_hash(entries->front()) != ledger_[i - 1]) {
                 fail("leader completeness: new leader " + std::to_string(n.id.value()) +
@@ -890,6 +906,7 @@ private:
             o << "crash " << n.id << (power_loss ? " power-loss" : " kill");
         });
         note(EventKind::restart, n.id, power_loss ? 1 : 2, 0, 0);
+        crashes_ += 1;
         if (power_loss) {
             n.disk.power_loss(*n.rng);
         } else {
@@ -1229,6 +1246,7 @@ private:
     std::map<Term, NodeId> leaders_;
     std::vector<std::uint64_t> ledger_;
     std::vector<std::uint64_t> ledger_prefix_;
+    std::vector<Term> ledger_commit_term_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::uint64_t, std::uint64_t>>
         log_matching_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, NodeId> votes_;
@@ -1238,6 +1256,10 @@ private:
     std::uint64_t acked_index_max_ = 0;
     std::uint64_t read_ids_ = 0;
     std::uint64_t reads_done_ = 0;
+    std::uint64_t crashes_ = 0;
+    std::uint64_t snapshots_installed_ = 0;
+    std::uint64_t conf_changes_ = 0;
+    std::uint64_t transfers_ = 0;
 };
 
 }  // namespace

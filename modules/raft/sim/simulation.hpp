@@ -25,6 +25,12 @@ struct SimResult {
     std::uint64_t committed = 0;   ///< ledger length at the end
     std::uint64_t acked_writes = 0;
     std::uint64_t reads = 0;
+    // Coverage: how much of the fault space this seed reached.
+    std::uint64_t leaders = 0;  ///< distinct (term, leader) pairs
+    std::uint64_t crashes = 0;
+    std::uint64_t snapshots_installed = 0;  ///< InstallSnapshot completions on followers
+    std::uint64_t conf_changes = 0;         ///< membership changes committed (ledger)
+    std::uint64_t transfers = 0;            ///< timeout_now messages delivered
 };
 
 /// Runs one seed to completion. Deterministic: the same config gives the same result.
