@@ -540,6 +540,12 @@ TEST_CASE("store: fdatasync failure during commit or sync poisons the env (libfi
         WARN("fiu-run is not installed (apt-get install fiu-utils): skipped");
         return;
     }
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    // The child would run with libfiu's LD_PRELOAD ahead of the sanitizer runtime, which
+    // crashes at start; the plain builds (make test) run this test.
+    WARN("libfiu's LD_PRELOAD does not mix with sanitizer runtimes: skipped in this build");
+    return;
+#endif
     for (const char* mode : {"durable", "no_sync"}) {
         INFO("sync mode " << mode);
         queen::testing::TempDir dir;
