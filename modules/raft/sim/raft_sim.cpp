@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -15,7 +16,7 @@ namespace {
 struct Args {
     std::uint64_t budget_ms = 10000;
     std::optional<std::uint64_t> seed;
-    std::uint64_t seeds_from = 1;
+    std::optional<std::uint64_t> seeds_from;  // unset: a random range (soak runs)
     std::uint64_t seeds_max = UINT64_MAX;
     std::uint32_t nodes = 0;  // 0: alternate 3 and 5 by seed
     bool trace = false;
@@ -60,8 +61,7 @@ int main(int argc, char** argv) {
             args.seed = value();
         } else if (arg == "--seeds-from") {
             if (i + 1 < argc && std::string(argv[i + 1]) == "random") {
-                // A fresh range above 2^32, disjoint from the fixed ranges CI starts at 1.
-                args.seeds_from = (queen::random_seed() >> 20) | (1ULL << 32);
+                args.seeds_from.reset();
                 i += 1;
             } else {
                 args.seeds_from = value();
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
 
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
+    const std::clock_t cpu_started = std::clock();
     auto elapsed_ms = [&] {
         return static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
@@ -104,7 +105,9 @@ int main(int argc, char** argv) {
     std::uint64_t snapshots = 0;
     std::uint64_t conf_changes = 0;
     std::uint64_t transfers = 0;
-    const std::uint64_t first = args.seed.value_or(args.seeds_from);
+    // A random range starts above 2^32, disjoint from the fixed ranges CI starts at 1.
+    const std::uint64_t first =
+        args.seed.value_or(args.seeds_from.value_or((queen::random_seed() >> 20) | (1ULL << 32)));
     const std::uint64_t count = args.seed ? 1 : args.seeds_max;
     std::cout << "raft_sim: mutation=" << mutation_name() << " seeds from " << first
               << " budget_ms=" << args.budget_ms << std::endl;
@@ -158,7 +161,14 @@ int main(int argc, char** argv) {
               << " crashes=" << crashes << " snapshots=" << snapshots
               << " conf_changes=" << conf_changes << " timeout_now=" << transfers
               << " elapsed_ms=" << ms << " events_per_s=" << events * 1000 / ms
-              << " seeds_per_min=" << seeds * 60000 / ms << std::endl;
+              << " seeds_per_min=" << seeds * 60000 / ms;
+    // CPU time too: on a shared machine wall time undercounts what one core can do.
+    const auto cpu_ms = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(1000.0 * static_cast<double>(std::clock() - cpu_started) /
+                                   static_cast<double>(CLOCKS_PER_SEC)),
+        1);
+    std::cout << " cpu_ms=" << cpu_ms << " events_per_cpu_s=" << events * 1000 / cpu_ms
+              << " seeds_per_cpu_min=" << seeds * 60000 / cpu_ms << std::endl;
     if (args.expect_failure) {
         std::cout << "raft_sim: mutation " << mutation_name() << " NOT caught within budget"
                   << std::endl;

@@ -1252,6 +1252,7 @@ struct RawNode::Impl {
             restore_pending.reset();
             rd.must_sync = true;
         }
+        rd.entries.reserve(last_index().value() - persist_handed.value());
         for (LogIndex i = persist_handed.next(); i <= last_index(); i = i.next()) {
             rd.entries.push_back(entry_at(i));
         }
