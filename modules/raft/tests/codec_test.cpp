@@ -139,3 +139,15 @@ TEST_CASE("raft: random bytes never crash the decoders", "[raft][codec]") {
         (void)decode_snapshot_meta(input);
     }
 }
+
+TEST_CASE("raft: the heartbeat example of docs/raft.md is byte-exact", "[raft][codec]") {
+    Message m;
+    m.type = MessageType::heartbeat;
+    m.from = NodeId{1};
+    m.to = NodeId{2};
+    m.term = Term{7};
+    m.commit = LogIndex{40};
+    Bytes wire;
+    encode_message(m, wire);
+    CHECK(to_hex(wire) == "010700010207000028000000");
+}
