@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "records.hpp"
 
@@ -532,6 +533,106 @@ Result<std::vector<TraceEvent>> list_traces(const Tables& tables, const store::T
                               out.push_back(std::move(e));
                               return true;
                           }));
+    return out;
+}
+
+Result<std::vector<TraceHit>> list_traces_by_name(const Tables& tables, const store::Txn& txn,
+                                                  std::string_view name, std::uint64_t limit,
+                                                  std::uint64_t offset, std::uint64_t& total) {
+    struct Found {
+        std::uint64_t id;
+        std::uint64_t pid;
+        std::uint64_t seq;
+        detail::TraceRecord record;
+    };
+    std::vector<Found> found;
+    QUEEN_TRY(
+        scan_prefix(txn, tables.traces, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+            QUEEN_TRY(auto record, detail::decode_trace(value));
+            if (std::find(record.names.begin(), record.names.end(), name) != record.names.end()) {
+                store::KeyReader reader(key);
+                const std::uint64_t pid = reader.u64be();
+                const std::uint64_t seq = reader.u64be();
+                found.push_back({reader.u64be(), pid, seq, std::move(record)});
+            }
+            return true;
+        }));
+    total = found.size();
+    std::sort(found.begin(), found.end(),
+              [](const Found& a, const Found& b) { return a.id > b.id; });
+    std::vector<TraceHit> out;
+    for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(offset, found.size()));
+         i < found.size() && out.size() < limit; ++i) {
+        Found& f = found[i];
+        TraceHit hit;
+        hit.event.id = f.id;
+        QUEEN_TRY(hit.event.group, group_name(tables, txn, f.record.group.value()));
+        hit.event.event_type = std::move(f.record.event_type);
+        hit.event.names = std::move(f.record.names);
+        hit.event.data = std::move(f.record.data);
+        hit.event.created_at = f.record.created_at;
+        hit.message = MessageId{PartitionId{f.pid}, Sequence{f.seq}};
+        QUEEN_TRY(auto message,
+                  detail::get_record(txn, tables.messages,
+                                     detail::message_key(PartitionId{f.pid}, f.seq).span(),
+                                     detail::decode_message));
+        if (message) {
+            hit.transaction_id = message->transaction_id;
+            hit.payload = std::move(message->payload);
+            hit.is_encrypted = message->is_encrypted;
+        }
+        QUEEN_TRY(auto p, detail::get_record(txn, tables.partitions,
+                                             detail::partition_key(PartitionId{f.pid}).span(),
+                                             detail::decode_partition));
+        if (p) {
+            hit.partition = p->name;
+            QUEEN_TRY(auto q,
+                      detail::get_record(txn, tables.queues, detail::queue_key(p->queue).span(),
+                                         detail::decode_queue));
+            hit.queue = q ? q->name : std::string();
+        }
+        out.push_back(std::move(hit));
+    }
+    return out;
+}
+
+Result<std::vector<TraceNameInfo>> list_trace_names(const Tables& tables, const store::Txn& txn,
+                                                    std::uint64_t limit, std::uint64_t offset,
+                                                    std::uint64_t& total) {
+    struct Acc {
+        TraceNameInfo info;
+        std::set<std::pair<std::uint64_t, std::uint64_t>> messages;
+    };
+    std::map<std::string, Acc> names;
+    QUEEN_TRY(
+        scan_prefix(txn, tables.traces, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+            QUEEN_TRY(auto record, detail::decode_trace(value));
+            store::KeyReader reader(key);
+            const std::uint64_t pid = reader.u64be();
+            const std::uint64_t seq = reader.u64be();
+            for (const auto& trace_name : record.names) {
+                Acc& acc = names[trace_name];
+                acc.info.name = trace_name;
+                acc.info.trace_count++;
+                acc.messages.emplace(pid, seq);
+                acc.info.last_seen = std::max(acc.info.last_seen, record.created_at);
+            }
+            return true;
+        }));
+    std::vector<TraceNameInfo> all;
+    for (auto& [trace_name, acc] : names) {
+        acc.info.message_count = acc.messages.size();
+        all.push_back(std::move(acc.info));
+    }
+    std::stable_sort(all.begin(), all.end(), [](const TraceNameInfo& a, const TraceNameInfo& b) {
+        return a.last_seen > b.last_seen;
+    });
+    total = all.size();
+    std::vector<TraceNameInfo> out;
+    for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(offset, all.size()));
+         i < all.size() && out.size() < limit; ++i) {
+        out.push_back(std::move(all[i]));
+    }
     return out;
 }
 

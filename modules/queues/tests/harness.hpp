@@ -29,6 +29,8 @@ struct Harness {
     void open() {
         store::Options options;
         options.sync_mode = store::SyncMode::no_sync;  // semantics tests; a reopen keeps pages
+        // The harness does not rerun txns on map growth (Engine does): start with a big map.
+        options.map_size_bytes = std::uint64_t{4} << 30;
         env.emplace(store::Env::open(dir.path(), options).value());
         state.emplace(QueueState::open(*env, Options{}).value());
     }

@@ -536,3 +536,104 @@ TEST_CASE("queues: state and index are identical after a reopen", "[queues][rest
 
 }  // namespace
 }  // namespace queen::queues
+
+namespace queen::queues {
+namespace {
+
+TEST_CASE("queues: traces attach to messages and are listed by message and by name",
+          "[queues][traces]") {
+    testing::Harness h;
+    auto pushed = h.push("q", "Default", "t1", "payload");
+    const PartitionId pid = pushed.items[0].message_id.partition;
+    AddTrace trace;
+    trace.partition = pid;
+    trace.transaction_id = "t1";
+    trace.names = {"order-flow", "billing"};
+    trace.data = testing::text(R"({"step":1})");
+    REQUIRE(h.run(trace).found);
+    trace.names = {"order-flow"};
+    REQUIRE(h.run(trace).found);
+    trace.transaction_id = "missing";
+    REQUIRE_FALSE(h.run(trace).found);
+    auto events = h.read(
+        [&](const Tables& t, const store::Txn& txn) { return list_traces(t, txn, pid, "t1"); });
+    REQUIRE(events.size() == 2);
+    REQUIRE(events[0].names.size() == 2);
+    std::uint64_t total = 0;
+    auto hits = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_traces_by_name(t, txn, "order-flow", 1, 0, total);
+    });
+    REQUIRE(total == 2);
+    REQUIRE(hits.size() == 1);
+    REQUIRE(hits[0].queue == "q");
+    REQUIRE(testing::text(hits[0].payload) == "payload");
+    auto names = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_trace_names(t, txn, 10, 0, total);
+    });
+    REQUIRE(total == 2);
+    REQUIRE(names.size() == 2);
+    // DELETE /messages removes the message and its traces.
+    REQUIRE(h.run(DeleteMessage{pid, "t1"}).found);
+    REQUIRE(h.read([&](const Tables& t, const store::Txn& txn) {
+                 return list_traces(t, txn, pid, "t1");
+             }).empty());
+    REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
+}
+
+TEST_CASE("queues: resource queries report counts, DLQ pages and group lag", "[queues][queries]") {
+    testing::Harness h;
+    QueueOptions options;
+    options.retry_limit = 0;
+    h.configure("q", options);
+    for (int i = 0; i < 5; ++i) {
+        h.push("q", "p" + std::to_string(i % 2), "t" + std::to_string(i), std::to_string(i));
+    }
+    for (int i = 0; i < 3; ++i) {
+        auto popped = h.pop("q", 1);
+        REQUIRE(h.ack(popped.messages[0], popped.lease, AckStatus::failed,
+                      std::string(queue_mode_group), "e" + std::to_string(i))
+                    .dlq);
+    }
+    auto detail = h.read([&](const Tables& t, const store::Txn& txn) {
+        return get_queue(t, txn, "q", TimestampMs{h.now_ms});
+    });
+    REQUIRE(detail.has_value());
+    REQUIRE(detail->queue.messages == 5);
+    REQUIRE(detail->queue.pending == 2);
+    REQUIRE(detail->queue.dead_letter == 3);
+    REQUIRE(detail->partitions.size() == 3);  // Default, p0, p1
+    auto page1 = h.read(
+        [](const Tables& t, const store::Txn& txn) { return list_dlq(t, txn, "q", "", 2, 0); });
+    auto page2 = h.read(
+        [](const Tables& t, const store::Txn& txn) { return list_dlq(t, txn, "q", "", 2, 2); });
+    REQUIRE(page1.size() == 2);
+    REQUIRE(page2.size() == 1);
+    REQUIRE(page1[0].error == "e2");  // newest failure first
+    REQUIRE(page2[0].error == "e0");
+    REQUIRE(h.read([](const Tables& t, const store::Txn& txn) {
+                 return list_dlq(t, txn, "q", "other-group", 10, 0);
+             }).empty());
+    auto cursors = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_group_cursors(t, txn, "", TimestampMs{h.now_ms});
+    });
+    std::uint64_t lag = 0;
+    for (const auto& c : cursors) {
+        lag += c.offset_lag;
+    }
+    REQUIRE(lag == 2);
+    auto message = h.read([&](const Tables& t, const store::Txn& txn) {
+        return get_message(t, txn, page2[0].id.partition, "t0", TimestampMs{h.now_ms});
+    });
+    REQUIRE(message.has_value());
+    REQUIRE(message->is_dead_letter);
+    auto listed = h.read([](const Tables& t, const store::Txn& txn) {
+        return list_messages(t, txn, "q", "", 3, 1);
+    });
+    REQUIRE(listed.size() == 3);
+    auto state =
+        h.read([](const Tables& t, const store::Txn& txn) { return get_maintenance(t, txn); });
+    REQUIRE_FALSE(state.push_enabled);
+}
+
+}  // namespace
+}  // namespace queen::queues

@@ -133,6 +133,24 @@ struct TraceEvent {
     TimestampMs created_at{0};
 };
 
+/// A trace event with the message it belongs to (traces by name).
+struct TraceHit {
+    TraceEvent event;
+    MessageId message;
+    std::string transaction_id;
+    std::string queue;
+    std::string partition;
+    Bytes payload;
+    bool is_encrypted = false;
+};
+
+struct TraceNameInfo {
+    std::string name;
+    std::uint64_t trace_count = 0;
+    std::uint64_t message_count = 0;
+    TimestampMs last_seen{0};
+};
+
 struct MaintenanceState {
     bool push_enabled = false;
     bool pop_enabled = false;
@@ -179,6 +197,18 @@ struct MaintenanceState {
                                                           const store::Txn& txn,
                                                           PartitionId partition,
                                                           std::string_view transaction_id);
+/// Trace events carrying `name`, newest first, paged; `total` gets the number of matches.
+/// Errors: as above.
+[[nodiscard]] Result<std::vector<TraceHit>> list_traces_by_name(
+    const Tables& tables, const store::Txn& txn, std::string_view name, std::uint64_t limit,
+    std::uint64_t offset, std::uint64_t& total);
+/// Every trace name with counts, most recently seen first, paged; `total` gets the number of
+/// names. Errors: as above.
+[[nodiscard]] Result<std::vector<TraceNameInfo>> list_trace_names(const Tables& tables,
+                                                                  const store::Txn& txn,
+                                                                  std::uint64_t limit,
+                                                                  std::uint64_t offset,
+                                                                  std::uint64_t& total);
 /// Maintenance flags and the number of buffered pushes. Errors: as above.
 [[nodiscard]] Result<MaintenanceState> get_maintenance(const Tables& tables, const store::Txn& txn);
 
