@@ -1,5 +1,6 @@
 // modules/http/src/request.cpp — Request lookups, method names, and Response helpers.
 #include <array>
+#include <charconv>
 
 #include "queen/http/request.hpp"
 #include "queen/http/response.hpp"
@@ -57,6 +58,28 @@ std::optional<std::string_view> Request::query_value(std::string_view name) cons
         }
     }
     return std::nullopt;
+}
+
+bool Request::query_bool(std::string_view name, bool fallback) const noexcept {
+    const auto value = query_value(name);
+    if (!value) {
+        return fallback;
+    }
+    return *value == "true" || *value == "1";
+}
+
+std::int64_t Request::query_int(std::string_view name, std::int64_t fallback) const noexcept {
+    const auto value = query_value(name);
+    if (!value || value->empty()) {
+        return fallback;
+    }
+    std::int64_t parsed = 0;
+    const char* end = value->data() + value->size();
+    const auto [where, error] = std::from_chars(value->data(), end, parsed);
+    if (error != std::errc{} || where != end) {
+        return fallback;
+    }
+    return parsed;
 }
 
 std::optional<std::string_view> Request::param(std::string_view name) const noexcept {

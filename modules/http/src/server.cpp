@@ -266,12 +266,16 @@ private:
         while (!is_closing_ && !is_closed_ && input_offset_ < input_.size() &&
                slots_.size() < shared_.options.pipelined_requests_max) {
             const std::string_view view = std::string_view(input_).substr(input_offset_);
-            input_offset_ += parser_.feed(view);
+            const std::size_t used = parser_.feed(view);
+            input_offset_ += used;
             const auto state = parser_.state();
             if (state == detail::RequestParser::State::request_ready) {
                 dispatch(parser_.take_request());
             } else if (state == detail::RequestParser::State::failed) {
                 fail_connection(parser_.failure().status, parser_.failure().message);
+            } else if (used == 0) {
+                // The parser took nothing and asked for nothing: never spin on it.
+                fail_connection(400, "Malformed request");
             }
         }
         if (input_offset_ >= input_.size()) {
