@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "json_scan.hpp"
 #include "json_util.hpp"
 
 namespace queen::client {
@@ -12,10 +13,17 @@ namespace queen::client {
 using detail::append_json_string;
 using detail::append_json_string_or_null;
 using detail::boolean_of;
+using detail::for_each_element;
+using detail::for_each_member;
 using detail::integer_of;
+using detail::is_valid_json;
 using detail::Json;
 using detail::optional_boolean_of;
 using detail::parse_json;
+using detail::raw_to_bool;
+using detail::raw_to_integer;
+using detail::raw_to_text;
+using detail::scan_json;
 using detail::text_of;
 using detail::text_of_either;
 
@@ -118,18 +126,6 @@ MessageCounts counts_of(const Json& counts) {
     return c;
 }
 
-AckResult ack_result_of(const Json& item) {
-    AckResult result;
-    result.transaction_id = text_of(item, "transactionId");
-    result.is_success = boolean_of(item, "success");
-    result.error = text_of(item, "error");
-    result.queue_name = text_of(item, "queueName");
-    result.partition_name = text_of(item, "partitionName");
-    result.is_lease_released = optional_boolean_of(item, "leaseReleased");
-    result.is_dlq = boolean_of(item, "dlq");
-    return result;
-}
-
 // A 2xx object that reports failure ({"success": false, "error": ...}) is rejected.
 queen::Status check_not_rejected(const HttpRequest& request, const Json& body) {
     if (body.is_object() && body.contains("success") && !boolean_of(body, "success")) {
@@ -138,6 +134,57 @@ queen::Status check_not_rejected(const HttpRequest& request, const Json& body) {
                             describe(request) + ": " + (why.empty() ? "success=false" : why)};
     }
     return {};
+}
+
+// The raw-scanner twin of check_not_rejected() for the hot paths.
+queen::Status check_raw_not_rejected(const HttpRequest& request, std::string_view object) {
+    bool has_success = false;
+    bool is_success = true;
+    std::string why;
+    for_each_member(object, [&](std::string_view key, std::string_view raw) {
+        if (key == "success") {
+            has_success = true;
+            is_success = raw_to_bool(raw);
+        } else if (key == "error") {
+            why = raw_to_text(raw);
+        }
+        return true;
+    });
+    if (has_success && !is_success) {
+        return queen::Error{Errc::rejected,
+                            describe(request) + ": " + (why.empty() ? "success=false" : why)};
+    }
+    return {};
+}
+
+queen::Result<std::string_view> scan_body(const HttpRequest& request, std::string_view body) {
+    std::string_view value;
+    if (!scan_json(body, value)) {
+        return shape_error(request, "invalid JSON in the answer");
+    }
+    return value;
+}
+
+bool parse_ack_result(std::string_view raw, AckResult& result) {
+    return for_each_member(raw, [&](std::string_view key, std::string_view value) {
+        if (key == "transactionId") {
+            result.transaction_id = raw_to_text(value);
+        } else if (key == "success") {
+            result.is_success = raw_to_bool(value);
+        } else if (key == "error") {
+            result.error = raw_to_text(value);
+        } else if (key == "queueName") {
+            result.queue_name = raw_to_text(value);
+        } else if (key == "partitionName") {
+            result.partition_name = raw_to_text(value);
+        } else if (key == "leaseReleased") {
+            result.is_lease_released =
+                detail::raw_is_null(value) ? std::nullopt : std::optional<bool>{raw_to_bool(value)};
+        } else if (key == "dlq") {
+            result.is_dlq = raw_to_bool(value);
+        }
+        return true;
+    });
 }
 
 }  // namespace
@@ -316,7 +363,7 @@ queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> it
     body += R"({"items":[)";
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PushItem& item = items[i];
-        if (options_.is_payload_validated && !Json::accept(item.payload_json)) {
+        if (options_.is_payload_validated && !is_valid_json(item.payload_json)) {
             return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
                                                             " has a payload that is not JSON"};
         }
@@ -339,35 +386,77 @@ queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> it
     body += "]}";
     HttpRequest http{"POST", "/api/v1/push", body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_array()) {
-        QUEEN_TRY(check_not_rejected(http, answer));
+    QUEEN_TRY(auto answer, scan_body(http, response.body));
+    if (answer.front() != '[') {
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
         return shape_error(http, "expected an array of push results");
-    }
-    if (answer.size() != items.size()) {
-        return shape_error(http, std::to_string(answer.size()) + " results for " +
-                                     std::to_string(items.size()) + " items");
     }
     std::vector<PushResult> results;
     results.reserve(items.size());
-    for (const Json& entry : answer) {
-        if (!entry.is_object() || !entry.contains("status") || !entry["status"].is_string()) {
-            return shape_error(http, "a push result without a status");
-        }
+    std::string why_bad;
+    const bool is_parsed = for_each_element(answer, [&](std::string_view entry) {
         PushResult result;
+        std::string status;
+        bool has_status = false;
+        // snake_case keys are the contract; camelCase spellings are accepted when alone.
+        bool has_snake_message = false;
+        bool has_snake_transaction = false;
+        bool has_snake_partition = false;
+        bool has_snake_trace = false;
+        bool has_queue_name = false;
+        const bool is_object =
+            for_each_member(entry, [&](std::string_view key, std::string_view raw) {
+                if (key == "status") {
+                    has_status = !raw.empty() && raw.front() == '"';
+                    status = raw_to_text(raw);
+                } else if (key == "message_id") {
+                    has_snake_message = true;
+                    result.message_id = raw_to_text(raw);
+                } else if (key == "messageId" && !has_snake_message) {
+                    result.message_id = raw_to_text(raw);
+                } else if (key == "transaction_id") {
+                    has_snake_transaction = true;
+                    result.transaction_id = raw_to_text(raw);
+                } else if (key == "transactionId" && !has_snake_transaction) {
+                    result.transaction_id = raw_to_text(raw);
+                } else if (key == "partition_id") {
+                    has_snake_partition = true;
+                    result.partition_id = raw_to_text(raw);
+                } else if (key == "partitionId" && !has_snake_partition) {
+                    result.partition_id = raw_to_text(raw);
+                } else if (key == "trace_id") {
+                    has_snake_trace = true;
+                    result.trace_id = raw_to_text(raw);
+                } else if (key == "traceId" && !has_snake_trace) {
+                    result.trace_id = raw_to_text(raw);
+                } else if (key == "queueName") {
+                    has_queue_name = true;
+                    result.queue_name = raw_to_text(raw);
+                } else if (key == "queue" && !has_queue_name) {
+                    result.queue_name = raw_to_text(raw);
+                } else if (key == "error") {
+                    result.error = raw_to_text(raw);
+                }
+                return true;
+            });
+        if (!is_object || !has_status) {
+            why_bad = "a push result without a status";
+            return false;
+        }
         bool is_known = true;
-        const std::string status = entry["status"].get<std::string>();
         result.status = push_status_of(status, is_known);
-        result.message_id = text_of_either(entry, "message_id", "messageId");
-        result.transaction_id = text_of_either(entry, "transaction_id", "transactionId");
-        result.partition_id = text_of_either(entry, "partition_id", "partitionId");
-        result.trace_id = text_of_either(entry, "trace_id", "traceId");
-        result.queue_name = text_of_either(entry, "queueName", "queue");
-        result.error = text_of(entry, "error");
         if (!is_known && result.error.empty()) {
             result.error = "unknown push status '" + status + "'";
         }
         results.push_back(std::move(result));
+        return true;
+    });
+    if (!is_parsed) {
+        return shape_error(http, why_bad.empty() ? "malformed push results" : why_bad);
+    }
+    if (results.size() != items.size()) {
+        return shape_error(http, std::to_string(results.size()) + " results for " +
+                                     std::to_string(items.size()) + " items");
     }
     return results;
 }
@@ -418,58 +507,101 @@ queen::Result<PopResult> Client::pop_on(const PopRequest& request, Connection* d
     if (response.status == 204 || response.body.empty()) {
         return result;
     }
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
+    QUEEN_TRY(auto answer, scan_body(http, response.body));
+    std::string_view messages_raw;
+    bool has_partitions_claimed = false;
+    const bool is_object = for_each_member(answer, [&](std::string_view key, std::string_view raw) {
+        if (key == "messages") {
+            messages_raw = raw;
+        } else if (key == "queue") {
+            result.queue = raw_to_text(raw);
+        } else if (key == "partition") {
+            result.partition = raw_to_text(raw);
+        } else if (key == "partitionId") {
+            result.partition_id = raw_to_text(raw);
+        } else if (key == "leaseId") {
+            result.lease_id = raw_to_text(raw);
+        } else if (key == "consumerGroup") {
+            result.consumer_group = raw_to_text(raw);
+        } else if (key == "leaseExpiresAt") {
+            result.lease_expires_at = raw_to_text(raw);
+        } else if (key == "partitionsClaimed") {
+            has_partitions_claimed = true;
+            result.partitions_claimed = raw_to_integer(raw);
+        }
+        return true;
+    });
+    if (!is_object) {
         return shape_error(http, "expected an object");
     }
-    const auto messages = answer.find("messages");
-    if (messages == answer.end() || !messages->is_array()) {
-        QUEEN_TRY(check_not_rejected(http, answer));
+    if (messages_raw.empty() || messages_raw.front() != '[') {
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
         return shape_error(http, "no messages array");
     }
-    if (answer.contains("queue")) {
-        result.queue = text_of(answer, "queue");
-    }
-    result.partition = text_of(answer, "partition");
-    result.partition_id = text_of(answer, "partitionId");
-    result.lease_id = text_of(answer, "leaseId");
-    result.consumer_group = text_of(answer, "consumerGroup");
-    result.partitions_claimed = integer_of(answer, "partitionsClaimed", messages->empty() ? 0 : 1);
-    result.messages.reserve(messages->size());
-    try {
-        for (const Json& entry : *messages) {
-            if (!entry.is_object()) {
-                return shape_error(http, "a message that is not an object");
-            }
-            Message message;
-            message.id = text_of(entry, "id");
-            message.transaction_id = text_of(entry, "transactionId");
-            message.trace_id = text_of(entry, "traceId");
-            const auto data = entry.find("data");
-            message.data_json = data == entry.end() ? "null" : data->dump();
-            message.producer_sub = text_of(entry, "producerSub");
-            message.created_at = text_of(entry, "createdAt");
-            message.partition_id = text_of(entry, "partitionId");
-            message.partition = text_of(entry, "partition");
-            message.lease_id =
-                entry.contains("leaseId") ? text_of(entry, "leaseId") : result.lease_id;
-            message.consumer_group = entry.contains("consumerGroup")
-                                         ? text_of(entry, "consumerGroup")
-                                         : result.consumer_group;
-            message.queue = result.queue;
-            if (message.partition_id.empty()) {
-                message.partition_id = result.partition_id;
-            }
-            if (message.partition.empty()) {
-                message.partition = result.partition;
-            }
-            if (message.transaction_id.empty() || message.partition_id.empty()) {
-                return shape_error(http, "a message without transactionId or partitionId");
-            }
-            result.messages.push_back(std::move(message));
+    std::string why_bad;
+    const bool is_parsed = for_each_element(messages_raw, [&](std::string_view entry) {
+        Message message;
+        bool has_lease = false;
+        bool has_group = false;
+        message.data_json = "null";
+        const bool is_message =
+            for_each_member(entry, [&](std::string_view key, std::string_view raw) {
+                if (key == "id") {
+                    message.id = raw_to_text(raw);
+                } else if (key == "transactionId") {
+                    message.transaction_id = raw_to_text(raw);
+                } else if (key == "traceId") {
+                    message.trace_id = raw_to_text(raw);
+                } else if (key == "data") {
+                    message.data_json.assign(raw);  // the payload, byte for byte
+                } else if (key == "producerSub") {
+                    message.producer_sub = raw_to_text(raw);
+                } else if (key == "createdAt") {
+                    message.created_at = raw_to_text(raw);
+                } else if (key == "partitionId") {
+                    message.partition_id = raw_to_text(raw);
+                } else if (key == "partition") {
+                    message.partition = raw_to_text(raw);
+                } else if (key == "leaseId") {
+                    has_lease = true;
+                    message.lease_id = raw_to_text(raw);
+                } else if (key == "consumerGroup") {
+                    has_group = true;
+                    message.consumer_group = raw_to_text(raw);
+                } else if (key == "retryCount") {
+                    message.retry_count = raw_to_integer(raw);
+                }
+                return true;
+            });
+        if (!is_message) {
+            why_bad = "a message that is not an object";
+            return false;
         }
-    } catch (const Json::exception& error) {
-        return shape_error(http, error.what());
+        message.queue = result.queue;
+        if (!has_lease) {
+            message.lease_id = result.lease_id;
+        }
+        if (!has_group) {
+            message.consumer_group = result.consumer_group;
+        }
+        if (message.partition_id.empty()) {
+            message.partition_id = result.partition_id;
+        }
+        if (message.partition.empty()) {
+            message.partition = result.partition;
+        }
+        if (message.transaction_id.empty() || message.partition_id.empty()) {
+            why_bad = "a message without transactionId or partitionId";
+            return false;
+        }
+        result.messages.push_back(std::move(message));
+        return true;
+    });
+    if (!is_parsed) {
+        return shape_error(http, why_bad.empty() ? "malformed messages" : why_bad);
+    }
+    if (!has_partitions_claimed) {
+        result.partitions_claimed = result.messages.empty() ? 0 : 1;
     }
     return result;
 }
@@ -503,15 +635,24 @@ queen::Result<AckResult> Client::ack(const Ack& ack) {
     body += '}';
     HttpRequest http{"POST", "/api/v1/ack", body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (answer.is_array() && answer.size() == 1 && answer[0].is_object()) {
-        return ack_result_of(answer[0]);
+    QUEEN_TRY(auto answer, scan_body(http, response.body));
+    std::vector<AckResult> results;
+    if (answer.front() == '[') {
+        const bool is_parsed = for_each_element(answer, [&](std::string_view entry) {
+            results.emplace_back();
+            return parse_ack_result(entry, results.back());
+        });
+        if (!is_parsed || results.size() != 1) {
+            return shape_error(http, "expected an array with one ack result");
+        }
+        return std::move(results.front());
     }
-    if (answer.is_object()) {
-        QUEEN_TRY(check_not_rejected(http, answer));
-        return ack_result_of(answer);
+    QUEEN_TRY(check_raw_not_rejected(http, answer));
+    AckResult result;
+    if (!parse_ack_result(answer, result)) {
+        return shape_error(http, "expected an array with one ack result");
     }
-    return shape_error(http, "expected an array with one ack result");
+    return result;
 }
 
 queen::Result<std::vector<AckResult>> Client::ack_batch(std::span<const Ack> acks,
@@ -531,19 +672,23 @@ queen::Result<std::vector<AckResult>> Client::ack_batch(std::span<const Ack> ack
     body += '}';
     HttpRequest http{"POST", "/api/v1/ack/batch", body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_array()) {
-        QUEEN_TRY(check_not_rejected(http, answer));
+    QUEEN_TRY(auto answer, scan_body(http, response.body));
+    if (answer.front() != '[') {
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
         return shape_error(http, "expected an array of ack results");
     }
-    if (answer.size() != acks.size()) {
-        return shape_error(http, std::to_string(answer.size()) + " results for " +
-                                     std::to_string(acks.size()) + " acks");
-    }
     std::vector<AckResult> results;
-    results.reserve(answer.size());
-    for (const Json& entry : answer) {
-        results.push_back(ack_result_of(entry));
+    results.reserve(acks.size());
+    const bool is_parsed = for_each_element(answer, [&](std::string_view entry) {
+        results.emplace_back();
+        return parse_ack_result(entry, results.back());
+    });
+    if (!is_parsed) {
+        return shape_error(http, "malformed ack results");
+    }
+    if (results.size() != acks.size()) {
+        return shape_error(http, std::to_string(results.size()) + " results for " +
+                                     std::to_string(acks.size()) + " acks");
     }
     return results;
 }
@@ -592,7 +737,7 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
             body += R"("type":"push","items":[)";
             for (std::size_t i = 0; i < push->items.size(); ++i) {
                 const PushItem& item = push->items[i];
-                if (options_.is_payload_validated && !Json::accept(item.payload_json)) {
+                if (options_.is_payload_validated && !is_valid_json(item.payload_json)) {
                     return queen::Error{Errc::invalid_argument,
                                         "transaction: a push item has a payload that is not JSON"};
                 }
@@ -660,7 +805,7 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
 }
 
 queen::Result<std::string> Client::trace(const TraceEvent& event) {
-    if (options_.is_payload_validated && !Json::accept(event.data_json)) {
+    if (options_.is_payload_validated && !is_valid_json(event.data_json)) {
         return queen::Error{Errc::invalid_argument, "trace: data is not JSON"};
     }
     std::string body = R"({"transactionId":)";

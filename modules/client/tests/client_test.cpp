@@ -237,13 +237,14 @@ TEST_CASE("client: pop parses messages of several partitions under one lease",
     TestServer server;
     server.reply_always(json_reply(200, R"({"success":true,"queue":"orders","partition":"p1",
         "partitionId":"pid-1","leaseId":"lease-7","consumerGroup":"g","partitionsClaimed":2,
+        "leaseExpiresAt":"2025-01-01T00:05:00.000Z",
         "messages":[
           {"id":"m1","transactionId":"t1","traceId":null,"data":{"n":1},"producerSub":null,
            "createdAt":"2025-01-01T00:00:00.000001Z","partitionId":"pid-1","partition":"p1",
            "leaseId":"lease-7","consumerGroup":"g"},
           {"id":"m2","transactionId":"t2","traceId":"tr-2","data":[1,"x"],"producerSub":"alice",
            "createdAt":"2025-01-01T00:00:00.000002Z","partitionId":"pid-2","partition":"p2",
-           "leaseId":"lease-7","consumerGroup":"g"}]})"));
+           "leaseId":"lease-7","consumerGroup":"g","retryCount":2}]})"));
     Client client{options_for(server)};
     PopRequest request;
     request.queue = "orders";
@@ -269,6 +270,9 @@ TEST_CASE("client: pop parses messages of several partitions under one lease",
     CHECK(second.producer_sub == "alice");
     CHECK(json::parse(second.data_json) == json::array({1, "x"}));
     CHECK(second.queue == "orders");
+    CHECK(second.retry_count == 2);
+    CHECK(first.retry_count == 0);
+    CHECK(result->lease_expires_at == "2025-01-01T00:05:00.000Z");
 
     const Ack ack = Ack::of(second, AckStatus::failed, "boom");
     CHECK(ack.transaction_id == "t2");

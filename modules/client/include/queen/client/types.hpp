@@ -109,6 +109,7 @@ struct Message {
     std::string lease_id;  ///< empty with server auto-ack
     std::string consumer_group;
     std::string queue;
+    std::int64_t retry_count = 0;  ///< 0 when the server does not send it (0.15 did not)
 };
 
 /// Empty messages means nothing was delivered (HTTP 204).
@@ -118,6 +119,7 @@ struct PopResult {
     std::string partition_id;
     std::string lease_id;
     std::string consumer_group;
+    std::string lease_expires_at;  ///< when the server sends it (Queen does)
     std::int64_t partitions_claimed = 0;
     std::vector<Message> messages;
 };

@@ -1,0 +1,212 @@
+// client/tests/json_scan_test.cpp — the fast JSON scanner agrees with nlohmann/json on random
+// valid and corrupted documents (seeded), and decodes strings and members the same way.
+#include "json_scan.hpp"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "queen/core/rng.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+namespace {
+
+using nlohmann::json;
+using queen::client::detail::decode_json_string;
+using queen::client::detail::for_each_element;
+using queen::client::detail::for_each_member;
+using queen::client::detail::is_valid_json;
+
+std::string random_whitespace(queen::Rng& rng) {
+    static constexpr const char* spaces[] = {"", "", "", " ", "\n", "\t ", "\r\n"};
+    return spaces[rng.below(7)];
+}
+
+std::string random_string_literal(queen::Rng& rng) {
+    static const std::vector<std::string> pieces = {"a",
+                                                    "Z",
+                                                    "0",
+                                                    " ",
+                                                    "\\\"",
+                                                    "\\\\",
+                                                    "\\/",
+                                                    "\\b",
+                                                    "\\f",
+                                                    "\\n",
+                                                    "\\r",
+                                                    "\\t",
+                                                    "\\u0041",
+                                                    "\\u00e9",
+                                                    "é",
+                                                    "日本",
+                                                    "\xF0\x9F\x98\x80",
+                                                    "\\ud83d\\ude00",
+                                                    "\\u0000",
+                                                    "\x7F",
+                                                    "~",
+                                                    "\\u20AC"};
+    std::string text = "\"";
+    const auto count = rng.below(6);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        text += pieces[rng.below(pieces.size())];
+    }
+    return text + "\"";
+}
+
+std::string random_number(queen::Rng& rng) {
+    static const std::vector<std::string> numbers = {
+        "0", "-0", "7", "-12", "3.25", "1e5", "-2.5E-3", "1E+2", "123456789012", "0.0"};
+    return numbers[rng.below(numbers.size())];
+}
+
+std::string random_value(queen::Rng& rng, int depth) {
+    const auto kind = rng.below(depth > 4 ? 4 : 6);
+    switch (kind) {
+        case 0: return random_string_literal(rng);
+        case 1: return random_number(rng);
+        case 2: return rng.chance(0.5) ? "true" : (rng.chance(0.5) ? "false" : "null");
+        case 3: return random_string_literal(rng);
+        case 4: {
+            std::string text = "[" + random_whitespace(rng);
+            const auto count = rng.below(4);
+            for (std::uint64_t i = 0; i < count; ++i) {
+                text += (i ? "," : "") + random_whitespace(rng) + random_value(rng, depth + 1) +
+                        random_whitespace(rng);
+            }
+            return text + "]";
+        }
+        default: {
+            std::string text = "{" + random_whitespace(rng);
+            const auto count = rng.below(4);
+            for (std::uint64_t i = 0; i < count; ++i) {
+                text += (i ? "," : "") + random_whitespace(rng) + random_string_literal(rng) +
+                        random_whitespace(rng) + ":" + random_whitespace(rng) +
+                        random_value(rng, depth + 1) + random_whitespace(rng);
+            }
+            return text + "}";
+        }
+    }
+}
+
+std::string corrupt(std::string text, queen::Rng& rng) {
+    static const std::vector<std::string> junk = {"\"",
+                                                  "\\",
+                                                  "{",
+                                                  "}",
+                                                  "[",
+                                                  "]",
+                                                  ",",
+                                                  ":",
+                                                  "0",
+                                                  "-",
+                                                  ".",
+                                                  "e",
+                                                  "u",
+                                                  "x",
+                                                  " ",
+                                                  "\x01",
+                                                  "\x80",
+                                                  "\xC0\xAF",
+                                                  "\xED\xA0\x80",
+                                                  "\xFF",
+                                                  "\xE2\x82",
+                                                  "\\u12",
+                                                  "\\ud800",
+                                                  "tru",
+                                                  "nul"};
+    const auto edits = 1 + rng.below(3);
+    for (std::uint64_t e = 0; e < edits; ++e) {
+        const auto pos = text.empty() ? 0 : rng.below(text.size() + 1);
+        switch (rng.below(3)) {
+            case 0:
+                if (!text.empty() && pos < text.size()) {
+                    text.erase(pos, 1 + rng.below(2));
+                }
+                break;
+            case 1: text.insert(pos, junk[rng.below(junk.size())]); break;
+            default:
+                if (!text.empty() && pos < text.size()) {
+                    text.replace(pos, 1, junk[rng.below(junk.size())]);
+                }
+        }
+    }
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("client: json scanner accepts exactly what nlohmann accepts", "[client][json]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    int valid_count = 0;
+    for (int i = 0; i < 20'000; ++i) {
+        std::string text = random_whitespace(rng) + random_value(rng, 0) + random_whitespace(rng);
+        if (rng.chance(0.5)) {
+            text = corrupt(text, rng);
+        }
+        INFO("text=" << text);
+        const bool expected = json::accept(text);
+        REQUIRE(is_valid_json(text) == expected);
+        valid_count += expected ? 1 : 0;
+    }
+    CHECK(valid_count > 5'000);  // the generator produced both kinds in quantity
+}
+
+TEST_CASE("client: json scanner decodes strings, members and elements like nlohmann",
+          "[client][json]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    for (int i = 0; i < 5'000; ++i) {
+        const std::string literal = random_string_literal(rng);
+        INFO("literal=" << literal);
+        std::string decoded;
+        REQUIRE(decode_json_string(literal, decoded));
+        CHECK(decoded == json::parse(literal).get<std::string>());
+    }
+    for (int i = 0; i < 2'000; ++i) {
+        const std::string object = "{" + random_string_literal(rng) + ":" + random_value(rng, 1) +
+                                   "," + random_string_literal(rng) + " : " + random_value(rng, 1) +
+                                   "}";
+        INFO("object=" << object);
+        std::vector<std::pair<std::string, json>> members;
+        REQUIRE(for_each_member(object, [&](std::string_view key, std::string_view raw) {
+            members.emplace_back(std::string{key}, json::parse(raw));
+            return true;
+        }));
+        REQUIRE(members.size() == 2);
+        const json parsed = json::parse(object);
+        // nlohmann keeps the last of duplicate keys; compare against that.
+        CHECK(parsed[members[1].first] == members[1].second);
+        if (members[0].first != members[1].first) {
+            CHECK(parsed[members[0].first] == members[0].second);
+        }
+    }
+    std::vector<std::string> elements;
+    REQUIRE(for_each_element(R"([1, "a" ,{"x":[2]} ,null])", [&](std::string_view raw) {
+        elements.emplace_back(raw);
+        return true;
+    }));
+    CHECK(elements == std::vector<std::string>{"1", "\"a\"", R"({"x":[2]})", "null"});
+    CHECK_FALSE(for_each_element("[1,]", [](std::string_view) { return true; }));
+    CHECK_FALSE(
+        for_each_member(R"({"a" 1})", [](std::string_view, std::string_view) { return true; }));
+}
+
+TEST_CASE("client: json scanner rejects numbers that overflow a double, like nlohmann",
+          "[client][json]") {
+    for (const std::string& number : std::vector<std::string>{
+             "1e999", "-1e400", "1e-999", "0.000e999", "0.0001e-330", "123e306", "99e307",
+             "1" + std::string(400, '0'), "1" + std::string(200, '0'), "1e99999999999999999999",
+             "1e-99999999999999999999", "2.5E+308", "1.7976931348623157e308", "0.01e310"}) {
+        INFO("number=" << number);
+        CHECK(is_valid_json(number) == json::accept(number));
+    }
+}
+
+TEST_CASE("client: json scanner bounds nesting depth", "[client][json]") {
+    CHECK(is_valid_json(std::string(500, '[') + std::string(500, ']')));
+    CHECK_FALSE(is_valid_json(std::string(100'000, '[') + std::string(100'000, ']')));
+}
