@@ -228,7 +228,7 @@ TEST_CASE("log: concurrent appends share fdatasyncs and each is durable after it
 
     // While that sync is blocked, 8 threads queue 50 records each: they must form one group.
     std::atomic<int> callbacks_ok{0};
-    std::atomic<int> callbacks_early{0};
+    std::atomic<int> append_failures{0};
     std::vector<std::thread> threads;
     std::mutex tickets_mutex;
     std::vector<AppendTicket> tickets;
@@ -240,7 +240,10 @@ TEST_CASE("log: concurrent appends share fdatasyncs and each is durable after it
                         ++callbacks_ok;
                     }
                 });
-                REQUIRE(ticket);
+                if (!ticket) {  // Catch2 assertions are not thread-safe: count, check later
+                    ++append_failures;
+                    continue;
+                }
                 std::lock_guard lock(tickets_mutex);
                 tickets.push_back(*ticket);
             }
@@ -249,6 +252,7 @@ TEST_CASE("log: concurrent appends share fdatasyncs and each is durable after it
     for (auto& thread : threads) {
         thread.join();
     }
+    REQUIRE(append_failures.load() == 0);
     CHECK(log.durable_index() == LogIndex{0});
     CHECK(callbacks_ok.load() == 0);
     CHECK(log.last_index() == LogIndex{401});
@@ -266,7 +270,6 @@ TEST_CASE("log: concurrent appends share fdatasyncs and each is durable after it
     CHECK(after.latency_ns_quantile(0.5) <= after.latency_ns_max);
     REQUIRE(log.close());  // the writer thread has run every callback by now
     CHECK(callbacks_ok.load() == 400);
-    CHECK(callbacks_early.load() == 0);
 }
 
 TEST_CASE("log: many appenders get distinct consecutive indexes", "[log][group-commit]") {
@@ -283,18 +286,22 @@ TEST_CASE("log: many appenders get distinct consecutive indexes", "[log][group-c
     std::vector<std::thread> threads;
     std::mutex seen_mutex;
     std::set<std::uint64_t> seen;
+    std::atomic<int> failures{0};
     for (int t = 0; t < thread_count; ++t) {
         threads.emplace_back([&, t] {
             Rng rng(seed + static_cast<std::uint64_t>(t));
             for (int i = 0; i < per_thread; ++i) {
                 const std::string payload(rng.below(200), 'p');
                 auto ticket = log.append_next(Term{1}, 0, as_bytes(payload));
-                REQUIRE(ticket);
-                if (rng.chance(0.5)) {
-                    REQUIRE(log.wait_durable(*ticket));
+                // Catch2 assertions are not thread-safe: count problems, check after join.
+                if (!ticket || (rng.chance(0.5) && !log.wait_durable(*ticket))) {
+                    ++failures;
+                    continue;
                 }
                 std::lock_guard lock(seen_mutex);
-                CHECK(seen.insert(ticket->first_index.value()).second);
+                if (!seen.insert(ticket->first_index.value()).second) {
+                    ++failures;
+                }
             }
         });
     }
@@ -302,6 +309,7 @@ TEST_CASE("log: many appenders get distinct consecutive indexes", "[log][group-c
         thread.join();
     }
     REQUIRE(log.flush());
+    CHECK(failures.load() == 0);
     CHECK(seen.size() == thread_count * per_thread);
     CHECK(*seen.begin() == 1);
     CHECK(*seen.rbegin() == thread_count * per_thread);
