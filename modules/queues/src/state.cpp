@@ -312,6 +312,12 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
                                      std::int64_t now_ms, std::uint32_t budget,
                                      std::uint64_t& lease, bool auto_ack) {
     PartitionTake take;
+    // A candidate may name a partition a rolled-back transaction created (gone, or its id
+    // reused by another queue): drop it.
+    if (pid >= s.partitions.size() || s.partitions[pid].queue.value() != qid) {
+        make_idle(gc, pid);
+        return take;
+    }
     const PartitionMem& mem = s.partitions[pid];
     if (mem.queue.value() != qid) {
         make_idle(gc, pid);
