@@ -66,6 +66,7 @@ queen::Result<ConsumerStats> Consumer::run() {
         renewer = std::thread([this] { renew_leases(); });
     }
     queen::Status outcome;
+    std::uint64_t empty_pops_in_a_row = 0;
     while (!is_stopping_) {
         auto popped = client_.pop(options_.pop, *poll_connection_);
         if (!popped) {
@@ -90,11 +91,15 @@ queen::Result<ConsumerStats> Consumer::run() {
             stats_.empty_pops += popped->messages.empty() ? 1 : 0;
         }
         if (popped->messages.empty()) {
-            if (!options_.pop.is_wait) {
+            // A long poll that came back empty twice in a row is either an idle queue (a pause
+            // costs nothing) or a server answering at once (pop maintenance): do not spin.
+            ++empty_pops_in_a_row;
+            if (!options_.pop.is_wait || empty_pops_in_a_row >= 2) {
                 pause(options_.idle_backoff_ms);
             }
             continue;
         }
+        empty_pops_in_a_row = 0;
         if (auto handled = handle_batch(*popped); !handled) {
             outcome = std::move(handled);
             break;

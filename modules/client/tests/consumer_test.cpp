@@ -273,3 +273,28 @@ TEST_CASE("client: consumer ends with the error of a non-retryable pop failure",
     CHECK(http_status_of(stats.error()) == 400);
     CHECK(stats.error().context.find("bad queue") != std::string::npos);
 }
+
+TEST_CASE("client: consumer does not spin on a server that answers long polls at once",
+          "[client][consumer]") {
+    TestServer server;
+    server.reply_always(no_content_reply());  // e.g. pop maintenance: 204 without waiting
+    Client client{options_for(server)};
+    ConsumerOptions options = consumer_options(0);
+    options.pop.is_wait = true;
+    options.idle_backoff_ms = 3'600'000;  // only stop() can end this pause
+    Consumer consumer{client, options, [](std::span<const Message>) { return queen::Status{}; }};
+    std::thread stopper([&] {
+        server.wait_for_requests(2);
+        // Let the consumer take in the second answer, then it must be pausing, not polling.
+        while (consumer.stats().empty_pops < 2) {
+            std::this_thread::yield();
+        }
+        consumer.stop();
+    });
+    auto stats = consumer.run();
+    stopper.join();
+    REQUIRE(stats);
+    // The first empty long poll is retried at once, the second one pauses until stop().
+    CHECK(stats->empty_pops == 2);
+    CHECK(server.requests().size() == 2);
+}

@@ -37,7 +37,8 @@ struct ConsumerOptions {
     std::int64_t renew_lease_seconds = 0;  ///< sent with each renewal; 0: server default (60 s)
     /// Stop after handling this many messages (0: only stop() ends the loop).
     std::uint64_t messages_max = 0;
-    /// Pause after an empty pop when not long polling.
+    /// Pause after an empty pop when not long polling, and after the second empty long poll in
+    /// a row (a server that answers 204 at once, e.g. in pop maintenance, must not cause a spin).
     std::int64_t idle_backoff_ms = 100;
     /// Pause after a pop or ack that failed with a retryable error (after the Client's retries).
     std::int64_t error_backoff_ms = 1'000;
