@@ -50,6 +50,21 @@ private:
 class Reader {
 public:
     explicit Reader(ByteSpan in) : in_(in) {}
+    /// A varint in its shortest form only: one command has exactly one encoding, so entries
+    /// compare equal byte for byte when their meaning does.
+    std::uint64_t varint() {
+        const std::size_t start = in_.position();
+        const std::uint64_t value = in_.varint();
+        std::size_t shortest = 1;
+        for (std::uint64_t rest = value >> 7; rest != 0; rest >>= 7) {
+            ++shortest;
+        }
+        if (in_.ok() && in_.position() - start != shortest) {
+            in_.fail();
+        }
+        return value;
+    }
+    ByteSpan blob() { return in_.raw(static_cast<std::size_t>(varint())); }
     void operator()(bool& value) {
         const std::uint8_t raw = in_.u8();
         if (raw > 1) {
@@ -58,17 +73,20 @@ public:
         value = raw == 1;
     }
     void operator()(std::uint32_t& value) {
-        const std::uint64_t raw = in_.varint();
+        const std::uint64_t raw = varint();
         if (raw > UINT32_MAX) {
             in_.fail();
         }
         value = static_cast<std::uint32_t>(raw);
     }
-    void operator()(std::uint64_t& value) { value = in_.varint(); }
-    void operator()(std::int64_t& value) { value = in_.svarint(); }
-    void operator()(std::string& value) { value = std::string(in_.str()); }
+    void operator()(std::uint64_t& value) { value = varint(); }
+    void operator()(std::int64_t& value) {
+        const std::uint64_t raw = varint();
+        value = static_cast<std::int64_t>(raw >> 1) ^ -static_cast<std::int64_t>(raw & 1);
+    }
+    void operator()(std::string& value) { value = std::string(as_chars(blob())); }
     void operator()(Bytes& value) {
-        const ByteSpan raw = in_.blob();
+        const ByteSpan raw = blob();
         value.assign(raw.begin(), raw.end());
     }
     template <class Tag, class Rep>
@@ -88,7 +106,7 @@ public:
     }
     template <class T>
     void operator()(std::vector<T>& values) {
-        const std::uint64_t count = in_.varint();
+        const std::uint64_t count = varint();
         // Every element takes at least one byte, so a count above the bytes left is a lie; this
         // bounds allocation by the input size.
         if (count > in_.remaining()) {
@@ -461,8 +479,8 @@ Result<Command> decode_command(ByteSpan bytes) {
                      "command: unknown format version " + std::to_string(version)};
     }
     Command command;
-    command.client_id = in.varint();
-    command.client_seq = in.varint();
+    command.client_id = reader.varint();
+    command.client_seq = reader.varint();
     const std::uint8_t type = in.u8();
     constexpr std::size_t alternatives = std::variant_size_v<CommandBody>;
     if (!in.ok() || type == 0 || type > alternatives) {

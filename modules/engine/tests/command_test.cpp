@@ -190,6 +190,9 @@ TEST_CASE("engine: malformed commands are rejected with the reason", "[engine][c
     Bytes trailing = encode_command(Command{0, 0, Sweep{}});
     trailing.push_back(0);
     REQUIRE_FALSE(decode_command(trailing).has_value());
+    // Varints must be in their shortest form (one encoding per command).
+    const Bytes padded{command_format_version, 0x80, 0x00, 0, 13, 1};
+    REQUIRE_FALSE(decode_command(padded).has_value());
     // A huge element count cannot make the decoder allocate.
     const Bytes huge{command_format_version, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0x0f};
     REQUIRE_FALSE(decode_command(huge).has_value());
