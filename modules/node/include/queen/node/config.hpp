@@ -51,7 +51,13 @@ struct NodeConfig {
     NodeOptions node;
     http::ServerOptions http;
     log::Options log;
-    store::Options store;
+    /// LMDB commits sync data pages but not the meta page: the log is the durability point, and
+    /// the tenant forces a full sync before it compacts the log (docs/architecture.md, section 4).
+    store::Options store = [] {
+        store::Options options;
+        options.sync_mode = store::SyncMode::no_meta_sync;
+        return options;
+    }();
     TenantOptions tenant;
     LoggingOptions logging;
     /// 64 hex digits (AES-256 key) for queues with encryptionEnabled; empty = no key (such
