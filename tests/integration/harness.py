@@ -75,6 +75,7 @@ class Server:
             self.process.send_signal(sig)
         code = self.process.wait(timeout)
         self._reader.join(timeout)
+        self.process.stdout.close()
         self.process = None
         return code
 

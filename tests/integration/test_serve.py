@@ -43,7 +43,9 @@ class ServeTest(unittest.TestCase):
             for name in ("node.toml", "LOCK", "tenants/default/log", "tenants/default/state/data.mdb"):
                 self.assertTrue(os.path.exists(os.path.join(server.data_dir, name)), name)
             self.assertIn("[http]", server.output())
-            self.assertEqual(server.client().get("/health").status, 200)
+            client = server.client()
+            self.assertEqual(client.get("/health").status, 200)
+            client.close()
             self.assertEqual(server.stop(signal.SIGTERM), 0)
             self.assertIn("node.stopped", server.output())
             server.start()
