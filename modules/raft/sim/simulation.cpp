@@ -1264,9 +1264,29 @@ private:
 
 }  // namespace
 
+// An assertion inside raft (or the simulator) becomes a reported failure with its seed instead
+// of an abort, so `raft_sim` can print the replay line.
+struct AssertionFailure {
+    std::string what;
+};
+void throw_on_assert(const AssertionInfo& info) {
+    throw AssertionFailure{std::string("assertion failed at ") + info.file + ":" +
+                           std::to_string(info.line) + ": " + info.expression + ": " +
+                           info.message};
+}
+
 SimResult run_simulation(const SimConfig& config) {
-    Simulation simulation(config);
-    return simulation.run();
+    const AssertHandler previous = set_assert_handler(&throw_on_assert);
+    SimResult result;
+    try {
+        Simulation simulation(config);
+        result = simulation.run();
+    } catch (const AssertionFailure& failure) {
+        result.is_ok = false;
+        result.failure = failure.what;
+    }
+    set_assert_handler(previous);
+    return result;
 }
 
 }  // namespace queen::raft::sim
