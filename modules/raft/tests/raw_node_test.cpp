@@ -214,3 +214,77 @@ TEST_CASE("raft: compaction bounds and restart from durable state", "[raft][node
               .error()
               .is(queen::Errc::invalid_argument));
 }
+
+TEST_CASE("raft: reads wait for the leader's first commit; lease reads answer at once",
+          "[raft][node][read]") {
+    for (const bool lease : {false, true}) {
+        INFO("lease=" << lease);
+        Options options = options_for(1);
+        options.read_lease_based = lease;
+        Rng rng(9);
+        auto opened = RawNode::open(options, bootstrap_state({NodeId{1}, NodeId{2}, NodeId{3}}),
+                                    rng, NullLogger::instance());
+        REQUIRE(opened.has_value());
+        RawNode leader = std::move(opened).value();
+        leader.campaign();
+        (void)leader.ready();
+        leader.advance();
+        for (std::uint64_t peer : {2u, 3u}) {
+            Message grant;
+            grant.type = MessageType::request_pre_vote_response;
+            grant.from = NodeId{peer};
+            grant.to = NodeId{1};
+            grant.term = Term{2};
+            leader.step(grant);
+        }
+        (void)leader.ready();
+        leader.advance();
+        Message vote;
+        vote.type = MessageType::request_vote_response;
+        vote.from = NodeId{2};
+        vote.to = NodeId{1};
+        vote.term = Term{2};
+        leader.step(vote);
+        REQUIRE(leader.status().role == Role::leader);
+        // No entry of term 2 is committed yet: the read must wait.
+        REQUIRE(leader.read_index(Bytes{'r'}).has_value());
+        Ready rd = leader.ready();
+        CHECK(rd.read_states.empty());
+        const LogIndex noop = rd.entries.back().index;
+        leader.advance();
+        Message ack;
+        ack.type = MessageType::append_response;
+        ack.from = NodeId{2};
+        ack.to = NodeId{1};
+        ack.term = Term{2};
+        ack.index = noop;
+        leader.step(ack);
+        REQUIRE(leader.status().hard_state.commit == noop);
+        Ready after_commit = leader.ready();
+        leader.advance();
+        if (lease) {
+            REQUIRE(after_commit.read_states.size() == 1);
+            CHECK(after_commit.read_states[0].index == noop);
+            continue;
+        }
+        // ReadIndex: a heartbeat round carrying the context must be acknowledged by a quorum.
+        CHECK(after_commit.read_states.empty());
+        bool has_context_heartbeat = false;
+        for (const Message& m : after_commit.messages) {
+            has_context_heartbeat |= m.type == MessageType::heartbeat && m.context == Bytes{'r'};
+        }
+        CHECK(has_context_heartbeat);
+        Message echo;
+        echo.type = MessageType::heartbeat_response;
+        echo.from = NodeId{3};
+        echo.to = NodeId{1};
+        echo.term = Term{2};
+        echo.context = Bytes{'r'};
+        leader.step(echo);
+        Ready confirmed = leader.ready();
+        REQUIRE(confirmed.read_states.size() == 1);
+        CHECK(confirmed.read_states[0].index == noop);
+        CHECK(confirmed.read_states[0].context == Bytes{'r'});
+        leader.advance();
+    }
+}
