@@ -45,6 +45,7 @@ public:
     /// Cancels a responder as a disconnect would (runs its on_cancel callback once).
     static void cancel(const Responder& responder);
 
+    /// Internal: the server and detached() build responders over their exchange.
     explicit Responder(std::shared_ptr<detail::Exchange> exchange) noexcept;
 
 private:

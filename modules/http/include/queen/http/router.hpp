@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "queen/http/request.hpp"
@@ -30,6 +31,7 @@ using Handler = std::function<void(Request& request, Responder responder)>;
 /// handle() may run on many threads at once.
 class Router {
 public:
+    /// An empty router: every request answers 404.
     Router();
     ~Router();
     Router(Router&&) noexcept;
@@ -39,6 +41,7 @@ public:
     /// same method and pattern shape twice, an empty `:` name, a `*` that is not last, or an
     /// empty handler is a programmer error and asserts.
     void add(Method method, std::string_view pattern, Handler handler);
+    /// Shorthands for add(Method::get|post|put|delete_, pattern, handler).
     void get(std::string_view pattern, Handler handler) {
         add(Method::get, pattern, std::move(handler));
     }
