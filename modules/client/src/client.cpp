@@ -293,7 +293,8 @@ std::string Client::generate_uuid_v7() {
     return std::string{text, 36};
 }
 
-queen::Result<HttpResponse> Client::perform(const HttpRequest& request, Connection* dedicated) {
+queen::Result<HttpResponse> Client::perform(const HttpRequest& request, Connection* dedicated,
+                                            bool is_retried) {
     for (std::uint32_t attempt = 0;; ++attempt) {
         queen::Result<HttpResponse> response = queen::Error{Errc::cancelled, "not sent"};
         if (dedicated != nullptr) {
@@ -312,7 +313,8 @@ queen::Result<HttpResponse> Client::perform(const HttpRequest& request, Connecti
         } else {
             error = std::move(response).error();
         }
-        if (!request.is_idempotent || !is_retryable(error) || attempt >= options_.retry_attempts) {
+        if (!is_retried || !request.is_idempotent || !is_retryable(error) ||
+            attempt >= options_.retry_attempts) {
             return error;
         }
         // Exponential backoff like the JS client; close() ends the wait at once.
@@ -1191,7 +1193,7 @@ queen::Result<MaintenanceStatus> Client::set_maintenance(bool is_pop, bool is_en
 
 queen::Result<Health> Client::health() {
     HttpRequest http{"GET", "/health", {}, false, true, 0};
-    auto response = perform(http, nullptr);
+    auto response = perform(http, nullptr, false);
     Health health;
     if (!response) {
         // 503 is an answer here (an unhealthy broker), not a failure of the call.

@@ -21,7 +21,9 @@
 namespace queen::client {
 namespace {
 
-constexpr std::size_t read_chunk_bytes = 64 * 1024;
+// Per connection; small enough for thousands of connections (bench), big enough that a typical
+// answer arrives in one or two reads.
+constexpr std::size_t read_chunk_bytes = 16 * 1024;
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

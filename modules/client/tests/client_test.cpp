@@ -667,6 +667,7 @@ TEST_CASE("client: maintenance, health and raw JSON reads", "[client][api][admin
         REQUIRE(unhealthy);
         CHECK_FALSE(unhealthy->is_healthy);
         CHECK(unhealthy->http_status == 503);
+        CHECK(server.requests().size() == 2);  // a probe is not retried
     }
     SECTION("get_json") {
         server.reply_always(json_reply(200, R"({"uptime":1})"));

@@ -133,7 +133,8 @@ public:
     [[nodiscard]] queen::Result<MaintenanceStatus> maintenance();
     /// POST /api/v1/system/maintenance or /pop {enabled}; returns the new state.
     [[nodiscard]] queen::Result<MaintenanceStatus> set_maintenance(bool is_pop, bool is_enabled);
-    /// GET /health. 200 and 503 are both answers (is_healthy says which), not errors.
+    /// GET /health. 200 and 503 are both answers (is_healthy says which), not errors; never
+    /// retried, so a probe answers at once.
     [[nodiscard]] queen::Result<Health> health();
     /// GET of any JSON endpoint (status, metrics, overview, message detail, traces, ...): the
     /// body of a 2xx answer. `target` is path and query, already percent-encoded.
@@ -152,7 +153,8 @@ public:
 
 private:
     struct Call;
-    queen::Result<HttpResponse> perform(const HttpRequest& request, Connection* dedicated);
+    queen::Result<HttpResponse> perform(const HttpRequest& request, Connection* dedicated,
+                                        bool is_retried = true);
     queen::Result<PopResult> pop_on(const PopRequest& request, Connection* dedicated);
 
     ClientOptions options_;
