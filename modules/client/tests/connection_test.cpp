@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "queen/client/errc.hpp"
+#include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
 #include "test_server.hpp"
 
 namespace {
@@ -331,4 +333,32 @@ TEST_CASE("client: the pool shares connections between threads within its bound"
         REQUIRE_FALSE(second);
         CHECK(second.error().is(Errc::busy));
     }
+}
+
+TEST_CASE("client: large bodies cross partial writes and many reads intact",
+          "[client][connection]") {
+    TestServer server;
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    // Bigger than the socket buffers, so sendmsg() writes part of it and recv() runs many times.
+    std::string request_body(6 * 1024 * 1024 + rng.below(4096), ' ');
+    for (auto& c : request_body) {
+        c = static_cast<char>('a' + rng.below(26));
+    }
+    std::string response_body(3 * 1024 * 1024 + rng.below(4096), ' ');
+    for (auto& c : response_body) {
+        c = static_cast<char>('A' + rng.below(26));
+    }
+    server.reply_always(json_reply(200, response_body));
+    ConnectionOptions options;
+    options.response_size_bytes_max = 8 << 20;
+    Connection connection{local(server.port()), options, queen::SystemClock::instance()};
+    for (int round = 0; round < 2; ++round) {
+        auto response = connection.request(post("/api/v1/push", request_body));
+        REQUIRE(response);
+        CHECK(response->body == response_body);
+        CHECK(server.last_request().body == request_body);
+    }
+    CHECK(connection.connects_total() == 1);
 }
