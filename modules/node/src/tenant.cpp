@@ -197,6 +197,9 @@ void Tenant::run_proposer() {
             batches_ready_.notify_one();
         });
         lock.lock();
+        // The commit callback may already have run (a fast fdatasync): the applier waits for
+        // both flags, so it never reads `first` before it is set.
+        batch->is_proposed = true;
         if (!first) {
             batch->status = first.error();
             batch->is_committed = true;
@@ -207,6 +210,7 @@ void Tenant::run_proposer() {
             break;
         }
         batch->first = *first;
+        batches_ready_.notify_one();
     }
     proposer_done_ = true;
     batches_ready_.notify_all();
@@ -216,7 +220,8 @@ void Tenant::run_applier() {
     std::unique_lock lock(mutex_);
     while (true) {
         batches_ready_.wait(lock, [&] {
-            return (!batches_.empty() && batches_.front()->is_committed) ||
+            return (!batches_.empty() && batches_.front()->is_committed &&
+                    batches_.front()->is_proposed) ||
                    (proposer_done_ && batches_.empty());
         });
         if (batches_.empty()) {
@@ -224,7 +229,8 @@ void Tenant::run_applier() {
         }
         // Take every committed batch at the front: one LMDB txn applies them all.
         std::vector<std::shared_ptr<Batch>> ready;
-        while (!batches_.empty() && batches_.front()->is_committed) {
+        while (!batches_.empty() && batches_.front()->is_committed &&
+               batches_.front()->is_proposed) {
             ready.push_back(std::move(batches_.front()));
             batches_.pop_front();
         }

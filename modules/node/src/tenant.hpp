@@ -87,8 +87,9 @@ private:
         LogIndex first;
         std::vector<Bytes> payloads;  // envelopes, as written to the log
         std::vector<api::Backend::Completion> dones;
-        Status status;  // set when the log reported
-        bool is_committed = false;
+        Status status;              // set when the log reported
+        bool is_proposed = false;   // `first` is known (set after propose() returns)
+        bool is_committed = false;  // the replicator reported (ok or an error)
     };
 
     Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
