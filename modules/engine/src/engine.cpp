@@ -23,18 +23,21 @@ Bytes encode_applied(LogIndex index, TimestampMs last_now) {
     return out;
 }
 
-/// "e.sessions"/u64be client id: format(1) | last_seq varint | result blob (varint length).
-Bytes encode_session(std::uint64_t seq, const Bytes& result) {
+/// "e.sessions"/u64be client id: format(1) | last_seq varint | last_used_ms svarint | result
+/// blob (varint length).
+Bytes encode_session(std::uint64_t seq, TimestampMs last_used, const Bytes& result) {
     Bytes out;
     ByteWriter writer(out);
     writer.u8(meta_format_version);
     writer.varint(seq);
+    writer.svarint(last_used.value());
     writer.blob(result);
     return out;
 }
 
 struct Session {
     std::uint64_t last_seq = 0;
+    TimestampMs last_used{0};
     Bytes result;
 };
 
@@ -43,6 +46,7 @@ Result<Session> decode_session(ByteSpan bytes) {
     const std::uint8_t version = reader.u8();
     Session session;
     session.last_seq = reader.varint();
+    session.last_used = TimestampMs{reader.svarint()};
     const ByteSpan result = reader.blob();
     if (version != meta_format_version || !reader.ok() || !reader.at_end()) {
         return Error{queen::Errc::corruption, "engine: undecodable client session record"};
@@ -128,10 +132,13 @@ struct Engine::Impl {
                 }
             }
             QUEEN_TRY(auto result, dispatch(txn, command->body, now));
+            if (std::holds_alternative<queues::Sweep>(command->body)) {
+                QUEEN_TRY(expire_sessions(txn, now));
+            }
             Bytes encoded = encode_result(result);
             if (command->client_id != 0) {
-                QUEEN_TRY(
-                    txn.put(sessions, session_key, encode_session(command->client_seq, encoded)));
+                QUEEN_TRY(txn.put(sessions, session_key,
+                                  encode_session(command->client_seq, now, encoded)));
             }
             outcome.results.push_back(std::move(encoded));
         }
@@ -140,6 +147,26 @@ struct Engine::Impl {
         applied_index = index;
         last_now = now;
         return outcome;
+    }
+
+    /// Drops dedupe records unused for client_session_ttl_ms (keeps the table bounded by the
+    /// clients seen in that window).
+    Result<void> expire_sessions(store::WriteTxn& txn, TimestampMs now) {
+        if (options.client_session_ttl_ms <= 0) {
+            return {};
+        }
+        QUEEN_TRY(auto cursor, txn.cursor(sessions));
+        QUEEN_TRY(auto entry, cursor.first());
+        while (entry) {
+            QUEEN_TRY(auto session, decode_session(entry->value));
+            if (session.last_used.value() + options.client_session_ttl_ms <= now.value()) {
+                QUEEN_TRY(cursor.del());
+                QUEEN_TRY(entry, cursor.next());  // after del(): the entry that followed it
+                continue;
+            }
+            QUEEN_TRY(entry, cursor.next());
+        }
+        return {};
     }
 
     /// After a failed batch: LMDB still holds the state before it; make memory match.

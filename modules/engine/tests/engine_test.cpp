@@ -106,6 +106,11 @@ TEST_CASE("engine: a retried client request is applied once and gets the cached 
     REQUIRE(engine.applied_index() == LogIndex{5});
     auto cached = apply_one<PushResult>(engine, push_command("q", "Default", "z", 7, 2), 6000);
     REQUIRE(cached.items[0].transaction_id == "c");
+    // A sweep after the session TTL forgets the client: the same seq applies again.
+    const std::int64_t later = 6000 + Options{}.client_session_ttl_ms;
+    apply_one<SweepResult>(engine, Command{0, 0, Sweep{}}, later);
+    auto fresh = apply_one<PushResult>(engine, push_command("q", "Default", "z", 7, 2), later);
+    REQUIRE(fresh.items[0].transaction_id == "z");
 }
 
 TEST_CASE("engine: a malformed entry yields an error result and only moves applied_index",

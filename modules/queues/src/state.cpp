@@ -806,10 +806,7 @@ Result<std::uint64_t> delete_prefix(State& s, store::WriteTxn& txn, store::Table
     while (entry && detail::has_prefix(entry->key, prefix)) {
         QUEEN_TRY(cursor.del());
         ++count;
-        QUEEN_TRY(entry, cursor.current());
-        if (!entry) {
-            QUEEN_TRY(entry, cursor.next());
-        }
+        QUEEN_TRY(entry, cursor.next());  // after del(): the entry that followed it
     }
     return count;
 }
@@ -1432,10 +1429,8 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
             QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
             if (record.queue.value() == qid) {
                 QUEEN_TRY(cursor.del());
-                QUEEN_TRY(entry, cursor.current());
-                if (entry) {
-                    continue;
-                }
+                QUEEN_TRY(entry, cursor.next());  // after del(): the entry that followed it
+                continue;
             }
             QUEEN_TRY(entry, cursor.next());
         }

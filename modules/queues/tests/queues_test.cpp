@@ -637,3 +637,56 @@ TEST_CASE("queues: resource queries report counts, DLQ pages and group lag", "[q
 
 }  // namespace
 }  // namespace queen::queues
+
+namespace queen::queues {
+namespace {
+
+TEST_CASE("queues: deleting a queue removes its rows across many pages and keeps others",
+          "[queues][delete]") {
+    testing::Harness h;
+    const std::string big(700, 'x');
+    for (int i = 0; i < 300; ++i) {
+        const std::string queue = i % 2 == 0 ? "a" : "b";
+        h.push(queue, "p" + std::to_string(i % 7), "t" + std::to_string(i), big);
+    }
+    for (int round = 0; round < 200; ++round) {
+        bool any = false;
+        for (const std::string queue : {"a", "b"}) {
+            auto popped = h.pop(queue, 10, std::string(queue_mode_group), 7);
+            for (const auto& m : popped.messages) {
+                any = true;
+                REQUIRE(h.ack(m, popped.lease, AckStatus::dlq).dlq);
+            }
+        }
+        if (!any) {
+            break;
+        }
+    }
+    auto count = [&](const std::string& queue) {
+        return h
+            .read([&](const Tables& t, const store::Txn& txn) {
+                return list_dlq(t, txn, queue, "", 1'000'000, 0);
+            })
+            .size();
+    };
+    REQUIRE(count("a") == 150);
+    REQUIRE(count("b") == 150);
+    REQUIRE(h.run(DeleteQueue{"a"}).existed);
+    REQUIRE(count("") == 150);
+    REQUIRE(count("b") == 150);
+    auto queues = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_queues(t, txn, TimestampMs{h.now_ms});
+    });
+    REQUIRE(queues.size() == 1);
+    REQUIRE(queues[0].name == "b");
+    REQUIRE(queues[0].messages == 150);
+    auto stats =
+        h.read([&](const Tables& t, const store::Txn& txn) { return txn.stats(t.messages); });
+    REQUIRE(stats.entries == 150);
+    auto txids = h.read(
+        [&](const Tables& t, const store::Txn& txn) { return txn.stats(t.transaction_ids); });
+    REQUIRE(txids.entries == 150);
+}
+
+}  // namespace
+}  // namespace queen::queues

@@ -25,6 +25,9 @@ struct Options {
     queues::Options queues;
     /// Most entries applied in one LMDB write txn (a larger batch is split).
     std::size_t entries_per_txn_max = 4096;
+    /// A client's dedupe record is dropped by the first Sweep entry after it was unused this
+    /// long (a retry after that is applied again). 0 = keep forever.
+    std::int64_t client_session_ttl_ms = 24 * 3600 * 1000;
 };
 
 /// A committed log entry handed to apply(). `command` is borrowed for the call.
