@@ -305,6 +305,9 @@ private:
         chunk_bytes_ = rng_.between(16, 512);
         client_count_ = rng_.between(2, 5);
         read_p_ = rng_.unit() * 0.4;
+        // The defaults most of the time, but also the bare algorithm.
+        is_pre_vote_ = rng_.chance(0.8);
+        is_check_quorum_ = rng_.chance(0.8);
     }
 
     // ---- tracing -------------------------------------------------------------------------
@@ -376,6 +379,8 @@ private:
         o.snapshot_chunk_bytes_max = chunk_bytes_;
         o.inflight_appends_max = 8;
         o.append_entries_max = 16;
+        o.pre_vote = is_pre_vote_;
+        o.check_quorum = is_check_quorum_;
         return o;
     }
     void start(SimNode& n) {
@@ -1241,6 +1246,8 @@ private:
     std::uint64_t chunk_bytes_ = 0;
     std::uint64_t client_count_ = 0;
     double read_p_ = 0;
+    bool is_pre_vote_ = true;
+    bool is_check_quorum_ = true;
 
     // Invariant state.
     std::map<Term, NodeId> leaders_;
