@@ -1,0 +1,221 @@
+// client/tests/e2e_test.cpp — hidden end-to-end checks against a running broker:
+//   QUEEN_E2E_URL=http://127.0.0.1:6632 client_tests "[.e2e]"
+// They create queues named after the seed and delete them at the end.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "queen/client/client.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+namespace {
+
+using namespace queen::client;
+
+std::unique_ptr<Client> connect_or_skip() {
+    const char* url = std::getenv("QUEEN_E2E_URL");
+    if (url == nullptr) {
+        return nullptr;
+    }
+    ClientOptions options;
+    options.endpoint = parse_url(url).value();
+    options.retry_attempts = 0;
+    return std::make_unique<Client>(options);
+}
+
+std::vector<PushItem> items_for(const std::string& queue, const std::string& partition, int count,
+                                int first = 0) {
+    std::vector<PushItem> items(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        items[static_cast<std::size_t>(i)].queue = queue;
+        items[static_cast<std::size_t>(i)].partition = partition;
+        items[static_cast<std::size_t>(i)].payload_json =
+            "{\"n\":" + std::to_string(first + i) + "}";
+    }
+    return items;
+}
+
+}  // namespace
+
+TEST_CASE("client e2e: push, dedupe, long-poll pop, FIFO, ack, retries into the DLQ",
+          "[.e2e][client]") {
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string queue = "e2e-" + std::to_string(seed % 1'000'000'000);
+
+    ConfigureRequest configure;
+    configure.queue = queue;
+    configure.options.lease_time_s = 30;
+    configure.options.retry_limit = 1;
+    configure.options.priority = 3;
+    configure.options.retry_delay_ms = 0;  // Queen honours retryDelay: redeliver at once here
+    auto configured = client->configure(configure);
+    REQUIRE(configured);
+    CHECK(configured->is_configured);
+    CHECK(configured->options == configure.options);
+
+    auto items = items_for(queue, "p1", 5);
+    items[0].transaction_id = "fixed-" + queue;
+    auto pushed = client->push(items);
+    REQUIRE(pushed);
+    for (const auto& result : *pushed) {
+        CHECK(result.status == PushStatus::queued);
+        CHECK_FALSE(result.message_id.empty());
+    }
+    auto again = client->push(std::span<const PushItem>{items.data(), 1});
+    REQUIRE(again);
+    CHECK((*again)[0].status == PushStatus::duplicate);
+    CHECK((*again)[0].message_id == (*pushed)[0].message_id);
+
+    PopRequest pop;
+    pop.queue = queue;
+    pop.batch = 10;
+    pop.is_wait = true;
+    pop.timeout_ms = 2000;
+    auto batch = client->pop(pop);
+    REQUIRE(batch);
+    REQUIRE(batch->messages.size() == 5);
+    for (int i = 0; i < 5; ++i) {
+        CHECK(batch->messages[static_cast<std::size_t>(i)].data_json ==
+              "{\"n\":" + std::to_string(i) + "}");
+    }
+    CHECK_FALSE(batch->lease_id.empty());
+    auto extended = client->extend_lease(batch->lease_id, 60);
+    REQUIRE(extended);
+    CHECK(extended->is_success);
+    std::vector<Ack> acks;
+    for (const auto& message : batch->messages) {
+        acks.push_back(Ack::of(message));
+    }
+    auto acked = client->ack_batch(acks, batch->consumer_group);
+    REQUIRE(acked);
+    for (const auto& result : *acked) {
+        CHECK(result.is_success);
+    }
+    pop.is_wait = false;
+    auto empty = client->pop(pop);
+    REQUIRE(empty);
+    CHECK(empty->messages.empty());
+
+    // retryLimit 1: the second failure dead-letters the message.
+    REQUIRE(client->push(items_for(queue, "p2", 1, 100)));
+    pop.is_wait = true;
+    pop.timeout_ms = 5000;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto failing = client->pop(pop);
+        REQUIRE(failing);
+        REQUIRE(failing->messages.size() == 1);
+        auto nacked = client->ack(Ack::of(failing->messages[0], AckStatus::failed, "boom"));
+        REQUIRE(nacked);
+        CHECK(nacked->is_success);
+        CHECK(nacked->is_dlq == (attempt == 1));
+    }
+    DlqQuery query;
+    query.queue = queue;
+    auto dead = client->dlq(query);
+    REQUIRE(dead);
+    REQUIRE(dead->messages.size() == 1);
+    CHECK(dead->messages[0].error_message.find("boom") != std::string::npos);
+    CHECK(dead->messages[0].data_json == "{\"n\":100}");
+
+    auto deleted = client->delete_queue(queue);
+    REQUIRE(deleted);
+    CHECK(deleted->is_deleted);
+}
+
+TEST_CASE("client e2e: transactions commit atomically or roll back", "[.e2e][client]") {
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string source = "e2e-tx-in-" + std::to_string(seed % 1'000'000'000);
+    const std::string target = "e2e-tx-out-" + std::to_string(seed % 1'000'000'000);
+    REQUIRE(client->push(items_for(source, "Default", 1)));
+    PopRequest pop;
+    pop.queue = source;
+    auto input = client->pop(pop);
+    REQUIRE(input);
+    REQUIRE(input->messages.size() == 1);
+
+    TransactionRequest bad;
+    bad.operations.emplace_back(TransactionPush{items_for(target, "Default", 1)});
+    Ack missing = Ack::of(input->messages[0]);
+    missing.transaction_id = "no-such-message";
+    bad.operations.emplace_back(missing);
+    auto rolled_back = client->transaction(bad);
+    REQUIRE_FALSE(rolled_back);
+    CHECK(rolled_back.error().is(Errc::rejected));
+    PopRequest pop_target;
+    pop_target.queue = target;
+    auto nothing = client->pop(pop_target);
+    REQUIRE(nothing);
+    CHECK(nothing->messages.empty());
+
+    TransactionRequest good;
+    good.operations.emplace_back(TransactionPush{items_for(target, "Default", 1, 7)});
+    good.operations.emplace_back(Ack::of(input->messages[0]));
+    auto committed = client->transaction(good);
+    REQUIRE(committed);
+    REQUIRE(committed->results.size() == 2);
+    auto output = client->pop(pop_target);
+    REQUIRE(output);
+    REQUIRE(output->messages.size() == 1);
+    CHECK(output->messages[0].data_json == "{\"n\":7}");
+    REQUIRE(client->delete_queue(source));
+    REQUIRE(client->delete_queue(target));
+}
+
+TEST_CASE("client e2e: consumer groups fan out and seek", "[.e2e][client]") {
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string queue = "e2e-groups-" + std::to_string(seed % 1'000'000'000);
+    REQUIRE(client->push(items_for(queue, "Default", 3)));
+    for (const std::string group : {"a", "b"}) {
+        PopRequest pop;
+        pop.queue = queue;
+        pop.consumer_group = group;
+        pop.batch = 10;
+        auto batch = client->pop(pop);
+        REQUIRE(batch);
+        CHECK(batch->messages.size() == 3);  // every group sees every message
+        CHECK(batch->consumer_group == group);
+        std::vector<Ack> acks;
+        for (const auto& message : batch->messages) {
+            acks.push_back(Ack::of(message));
+        }
+        REQUIRE(client->ack_batch(acks, group));
+    }
+    auto groups = client->list_consumer_groups();
+    REQUIRE(groups);
+    int seen = 0;
+    for (const auto& group : *groups) {
+        seen += group.queue_name == queue && (group.name == "a" || group.name == "b") ? 1 : 0;
+    }
+    CHECK(seen == 2);
+    auto seek = client->seek("a", queue, SeekTarget{false, "2000-01-01T00:00:00.000Z"});
+    REQUIRE(seek);
+    PopRequest replay;
+    replay.queue = queue;
+    replay.consumer_group = "a";
+    replay.batch = 10;
+    auto replayed = client->pop(replay);
+    REQUIRE(replayed);
+    CHECK(replayed->messages.size() == 3);  // seeking back re-delivers
+    REQUIRE(client->delete_consumer_group("a"));
+    REQUIRE(client->delete_consumer_group("b"));
+    REQUIRE(client->delete_queue(queue));
+}
