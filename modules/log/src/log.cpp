@@ -621,8 +621,15 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
     RecoveryReport& rep = report != nullptr ? *report : local_report;
     rep = RecoveryReport{};
 
-    QUEEN_TRY(fs.create_directories(dir));
-    QUEEN_TRY(std::vector<std::string> names, fs.list(dir));
+    auto listed = fs.list(dir);
+    if (!listed && listed.error().is(Errc::not_found)) {
+        // A new log directory: its own entry in the parent must survive a crash too.
+        QUEEN_TRY(fs.create_directories(dir));
+        const auto parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
+        QUEEN_TRY(fs.sync_directory(parent));
+        listed = fs.list(dir);
+    }
+    QUEEN_TRY(std::vector<std::string> names, std::move(listed));
     std::vector<std::pair<LogIndex, std::string>> found;
     for (const std::string& name : names) {
         if (auto index = parse_segment_file_name(name)) {
