@@ -1187,6 +1187,29 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
                     detail::subscription_key(GroupId{gid}, QueueId{qid}, PartitionId{scope}).span(),
                     detail::encode(sub)));
             s.subscriptions[{gid, qid, scope}] = sub;
+            if (sub.mode == SubscriptionMode::new_only) {
+                // "From now" means after every message already in the log, including ones
+                // stamped with this same millisecond: bootstrap a cursor at the current tail of
+                // every existing partition (spec 5.8). Later partitions start at their head.
+                std::vector<std::uint64_t> pids;
+                if (only_pid) {
+                    pids.push_back(*only_pid);
+                } else {
+                    QUEEN_TRY(pids, queue_partitions(s, txn, qid));
+                }
+                for (const std::uint64_t pid : pids) {
+                    const PartitionMem& mem = s.partitions[pid];
+                    if (mem.last_sequence == 0) {
+                        continue;
+                    }
+                    QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
+                    if (!cursor) {
+                        CursorRecord record;
+                        record.consumed = mem.last_sequence;
+                        QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
+                    }
+                }
+            }
         }
     }
     std::uint64_t lease = 0;

@@ -322,6 +322,24 @@ TEST_CASE("queues: subscription mode new skips history for a brand-new group",
     REQUIRE(h.pop("q", 100, "everything").messages.size() == 8);
 }
 
+TEST_CASE("queues: subscription mode new skips history pushed in the same millisecond",
+          "[queues][groups][subscription]") {
+    Harness h;
+    h.push("q", "p1", "old1", "old");
+    h.push("q", "p2", "old2", "old");
+    Pop pop;
+    pop.queue = "q";
+    pop.group = "fresh";
+    pop.batch = 10;
+    pop.partitions = 10;
+    pop.subscription_mode = SubscriptionMode::new_only;
+    REQUIRE(h.run(pop).outcome == PopResult::Outcome::empty);  // same now as the pushes
+    h.push("q", "p1", "new1", "n1");
+    h.push("q", "p3", "new3", "n3");
+    auto got = h.run(pop);
+    REQUIRE(payloads(got) == "n1,n3,");
+}
+
 TEST_CASE("queues: subscriptionFrom a timestamp starts there, also on later partitions",
           "[queues][groups][subscription]") {
     Harness h;
