@@ -284,6 +284,12 @@ Result<std::vector<CommandResult>> Engine::apply_commands(std::span<const Comman
     return results;
 }
 
+Result<LogIndex> Engine::sync() {
+    const LogIndex index = impl_->applied_index;
+    QUEEN_TRY(impl_->env.sync(true));
+    return index;
+}
+
 std::optional<TimestampMs> Engine::next_due() const {
     return impl_->queues.next_due();
 }

@@ -75,6 +75,7 @@ TEST_CASE("engine: applied_index persists and the log replays from applied_index
     }
     auto engine = Engine::open(dir.path(), Options{}).value();
     REQUIRE(engine.applied_index() == LogIndex{6});
+    REQUIRE(engine.sync().value() == LogIndex{6});
     auto rest = entries(6, log.size());
     auto outcome = engine.apply(rest).value();
     REQUIRE(engine.applied_index() == LogIndex{log.size()});

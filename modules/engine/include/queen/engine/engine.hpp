@@ -82,6 +82,12 @@ public:
     [[nodiscard]] Result<std::vector<CommandResult>> apply_commands(
         std::span<const Command> commands, TimestampMs now);
 
+    /// Flushes LMDB to disk and returns the applied index that is durable now. With
+    /// SyncMode::no_sync or no_meta_sync the node calls it before compacting its log: never
+    /// drop log entries above the returned index. Applier thread (no apply concurrently).
+    /// Errors: those of Env::sync (a failed flush poisons the Env: reopen).
+    [[nodiscard]] Result<LogIndex> sync();
+
     /// The earliest time a pop may find something it cannot find now (see QueueState).
     [[nodiscard]] std::optional<TimestampMs> next_due() const;
 
