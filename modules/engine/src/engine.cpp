@@ -55,6 +55,92 @@ Result<Session> decode_session(ByteSpan bytes) {
     return session;
 }
 
+/// Names that become LMDB key parts must fit their limits; a violation rejects the whole
+/// command before anything is written (ErrorResult{invalid}, a 400 at the edge).
+class CommandLimits {
+public:
+    explicit CommandLimits(const queues::Options& options) : options_(options) {}
+
+    std::string check(const queues::ConfigureQueue& c) const { return queue(c.queue); }
+    std::string check(const queues::Push&) const { return {}; }  // per-item failures
+    std::string check(const queues::Pop& c) const {
+        return first(queue(c.queue), partition(c.partition), group(c.group));
+    }
+    std::string check(const queues::Ack& c) const {
+        for (const auto& item : c.items) {
+            if (auto why = ack(item); !why.empty()) {
+                return why;
+            }
+        }
+        return {};
+    }
+    std::string check(const queues::ExtendLease&) const { return {}; }
+    std::string check(const queues::Transaction& c) const {
+        for (const auto& op : c.ops) {
+            if (op.kind == queues::TransactionOp::Kind::ack) {
+                if (auto why = ack(op.ack); !why.empty()) {
+                    return why;
+                }
+            }
+        }
+        return {};
+    }
+    std::string check(const queues::DeleteQueue& c) const { return queue(c.queue); }
+    std::string check(const queues::DeleteGroup& c) const {
+        return first(group(c.group), queue(c.queue));
+    }
+    std::string check(const queues::UpdateSubscription& c) const { return group(c.group); }
+    std::string check(const queues::SeekGroup& c) const {
+        return first(group(c.group), queue(c.queue));
+    }
+    std::string check(const queues::SeekPartition& c) const {
+        return first(group(c.group), queue(c.queue), partition(c.partition));
+    }
+    std::string check(const queues::SetMaintenance&) const { return {}; }
+    std::string check(const queues::Sweep&) const { return {}; }
+    std::string check(const queues::DeleteMessage& c) const {
+        return transaction_id(c.transaction_id);
+    }
+    std::string check(const queues::AddTrace& c) const {
+        return first(transaction_id(c.transaction_id), group(c.group));
+    }
+
+private:
+    static std::string limit(std::string_view what, std::string_view value, std::size_t max) {
+        if (value.size() > max) {
+            return std::string(what) + " is longer than " + std::to_string(max) + " bytes";
+        }
+        return {};
+    }
+    std::string queue(std::string_view v) const {
+        return limit("queue name", v, options_.queue_name_bytes_max);
+    }
+    std::string partition(std::string_view v) const {
+        return limit("partition name", v, options_.partition_name_bytes_max);
+    }
+    std::string group(std::string_view v) const {
+        return limit("consumerGroup", v, options_.group_name_bytes_max);
+    }
+    std::string transaction_id(std::string_view v) const {
+        return limit("transactionId", v, options_.transaction_id_bytes_max);
+    }
+    std::string ack(const queues::AckItem& item) const {
+        return first(transaction_id(item.transaction_id), group(item.group));
+    }
+    template <class... Reasons>
+    static std::string first(std::string a, Reasons... rest) {
+        if (!a.empty()) {
+            return a;
+        }
+        if constexpr (sizeof...(rest) > 0) {
+            return first(std::move(rest)...);
+        } else {
+            return {};
+        }
+    }
+    const queues::Options& options_;
+};
+
 CommandResult error_result(ErrorResult::Code code, std::string message) {
     return CommandResult{std::in_place_index<0>, ErrorResult{code, std::move(message)}};
 }
@@ -79,6 +165,9 @@ struct Engine::Impl {
     Result<CommandResult> dispatch(store::WriteTxn& txn, const CommandBody& body, TimestampMs now) {
         return std::visit(
             [&](const auto& command) -> Result<CommandResult> {
+                if (auto why = CommandLimits(options.queues).check(command); !why.empty()) {
+                    return error_result(ErrorResult::Code::invalid, std::move(why));
+                }
                 auto result = queues.apply(txn, command, now);
                 if (!result) {
                     if (result.error().is(queen::Errc::invalid_argument)) {

@@ -135,6 +135,30 @@ TEST_CASE("engine: a malformed entry yields an error result and only moves appli
     pop.group = "";
     auto invalid = apply_one<ErrorResult>(engine, Command{0, 0, pop}, 20);
     REQUIRE(invalid.code == ErrorResult::Code::invalid);
+    // Over-long names are rejected before they reach an LMDB key; empty names are fine.
+    pop.group = "g";
+    pop.has_partition = true;
+    pop.partition = std::string(600, 'p');
+    auto long_partition = apply_one<ErrorResult>(engine, Command{0, 0, pop}, 21);
+    REQUIRE(long_partition.message.find("partition name") != std::string::npos);
+    Ack ack;
+    ack.items.push_back(AckItem{
+        PartitionId{1}, std::string(600, 't'), AckStatus::completed, false, {}, LeaseId{0}, "g"});
+    REQUIRE(apply_one<ErrorResult>(engine, Command{0, 0, ack}, 22).code ==
+            ErrorResult::Code::invalid);
+    auto empty_queue = apply_one<PushResult>(engine, push_command("", "", "e"), 23);
+    REQUIRE(empty_queue.items[0].status == PushStatus::queued);
+    ack.items[0] = AckItem{empty_queue.items[0].message_id.partition,
+                           "e",
+                           AckStatus::completed,
+                           false,
+                           {},
+                           LeaseId{0},
+                           ""};
+    REQUIRE(apply_one<AckResult>(engine, Command{0, 0, ack}, 24).items[0].success);
+    engine = Engine::open(dir.path(), Options{}).value();  // names with the empty key reload
+    REQUIRE(apply_one<PushResult>(engine, push_command("", "", "e"), 25).items[0].status ==
+            PushStatus::duplicate);
 }
 
 TEST_CASE("engine: time never goes backwards inside the state machine", "[engine][time]") {

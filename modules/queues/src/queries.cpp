@@ -18,7 +18,7 @@ const std::string queue_mode_name{queue_mode_group};
 
 Result<std::optional<std::uint32_t>> find_queue_id(const Tables& t, const store::Txn& txn,
                                                    std::string_view name) {
-    QUEEN_TRY(auto raw, txn.get(t.queue_names, as_bytes(name)));
+    QUEEN_TRY(auto raw, txn.get(t.queue_names, detail::name_key(name).span()));
     if (!raw) {
         return std::optional<std::uint32_t>{};
     }
@@ -28,7 +28,7 @@ Result<std::optional<std::uint32_t>> find_queue_id(const Tables& t, const store:
 
 Result<std::optional<std::uint32_t>> find_group_id(const Tables& t, const store::Txn& txn,
                                                    std::string_view name) {
-    QUEEN_TRY(auto raw, txn.get(t.groups, as_bytes(name)));
+    QUEEN_TRY(auto raw, txn.get(t.groups, detail::name_key(name).span()));
     if (!raw) {
         return std::optional<std::uint32_t>{};
     }

@@ -140,10 +140,15 @@ inline store::KeyBuilder queue_key(QueueId queue) {
     key.u32be(queue.value());
     return key;
 }
+/// Queue and group names: a 0x01 byte, then the name, so the empty name is a valid key.
 inline store::KeyBuilder name_key(std::string_view name) {
     store::KeyBuilder key;
-    key.raw(as_bytes(name));
+    key.u8(0x01).raw(as_bytes(name));
     return key;
+}
+/// The name back from a name_key (empty when malformed).
+inline std::string_view name_from_key(ByteSpan key) {
+    return key.empty() ? std::string_view{} : as_chars(key.subspan(1));
 }
 inline store::KeyBuilder partition_key(PartitionId partition) {
     store::KeyBuilder key;

@@ -155,7 +155,8 @@ Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_v
                                options};
     QUEEN_TRY(put(s, txn, s.tables.queues, detail::queue_key(QueueId{qid}).span(),
                   detail::encode(record)));
-    QUEEN_TRY(put(s, txn, s.tables.queue_names, as_bytes(name), detail::encode_u64(qid)));
+    QUEEN_TRY(
+        put(s, txn, s.tables.queue_names, detail::name_key(name).span(), detail::encode_u64(qid)));
     QUEEN_TRY(save_meta(s, txn));
     QueueMem mem;
     mem.name = std::string(name);
@@ -210,7 +211,7 @@ Result<std::uint32_t> get_or_create_group(State& s, store::WriteTxn& txn, std::s
         return it->second;
     }
     const std::uint32_t gid = s.meta.next_group_id++;
-    QUEEN_TRY(put(s, txn, s.tables.groups, as_bytes(name), detail::encode_u64(gid)));
+    QUEEN_TRY(put(s, txn, s.tables.groups, detail::name_key(name).span(), detail::encode_u64(gid)));
     QUEEN_TRY(put(s, txn, s.tables.group_names, detail::group_name_key(GroupId{gid}).span(),
                   Bytes(name.begin(), name.end())));
     QUEEN_TRY(save_meta(s, txn));
@@ -995,7 +996,8 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             QUEEN_TRY(auto gid, detail::decode_u64(entry->value));
-            s.group_ids.emplace(std::string(as_chars(entry->key)), static_cast<std::uint32_t>(gid));
+            s.group_ids.emplace(std::string(detail::name_from_key(entry->key)),
+                                static_cast<std::uint32_t>(gid));
             QUEEN_TRY(entry, cursor.next());
         }
     }
@@ -1459,7 +1461,7 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
         }
     }
     QUEEN_TRY(txn.del(s.tables.queues, detail::queue_key(QueueId{qid}).span()));
-    QUEEN_TRY(txn.del(s.tables.queue_names, as_bytes(command.queue)));
+    QUEEN_TRY(txn.del(s.tables.queue_names, detail::name_key(command.queue).span()));
     // Lease index entries of the deleted partitions go stale; drop them.
     for (auto it = s.leases.begin(); it != s.leases.end();) {
         auto& pairs = it->second;
