@@ -156,7 +156,7 @@ Totals partition_totals(const queues::PartitionSummary& p) {
 Result<Response> get_resource_queue(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(auto detail, read_queue(context, tenant, param(request, "queue")));
     if (!detail.has_value()) {
-        return Error{Errc::not_found, "Queue not found"};
+        return error_response(context, 404, "Queue not found");
     }
     const queues::QueueSummary& q = detail->queue;
     Totals totals;
@@ -517,7 +517,7 @@ Result<Response> get_message(Context& context, const std::string& tenant, Reques
                   return queues::get_message(tables, txn, partition, transaction_id, now);
               }));
     if (!found.has_value()) {
-        return Error{Errc::not_found, "Message not found"};
+        return error_response(context, 404, "Message not found");
     }
     const queues::MessageDetail& m = *found;
     QUEEN_TRY(const std::string payload,
@@ -715,7 +715,7 @@ Result<Response> status_queue(Context& context, const std::string& tenant, Reque
     const std::string name = param(request, "queue");
     QUEEN_TRY(auto detail, read_queue(context, tenant, name));
     if (!detail.has_value()) {
-        return Error{Errc::not_found, "Queue not found"};
+        return error_response(context, 404, "Queue not found");
     }
     QUEEN_TRY(auto cursors, read_cursors(context, tenant, std::string(queues::queue_mode_group)));
     std::map<std::uint64_t, const queues::GroupCursorInfo*> by_partition;

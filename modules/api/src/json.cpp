@@ -344,7 +344,16 @@ Result<nlohmann::json> parse_body(std::string_view body, std::uint32_t depth_max
     try {
         return nlohmann::json::parse(body);
     } catch (const nlohmann::json::exception& error) {
-        return Error{Errc::invalid_argument, std::string("Invalid JSON: ") + error.what()};
+        // The parser quotes the offending bytes; keep the message printable ASCII so the
+        // error body stays valid JSON whatever the client sent.
+        std::string message = error.what();
+        for (char& c : message) {
+            const auto byte = static_cast<unsigned char>(c);
+            if (byte < 0x20 || byte >= 0x7f) {
+                c = '?';
+            }
+        }
+        return Error{Errc::invalid_argument, "Invalid JSON: " + message};
     }
 }
 

@@ -1,0 +1,81 @@
+// api/tests/crypto_test.cpp — AES-256-GCM payload cipher: round trip, nonces, tampering, keys.
+#include "crypto.hpp"
+#include "harness.hpp"
+
+namespace queen::api::detail {
+namespace {
+
+const char* const key_hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+TEST_CASE("api: AES-256-GCM round-trips and authenticates", "[api][crypto]") {
+    const std::uint64_t seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    testing::SeededRandom random(seed);
+    auto cipher = PayloadCipher::from_hex(key_hex);
+    REQUIRE(cipher.has_value());
+    Rng rng(seed);
+    for (int i = 0; i < 200; ++i) {
+        Bytes plain(rng.below(2000));
+        for (auto& byte : plain) {
+            byte = static_cast<Byte>(rng.next());
+        }
+        auto sealed = cipher->encrypt(plain, random);
+        REQUIRE(sealed.has_value());
+        REQUIRE(sealed->size() == plain.size() + cipher_overhead_bytes);
+        auto opened = cipher->decrypt(*sealed);
+        REQUIRE(opened.has_value());
+        REQUIRE(*opened == plain);
+        // Any flipped bit is detected.
+        Bytes tampered = *sealed;
+        tampered[rng.below(tampered.size())] ^= static_cast<Byte>(1u << rng.below(8));
+        auto rejected = cipher->decrypt(tampered);
+        REQUIRE_FALSE(rejected.has_value());
+        REQUIRE(rejected.error().is(Errc::corruption));
+    }
+    const Bytes text{'h', 'i'};
+    CHECK(cipher->encrypt(text, random).value() != cipher->encrypt(text, random).value());
+    CHECK(cipher->decrypt(Bytes(10)).error().is(Errc::corruption));
+
+    auto other =
+        PayloadCipher::from_hex("ff0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+    REQUIRE(other.has_value());
+    CHECK_FALSE(other->decrypt(cipher->encrypt(text, random).value()).has_value());
+}
+
+TEST_CASE("api: encryption keys must be 64 hex digits", "[api][crypto]") {
+    CHECK(PayloadCipher::from_hex(key_hex).has_value());
+    CHECK(
+        PayloadCipher::from_hex("000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F")
+            .has_value());
+    CHECK_FALSE(PayloadCipher::from_hex("").has_value());
+    CHECK_FALSE(PayloadCipher::from_hex("00").has_value());
+    const auto bad =
+        PayloadCipher::from_hex("zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().context.find("zz") == std::string::npos);  // never echo key material
+    ApiOptions options;
+    options.encryption_key_hex = "abc";
+    CHECK_FALSE(options.validate().has_value());
+    options.encryption_key_hex = key_hex;
+    CHECK(options.validate().has_value());
+}
+
+TEST_CASE("api: options validation names the field", "[api][options]") {
+    CHECK(ApiOptions{}.validate().has_value());
+    ApiOptions options;
+    options.pop_batch_default = 0;
+    CHECK_THAT(options.validate().error().context, Catch::Contains("pop_batch_default"));
+    options = ApiOptions{};
+    options.pop_subscription_mode_default = "sometimes";
+    CHECK_THAT(options.validate().error().context,
+               Catch::Contains("pop_subscription_mode_default"));
+    options = ApiOptions{};
+    options.default_tenant = "has space";
+    CHECK_THAT(options.validate().error().context, Catch::Contains("default_tenant"));
+    options = ApiOptions{};
+    options.pop_timeout_ms_default = options.pop_timeout_ms_max + 1;
+    CHECK_FALSE(options.validate().has_value());
+}
+
+}  // namespace
+}  // namespace queen::api::detail

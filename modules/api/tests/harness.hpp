@@ -1,0 +1,339 @@
+// api/tests/harness.hpp — a Backend over a real engine::Engine (each command applied directly as
+// one log entry, no log, no threads), a manual clock, a wait registry, and a driver that runs
+// requests through the Router with detached responders.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "queen/api/api.hpp"
+#include "queen/api/backend.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/engine/command.hpp"
+#include "queen/engine/engine.hpp"
+#include "queen/http/router.hpp"
+#include "queen/http/uri.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+namespace queen::api::testing {
+
+/// Applies every submitted command to an Engine at once (on the calling thread) and completes
+/// synchronously. Time is manual: advance() moves both clocks, fires due wait deadlines, and
+/// wakes every waiter once the engine's next_due passes (lease expiry, delays).
+class EngineBackend final : public Backend {
+public:
+    explicit EngineBackend(const std::filesystem::path& dir) {
+        engine::Options options;
+        options.store.sync_mode = store::SyncMode::no_sync;
+        auto opened = engine::Engine::open(dir, options);
+        REQUIRE(opened.has_value());
+        engine_ = std::make_unique<engine::Engine>(std::move(*opened));
+    }
+
+    void submit(std::string_view tenant, engine::Command command, Completion done) override {
+        if (tenant != "default") {
+            done(Error{Errc::not_found, "no such tenant"});
+            return;
+        }
+        if (fail_with_.has_value()) {
+            done(*fail_with_);
+            return;
+        }
+        ++submitted_;
+        submitted_types_.push_back(engine::command_type(command.body));
+        const Bytes bytes = engine::encode_command(command);
+        const engine::Entry entry{LogIndex{engine_->applied_index().value() + 1},
+                                  TimestampMs{wall_ms_}, bytes};
+        auto outcome = engine_->apply(std::span<const engine::Entry>(&entry, 1));
+        if (!outcome) {
+            done(std::move(outcome).error());
+            return;
+        }
+        REQUIRE(outcome->results.size() == 1);
+        auto result = engine::decode_result(outcome->results[0]);
+        REQUIRE(result.has_value());
+        done(std::move(*result));
+        for (const queues::Wakeup& wakeup : outcome->wakeups) {
+            wake_queue(wakeup.queue);
+        }
+    }
+
+    Status read(std::string_view tenant,
+                const std::function<void(const engine::Engine&)>& fn) override {
+        if (tenant != "default") {
+            return Error{Errc::not_found, "no such tenant"};
+        }
+        fn(*engine_);
+        return {};
+    }
+
+    class Token final : public WaitToken {
+    public:
+        Token(EngineBackend& backend, std::uint64_t id) : backend_(backend), id_(id) {}
+        void cancel() override { backend_.cancel_wait(id_); }
+
+    private:
+        EngineBackend& backend_;
+        std::uint64_t id_;
+    };
+
+    std::unique_ptr<WaitToken> wait_for_change(std::string_view tenant, std::string_view queue,
+                                               std::int64_t deadline_ms,
+                                               std::function<void(bool)> wake) override {
+        REQUIRE(tenant == "default");
+        std::lock_guard lock(mutex_);
+        const std::uint64_t id = ++next_wait_id_;
+        waits_.emplace(id, Wait{std::string(queue), deadline_ms, std::move(wake)});
+        return std::make_unique<Token>(*this, id);
+    }
+
+    [[nodiscard]] std::int64_t now_ms() const override { return monotonic_ms_; }
+    [[nodiscard]] std::int64_t wall_ms() const override { return wall_ms_; }
+
+    [[nodiscard]] NodeStatus node_status() const override {
+        NodeStatus status;
+        status.version = "test";
+        status.node_id = 7;
+        status.uptime_ms = monotonic_ms_;
+        status.is_ready = !is_poisoned_;
+        status.not_ready_reason = is_poisoned_ ? "tenant default is poisoned" : "";
+        TenantHealth tenant;
+        tenant.name = "default";
+        tenant.is_writable = !is_poisoned_;
+        tenant.is_poisoned = is_poisoned_;
+        tenant.reason = is_poisoned_ ? "fdatasync failed: EIO" : "";
+        tenant.applied_index = engine_->applied_index().value();
+        tenant.committed_index = tenant.applied_index;
+        status.tenants.push_back(tenant);
+        MetricSample sample;
+        sample.name = "queen_log_appends_total";
+        sample.help = "Entries appended.";
+        sample.kind = MetricSample::Kind::counter;
+        sample.labels = {{"tenant", "default"}};
+        sample.value = static_cast<double>(submitted_);
+        status.metrics.push_back(sample);
+        HistogramSample histogram;
+        histogram.name = "queen_fsync_latency_seconds";
+        histogram.help = "fdatasync latency.";
+        histogram.upper_bounds = {0.001, 0.01};
+        histogram.cumulative_counts = {3, 5};
+        histogram.count = 6;
+        histogram.sum = 0.05;
+        status.histograms.push_back(histogram);
+        return status;
+    }
+
+    /// Moves both clocks; fires expired waits (timed_out) and, once next_due passed, wakes the
+    /// others (a lease expired or a delay ended: pops may now find something).
+    void advance(std::int64_t ms) {
+        monotonic_ms_ += ms;
+        wall_ms_ += ms;
+        std::vector<std::function<void(bool)>> timed_out;
+        std::vector<std::function<void(bool)>> due;
+        const auto next = engine_->next_due();
+        const bool is_due = next.has_value() && next->value() <= wall_ms_;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto it = waits_.begin(); it != waits_.end();) {
+                if (it->second.deadline_ms <= monotonic_ms_) {
+                    timed_out.push_back(std::move(it->second.wake));
+                    it = waits_.erase(it);
+                } else if (is_due) {
+                    due.push_back(std::move(it->second.wake));
+                    it = waits_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        for (auto& wake : timed_out) {
+            wake(true);
+        }
+        for (auto& wake : due) {
+            wake(false);
+        }
+    }
+
+    [[nodiscard]] std::size_t waiting() const {
+        std::lock_guard lock(mutex_);
+        return waits_.size();
+    }
+    [[nodiscard]] std::uint64_t submitted() const { return submitted_; }
+    [[nodiscard]] const std::vector<engine::CommandType>& submitted_types() const {
+        return submitted_types_;
+    }
+    void fail_with(std::optional<Error> error) { fail_with_ = std::move(error); }
+    void set_poisoned(bool is_poisoned) { is_poisoned_ = is_poisoned; }
+    [[nodiscard]] engine::Engine& engine() { return *engine_; }
+
+private:
+    struct Wait {
+        std::string queue;
+        std::int64_t deadline_ms;
+        std::function<void(bool)> wake;
+    };
+
+    void wake_queue(const std::string& queue) {
+        std::vector<std::function<void(bool)>> woken;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto it = waits_.begin(); it != waits_.end();) {
+                if (it->second.queue == queue) {
+                    woken.push_back(std::move(it->second.wake));
+                    it = waits_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        for (auto& wake : woken) {
+            wake(false);
+        }
+    }
+
+    void cancel_wait(std::uint64_t id) {
+        std::function<void(bool)> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            const auto found = waits_.find(id);
+            if (found == waits_.end()) {
+                return;
+            }
+            dropped = std::move(found->second.wake);
+            waits_.erase(found);
+        }
+        // `dropped` (which may own the poll) is destroyed here, outside the lock.
+    }
+
+    std::unique_ptr<engine::Engine> engine_;
+    std::int64_t monotonic_ms_ = 1'000'000;
+    std::int64_t wall_ms_ = 1'700'000'000'000;
+    std::uint64_t submitted_ = 0;
+    std::vector<engine::CommandType> submitted_types_;
+    std::optional<Error> fail_with_;
+    bool is_poisoned_ = false;
+    mutable std::mutex mutex_;
+    std::map<std::uint64_t, Wait> waits_;
+    std::uint64_t next_wait_id_ = 0;
+};
+
+/// Seeded, thread-safe randomness for nonces and generated ids.
+class SeededRandom final : public RandomSource {
+public:
+    explicit SeededRandom(std::uint64_t seed) : rng_(seed) {}
+    void fill(std::uint8_t* data, std::size_t size) override {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < size; ++i) {
+            data[i] = static_cast<std::uint8_t>(rng_.next());
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    Rng rng_;
+};
+
+/// The answer of one request; `is_done` once the responder completed.
+struct Reply {
+    bool is_done = false;
+    int status = 0;
+    std::string content_type;
+    std::vector<http::Header> headers;
+    std::string body;
+
+    [[nodiscard]] nlohmann::json json() const {
+        INFO("body: " << body);
+        REQUIRE_FALSE(body.empty());
+        return nlohmann::json::parse(body);
+    }
+};
+
+/// Routes requests to register_routes() over an EngineBackend.
+class Harness {
+public:
+    explicit Harness(ApiOptions options = {}, std::uint64_t seed = 1)
+        : backend(dir.path()), random(seed) {
+        register_routes(router, backend, options, NullLogger::instance(), random);
+    }
+
+    struct Pending {
+        std::shared_ptr<Reply> reply;
+        http::Responder responder;
+    };
+
+    /// Sends a request; the reply may complete now or later (long polls).
+    Pending start(http::Method method, std::string_view target, std::string body = {},
+                  std::vector<http::Header> headers = {}) {
+        http::Request request;
+        request.method = method;
+        request.method_name = std::string(http::method_name(method));
+        request.target = std::string(target);
+        const auto question = target.find('?');
+        request.path = std::string(target.substr(0, question));
+        request.raw_query = question == std::string_view::npos
+                                ? std::string()
+                                : std::string(target.substr(question + 1));
+        auto segments = http::decode_path(request.path);
+        REQUIRE(segments.has_value());
+        request.segments = std::move(*segments);
+        auto query = http::decode_query(request.raw_query);
+        REQUIRE(query.has_value());
+        request.query = std::move(*query);
+        request.headers = std::move(headers);
+        request.body = std::move(body);
+        auto reply = std::make_shared<Reply>();
+        http::Responder responder = http::Responder::detached([reply](http::Response response) {
+            reply->is_done = true;
+            reply->status = response.status;
+            reply->content_type = response.content_type;
+            reply->headers = response.headers;
+            reply->body = response.body;
+        });
+        router.handle(request, responder);
+        return Pending{reply, responder};
+    }
+
+    /// Sends a request that must complete at once.
+    Reply call(http::Method method, std::string_view target, std::string body = {},
+               std::vector<http::Header> headers = {}) {
+        auto pending = start(method, target, std::move(body), std::move(headers));
+        INFO(http::method_name(method) << " " << target);
+        REQUIRE(pending.reply->is_done);
+        return *pending.reply;
+    }
+
+    Reply get(std::string_view target) { return call(http::Method::get, target); }
+    Reply post(std::string_view target, const nlohmann::json& body) {
+        return call(http::Method::post, target, body.dump());
+    }
+    Reply post_raw(std::string_view target, std::string body) {
+        return call(http::Method::post, target, std::move(body));
+    }
+    Reply del(std::string_view target) { return call(http::Method::delete_, target); }
+
+    /// Pushes `payloads` to queue/partition and checks they were queued.
+    nlohmann::json push(std::string_view queue, std::string_view partition,
+                        const std::vector<nlohmann::json>& payloads) {
+        nlohmann::json items = nlohmann::json::array();
+        for (const auto& payload : payloads) {
+            items.push_back({{"queue", queue}, {"partition", partition}, {"payload", payload}});
+        }
+        const Reply reply = post("/api/v1/push", {{"items", items}});
+        REQUIRE(reply.status == 201);
+        return reply.json();
+    }
+
+    queen::testing::TempDir dir;
+    EngineBackend backend;
+    SeededRandom random;
+    http::Router router;
+};
+
+}  // namespace queen::api::testing

@@ -1,0 +1,102 @@
+// api/tests/json_test.cpp — the JSON edge: writer, ISO-8601 times, body parsing, field readers.
+#include "json.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+namespace queen::api::detail {
+namespace {
+
+TEST_CASE("api: JsonWriter places commas and escapes strings", "[api][json]") {
+    JsonWriter out;
+    out.begin_object()
+        .field("a", 1)
+        .field("b", "x\"y\n")
+        .field_or_null("c", "")
+        .key("d")
+        .begin_array()
+        .boolean(true)
+        .null()
+        .number(-7)
+        .raw("{\"k\":[1]}")
+        .end_array()
+        .key("e")
+        .begin_object()
+        .end_object()
+        .end_object();
+    const std::string text = out.take();
+    CHECK(text == R"({"a":1,"b":"x\"y\n","c":null,"d":[true,null,-7,{"k":[1]}],"e":{}})");
+    CHECK(nlohmann::json::parse(text)["b"] == "x\"y\n");
+}
+
+TEST_CASE("api: ISO-8601 formatting and parsing round-trip", "[api][json]") {
+    CHECK(format_iso_ms(0) == "1970-01-01T00:00:00.000Z");
+    CHECK(format_iso_ms(1'700'000'000'123) == "2023-11-14T22:13:20.123Z");
+    CHECK(format_iso_us(1'700'000'000'123) == "2023-11-14T22:13:20.123000Z");
+    CHECK(format_iso_ms(-1) == "1969-12-31T23:59:59.999Z");
+    CHECK(parse_iso("2023-11-14T22:13:20.123Z") == 1'700'000'000'123);
+    CHECK(parse_iso("2023-11-14T22:13:20.123456Z") == 1'700'000'000'123);
+    CHECK(parse_iso("2023-11-14T23:13:20.123+01:00") == 1'700'000'000'123);
+    CHECK(parse_iso("2023-11-14T21:13:20.123-0100") == 1'700'000'000'123);
+    CHECK(parse_iso("2023-11-14 22:13:20.123") == 1'700'000'000'123);
+    CHECK(parse_iso("2023-11-14") == 1'699'920'000'000);
+    CHECK(parse_iso("2024-02-29T00:00Z").has_value());
+    for (const char* bad :
+         {"", "now", "2023-13-01", "2023-02-29", "2023-11-14T25:00:00Z", "2023-11-14T22:13:20.Z",
+          "2023-11-14T22:13:20Zjunk", "20231114", "2023-11-14T22", "2023-11-14T22:13:20+25:00"}) {
+        INFO(bad);
+        CHECK_FALSE(parse_iso(bad).has_value());
+    }
+    const std::uint64_t seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    for (int i = 0; i < 10'000; ++i) {
+        // Years 1900..2400 in milliseconds.
+        const auto ms =
+            static_cast<std::int64_t>(rng.below(15'778'800'000'000ULL)) - 2'208'988'800'000LL;
+        INFO(ms);
+        REQUIRE(parse_iso(format_iso_ms(ms)) == ms);
+        REQUIRE(parse_iso(format_iso_us(ms)) == ms);
+    }
+}
+
+TEST_CASE("api: body parsing errors use the spec's messages", "[api][json]") {
+    CHECK(parse_body("", 8).error().context == "Empty request body");
+    CHECK(parse_body(" \r\n", 8).error().context == "Empty request body");
+    CHECK_THAT(parse_body("{\"a\":", 8).error().context, Catch::StartsWith("Invalid JSON: "));
+    CHECK_THAT(parse_body("[[[[[[[[[1]]]]]]]]]", 8).error().context,
+               Catch::Contains("deeper than 8"));
+    CHECK(parse_body("[[[[[[[[1]]]]]]]]", 8).has_value());
+    CHECK(json_depth("\"[[[[\"") == 0);
+    CHECK(json_depth(R"({"a":"\"{{{","b":[{}]})") == 3);
+    // A million brackets are refused before the parser builds anything.
+    CHECK_FALSE(parse_body(std::string(1'000'000, '['), 64).has_value());
+}
+
+TEST_CASE("api: typed field readers", "[api][json]") {
+    const auto body = nlohmann::json::parse(
+        R"({"i": 5, "f": 2.0, "h": 2.5, "s": "x", "b": true, "n": null, "big": 18446744073709551615})");
+    CHECK(integer_field(body, "i", 0, 0, 10).value() == 5);
+    CHECK(integer_field(body, "f", 0, 0, 10).value() == 2);
+    CHECK(integer_field(body, "n", 9, 0, 10).value() == 9);
+    CHECK(integer_field(body, "missing", 9, 0, 10).value() == 9);
+    CHECK_FALSE(integer_field(body, "h", 0, 0, 10).has_value());
+    CHECK_FALSE(integer_field(body, "s", 0, 0, 10).has_value());
+    CHECK_FALSE(integer_field(body, "i", 0, 6, 10).has_value());
+    CHECK_FALSE(integer_field(body, "big", 0, 0, INT64_MAX).has_value());
+    CHECK(boolean_field(body, "b", false).value());
+    CHECK_FALSE(boolean_field(body, "s", false).has_value());
+    CHECK(string_field(body, "s", "bad").value() == std::optional<std::string>("x"));
+    CHECK_FALSE(string_field(body, "n", "bad").value().has_value());
+    CHECK(string_field(body, "i", "i must be a string").error().context == "i must be a string");
+    CHECK(is_uuid_text("0b9e4c1a-6b1f-4c5e-9d3a-1f2e3d4c5b6a"));
+    CHECK_FALSE(is_uuid_text("0b9e4c1a-6b1f-4c5e-9d3a-1f2e3d4c5b6"));
+    CHECK_FALSE(is_uuid_text("0b9e4c1a_6b1f-4c5e-9d3a-1f2e3d4c5b6a"));
+    CHECK_FALSE(is_uuid_text("0b9e4c1a-6b1f-4c5e-9d3a-1f2e3d4c5b6g"));
+    // Invalid UTF-8 inside a string does not throw when re-serialized.
+    nlohmann::json odd = std::string("a\xff");
+    CHECK(dump_json(odd).size() > 2);
+}
+
+}  // namespace
+}  // namespace queen::api::detail
