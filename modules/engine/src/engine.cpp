@@ -379,6 +379,10 @@ Result<LogIndex> Engine::sync() {
     return index;
 }
 
+std::vector<std::string> Engine::queues_due(TimestampMs now) const {
+    return impl_->queues.queues_due(now);
+}
+
 std::optional<TimestampMs> Engine::next_due() const {
     return impl_->queues.next_due();
 }

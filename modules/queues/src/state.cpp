@@ -1839,6 +1839,20 @@ std::optional<TimestampMs> QueueState::next_due() const {
     return due;
 }
 
+std::vector<std::string> QueueState::queues_due(TimestampMs now) const {
+    std::vector<std::string> out;
+    for (const auto& [qid, q] : state_->queues) {
+        for (const auto& [gid, gc] : q.groups) {
+            if (!gc.deferred.empty() && gc.deferred.begin()->first <= now.value()) {
+                out.push_back(q.name);
+                break;
+            }
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 QueueState::IndexStats QueueState::index_stats() const {
     IndexStats stats;
     const State& s = *state_;

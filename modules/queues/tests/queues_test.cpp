@@ -77,8 +77,10 @@ TEST_CASE("queues: an expired lease redelivers the unacked messages without a re
     REQUIRE(h.state->next_due().has_value());
     REQUIRE(h.state->next_due()->value() == h.now_ms + 1000);
     h.advance_ms(999);
+    REQUIRE(h.state->queues_due(TimestampMs{h.now_ms}).empty());
     REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
     h.advance_ms(1);
+    REQUIRE(h.state->queues_due(TimestampMs{h.now_ms}) == std::vector<std::string>{"q"});
     auto again = h.pop("q");
     REQUIRE(payloads(again) == "a,");
     REQUIRE(again.messages[0].retry_count == 0);

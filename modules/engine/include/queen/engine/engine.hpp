@@ -91,6 +91,10 @@ public:
     /// The earliest time a pop may find something it cannot find now (see QueueState).
     [[nodiscard]] std::optional<TimestampMs> next_due() const;
 
+    /// Queues with a deferred partition due at or before `now` (see QueueState::queues_due):
+    /// wake their parked pops when the next_due() timer fires. Applier thread.
+    [[nodiscard]] std::vector<std::string> queues_due(TimestampMs now) const;
+
     /// Runs `fn(const queues::Tables&, const store::Txn&)` in a fresh read txn and returns its
     /// result (the queries of queen/queues/queries.hpp). Errors: those of begin_read and fn.
     template <class Fn>

@@ -105,6 +105,11 @@ public:
     /// expiry, delayed visibility, window buffer, retry delay), if any.
     [[nodiscard]] std::optional<TimestampMs> next_due() const;
 
+    /// Queues (sorted names) with a deferred partition due at or before `now`: when the timer
+    /// set from next_due() fires, wake the pops parked on these. next_due() may lie in the past
+    /// while no pop has looked at a due partition yet; act on it only for parked pops.
+    [[nodiscard]] std::vector<std::string> queues_due(TimestampMs now) const;
+
     /// The table handles, for the read queries of queries.hpp.
     [[nodiscard]] const Tables& tables() const noexcept;
 
