@@ -5,10 +5,101 @@
 #include <memory>
 
 namespace queen::cli {
+namespace {
+
+/// The flags every broker workload takes; `options->given` is filled after parsing.
+void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& options) {
+    command->add_option("--url", options->url, "Broker address (only this address is loaded)")
+        ->capture_default_str();
+    command->add_option("--queue", options->queue, "Queue to use (deleted and created again)")
+        ->capture_default_str();
+    command->add_option("--producers", options->producers, "Producer threads (own connections)")
+        ->check(CLI::Range(1, 4096));
+    command->add_option("--consumers", options->consumers, "Consumer or worker threads")
+        ->check(CLI::Range(1, 4096));
+    command->add_option("--batch", options->batch, "Messages per push, pop and transaction")
+        ->check(CLI::Range(1, 10'000));
+    command->add_option("--size", options->size_bytes, "Payload size in bytes")
+        ->check(CLI::Range(1, 16 << 20));
+    command
+        ->add_option("--partitions", options->partitions,
+                     "Partitions written round-robin (partitions workload: partitions filled)")
+        ->check(CLI::Range(1, 10'000'000));
+    command
+        ->add_option("--pop-partitions", options->pop_partitions,
+                     "Partitions one pop may claim under one lease")
+        ->check(CLI::Range(1, 10'000));
+    command->add_option("--consumer-group", options->consumer_group,
+                        "Consume as this consumer group (default: queue mode)");
+    command
+        ->add_option("--duration", options->duration_s,
+                     "Seconds to run; with --messages, the bound of each phase")
+        ->check(CLI::Range(0.1, 86'400.0));
+    command->add_option("--messages", options->messages,
+                        "Messages to produce (transaction: transactions); 0 runs for --duration");
+    command->add_flag("--json", options->json, "Print the summary as JSON");
+    command->add_option("--profile", options->profile,
+                        "Run the named profile of the profiles file (flags given override it)");
+    command->add_option("--profiles-file", options->profiles_file, "Profiles file")
+        ->capture_default_str();
+    command->add_option("--server-pid", options->server_pid,
+                        "Read the server's RSS from /proc/<pid> (default: /metrics/prometheus)");
+    command
+        ->add_option("--durability", options->durability,
+                     "How the server was configured to persist, for the report's conditions")
+        ->capture_default_str();
+}
+
+void collect_given(CLI::App* command, BenchOptions& options) {
+    options.given.clear();
+    for (const CLI::Option* option : command->get_options()) {
+        if (option->count() > 0 && !option->get_lnames().empty()) {
+            options.given.push_back("--" + option->get_lnames().front());
+        }
+    }
+}
+
+}  // namespace
 
 void register_bench(CLI::App& app, int& exit_code) {
-    auto* bench = app.add_subcommand("bench", "Drive load and print results people can compare");
-    bench->require_subcommand(1);
+    auto* bench = app.add_subcommand(
+        "bench", "Drive load and print results people can compare (progress goes to stderr)");
+    bench->require_subcommand(0, 1);
+
+    auto profile_options = std::make_shared<BenchOptions>();
+    add_workload_flags(bench, profile_options);
+    bench->callback([bench, profile_options, &exit_code] {
+        if (!bench->get_subcommands().empty()) {
+            return;  // a workload or `log` ran
+        }
+        if (profile_options->profile.empty()) {
+            throw CLI::RequiredError(
+                "a workload (produce, consume, e2e, transaction, partitions, log) or --profile");
+        }
+        collect_given(bench, *profile_options);
+        exit_code = run_bench_workload(*profile_options);
+    });
+
+    struct Entry {
+        const char* name;
+        const char* help;
+    };
+    for (const Entry& entry : {
+             Entry{"produce", "Producers push batches for a duration or a message count"},
+             Entry{"consume", "Fill the queue, then consumers pop and ack it"},
+             Entry{"e2e", "Produce and consume together; latency from the payload timestamp"},
+             Entry{"transaction", "Pop, then ack and push the next message in one transaction"},
+             Entry{"partitions", "Fill N partitions with one message each, then drain them"},
+         }) {
+        auto options = std::make_shared<BenchOptions>();
+        options->workload = entry.name;
+        auto* command = bench->add_subcommand(entry.name, entry.help);
+        add_workload_flags(command, options);
+        command->callback([command, options, &exit_code] {
+            collect_given(command, *options);
+            exit_code = run_bench_workload(*options);
+        });
+    }
 
     auto log_options = std::make_shared<BenchLogOptions>();
     auto* log =

@@ -1,0 +1,216 @@
+// cli/commands/bench_workload.cpp — `queen bench produce|consume|e2e|transaction|partitions` and
+// `--profile`: resolve flags and profile, run the workload, print progress and the summary.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "commands/bench.hpp"
+#include "exit_codes.hpp"
+#include "queen/bench/profile.hpp"
+#include "queen/bench/report.hpp"
+#include "queen/bench/system.hpp"
+#include "queen/bench/workload.hpp"
+#include "queen/client/client.hpp"
+#include "queen/core/clock.hpp"
+
+namespace queen::cli {
+namespace {
+
+std::atomic<bool> is_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+    is_interrupted.store(true);
+    std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+bool is_given(const BenchOptions& options, std::string_view flag) {
+    return std::find(options.given.begin(), options.given.end(), flag) != options.given.end();
+}
+
+/// The workload options: the profile's values first, then the flags given on the command line.
+queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::string& profile) {
+    bench::WorkloadOptions w;
+    std::string workload = options.workload;
+    if (!options.profile.empty()) {
+        QUEEN_TRY(auto profiles, bench::load_profiles(options.profiles_file));
+        QUEEN_TRY(auto p, bench::find_profile(profiles, options.profile));
+        if (!workload.empty() && workload != bench::to_string(p.workload)) {
+            return queen::Error{queen::Errc::invalid_argument,
+                                "profile " + p.name + " is a " +
+                                    std::string(bench::to_string(p.workload)) + " workload, not " +
+                                    workload};
+        }
+        workload = std::string(bench::to_string(p.workload));
+        profile = p.name;
+        w.producers = p.producers.value_or(w.producers);
+        w.consumers = p.consumers.value_or(w.consumers);
+        w.batch = p.batch.value_or(w.batch);
+        w.size_bytes = p.size_bytes.value_or(w.size_bytes);
+        w.partitions = p.partitions.value_or(w.partitions);
+        w.pop_partitions = p.pop_partitions.value_or(w.pop_partitions);
+        w.messages = static_cast<std::uint64_t>(std::max<std::int64_t>(p.messages.value_or(0), 0));
+        w.duration_s = p.duration_s.value_or(w.duration_s);
+        w.consumer_group = p.consumer_group.value_or(w.consumer_group);
+    }
+    QUEEN_TRY(w.workload, bench::parse_workload(workload));
+    w.queue = options.queue;
+    const auto take = [&options](std::string_view flag, auto& target, const auto& value) {
+        if (is_given(options, flag)) {
+            target = value;
+        }
+    };
+    take("--producers", w.producers, options.producers);
+    take("--consumers", w.consumers, options.consumers);
+    take("--batch", w.batch, options.batch);
+    take("--size", w.size_bytes, options.size_bytes);
+    take("--partitions", w.partitions, options.partitions);
+    take("--pop-partitions", w.pop_partitions, options.pop_partitions);
+    take("--consumer-group", w.consumer_group, options.consumer_group);
+    take("--messages", w.messages, options.messages);
+    take("--duration", w.duration_s, options.duration_s);
+    // A count without a duration is bounded by a generous time per phase, not by 10 s.
+    if (w.messages != 0 && !is_given(options, "--duration") && options.profile.empty()) {
+        w.duration_s = 600;
+    }
+    QUEEN_TRY(w.validate());
+    return w;
+}
+
+std::string with_commas(std::uint64_t value) {
+    std::string digits = std::to_string(value);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
+        digits.insert(static_cast<std::size_t>(i), ",");
+    }
+    return digits;
+}
+
+/// Prints one progress line per second to stderr until `is_done`: rewritten in place on a
+/// terminal, plain lines otherwise.
+void show_progress(const bench::Progress& progress, const std::atomic<bool>& is_done,
+                   bench::Progress& control) {
+    const bool is_tty = isatty(STDERR_FILENO) != 0;
+    const auto& clock = queen::SystemClock::instance();
+    const std::int64_t start_ns = clock.monotonic_ns();
+    std::int64_t last_ns = start_ns;
+    std::uint64_t last_produced = 0;
+    std::uint64_t last_consumed = 0;
+    std::int64_t next_print_ns = start_ns + 1'000'000'000;
+    while (!is_done.load()) {
+        queen::sleep_ms(50);
+        if (is_interrupted.load()) {
+            control.is_stop_requested.store(true);
+        }
+        const std::int64_t now_ns = clock.monotonic_ns();
+        if (now_ns < next_print_ns) {
+            continue;
+        }
+        next_print_ns += 1'000'000'000;
+        const std::uint64_t produced = progress.produced.load();
+        const std::uint64_t consumed = progress.consumed.load();
+        const double interval_s = static_cast<double>(now_ns - last_ns) / 1e9;
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "[%6.1fs] %-5s produced %s (%.0f/s)  consumed %s (%.0f/s)  errors %llu",
+                      static_cast<double>(now_ns - start_ns) / 1e9, progress.phase.load(),
+                      with_commas(produced).c_str(),
+                      static_cast<double>(produced - last_produced) / interval_s,
+                      with_commas(consumed).c_str(),
+                      static_cast<double>(consumed - last_consumed) / interval_s,
+                      static_cast<unsigned long long>(progress.errors.load()));
+        if (is_tty) {
+            std::cerr << "\r" << line << "\x1b[K" << std::flush;
+        } else {
+            std::cerr << line << "\n" << std::flush;
+        }
+        last_ns = now_ns;
+        last_produced = produced;
+        last_consumed = consumed;
+    }
+    if (is_tty) {
+        std::cerr << "\n";
+    }
+}
+
+std::int64_t server_rss_bytes(client::Client& client, int server_pid) {
+    if (server_pid > 0) {
+        auto rss = bench::read_process_rss_bytes(server_pid);
+        return rss ? *rss : -1;
+    }
+    auto text = client.get_json("/metrics/prometheus");
+    if (!text) {
+        return -1;
+    }
+    const auto rss = bench::find_prometheus_sample(*text, "queen_process_resident_memory_bytes");
+    return rss ? static_cast<std::int64_t>(*rss) : -1;
+}
+
+}  // namespace
+
+int run_bench_workload(const BenchOptions& options) {
+    std::string profile;
+    auto resolved = resolve(options, profile);
+    if (!resolved) {
+        std::cerr << "queen bench: " << resolved.error().message() << "\n";
+        return exit_usage;
+    }
+    bench::WorkloadOptions workload = std::move(*resolved);
+    auto endpoint = client::parse_url(options.url);
+    if (!endpoint) {
+        std::cerr << "queen bench: " << endpoint.error().message() << "\n";
+        return exit_usage;
+    }
+    client::ClientOptions client_options;
+    client_options.endpoint = *endpoint;
+    // One connection per thread: producers and consumers never wait for one another's socket.
+    client_options.connections_max =
+        static_cast<std::size_t>(workload.producers + workload.consumers + 2);
+    client_options.is_payload_validated = false;  // the bench builds valid JSON itself
+    client_options.id_seed = static_cast<std::uint64_t>(getpid());
+    client::Client client{client_options};
+
+    auto health = client.health();
+    if (!health) {
+        std::cerr << "queen bench: cannot reach " << options.url << ": " << health.error().message()
+                  << "\n";
+        return exit_retryable;
+    }
+    const auto facts = bench::parse_health(health->json);
+    workload.server_rss_bytes = [&client, &options] {
+        return server_rss_bytes(client, options.server_pid);
+    };
+
+    bench::Progress progress;
+    std::atomic<bool> is_done{false};
+    is_interrupted.store(false);
+    std::signal(SIGINT, on_interrupt);
+    std::thread reporter([&] { show_progress(progress, is_done, progress); });
+    auto report = bench::run_workload(client, workload, queen::SystemClock::instance(), progress);
+    is_done.store(true);
+    reporter.join();
+    std::signal(SIGINT, SIG_DFL);
+    if (!report) {
+        std::cerr << "queen bench: " << report.error().message() << "\n";
+        return exit_failed;
+    }
+    report->profile = profile;
+    bench::Conditions& c = report->conditions;
+    c.url = options.url;
+    c.server_version = facts ? facts->version : std::string();
+    c.durability = options.durability;
+    c.cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+    c.load_average_1m = bench::read_load_average_1m().value_or(-1);
+    c.server_rss_bytes = server_rss_bytes(client, options.server_pid);
+    if (options.json) {
+        std::cout << bench::format_json(*report) << "\n";
+    } else {
+        std::cout << bench::format_table(*report);
+    }
+    return report->errors == 0 ? exit_ok : exit_failed;
+}
+
+}  // namespace queen::cli

@@ -1,0 +1,69 @@
+// queen/bench/report.hpp — the result of one bench run, and its two renderings: a table for people
+// and JSON for scripts (msgs_per_s, mb_per_s, latency_ms, errors, conditions).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "queen/bench/histogram.hpp"
+
+namespace queen::bench {
+
+/// What a number depends on: printed next to it so results can be compared honestly.
+struct Conditions {
+    std::string url;
+    std::string server_version;  ///< from /health; empty when unknown
+    std::string durability;      ///< e.g. "log fdatasync before ack"
+    std::int64_t batch = 0;
+    std::int64_t size_bytes = 0;
+    std::int64_t partitions = 0;
+    std::int64_t producers = 0;
+    std::int64_t consumers = 0;
+    std::int64_t cores = 0;              ///< online CPUs of this machine
+    double load_average_1m = -1;         ///< of this machine at the end of the run; < 0 unknown
+    std::int64_t server_rss_bytes = -1;  ///< at the end of the run; < 0 unknown
+};
+
+/// A workload-specific number (fill rate, drain rate, RSS after fill, ...).
+struct Metric {
+    std::string name;  ///< snake_case with the unit last, e.g. "fill_msgs_per_s"
+    double value = 0;
+};
+
+/// One run. `latency_ns` holds one value per measured operation (see `latency_of`).
+struct Report {
+    std::string workload;          ///< produce | consume | e2e | transaction | partitions
+    std::string profile;           ///< the conf/bench.toml profile, or empty
+    std::string latency_of;        ///< what one latency value measures, e.g. "push request"
+    double elapsed_s = 0;          ///< of the measured phase
+    std::uint64_t produced = 0;    ///< messages the server answered `queued`
+    std::uint64_t consumed = 0;    ///< messages delivered and acked
+    std::uint64_t duplicates = 0;  ///< deliveries of an already consumed message (e2e)
+    std::uint64_t missing = 0;     ///< produced but never consumed (e2e with --messages)
+    std::uint64_t messages = 0;    ///< the count the rate is computed from
+    std::uint64_t bytes = 0;       ///< payload bytes of `messages`
+    std::uint64_t errors = 0;      ///< failed requests, failed items and failed acks
+    Histogram latency_ns;
+    std::vector<Metric> metrics;
+    Conditions conditions;
+
+    /// messages / elapsed_s (0 when elapsed_s is 0).
+    [[nodiscard]] double msgs_per_s() const noexcept;
+    /// bytes / elapsed_s in MB (10^6 bytes) per second.
+    [[nodiscard]] double mb_per_s() const noexcept;
+};
+
+/// A human-readable summary: rates, latency percentiles in ms, counts, errors, metrics and the
+/// conditions, one aligned line each, ending in a newline.
+[[nodiscard]] std::string format_table(const Report& report);
+
+/// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, latency_ms {p50, p90,
+/// p99, p999, max, count, of}, elapsed_s, messages, bytes, produced, consumed, duplicates,
+/// missing, errors, metrics {name: value}, conditions {...}. No trailing newline.
+[[nodiscard]] std::string format_json(const Report& report);
+
+/// Nanoseconds as milliseconds with 3 decimals ("1.234").
+[[nodiscard]] std::string format_ms(std::int64_t ns);
+
+}  // namespace queen::bench

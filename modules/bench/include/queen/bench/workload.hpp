@@ -1,0 +1,97 @@
+// queen/bench/workload.hpp — the load drivers of `queen bench` over the client: produce, consume,
+// e2e, transaction and partitions. They run threads and count; printing is the caller's business.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "queen/bench/report.hpp"
+#include "queen/client/client.hpp"
+#include "queen/core/clock.hpp"
+#include "queen/core/result.hpp"
+
+namespace queen::bench {
+
+/// The workloads, by their command names.
+enum class Workload { produce, consume, e2e, transaction, partitions };
+[[nodiscard]] std::string_view to_string(Workload workload) noexcept;
+/// Errors: queen::Errc::invalid_argument (not a workload name).
+[[nodiscard]] queen::Result<Workload> parse_workload(std::string_view name);
+
+struct WorkloadOptions {
+    Workload workload = Workload::produce;
+    std::string queue = "bench";  ///< deleted and created again at the start (is_queue_reset)
+    bool is_queue_reset = true;
+    std::int64_t producers = 1;     ///< producer threads (fill threads for consume and partitions)
+    std::int64_t consumers = 1;     ///< consumer threads (transaction: worker threads)
+    std::int64_t batch = 100;       ///< messages per push, per pop and per transaction
+    std::int64_t size_bytes = 256;  ///< payload JSON size (at least the ~40 bytes of the header)
+    /// Partitions written round-robin (message n goes to partition "p<n mod partitions>"). The
+    /// partitions workload fills exactly this many partitions with one message each.
+    std::int64_t partitions = 1;
+    std::int64_t pop_partitions = 1;  ///< pops claim up to this many partitions (one lease)
+    std::string consumer_group;       ///< empty: queue mode
+    /// When messages is 0: length of the measured phase. Otherwise the upper bound of each phase
+    /// (a run never exceeds it per phase, whatever the count).
+    double duration_s = 10;
+    /// 0: run for duration_s. Otherwise the count: messages produced (produce, e2e, consume's
+    /// prefill) or transactions (transaction). Ignored by partitions (it fills `partitions`).
+    std::uint64_t messages = 0;
+    /// Consumers stop when this long passes without a delivery once producing is over.
+    std::int64_t drain_idle_ms = 5'000;
+    std::int64_t pop_wait_ms = 1'000;  ///< long-poll timeout of one pop
+    std::uint64_t errors_max = 1'000;  ///< the run stops after this many errors
+    /// Returns the server's RSS in bytes (< 0 unknown); the partitions workload samples it after
+    /// each phase. May be empty.
+    std::function<std::int64_t()> server_rss_bytes;
+
+    /// Errors: queen::Errc::invalid_argument naming the first out-of-range field.
+    [[nodiscard]] queen::Result<void> validate() const;
+};
+
+/// Live counters, read by another thread for progress lines; writes are relaxed.
+struct Progress {
+    std::atomic<std::uint64_t> produced{0};
+    std::atomic<std::uint64_t> consumed{0};
+    std::atomic<std::uint64_t> errors{0};
+    std::atomic<const char*> phase{"starting"};  ///< a static string: fill, run, drain, done
+    std::atomic<bool> is_stop_requested{false};  ///< set by anyone to end the run early
+};
+
+/// Runs `options.workload` against the broker behind `client` and returns its report (rates,
+/// latency histogram, counts; the conditions' load fields and server facts are left for the
+/// caller). The measured phase and what one latency sample is depend on the workload:
+/// - produce: pushes; latency of one push request; rate of queued messages;
+/// - consume: fills the queue with `messages` (default 100,000) first, then pops + acks; latency
+///   of pop + ack; rate of acked messages;
+/// - e2e: produce and consume together; latency from the timestamp in the payload to delivery;
+///   rate of acked messages over the time until the last one; duplicates and missing counted;
+/// - transaction: each worker pops a batch and, in one transaction, acks it and pushes the next
+///   batch; latency of pop + transaction; rate of messages moved (transactions in metrics);
+/// - partitions: fills `partitions` partitions with one message each, then drains them; rate
+///   of the drain; fill rate and server RSS in metrics.
+/// Every loop stops at its count, at its time bound, after errors_max errors, or when
+/// progress.is_stop_requested is set. Threads are joined before returning.
+/// Errors: queen::Errc::invalid_argument (options), or the client's error when the queue cannot
+/// be reset or configured (the server is not reachable).
+[[nodiscard]] queen::Result<Report> run_workload(queen::client::Client& client,
+                                                 const WorkloadOptions& options,
+                                                 const queen::Clock& clock, Progress& progress);
+
+/// A JSON object payload of exactly max(size_bytes, header) bytes carrying `sequence` and
+/// `timestamp_ns`: {"seq":N,"ts":T,"pad":"xxx..."}.
+[[nodiscard]] std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns,
+                                       std::int64_t size_bytes);
+
+/// Reads "seq" and "ts" back from a payload (whatever whitespace the server put around them).
+struct PayloadStamp {
+    std::uint64_t sequence = 0;
+    std::int64_t timestamp_ns = 0;
+};
+/// Returns false (stamp unspecified) when a field is missing or not an integer.
+[[nodiscard]] bool parse_payload(std::string_view json, PayloadStamp& stamp) noexcept;
+
+}  // namespace queen::bench

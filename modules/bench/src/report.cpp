@@ -1,0 +1,140 @@
+// bench/src/report.cpp — table and JSON renderings of a bench Report.
+#include "queen/bench/report.hpp"
+
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace queen::bench {
+namespace {
+
+double ms_of(std::int64_t ns) {
+    return static_cast<double>(ns) / 1e6;
+}
+
+std::string fixed(double value, int digits) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(digits) << value;
+    return out.str();
+}
+
+std::string load_of(const Conditions& c) {
+    return c.load_average_1m < 0 ? std::string("?") : fixed(c.load_average_1m, 2);
+}
+
+}  // namespace
+
+double Report::msgs_per_s() const noexcept {
+    return elapsed_s > 0 ? static_cast<double>(messages) / elapsed_s : 0.0;
+}
+
+double Report::mb_per_s() const noexcept {
+    return elapsed_s > 0 ? static_cast<double>(bytes) / 1e6 / elapsed_s : 0.0;
+}
+
+std::string format_ms(std::int64_t ns) {
+    return fixed(ms_of(ns), 3);
+}
+
+std::string format_table(const Report& report) {
+    std::ostringstream out;
+    const auto line = [&out](std::string_view name, const std::string& value) {
+        out << "  " << std::left << std::setw(22) << name << value << "\n";
+    };
+    out << "queen bench " << report.workload;
+    if (!report.profile.empty()) {
+        out << " (profile " << report.profile << ")";
+    }
+    out << "\n";
+    line("throughput",
+         fixed(report.msgs_per_s(), 0) + " msgs/s, " + fixed(report.mb_per_s(), 2) + " MB/s");
+    const Histogram& h = report.latency_ns;
+    line("latency ms", "p50 " + format_ms(h.value_at_percentile(50)) + "  p90 " +
+                           format_ms(h.value_at_percentile(90)) + "  p99 " +
+                           format_ms(h.value_at_percentile(99)) + "  p99.9 " +
+                           format_ms(h.value_at_percentile(99.9)) + "  max " + format_ms(h.max()));
+    line("latency of", report.latency_of + " (" + std::to_string(h.count()) + " samples)");
+    line("elapsed", fixed(report.elapsed_s, 2) + " s");
+    line("messages",
+         std::to_string(report.messages) + " (" + std::to_string(report.bytes) + " payload bytes)");
+    line("produced/consumed",
+         std::to_string(report.produced) + " / " + std::to_string(report.consumed));
+    if (report.duplicates != 0 || report.missing != 0) {
+        line("duplicates/missing",
+             std::to_string(report.duplicates) + " / " + std::to_string(report.missing));
+    }
+    line("errors", std::to_string(report.errors));
+    for (const Metric& metric : report.metrics) {
+        line(metric.name,
+             fixed(metric.value,
+                   metric.value == static_cast<double>(static_cast<std::int64_t>(metric.value))
+                       ? 0
+                       : 2));
+    }
+    const Conditions& c = report.conditions;
+    out << "  conditions\n";
+    line("  server", c.url + " version " + (c.server_version.empty() ? "?" : c.server_version));
+    line("  durability", c.durability.empty() ? std::string("?") : c.durability);
+    line("  batch/size",
+         std::to_string(c.batch) + " msgs x " + std::to_string(c.size_bytes) + " bytes");
+    line("  partitions", std::to_string(c.partitions));
+    line("  clients",
+         std::to_string(c.producers) + " producers, " + std::to_string(c.consumers) + " consumers");
+    line("  machine", std::to_string(c.cores) + " cores, load average " + load_of(c));
+    if (c.server_rss_bytes >= 0) {
+        line("  server rss",
+             fixed(static_cast<double>(c.server_rss_bytes) / 1048576.0, 1) + " MiB");
+    }
+    return out.str();
+}
+
+std::string format_json(const Report& report) {
+    const Histogram& h = report.latency_ns;
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+    for (const Metric& metric : report.metrics) {
+        metrics[metric.name] = metric.value;
+    }
+    const Conditions& c = report.conditions;
+    nlohmann::ordered_json conditions = {
+        {"url", c.url},
+        {"server_version", c.server_version},
+        {"durability", c.durability},
+        {"batch", c.batch},
+        {"size_bytes", c.size_bytes},
+        {"partitions", c.partitions},
+        {"producers", c.producers},
+        {"consumers", c.consumers},
+        {"cores", c.cores},
+        {"load_average_1m", c.load_average_1m < 0 ? nlohmann::ordered_json(nullptr)
+                                                  : nlohmann::ordered_json(c.load_average_1m)},
+        {"server_rss_bytes", c.server_rss_bytes < 0 ? nlohmann::ordered_json(nullptr)
+                                                    : nlohmann::ordered_json(c.server_rss_bytes)},
+    };
+    nlohmann::ordered_json json = {
+        {"workload", report.workload},
+        {"profile", report.profile},
+        {"msgs_per_s", report.msgs_per_s()},
+        {"mb_per_s", report.mb_per_s()},
+        {"latency_ms",
+         {{"p50", ms_of(h.value_at_percentile(50))},
+          {"p90", ms_of(h.value_at_percentile(90))},
+          {"p99", ms_of(h.value_at_percentile(99))},
+          {"p999", ms_of(h.value_at_percentile(99.9))},
+          {"max", ms_of(h.max())},
+          {"count", h.count()},
+          {"of", report.latency_of}}},
+        {"elapsed_s", report.elapsed_s},
+        {"messages", report.messages},
+        {"bytes", report.bytes},
+        {"produced", report.produced},
+        {"consumed", report.consumed},
+        {"duplicates", report.duplicates},
+        {"missing", report.missing},
+        {"errors", report.errors},
+        {"metrics", metrics},
+        {"conditions", conditions},
+    };
+    return json.dump();
+}
+
+}  // namespace queen::bench

@@ -1,0 +1,83 @@
+// bench/tests/profile_test.cpp — conf/bench.toml parsing, errors naming the key, and the file
+// shipped in the repository.
+#include "queen/bench/profile.hpp"
+
+#include "queen/testing/catch.hpp"
+
+using queen::bench::Workload;
+
+TEST_CASE("bench: profiles parse with their optional keys", "[bench][profile]") {
+    auto profiles = queen::bench::parse_profiles(R"(
+[profiles.push-100]
+description = "push batches of 100"
+workload = "produce"
+producers = 4
+batch = 100
+size = 256
+duration = 10
+standard = true
+
+[profiles.drain]
+workload = "partitions"
+partitions = 10000
+duration = 2.5
+consumer_group = "g"
+)");
+    REQUIRE(profiles.has_value());
+    REQUIRE(profiles->size() == 2);
+    const auto& push = (*profiles)[0];
+    CHECK(push.name == "push-100");
+    CHECK(push.workload == Workload::produce);
+    CHECK(push.producers == 4);
+    CHECK(push.batch == 100);
+    CHECK(push.size_bytes == 256);
+    CHECK(push.duration_s == 10.0);
+    CHECK(push.is_standard);
+    CHECK_FALSE(push.consumers.has_value());
+    auto drain = queen::bench::find_profile(*profiles, "drain");
+    REQUIRE(drain.has_value());
+    CHECK(drain->workload == Workload::partitions);
+    CHECK(drain->duration_s == 2.5);
+    CHECK(drain->consumer_group == "g");
+    CHECK_FALSE(drain->is_standard);
+    auto missing = queen::bench::find_profile(*profiles, "nope");
+    REQUIRE_FALSE(missing.has_value());
+    CHECK(missing.error().context.find("push-100, drain") != std::string::npos);
+}
+
+TEST_CASE("bench: profile errors name the profile and key", "[bench][profile]") {
+    const auto error_of = [](std::string_view text) {
+        auto profiles = queen::bench::parse_profiles(text);
+        REQUIRE_FALSE(profiles.has_value());
+        return profiles.error().context;
+    };
+    CHECK(error_of("[profiles.a]\nworkload = \"produce\"\nbatchsize = 3\n") ==
+          "profiles.a.batchsize: unknown key");
+    CHECK(error_of("[profiles.a]\nworkload = \"produce\"\nbatch = \"3\"\n") ==
+          "profiles.a.batch: expected an integer");
+    CHECK(error_of("[profiles.a]\nbatch = 3\n") == "profiles.a: missing workload");
+    CHECK(error_of("[profiles.a]\nworkload = \"fly\"\n").find("unknown workload") !=
+          std::string::npos);
+    CHECK(error_of("[other]\n").find("unknown top-level key other") != std::string::npos);
+    CHECK(error_of("[profiles.a\n").find("line 1") != std::string::npos);
+}
+
+TEST_CASE("bench: conf/bench.toml parses and has the standard profiles", "[bench][profile]") {
+    auto profiles = queen::bench::load_profiles(QUEEN_SOURCE_DIR "/conf/bench.toml");
+    REQUIRE(profiles.has_value());
+    int standard = 0;
+    for (const auto& profile : *profiles) {
+        INFO(profile.name);
+        standard += profile.is_standard ? 1 : 0;
+        queen::bench::WorkloadOptions options;
+        options.partitions = profile.partitions.value_or(options.partitions);
+        options.batch = profile.batch.value_or(options.batch);
+        options.size_bytes = profile.size_bytes.value_or(options.size_bytes);
+        options.producers = profile.producers.value_or(options.producers);
+        options.consumers = profile.consumers.value_or(options.consumers);
+        options.duration_s = profile.duration_s.value_or(options.duration_s);
+        CHECK(options.validate().has_value());
+    }
+    CHECK(standard >= 5);
+    CHECK_FALSE(queen::bench::load_profiles("/nonexistent/bench.toml").has_value());
+}

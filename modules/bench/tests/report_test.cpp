@@ -1,0 +1,87 @@
+// bench/tests/report_test.cpp — the JSON fields scripts rely on, and the table people read.
+#include "queen/bench/report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "queen/testing/catch.hpp"
+
+using queen::bench::Report;
+
+namespace {
+Report sample_report() {
+    Report report;
+    report.workload = "produce";
+    report.profile = "push-100";
+    report.latency_of = "push request";
+    report.elapsed_s = 2.0;
+    report.messages = 100'000;
+    report.produced = 100'000;
+    report.bytes = 25'600'000;
+    report.errors = 3;
+    for (std::int64_t ms = 1; ms <= 100; ++ms) {
+        report.latency_ns.record(ms * 1'000'000);
+    }
+    report.metrics.push_back({"fill_msgs_per_s", 1234.5});
+    report.conditions.url = "http://127.0.0.1:6632";
+    report.conditions.server_version = "0.1.0";
+    report.conditions.durability = "log fdatasync before ack";
+    report.conditions.batch = 100;
+    report.conditions.size_bytes = 256;
+    report.conditions.partitions = 1;
+    report.conditions.producers = 4;
+    report.conditions.cores = 2;
+    report.conditions.load_average_1m = 3.5;
+    return report;
+}
+}  // namespace
+
+TEST_CASE("bench: report rates divide by the elapsed time", "[bench][report]") {
+    Report report = sample_report();
+    CHECK(report.msgs_per_s() == Approx(50'000));
+    CHECK(report.mb_per_s() == Approx(12.8));
+    report.elapsed_s = 0;
+    CHECK(report.msgs_per_s() == 0);
+    CHECK(report.mb_per_s() == 0);
+}
+
+TEST_CASE("bench: report JSON has the documented fields and units", "[bench][report]") {
+    const auto json = nlohmann::json::parse(queen::bench::format_json(sample_report()));
+    CHECK(json["workload"] == "produce");
+    CHECK(json["profile"] == "push-100");
+    CHECK(json["msgs_per_s"].get<double>() == Approx(50'000));
+    CHECK(json["mb_per_s"].get<double>() == Approx(12.8));
+    const auto& latency = json["latency_ms"];
+    CHECK(latency["p50"].get<double>() == Approx(50).epsilon(0.01));
+    CHECK(latency["p90"].get<double>() == Approx(90).epsilon(0.01));
+    CHECK(latency["p99"].get<double>() == Approx(99).epsilon(0.01));
+    CHECK(latency["p999"].get<double>() == Approx(100).epsilon(0.01));
+    CHECK(latency["max"].get<double>() == Approx(100));
+    CHECK(latency["count"] == 100);
+    CHECK(json["errors"] == 3);
+    CHECK(json["metrics"]["fill_msgs_per_s"].get<double>() == Approx(1234.5));
+    const auto& conditions = json["conditions"];
+    CHECK(conditions["server_version"] == "0.1.0");
+    CHECK(conditions["durability"] == "log fdatasync before ack");
+    CHECK(conditions["batch"] == 100);
+    CHECK(conditions["size_bytes"] == 256);
+    CHECK(conditions["partitions"] == 1);
+    CHECK(conditions["producers"] == 4);
+    CHECK(conditions["consumers"] == 0);
+    CHECK(conditions["cores"] == 2);
+    CHECK(conditions["load_average_1m"].get<double>() == Approx(3.5));
+    CHECK(conditions["server_rss_bytes"].is_null());
+}
+
+TEST_CASE("bench: report table shows rates, percentiles, errors and conditions",
+          "[bench][report]") {
+    const std::string table = queen::bench::format_table(sample_report());
+    CHECK(table.find("queen bench produce (profile push-100)") != std::string::npos);
+    CHECK(table.find("50000 msgs/s, 12.80 MB/s") != std::string::npos);
+    CHECK(table.find("p99 99.") != std::string::npos);
+    CHECK(table.find("max 100.000") != std::string::npos);
+    CHECK(table.find("errors                3") != std::string::npos);
+    CHECK(table.find("fill_msgs_per_s") != std::string::npos);
+    CHECK(table.find("100 msgs x 256 bytes") != std::string::npos);
+    CHECK(table.find("2 cores, load average 3.50") != std::string::npos);
+    CHECK(queen::bench::format_ms(1'234'567) == "1.235");
+}
