@@ -13,12 +13,17 @@
 namespace examples {
 
 /// `--name value` pairs from argv; unknown names are kept, so each example reads its own.
-inline std::map<std::string, std::string> parse_flags(int argc, char** argv) {
+/// `--help` prints `usage` and exits 0; a malformed command line prints it and exits 2.
+inline std::map<std::string, std::string> parse_flags(int argc, char** argv, const char* usage) {
     std::map<std::string, std::string> flags;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string name = argv[i];
-        if (name.rfind("--", 0) != 0) {
-            std::fprintf(stderr, "expected --name value pairs, got '%s'\n", argv[i]);
+    for (int i = 1; i < argc; i += 2) {
+        const std::string name = argv[i];
+        if (name == "--help" || name == "-h") {
+            std::printf("%s", usage);
+            std::exit(0);
+        }
+        if (name.rfind("--", 0) != 0 || i + 1 >= argc) {
+            std::fprintf(stderr, "expected --name value pairs, got '%s'\n%s", argv[i], usage);
             std::exit(2);
         }
         flags[name.substr(2)] = argv[i + 1];
@@ -30,6 +35,23 @@ inline std::string flag(const std::map<std::string, std::string>& flags, const s
                         const std::string& fallback) {
     const auto found = flags.find(name);
     return found == flags.end() ? fallback : found->second;
+}
+
+/// A non-negative integer flag; anything else exits 2.
+inline long number_flag(const std::map<std::string, std::string>& flags, const std::string& name,
+                        long fallback) {
+    const auto found = flags.find(name);
+    if (found == flags.end()) {
+        return fallback;
+    }
+    char* end = nullptr;
+    const long value = std::strtol(found->second.c_str(), &end, 10);
+    if (found->second.empty() || *end != '\0' || value < 0) {
+        std::fprintf(stderr, "--%s wants a non-negative integer, got '%s'\n", name.c_str(),
+                     found->second.c_str());
+        std::exit(2);
+    }
+    return value;
 }
 
 /// Blocks SIGINT/SIGTERM in every thread and runs `on_signal` on a helper thread when one

@@ -1,7 +1,7 @@
 // examples/consumer.cpp — consumes a queue (optionally as a consumer group) until Ctrl-C, acking
 // each batch; a message whose payload has "fail": true is nacked (retried, then dead-lettered).
-// Usage: example_consumer [--url http://127.0.0.1:6632] [--queue demo] [--group ""]
-//                         [--batch 10] [--limit 0]
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -9,6 +9,10 @@
 #include "queen/client/consumer.hpp"
 
 namespace {
+
+constexpr const char* usage =
+    "usage: example_consumer [--url http://127.0.0.1:6632] [--queue demo] [--group \"\"]\n"
+    "                        [--batch 10] [--limit 0]\n";
 
 // True when the payload has "fail": true (a plain text check keeps the example dependency-free).
 bool wants_failure(const std::string& json) {
@@ -23,7 +27,7 @@ bool wants_failure(const std::string& json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const auto flags = examples::parse_flags(argc, argv);
+    const auto flags = examples::parse_flags(argc, argv, usage);
     auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
     if (!endpoint) {
         std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
@@ -36,8 +40,8 @@ int main(int argc, char** argv) {
     queen::client::ConsumerOptions consume;
     consume.pop.queue = examples::flag(flags, "queue", "demo");
     consume.pop.consumer_group = examples::flag(flags, "group", "");
-    consume.pop.batch = std::stol(examples::flag(flags, "batch", "10"));
-    consume.messages_max = std::stoul(examples::flag(flags, "limit", "0"));
+    consume.pop.batch = std::max(1L, examples::number_flag(flags, "batch", 10));
+    consume.messages_max = static_cast<std::uint64_t>(examples::number_flag(flags, "limit", 0));
     consume.renew_lease_interval_ms = 10'000;  // keep the lease while a slow batch runs
 
     queen::client::Consumer consumer{

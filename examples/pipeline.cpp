@@ -1,16 +1,22 @@
 // examples/pipeline.cpp — a transactional stage: pops from one queue, pushes a derived message to
 // another and acks the input in one transaction, so each input yields exactly one output even
 // across crashes (a rolled-back transaction leaves the input leased, to be redelivered).
-// Usage: example_pipeline [--url http://127.0.0.1:6632] [--from demo] [--to demo.out]
-//                         [--group pipeline] [--limit 0]
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "common.hpp"
 #include "queen/client/consumer.hpp"
 
+namespace {
+constexpr const char* usage =
+    "usage: example_pipeline [--url http://127.0.0.1:6632] [--from demo] [--to demo.out]\n"
+    "                        [--group pipeline] [--batch 10] [--limit 0]\n";
+}  // namespace
+
 int main(int argc, char** argv) {
-    const auto flags = examples::parse_flags(argc, argv);
+    const auto flags = examples::parse_flags(argc, argv, usage);
     auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
     if (!endpoint) {
         std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
@@ -24,9 +30,9 @@ int main(int argc, char** argv) {
     queen::client::ConsumerOptions consume;
     consume.pop.queue = examples::flag(flags, "from", "demo");
     consume.pop.consumer_group = examples::flag(flags, "group", "pipeline");
-    consume.pop.batch = 10;
+    consume.pop.batch = std::max(1L, examples::number_flag(flags, "batch", 10));
     consume.is_client_ack = false;  // the transaction acks
-    consume.messages_max = std::stoul(examples::flag(flags, "limit", "0"));
+    consume.messages_max = static_cast<std::uint64_t>(examples::number_flag(flags, "limit", 0));
 
     queen::client::Consumer consumer{
         client, consume, [&](std::span<const queen::client::Message> batch) -> queen::Status {

@@ -1,6 +1,4 @@
 // examples/producer.cpp — pushes N JSON messages in batches, spread over partitions.
-// Usage: example_producer [--url http://127.0.0.1:6632] [--queue demo] [--count 1000]
-//                         [--batch 100] [--partitions 4]
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -8,17 +6,27 @@
 #include "common.hpp"
 #include "queen/client/client.hpp"
 
+namespace {
+constexpr const char* usage =
+    "usage: example_producer [--url http://127.0.0.1:6632] [--queue demo] [--count 1000]\n"
+    "                        [--batch 100] [--partitions 4]\n";
+}  // namespace
+
 int main(int argc, char** argv) {
-    const auto flags = examples::parse_flags(argc, argv);
+    const auto flags = examples::parse_flags(argc, argv, usage);
     auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
     if (!endpoint) {
         std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
         return 2;
     }
     const std::string queue = examples::flag(flags, "queue", "demo");
-    const long count = std::stol(examples::flag(flags, "count", "1000"));
-    const long batch = std::stol(examples::flag(flags, "batch", "100"));
-    const long partitions = std::stol(examples::flag(flags, "partitions", "4"));
+    const long count = examples::number_flag(flags, "count", 1000);
+    const long batch = examples::number_flag(flags, "batch", 100);
+    const long partitions = examples::number_flag(flags, "partitions", 4);
+    if (batch < 1 || partitions < 1) {
+        std::fprintf(stderr, "--batch and --partitions must be at least 1\n%s", usage);
+        return 2;
+    }
 
     queen::client::ClientOptions options;
     options.endpoint = *endpoint;

@@ -1,13 +1,21 @@
-// cli/commands/admin.cpp — `queen admin`: list and show queues, partitions, consumer groups and the
-// DLQ of a running broker, create/delete queues, delete/seek groups; `--json` for scripts.
+// cli/commands/admin.cpp — `queen admin`: list and show queues, partitions, consumer groups, the
+// DLQ and single messages of a running broker; create/delete queues, delete/seek groups,
+// maintenance modes and health. Aligned tables for people, `--json` for scripts. Not a client
+// library: every request goes through queen::client.
 #include "commands/admin.hpp"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "exit_codes.hpp"
 #include "queen/client/client.hpp"
@@ -18,43 +26,146 @@ namespace {
 using nlohmann::json;
 namespace qc = queen::client;
 
-struct AdminOptions {
-    std::string url = "http://127.0.0.1:6632";
-    std::string token;
-    bool json = false;
-    std::int64_t timeout_ms = 10'000;
+// ---- errors and exit codes ----
 
-    std::string queue;
-    std::string group;
-    std::string partition;
-    std::string timestamp;
-    bool to_end = false;
-    bool keep_metadata = false;
-    std::int64_t limit = 100;
-    std::int64_t offset = 0;
-    qc::QueueOptions queue_options;
-    std::string namespace_name;
-    std::string task;
+// Transport failures and "unavailable"/"gateway timeout" answers may succeed on a retry (exit 3);
+// a request the client could not build is a usage error (exit 2); the rest failed (exit 1).
+int exit_code_of(const queen::Error& error) {
+    if (const int status = qc::http_status_of(error); status != 0) {
+        return status == 503 || status == 504 ? exit_retryable : exit_failed;
+    }
+    if (error.is(qc::Errc::connect_failed) || error.is(qc::Errc::timeout) ||
+        error.is(qc::Errc::connection_closed) || error.is(qc::Errc::busy)) {
+        return exit_retryable;
+    }
+    if (error.is(qc::Errc::invalid_argument)) {
+        return exit_usage;
+    }
+    return exit_failed;
+}
+
+int report(const queen::Error& error) {
+    std::fprintf(stderr, "queen admin: %s\n", error.message().c_str());
+    return exit_code_of(error);
+}
+
+int report_failure(const std::string& message) {
+    std::fprintf(stderr, "queen admin: %s\n", message.c_str());
+    return exit_failed;
+}
+
+// ---- output ----
+
+void print_json(const json& value) {
+    std::cout << value.dump(2) << "\n";
+}
+
+// A payload the broker sent, embedded as JSON rather than as a string when it parses.
+json embedded(const std::string& text) {
+    json value = json::parse(text, nullptr, false);
+    return value.is_discarded() ? json(text) : value;
+}
+
+// How a JSON value reads in a table cell: strings bare, null and absent as "-".
+std::string cell(const json& value) {
+    if (value.is_null()) {
+        return "-";
+    }
+    if (value.is_string()) {
+        const auto& text = value.get_ref<const std::string&>();
+        return text.empty() ? "-" : text;
+    }
+    return value.dump();
+}
+
+std::string cell(const json& object, const char* key) {
+    const auto found = object.find(key);
+    return found == object.end() ? "-" : cell(*found);
+}
+
+std::string cell(const std::string& text) {
+    return text.empty() ? "-" : text;
+}
+
+std::string cell(std::int64_t number) {
+    return std::to_string(number);
+}
+
+std::string yes_no(bool value) {
+    return value ? "yes" : "no";
+}
+
+// Columns padded to their widest cell; numeric columns are right-aligned.
+class Table {
+public:
+    struct Column {
+        std::string name;
+        bool is_numeric = false;
+    };
+
+    explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+    void add(std::vector<std::string> row) {
+        row.resize(columns_.size(), "-");
+        rows_.push_back(std::move(row));
+    }
+
+    void print() const {
+        std::vector<std::size_t> widths;
+        for (const Column& column : columns_) {
+            widths.push_back(column.name.size());
+        }
+        for (const auto& row : rows_) {
+            for (std::size_t i = 0; i < row.size(); ++i) {
+                widths[i] = std::max(widths[i], row[i].size());
+            }
+        }
+        std::vector<std::string> header;
+        for (const Column& column : columns_) {
+            header.push_back(column.name);
+        }
+        print_row(header, widths);
+        for (const auto& row : rows_) {
+            print_row(row, widths);
+        }
+    }
+
+private:
+    void print_row(const std::vector<std::string>& row,
+                   const std::vector<std::size_t>& widths) const {
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            const std::string padding(widths[i] - row[i].size(), ' ');
+            if (i > 0) {
+                line += "  ";
+            }
+            if (columns_[i].is_numeric) {
+                line += padding + row[i];
+            } else if (i + 1 < row.size()) {
+                line += row[i] + padding;
+            } else {
+                line += row[i];  // no trailing blanks
+            }
+        }
+        std::cout << line << "\n";
+    }
+
+    std::vector<Column> columns_;
+    std::vector<std::vector<std::string>> rows_;
 };
 
-// 3 for what may work on a retry (network, timeout, 5xx), 1 for the rest.
-int report_error(const queen::Error& error) {
-    std::fprintf(stderr, "queen admin: %s\n", error.message().c_str());
-    return qc::is_retryable(error) ? exit_retryable : exit_failed;
+// Two-column "name  value" lines, names padded to the widest.
+void print_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
+    std::size_t width = 0;
+    for (const auto& field : fields) {
+        width = std::max(width, field.first.size());
+    }
+    for (const auto& [name, value] : fields) {
+        std::cout << name << std::string(width - name.size() + 2, ' ') << value << "\n";
+    }
 }
 
-queen::Result<std::unique_ptr<qc::Client>> connect(const AdminOptions& options) {
-    QUEEN_TRY(auto endpoint, qc::parse_url(options.url));
-    qc::ClientOptions client_options;
-    client_options.endpoint = endpoint;
-    client_options.bearer_token = options.token;
-    client_options.connection.request_timeout_ms = options.timeout_ms;
-    client_options.connection.connect_timeout_ms = options.timeout_ms;
-    client_options.connections_max = 1;
-    client_options.retry_attempts = 1;
-    client_options.retry_delay_ms = 200;
-    return std::make_unique<qc::Client>(client_options);
-}
+// ---- JSON mapping ----
 
 json counts_json(const qc::MessageCounts& c) {
     return json{{"total", c.total},         {"pending", c.pending}, {"processing", c.processing},
@@ -79,23 +190,93 @@ json options_json(const qc::QueueOptions& o) {
                 {"maxWaitTimeSeconds", o.max_wait_time_s}};
 }
 
-// Parses a payload the broker sent so --json output embeds it as JSON, not as a string.
-json embedded(const std::string& text) {
-    return json::parse(text, nullptr, false).is_discarded() ? json(text) : json::parse(text);
+// The options object of GET /api/v1/resources/queues/:queue; a key that is absent or has another
+// type keeps the default.
+qc::QueueOptions options_from_json(const json& o) {
+    qc::QueueOptions options;
+    const auto integer = [&o](const char* key, std::int64_t& target) {
+        if (const auto found = o.find(key); found != o.end() && found->is_number_integer()) {
+            target = found->get<std::int64_t>();
+        }
+    };
+    const auto boolean = [&o](const char* key, bool& target) {
+        if (const auto found = o.find(key); found != o.end() && found->is_boolean()) {
+            target = found->get<bool>();
+        }
+    };
+    integer("leaseTime", options.lease_time_s);
+    integer("retryLimit", options.retry_limit);
+    integer("retryDelay", options.retry_delay_ms);
+    integer("maxSize", options.max_size);
+    integer("ttl", options.ttl_s);
+    integer("priority", options.priority);
+    boolean("deadLetterQueue", options.is_dead_letter_queue);
+    boolean("dlqAfterMaxRetries", options.is_dlq_after_max_retries);
+    integer("delayedProcessing", options.delayed_processing_s);
+    integer("windowBuffer", options.window_buffer_s);
+    integer("retentionSeconds", options.retention_s);
+    integer("completedRetentionSeconds", options.completed_retention_s);
+    boolean("retentionEnabled", options.is_retention_enabled);
+    boolean("encryptionEnabled", options.is_encryption_enabled);
+    integer("maxWaitTimeSeconds", options.max_wait_time_s);
+    return options;
 }
 
-void print_json(const json& value) {
-    std::cout << value.dump(2) << "\n";
+void apply_overrides(const AdminOptions::QueueOptionFlags& given, qc::QueueOptions& options) {
+    const auto set = [](const auto& flag, auto& target) {
+        if (flag.has_value()) {
+            target = *flag;
+        }
+    };
+    set(given.lease_time_s, options.lease_time_s);
+    set(given.retry_limit, options.retry_limit);
+    set(given.retry_delay_ms, options.retry_delay_ms);
+    set(given.max_size, options.max_size);
+    set(given.ttl_s, options.ttl_s);
+    set(given.priority, options.priority);
+    set(given.is_dead_letter_queue, options.is_dead_letter_queue);
+    set(given.is_dlq_after_max_retries, options.is_dlq_after_max_retries);
+    set(given.delayed_processing_s, options.delayed_processing_s);
+    set(given.window_buffer_s, options.window_buffer_s);
+    set(given.retention_s, options.retention_s);
+    set(given.completed_retention_s, options.completed_retention_s);
+    set(given.is_retention_enabled, options.is_retention_enabled);
+    set(given.is_encryption_enabled, options.is_encryption_enabled);
+    set(given.max_wait_time_s, options.max_wait_time_s);
 }
 
-int run_queues_list(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
+// GET of a JSON object; a body that is not a JSON object is bad_response.
+queen::Result<json> get_object(qc::Client& client, const std::string& target) {
+    QUEEN_TRY(auto body, client.get_json(target));
+    json value = json::parse(body, nullptr, false);
+    if (value.is_discarded() || !value.is_object()) {
+        return queen::Error{qc::Errc::bad_response, "GET " + target + ": not a JSON object"};
     }
-    auto queues = (*client)->list_queues();
+    return value;
+}
+
+std::string queue_target(const std::string& queue) {
+    return "/api/v1/resources/queues/" + qc::percent_encode(queue);
+}
+
+// The queue's detail object, or nullopt when the broker does not know it (404).
+queen::Result<std::optional<json>> find_queue(qc::Client& client, const std::string& queue) {
+    auto detail = get_object(client, queue_target(queue));
+    if (!detail) {
+        if (qc::http_status_of(detail.error()) == 404) {
+            return std::optional<json>{};
+        }
+        return std::move(detail).error();
+    }
+    return std::optional<json>{std::move(*detail)};
+}
+
+// ---- commands ----
+
+int run_queues_list(const AdminOptions& options, qc::Client& client) {
+    auto queues = client.list_queues();
     if (!queues) {
-        return report_error(queues.error());
+        return report(queues.error());
     }
     if (options.json) {
         json out = json::array();
@@ -114,123 +295,216 @@ int run_queues_list(const AdminOptions& options) {
         print_json(out);
         return exit_ok;
     }
-    std::printf("%-32s %10s %10s %10s %10s\n", "QUEUE", "PARTITIONS", "TOTAL", "PENDING",
-                "PROCESSING");
+    Table table{{{"QUEUE"},
+                 {"NAMESPACE"},
+                 {"TASK"},
+                 {"PARTITIONS", true},
+                 {"TOTAL", true},
+                 {"PENDING", true},
+                 {"PROCESSING", true},
+                 {"CREATED"}}};
     for (const auto& q : *queues) {
-        std::printf("%-32s %10lld %10lld %10lld %10lld\n", q.name.c_str(),
-                    static_cast<long long>(q.partitions), static_cast<long long>(q.messages.total),
-                    static_cast<long long>(q.messages.pending),
-                    static_cast<long long>(q.messages.processing));
+        table.add({q.name, cell(q.namespace_name), cell(q.task), cell(q.partitions),
+                   cell(q.messages.total), cell(q.messages.pending), cell(q.messages.processing),
+                   cell(q.created_at)});
     }
+    table.print();
     return exit_ok;
 }
 
-int run_queues_show(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
-    }
-    auto detail = (*client)->get_queue(options.queue);
+int run_queues_show(const AdminOptions& options, qc::Client& client) {
+    auto detail = get_object(client, queue_target(options.queue));
     if (!detail) {
-        return report_error(detail.error());
+        return report(detail.error());
     }
+    const json& q = *detail;
     if (options.json) {
-        json partitions = json::array();
-        for (const auto& p : detail->partitions) {
-            partitions.push_back({{"id", p.id},
-                                  {"name", p.name},
-                                  {"createdAt", p.created_at},
-                                  {"stats", counts_json(p.stats)},
-                                  {"oldestMessage", p.oldest_message},
-                                  {"newestMessage", p.newest_message}});
-        }
-        print_json({{"id", detail->id},
-                    {"name", detail->name},
-                    {"namespace", detail->namespace_name},
-                    {"task", detail->task},
-                    {"createdAt", detail->created_at},
-                    {"partitions", partitions},
-                    {"totals", counts_json(detail->totals)}});
+        print_json(q);
         return exit_ok;
     }
-    std::printf("queue %s (namespace '%s', task '%s', created %s)\n", detail->name.c_str(),
-                detail->namespace_name.c_str(), detail->task.c_str(), detail->created_at.c_str());
-    std::printf("%-32s %8s %8s %10s %9s %6s %4s\n", "PARTITION", "TOTAL", "PENDING", "PROCESSING",
-                "COMPLETED", "FAILED", "DLQ");
-    const auto row = [](const std::string& name, const qc::MessageCounts& c) {
-        std::printf("%-32s %8lld %8lld %10lld %9lld %6lld %4lld\n", name.c_str(),
-                    static_cast<long long>(c.total), static_cast<long long>(c.pending),
-                    static_cast<long long>(c.processing), static_cast<long long>(c.completed),
-                    static_cast<long long>(c.failed), static_cast<long long>(c.dead_letter));
-    };
-    for (const auto& p : detail->partitions) {
-        row(p.name, p.stats);
+    print_fields({{"queue", cell(q, "name")},
+                  {"id", cell(q, "id")},
+                  {"namespace", cell(q, "namespace")},
+                  {"task", cell(q, "task")},
+                  {"created", cell(q, "createdAt")}});
+    if (const auto o = q.find("options"); o != q.end() && o->is_object()) {
+        std::string line;
+        for (const auto& [key, value] : o->items()) {
+            line += (line.empty() ? "" : " ") + key + "=" + cell(value);
+        }
+        print_fields({{"options", line}});
     }
-    row("(total)", detail->totals);
+    std::cout << "\n";
+    Table table{{{"PARTITION"},
+                 {"TOTAL", true},
+                 {"PENDING", true},
+                 {"PROCESSING", true},
+                 {"COMPLETED", true},
+                 {"FAILED", true},
+                 {"DLQ", true}}};
+    const auto counts = [](const std::string& name, const json& c) {
+        return std::vector<std::string>{name,
+                                        cell(c, "total"),
+                                        cell(c, "pending"),
+                                        cell(c, "processing"),
+                                        cell(c, "completed"),
+                                        cell(c, "failed"),
+                                        cell(c, "deadLetter")};
+    };
+    if (const auto partitions = q.find("partitions");
+        partitions != q.end() && partitions->is_array()) {
+        for (const json& p : *partitions) {
+            table.add(counts(cell(p, "name"), p.value("stats", json::object())));
+        }
+    }
+    table.add(counts("(total)", q.value("totals", json::object())));
+    table.print();
     return exit_ok;
 }
 
-int run_queues_create(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
+int run_partitions_list(const AdminOptions& options, qc::Client& client) {
+    auto detail = client.get_queue(options.queue);
+    if (!detail) {
+        return report(detail.error());
+    }
+    if (options.json) {
+        json out = json::array();
+        for (const auto& p : detail->partitions) {
+            out.push_back({{"id", p.id},
+                           {"name", p.name},
+                           {"createdAt", p.created_at},
+                           {"stats", counts_json(p.stats)},
+                           {"oldestMessage",
+                            p.oldest_message.empty() ? json(nullptr) : json(p.oldest_message)},
+                           {"newestMessage",
+                            p.newest_message.empty() ? json(nullptr) : json(p.newest_message)}});
+        }
+        print_json(out);
+        return exit_ok;
+    }
+    Table table{{{"PARTITION"},
+                 {"ID"},
+                 {"TOTAL", true},
+                 {"PENDING", true},
+                 {"PROCESSING", true},
+                 {"COMPLETED", true},
+                 {"OLDEST"},
+                 {"NEWEST"}}};
+    for (const auto& p : detail->partitions) {
+        table.add({p.name, p.id, cell(p.stats.total), cell(p.stats.pending),
+                   cell(p.stats.processing), cell(p.stats.completed), cell(p.oldest_message),
+                   cell(p.newest_message)});
+    }
+    table.print();
+    return exit_ok;
+}
+
+int run_queues_create(const AdminOptions& options, qc::Client& client) {
+    // configure() overwrites every option, so start from the queue's current ones: a flag that is
+    // not given keeps its value (or the default for a new queue).
+    auto existing = find_queue(client, options.queue);
+    if (!existing) {
+        return report(existing.error());
     }
     qc::ConfigureRequest request;
     request.queue = options.queue;
+    if (existing->has_value()) {
+        const json& q = **existing;
+        request.options = options_from_json(q.value("options", json::object()));
+        if (q.contains("namespace") && q["namespace"].is_string() &&
+            !q["namespace"].get_ref<const std::string&>().empty()) {
+            request.namespace_name = q["namespace"].get<std::string>();
+        }
+        if (q.contains("task") && q["task"].is_string() &&
+            !q["task"].get_ref<const std::string&>().empty()) {
+            request.task = q["task"].get<std::string>();
+        }
+    }
+    apply_overrides(options.queue_flags, request.options);
     if (!options.namespace_name.empty()) {
         request.namespace_name = options.namespace_name;
     }
     if (!options.task.empty()) {
         request.task = options.task;
     }
-    request.options = options.queue_options;
-    auto configured = (*client)->configure(request);
+    auto configured = client.configure(request);
     if (!configured) {
-        return report_error(configured.error());
+        return report(configured.error());
     }
     if (options.json) {
         print_json({{"configured", configured->is_configured},
+                    {"created", !existing->has_value()},
                     {"queueId", configured->queue_id},
                     {"partitionId", configured->partition_id},
                     {"queue", configured->queue},
                     {"namespace", configured->namespace_name},
                     {"task", configured->task},
                     {"options", options_json(configured->options)}});
-    } else {
-        std::printf("configured queue %s (id %s)\n", configured->queue.c_str(),
-                    configured->queue_id.c_str());
+        return exit_ok;
     }
+    std::cout << (existing->has_value() ? "updated" : "created") << " queue " << configured->queue
+              << " (id " << configured->queue_id << ")\n";
+    Table table{{{"OPTION"}, {"VALUE"}}};
+    const json echoed = options_json(configured->options);  // items() must not see a temporary
+    for (const auto& [key, value] : echoed.items()) {
+        table.add({key, cell(value)});
+    }
+    table.print();
     return exit_ok;
 }
 
-int run_queues_delete(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
+// Asks on the terminal; false unless the answer is y or yes.
+bool confirm(const std::string& question) {
+    std::fprintf(stderr, "%s [y/N] ", question.c_str());
+    std::fflush(stderr);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) {
+        return false;
     }
-    auto deleted = (*client)->delete_queue(options.queue);
+    return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+int run_queues_delete(const AdminOptions& options, qc::Client& client) {
+    if (!options.yes) {
+        if (isatty(STDIN_FILENO) == 0) {
+            std::fprintf(
+                stderr, "queen admin: deleting queue %s needs --yes when stdin is not a terminal\n",
+                options.queue.c_str());
+            return exit_usage;
+        }
+        auto existing = find_queue(client, options.queue);
+        if (!existing) {
+            return report(existing.error());
+        }
+        std::string question = "Delete queue " + options.queue;
+        if (existing->has_value()) {
+            const json totals = (*existing)->value("totals", json::object());
+            question += " and its " + cell(totals, "total") + " messages";
+        }
+        if (!confirm(question + "?")) {
+            return report_failure("queue " + options.queue + " not deleted");
+        }
+    }
+    auto deleted = client.delete_queue(options.queue);
     if (!deleted) {
-        return report_error(deleted.error());
+        return report(deleted.error());
     }
     if (options.json) {
         print_json({{"deleted", deleted->is_deleted},
                     {"queue", deleted->queue},
                     {"existed", deleted->is_existed}});
+    } else if (deleted->is_existed) {
+        std::cout << "deleted queue " << options.queue << "\n";
     } else {
-        std::printf("%s queue %s\n", deleted->is_existed ? "deleted" : "no such",
-                    options.queue.c_str());
+        std::cout << "no queue named " << options.queue << ": nothing deleted\n";
     }
     return exit_ok;
 }
 
-int run_groups_list(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
-    }
-    auto groups = (*client)->list_consumer_groups();
+int run_groups_list(const AdminOptions& options, qc::Client& client) {
+    auto groups = client.list_consumer_groups();
     if (!groups) {
-        return report_error(groups.error());
+        return report(groups.error());
     }
     if (options.json) {
         json out = json::array();
@@ -248,96 +522,132 @@ int run_groups_list(const AdminOptions& options) {
         print_json(out);
         return exit_ok;
     }
-    std::printf("%-28s %-28s %8s %8s %10s %-8s\n", "GROUP", "QUEUE", "MEMBERS", "LAGGING",
-                "MAX_LAG_S", "STATE");
+    Table table{{{"GROUP"},
+                 {"QUEUE"},
+                 {"PARTITIONS", true},
+                 {"LAGGING", true},
+                 {"MAX_LAG_S", true},
+                 {"STATE"},
+                 {"SUBSCRIPTION"}}};
     for (const auto& g : *groups) {
-        std::printf("%-28s %-28s %8lld %8lld %10lld %-8s\n", g.name.c_str(), g.queue_name.c_str(),
-                    static_cast<long long>(g.members),
-                    static_cast<long long>(g.partitions_with_lag),
-                    static_cast<long long>(g.max_time_lag_s), g.state.c_str());
+        table.add({g.name, g.queue_name, cell(g.members), cell(g.partitions_with_lag),
+                   cell(g.max_time_lag_s), g.state, cell(g.subscription_mode)});
     }
+    table.print();
     return exit_ok;
 }
 
-int run_groups_delete(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
+int run_groups_show(const AdminOptions& options, qc::Client& client) {
+    auto detail =
+        get_object(client, "/api/v1/consumer-groups/" + qc::percent_encode(options.group));
+    if (!detail) {
+        return report(detail.error());
     }
-    auto deleted = options.queue.empty()
-                       ? (*client)->delete_consumer_group(options.group, !options.keep_metadata)
-                       : (*client)->delete_consumer_group_for_queue(options.group, options.queue,
-                                                                    !options.keep_metadata);
-    if (!deleted) {
-        return report_error(deleted.error());
+    // The broker answers {} for a group without cursors: for a script that is "no such group".
+    if (detail->empty()) {
+        return report_failure("consumer group " + options.group + " has no cursors on any queue");
     }
     if (options.json) {
-        print_json({{"consumerGroup", deleted->consumer_group},
-                    {"queueName", deleted->queue_name},
-                    {"deletedPartitions", deleted->deleted_partitions},
-                    {"metadataDeleted", deleted->is_metadata_deleted}});
-    } else {
-        std::printf("deleted group %s: %lld partition cursors\n", options.group.c_str(),
-                    static_cast<long long>(deleted->deleted_partitions));
+        print_json(*detail);
+        return exit_ok;
     }
+    Table table{{{"QUEUE"},
+                 {"PARTITION"},
+                 {"CONSUMED", true},
+                 {"OFFSET_LAG", true},
+                 {"TIME_LAG_S", true},
+                 {"LEASED"},
+                 {"LAST_CONSUMED"}}};
+    for (const auto& [queue, entry] : detail->items()) {
+        const json partitions =
+            entry.is_object() ? entry.value("partitions", json::array()) : json::array();
+        for (const json& p : partitions) {
+            table.add({queue, cell(p, "partition"), cell(p, "totalConsumed"), cell(p, "offsetLag"),
+                       cell(p, "timeLagSeconds"), yes_no(p.value("leaseActive", false)),
+                       cell(p, "lastConsumedAt")});
+        }
+    }
+    table.print();
     return exit_ok;
 }
 
-int run_groups_seek(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
+int run_groups_delete(const AdminOptions& options, qc::Client& client) {
+    auto deleted = options.queue.empty()
+                       ? client.delete_consumer_group(options.group, !options.keep_metadata)
+                       : client.delete_consumer_group_for_queue(options.group, options.queue,
+                                                                !options.keep_metadata);
+    if (!deleted) {
+        return report(deleted.error());
     }
+    if (options.json) {
+        json out = {{"consumerGroup", deleted->consumer_group},
+                    {"deletedPartitions", deleted->deleted_partitions},
+                    {"metadataDeleted", deleted->is_metadata_deleted}};
+        if (!options.queue.empty()) {
+            out["queueName"] = deleted->queue_name;
+        }
+        print_json(out);
+        return exit_ok;
+    }
+    std::cout << "deleted group " << options.group
+              << (options.queue.empty() ? std::string() : " on queue " + options.queue) << ": "
+              << deleted->deleted_partitions << " partition cursors"
+              << (deleted->is_metadata_deleted ? ", subscription metadata deleted" : "") << "\n";
+    return exit_ok;
+}
+
+int run_groups_seek(const AdminOptions& options, qc::Client& client) {
     if (!options.partition.empty()) {
-        auto moved =
-            (*client)->seek_partition_to_end(options.group, options.queue, options.partition);
+        auto moved = client.seek_partition_to_end(options.group, options.queue, options.partition);
         if (!moved) {
-            return report_error(moved.error());
+            return report(moved.error());
         }
         if (options.json) {
-            print_json({{"consumerGroup", moved->consumer_group},
-                        {"queueName", moved->queue_name},
-                        {"partitionName", moved->partition_name},
-                        {"updated", moved->is_updated},
-                        {"cursorMovedTo", moved->cursor_moved_to}});
+            print_json(
+                {{"consumerGroup", moved->consumer_group},
+                 {"queueName", moved->queue_name},
+                 {"partitionName", moved->partition_name},
+                 {"updated", moved->is_updated},
+                 {"cursorMovedTo",
+                  moved->cursor_moved_to.empty() ? json(nullptr) : json(moved->cursor_moved_to)}});
         } else {
-            std::printf("group %s, partition %s: cursor %s\n", options.group.c_str(),
-                        options.partition.c_str(),
-                        moved->is_updated ? "moved to the end" : "unchanged");
+            std::cout << "group " << options.group << ", " << options.queue << "/"
+                      << options.partition << ": "
+                      << (moved->is_updated ? "cursor moved to the end" : "cursor unchanged")
+                      << "\n";
         }
         return exit_ok;
     }
-    auto moved = (*client)->seek(options.group, options.queue,
-                                 qc::SeekTarget{options.to_end, options.timestamp});
+    auto moved = client.seek(options.group, options.queue,
+                             qc::SeekTarget{options.to_end, options.timestamp});
     if (!moved) {
-        return report_error(moved.error());
+        return report(moved.error());
     }
     if (options.json) {
-        print_json({{"consumerGroup", moved->consumer_group},
-                    {"queueName", moved->queue_name},
-                    {"seekToEnd", moved->is_seek_to_end},
-                    {"targetTimestamp", moved->target_timestamp},
-                    {"partitionsUpdated", moved->partitions_updated}});
+        print_json(
+            {{"consumerGroup", moved->consumer_group},
+             {"queueName", moved->queue_name},
+             {"seekToEnd", moved->is_seek_to_end},
+             {"targetTimestamp",
+              moved->target_timestamp.empty() ? json(nullptr) : json(moved->target_timestamp)},
+             {"partitionsUpdated", moved->partitions_updated}});
     } else {
-        std::printf("group %s on %s: %lld partitions moved\n", options.group.c_str(),
-                    options.queue.c_str(), static_cast<long long>(moved->partitions_updated));
+        std::cout << "group " << options.group << " on " << options.queue << ": "
+                  << moved->partitions_updated << " partition cursors moved "
+                  << (options.to_end ? "to the end" : "to " + options.timestamp) << "\n";
     }
     return exit_ok;
 }
 
-int run_dlq(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
-    }
+int run_dlq_list(const AdminOptions& options, qc::Client& client) {
     qc::DlqQuery query;
     query.queue = options.queue;
     query.consumer_group = options.group;
     query.limit = options.limit;
     query.offset = options.offset;
-    auto page = (*client)->dlq(query);
+    auto page = client.dlq(query);
     if (!page) {
-        return report_error(page.error());
+        return report(page.error());
     }
     if (options.json) {
         json messages = json::array();
@@ -358,125 +668,269 @@ int run_dlq(const AdminOptions& options) {
                     {"pagination", {{"limit", page->limit}, {"offset", page->offset}}}});
         return exit_ok;
     }
-    std::printf("%-24s %-20s %-36s %5s %s\n", "FAILED_AT", "PARTITION", "TRANSACTION", "TRIES",
-                "ERROR");
+    Table table{{{"FAILED_AT"},
+                 {"QUEUE"},
+                 {"PARTITION"},
+                 {"PARTITION_ID"},
+                 {"TRANSACTION"},
+                 {"GROUP"},
+                 {"RETRIES", true},
+                 {"ERROR"}}};
     for (const auto& m : page->messages) {
-        std::printf("%-24s %-20s %-36s %5lld %s\n", m.failed_at.c_str(), m.partition.c_str(),
-                    m.transaction_id.c_str(), static_cast<long long>(m.retry_count),
-                    m.error_message.c_str());
+        table.add({cell(m.failed_at), m.queue, m.partition, m.partition_id, m.transaction_id,
+                   cell(m.consumer_group), cell(m.retry_count), cell(m.error_message)});
+    }
+    table.print();
+    return exit_ok;
+}
+
+int run_messages_show(const AdminOptions& options, qc::Client& client) {
+    auto message =
+        get_object(client, "/api/v1/messages/" + qc::percent_encode(options.partition_id) + "/" +
+                               qc::percent_encode(options.transaction_id));
+    if (!message) {
+        return report(message.error());
+    }
+    const json& m = *message;
+    if (options.json) {
+        print_json(m);
+        return exit_ok;
+    }
+    print_fields({{"message", cell(m, "id")},
+                  {"queue", cell(m, "queuePath")},
+                  {"partition id", cell(m, "partitionId")},
+                  {"transaction", cell(m, "transactionId")},
+                  {"status", cell(m, "status")},
+                  {"created", cell(m, "createdAt")},
+                  {"retries", cell(m, "retryCount")},
+                  {"error", cell(m, "errorMessage")},
+                  {"lease expires", cell(m, "leaseExpiresAt")},
+                  {"trace", cell(m, "traceId")},
+                  {"encrypted", yes_no(m.value("isEncrypted", false))},
+                  {"payload", m.contains("payload") ? m["payload"].dump() : "-"}});
+    const json groups = m.value("consumerGroups", json::array());
+    if (!groups.empty()) {
+        std::cout << "\n";
+        Table table{{{"GROUP"}, {"CONSUMED"}, {"LEASE_EXPIRES"}}};
+        for (const json& g : groups) {
+            table.add(
+                {cell(g, "name"), yes_no(g.value("consumed", false)), cell(g, "leaseExpiresAt")});
+        }
+        table.print();
     }
     return exit_ok;
 }
 
-int run_health(const AdminOptions& options) {
-    auto client = connect(options);
-    if (!client) {
-        return report_error(client.error());
+int run_maintenance(const AdminOptions& options, qc::Client& client) {
+    if (options.maintenance_action != "status") {
+        auto changed = client.set_maintenance(options.pop, options.maintenance_action == "on");
+        if (!changed) {
+            return report(changed.error());
+        }
     }
-    auto health = (*client)->health();
-    if (!health) {
-        return report_error(health.error());
+    // The answer of a change names only the flag it changed; read both.
+    auto status = client.maintenance();
+    if (!status) {
+        return report(status.error());
     }
     if (options.json) {
-        std::cout << (health->json.empty() ? json{{"status", health->status}}.dump(2)
-                                           : embedded(health->json).dump(2))
-                  << "\n";
-    } else {
-        std::printf("%s (HTTP %d)\n", health->status.c_str(), health->http_status);
+        print_json({{"maintenanceMode", status->is_push_maintenance},
+                    {"popMaintenanceMode", status->is_pop_maintenance},
+                    {"bufferedMessages", status->buffered_messages}});
+        return exit_ok;
     }
+    print_fields({{"push maintenance", status->is_push_maintenance ? "on" : "off"},
+                  {"pop maintenance", status->is_pop_maintenance ? "on" : "off"},
+                  {"buffered messages", cell(status->buffered_messages)}});
+    return exit_ok;
+}
+
+int run_health(const AdminOptions& options, qc::Client& client) {
+    auto health = client.health();
+    if (!health) {
+        return report(health.error());
+    }
+    const json body = health->json.empty() ? json::object() : embedded(health->json);
+    if (options.json) {
+        print_json(body.is_object() ? body : json{{"status", health->status}});
+    } else {
+        std::cout << cell(health->status) << " (HTTP " << health->http_status << ")\n";
+        if (body.is_object() && body.contains("tenants") && body["tenants"].is_array()) {
+            Table table{{{"TENANT"},
+                         {"WRITABLE"},
+                         {"APPLIED", true},
+                         {"COMMITTED", true},
+                         {"LOG_BYTES", true},
+                         {"REASON"}}};
+            for (const json& t : body["tenants"]) {
+                table.add({cell(t, "name"), yes_no(t.value("writable", false)),
+                           cell(t, "appliedIndex"), cell(t, "committedIndex"), cell(t, "logBytes"),
+                           cell(t, "reason")});
+            }
+            table.print();
+        }
+    }
+    // An unhealthy broker (503) may recover: retryable, like any 503.
     return health->is_healthy ? exit_ok : exit_retryable;
 }
 
+// ---- flags ----
+
 void add_queue_option_flags(CLI::App* command, AdminOptions& o) {
-    auto& q = o.queue_options;
-    command->add_option("--lease-time", q.lease_time_s, "Lease length in seconds")
-        ->capture_default_str();
-    command->add_option("--retry-limit", q.retry_limit, "Redeliveries before the DLQ")
-        ->capture_default_str();
-    command->add_option("--retry-delay", q.retry_delay_ms, "Hold-back of a failed batch, ms")
-        ->capture_default_str();
-    command
-        ->add_option("--max-size", q.max_size,
-                     "Reject pushes beyond this many messages (0: no limit)")
-        ->capture_default_str();
-    command->add_option("--ttl", q.ttl_s, "Expire unconsumed messages after seconds")
-        ->capture_default_str();
-    command->add_option("--priority", q.priority, "Queue priority")->capture_default_str();
-    command
-        ->add_option("--delayed-processing", q.delayed_processing_s,
-                     "Deliver messages only after seconds")
-        ->capture_default_str();
-    command
-        ->add_option("--window-buffer", q.window_buffer_s,
-                     "Deliver a partition only when its newest message is this old, s")
-        ->capture_default_str();
-    command->add_option("--retention-seconds", q.retention_s, "Delete messages older than, s")
-        ->capture_default_str();
-    command
-        ->add_option("--completed-retention-seconds", q.completed_retention_s,
-                     "Delete consumed messages older than, s")
-        ->capture_default_str();
-    command
-        ->add_option("--max-wait-time-seconds", q.max_wait_time_s,
-                     "Evict messages waiting longer than, s")
-        ->capture_default_str();
-    command->add_flag("--dead-letter-queue", q.is_dead_letter_queue, "Echoed option");
-    command->add_flag("--dlq-after-max-retries", q.is_dlq_after_max_retries, "Echoed option");
-    command->add_flag("--retention-enabled", q.is_retention_enabled, "Enable retention sweeps");
-    command->add_flag("--encryption-enabled", q.is_encryption_enabled, "Encrypt payloads at rest");
-    command->add_option("--namespace", o.namespace_name, "Namespace metadata");
-    command->add_option("--task", o.task, "Task metadata");
+    auto& q = o.queue_flags;
+    const auto integer = [command](const char* name, std::optional<std::int64_t>& target,
+                                   const char* help) {
+        command
+            ->add_option_function<std::int64_t>(
+                name, [&target](const std::int64_t& value) { target = value; }, help)
+            ->check(CLI::NonNegativeNumber);
+    };
+    // --x sets the option, --no-x clears it; neither keeps the queue's current value.
+    const auto boolean = [command](const std::string& name, std::optional<bool>& target,
+                                   const char* help) {
+        command->add_flag_function(
+            "--" + name + ",!--no-" + name, [&target](std::int64_t count) { target = count > 0; },
+            help);
+    };
+    integer("--lease-time", q.lease_time_s, "Lease length in seconds (default 300)");
+    integer("--retry-limit", q.retry_limit, "Failed deliveries before the DLQ (default 3)");
+    integer("--retry-delay", q.retry_delay_ms, "Hold-back of a failed batch in ms (default 1000)");
+    integer("--max-size", q.max_size, "Reject pushes beyond this many messages (0: unbounded)");
+    integer("--ttl", q.ttl_s, "Expire unconsumed messages after seconds (default 3600)");
+    integer("--priority", q.priority, "Queue priority (default 0)");
+    integer("--delayed-processing", q.delayed_processing_s,
+            "Deliver messages only this many seconds after their push");
+    integer("--window-buffer", q.window_buffer_s,
+            "Deliver a partition only when its newest message is this many seconds old");
+    integer("--retention-seconds", q.retention_s, "Delete pending messages older than seconds");
+    integer("--completed-retention-seconds", q.completed_retention_s,
+            "Delete consumed messages older than seconds");
+    integer("--max-wait-time-seconds", q.max_wait_time_s,
+            "Evict messages that waited longer than seconds");
+    boolean("dead-letter-queue", q.is_dead_letter_queue, "Keep failed messages in the DLQ");
+    boolean("dlq-after-max-retries", q.is_dlq_after_max_retries,
+            "Dead-letter a message after retry-limit failures");
+    boolean("retention-enabled", q.is_retention_enabled, "Run the retention sweeps");
+    boolean("encryption-enabled", q.is_encryption_enabled, "Encrypt payloads at rest");
+    command->add_option("--namespace", o.namespace_name, "Namespace label");
+    command->add_option("--task", o.task, "Task label");
 }
 
 }  // namespace
 
+int run_admin(const AdminOptions& options) {
+    auto endpoint = qc::parse_url(options.url);
+    if (!endpoint) {
+        std::fprintf(stderr, "queen admin: --url %s: %s\n", options.url.c_str(),
+                     endpoint.error().message().c_str());
+        return exit_usage;
+    }
+    qc::ClientOptions client_options;
+    client_options.endpoint = *endpoint;
+    client_options.bearer_token = options.token;
+    const auto timeout_ms = static_cast<std::int64_t>(std::llround(options.timeout_s * 1000.0));
+    client_options.connection.request_timeout_ms = timeout_ms;
+    client_options.connection.connect_timeout_ms = timeout_ms;
+    client_options.pool_wait_ms = timeout_ms;
+    if (!options.tenant.empty()) {
+        client_options.connection.headers.push_back({"X-Queen-Tenant", options.tenant});
+    }
+    client_options.connections_max = 1;
+    // A script decides about retries from exit code 3; one command is one attempt.
+    client_options.retry_attempts = 0;
+    qc::Client client{client_options};
+    switch (options.command) {
+        case AdminCommand::queues_list: return run_queues_list(options, client);
+        case AdminCommand::queues_show: return run_queues_show(options, client);
+        case AdminCommand::queues_create: return run_queues_create(options, client);
+        case AdminCommand::queues_delete: return run_queues_delete(options, client);
+        case AdminCommand::partitions_list: return run_partitions_list(options, client);
+        case AdminCommand::groups_list: return run_groups_list(options, client);
+        case AdminCommand::groups_show: return run_groups_show(options, client);
+        case AdminCommand::groups_delete: return run_groups_delete(options, client);
+        case AdminCommand::groups_seek: return run_groups_seek(options, client);
+        case AdminCommand::dlq_list: return run_dlq_list(options, client);
+        case AdminCommand::messages_show: return run_messages_show(options, client);
+        case AdminCommand::maintenance: return run_maintenance(options, client);
+        case AdminCommand::health: return run_health(options, client);
+    }
+    return exit_usage;
+}
+
 void register_admin(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<AdminOptions>();
     auto* admin = app.add_subcommand(
-        "admin", "Script a running broker: queues, partitions, consumer groups, DLQ, health");
+        "admin", "Script a running broker: queues, partitions, consumer groups, DLQ, messages");
     admin->require_subcommand(1);
-    admin->add_option("--url", options->url, "Broker URL")->capture_default_str();
-    admin->add_option("--token", options->token, "Bearer token (JWT)");
-    admin->add_option("--timeout-ms", options->timeout_ms, "Connect and request timeout")
+    // Global flags may also follow the subcommand (`queen admin queues list --json`); CLI11
+    // passes what a subcommand does not know to its parent. Inherited by every subcommand.
+    admin->fallthrough();
+    admin->add_option("--url", options->url, "Broker URL (or QUEEN_URL)")
+        ->envname("QUEEN_URL")
         ->capture_default_str();
-    admin->add_flag("--json", options->json, "Print JSON");
-    const auto bind = [&exit_code, options](CLI::App* command, int (*run)(const AdminOptions&)) {
-        command->callback([&exit_code, options, run] { exit_code = run(*options); });
+    admin->add_option("--tenant", options->tenant, "Tenant (X-Queen-Tenant header)");
+    admin->add_option("--token", options->token, "Bearer token (JWT)");
+    admin->add_option("--timeout", options->timeout_s, "Connect and request timeout, seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    admin->add_flag("--json", options->json, "Print JSON objects instead of tables");
+
+    const auto leaf = [&exit_code, options](CLI::App* parent, const char* name, const char* help,
+                                            AdminCommand command) {
+        auto* sub = parent->add_subcommand(name, help);
+        sub->callback([&exit_code, options, command] {
+            options->command = command;
+            exit_code = run_admin(*options);
+        });
+        return sub;
     };
 
     auto* queues = admin->add_subcommand("queues", "List, show, create and delete queues");
     queues->require_subcommand(1);
-    bind(queues->add_subcommand("list", "List queues with message counts"), run_queues_list);
-    auto* show = queues->add_subcommand("show", "Show a queue and its partitions");
-    show->add_option("queue", options->queue, "Queue name")->required();
-    bind(show, run_queues_show);
-    auto* create = queues->add_subcommand(
-        "create", "Create a queue or overwrite all its options (unset options take defaults)");
+    leaf(queues, "list", "List queues with message counts", AdminCommand::queues_list);
+    leaf(queues, "show", "Show a queue: labels, options, partitions with their counts",
+         AdminCommand::queues_show)
+        ->add_option("queue", options->queue, "Queue name")
+        ->required();
+    auto* create = leaf(queues, "create",
+                        "Create a queue, or change the given options of an existing one (options "
+                        "not given keep their current values; a new queue takes the defaults)",
+                        AdminCommand::queues_create);
     create->add_option("queue", options->queue, "Queue name")->required();
     add_queue_option_flags(create, *options);
-    bind(create, run_queues_create);
-    auto* remove = queues->add_subcommand("delete", "Delete a queue with its messages");
+    auto* remove = leaf(queues, "delete", "Delete a queue with its messages, cursors and DLQ",
+                        AdminCommand::queues_delete);
     remove->add_option("queue", options->queue, "Queue name")->required();
-    bind(remove, run_queues_delete);
+    remove->add_flag("--yes,-y", options->yes, "Do not ask (required when stdin is no terminal)");
 
-    auto* groups = admin->add_subcommand("groups", "List, delete and seek consumer groups");
+    auto* partitions = admin->add_subcommand("partitions", "List the partitions of a queue");
+    partitions->require_subcommand(1);
+    leaf(partitions, "list", "Partitions with ids, counts and oldest/newest message times",
+         AdminCommand::partitions_list)
+        ->add_option("queue", options->queue, "Queue name")
+        ->required();
+
+    auto* groups = admin->add_subcommand("groups", "List, show, delete and seek consumer groups");
     groups->require_subcommand(1);
-    bind(groups->add_subcommand("list", "List consumer groups per queue with lag"),
-         run_groups_list);
-    auto* group_delete = groups->add_subcommand("delete", "Delete a group's cursors and leases");
+    leaf(groups, "list", "Consumer groups per queue with their lag", AdminCommand::groups_list);
+    leaf(groups, "show", "A group's cursor on every partition it consumed",
+         AdminCommand::groups_show)
+        ->add_option("group", options->group, "Consumer group")
+        ->required();
+    auto* group_delete = leaf(groups, "delete", "Delete a group's cursors and leases (it restarts)",
+                              AdminCommand::groups_delete);
     group_delete->add_option("group", options->group, "Consumer group")->required();
     group_delete->add_option("--queue", options->queue, "Only on this queue");
     group_delete->add_flag("--keep-metadata", options->keep_metadata,
                            "Keep the group's stored subscriptions");
-    bind(group_delete, run_groups_delete);
     auto* seek = groups->add_subcommand(
         "seek",
         "Move a group's cursors on a queue: to the end, to a time, or one partition to end");
     seek->add_option("group", options->group, "Consumer group")->required();
     seek->add_option("--queue", options->queue, "Queue")->required();
     auto* to_end = seek->add_flag("--to-end", options->to_end, "Skip everything pushed so far");
-    auto* timestamp =
-        seek->add_option("--timestamp", options->timestamp, "Resume after this ISO-8601 time");
+    auto* timestamp = seek->add_option("--timestamp", options->timestamp,
+                                       "Resume after this ISO-8601 time (may go backwards)");
     auto* partition =
         seek->add_option("--partition", options->partition, "Move only this partition, to its end");
     to_end->excludes(timestamp);
@@ -484,23 +938,47 @@ void register_admin(CLI::App& app, int& exit_code) {
     seek->callback([&exit_code, options] {
         if (!options->to_end && options->timestamp.empty() && options->partition.empty()) {
             std::fprintf(stderr,
-                         "queen admin groups seek: give --to-end, --timestamp or "
-                         "--partition\n");
+                         "queen admin groups seek: give --to-end, --timestamp or --partition\n");
             exit_code = exit_usage;
             return;
         }
-        exit_code = run_groups_seek(*options);
+        options->command = AdminCommand::groups_seek;
+        exit_code = run_admin(*options);
     });
 
-    auto* dlq = admin->add_subcommand("dlq", "List dead-lettered messages, newest first");
-    dlq->add_option("--queue", options->queue, "Queue");
-    dlq->add_option("--group", options->group, "Consumer group");
-    dlq->add_option("--limit", options->limit, "Page size")->capture_default_str();
-    dlq->add_option("--offset", options->offset, "Page start")->capture_default_str();
-    bind(dlq, run_dlq);
+    auto* dlq = admin->add_subcommand("dlq", "Dead-lettered messages");
+    dlq->require_subcommand(1);
+    auto* dlq_list =
+        leaf(dlq, "list", "Dead-lettered messages, newest failure first", AdminCommand::dlq_list);
+    dlq_list->add_option("--queue", options->queue, "Only this queue");
+    dlq_list->add_option("--group", options->group, "Only this consumer group");
+    dlq_list->add_option("--limit", options->limit, "Page size")
+        ->check(CLI::Range(1, 10'000))
+        ->capture_default_str();
+    dlq_list->add_option("--offset", options->offset, "Page start")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
 
-    bind(admin->add_subcommand("health", "Check the broker's /health (exit 3 when unhealthy)"),
-         run_health);
+    auto* messages = admin->add_subcommand("messages", "Single messages");
+    messages->require_subcommand(1);
+    auto* message_show =
+        leaf(messages, "show", "A message with its payload, status and per-group state",
+             AdminCommand::messages_show);
+    message_show->add_option("partition_id", options->partition_id, "Partition id (a UUID)")
+        ->required();
+    message_show->add_option("transaction_id", options->transaction_id, "Transaction id")
+        ->required();
+
+    auto* maintenance = leaf(admin, "maintenance",
+                             "Show or switch maintenance mode (push: accepted pushes are held "
+                             "back; --pop: pops deliver nothing)",
+                             AdminCommand::maintenance);
+    maintenance->add_option("action", options->maintenance_action, "on, off or status")
+        ->check(CLI::IsMember({"on", "off", "status"}))
+        ->capture_default_str();
+    maintenance->add_flag("--pop", options->pop, "The pop maintenance flag");
+
+    leaf(admin, "health", "The broker's /health (exit 3 when unhealthy)", AdminCommand::health);
 }
 
 }  // namespace queen::cli

@@ -1,11 +1,87 @@
-// cli/commands/admin.hpp — `queen admin`: script a running broker over its HTTP API.
+// cli/commands/admin.hpp — `queen admin`: script a running broker over its HTTP API (client SDK).
 #pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
 
 namespace CLI {
 class App;
 }
 
 namespace queen::cli {
+
+/// The admin command chosen on the command line (one per leaf subcommand).
+enum class AdminCommand {
+    queues_list,
+    queues_show,
+    queues_create,
+    queues_delete,
+    partitions_list,
+    groups_list,
+    groups_show,
+    groups_delete,
+    groups_seek,
+    dlq_list,
+    messages_show,
+    maintenance,
+    health,
+};
+
+/// Flags of every `queen admin` command; each command reads the fields it documents.
+struct AdminOptions {
+    AdminCommand command = AdminCommand::health;
+    std::string url = "http://127.0.0.1:6632";  ///< --url, or QUEEN_URL
+    std::string tenant;                         ///< non-empty: sent as X-Queen-Tenant
+    std::string token;                          ///< non-empty: Authorization: Bearer
+    bool json = false;                          ///< print JSON objects instead of tables
+    double timeout_s = 10.0;                    ///< connect and request deadline
+
+    std::string queue;
+    std::string group;
+    std::string partition;
+    std::string partition_id;
+    std::string transaction_id;
+    std::string timestamp;
+    bool to_end = false;
+    bool keep_metadata = false;
+    bool yes = false;  ///< queues delete: no confirmation
+    std::int64_t limit = 100;
+    std::int64_t offset = 0;
+    /// queues create: the options given on the command line; the others keep the queue's
+    /// current values (or the defaults for a new queue).
+    struct QueueOptionFlags {
+        std::optional<std::int64_t> lease_time_s;
+        std::optional<std::int64_t> retry_limit;
+        std::optional<std::int64_t> retry_delay_ms;
+        std::optional<std::int64_t> max_size;
+        std::optional<std::int64_t> ttl_s;
+        std::optional<std::int64_t> priority;
+        std::optional<bool> is_dead_letter_queue;
+        std::optional<bool> is_dlq_after_max_retries;
+        std::optional<std::int64_t> delayed_processing_s;
+        std::optional<std::int64_t> window_buffer_s;
+        std::optional<std::int64_t> retention_s;
+        std::optional<std::int64_t> completed_retention_s;
+        std::optional<bool> is_retention_enabled;
+        std::optional<bool> is_encryption_enabled;
+        std::optional<std::int64_t> max_wait_time_s;
+    };
+    QueueOptionFlags queue_flags;
+    std::string namespace_name;
+    std::string task;
+    std::string maintenance_action = "status";  ///< on | off | status
+    bool pop = false;                           ///< maintenance: the pop flag, not push
+};
+
 /// Adds `admin` and its subcommands; the chosen command's exit code lands in `exit_code`.
 void register_admin(CLI::App& app, int& exit_code);
+
+/// Runs `options.command` against the broker at `options.url`, printing to stdout (errors to
+/// stderr). Returns exit_ok; exit_failed for an operation the broker refused (HTTP 4xx/5xx other
+/// than 503/504, an unknown queue or group, a rejected seek); exit_usage for a bad URL or an
+/// argument the client rejects; exit_retryable when the broker could not be reached, timed out
+/// or answered 503/504.
+int run_admin(const AdminOptions& options);
+
 }  // namespace queen::cli

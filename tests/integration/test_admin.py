@@ -1,0 +1,386 @@
+"""tests/integration/test_admin.py — `queen admin` against a real `queen serve`: every command,
+its table and --json output, and the exit codes (0 ok, 1 failed, 2 usage, 3 retryable).
+
+The broker's state is set up and checked over plain HTTP (harness.Client), so a wrong admin
+command cannot hide behind another admin command."""
+import json
+import os
+import socket
+import subprocess
+import unittest
+
+from harness import QUEEN_BIN, Server, ServerTestCase
+
+ALL_OPTIONS = {
+    "--lease-time": ("leaseTime", 42),
+    "--retry-limit": ("retryLimit", 7),
+    "--retry-delay": ("retryDelay", 250),
+    "--max-size": ("maxSize", 5000),
+    "--ttl": ("ttl", 900),
+    "--priority": ("priority", 4),
+    "--delayed-processing": ("delayedProcessing", 2),
+    "--window-buffer": ("windowBuffer", 3),
+    "--retention-seconds": ("retentionSeconds", 600),
+    "--completed-retention-seconds": ("completedRetentionSeconds", 60),
+    "--max-wait-time-seconds": ("maxWaitTimeSeconds", 120),
+}
+ALL_FLAGS = {
+    "--dead-letter-queue": "deadLetterQueue",
+    "--dlq-after-max-retries": "dlqAfterMaxRetries",
+    "--retention-enabled": "retentionEnabled",
+    "--encryption-enabled": "encryptionEnabled",
+}
+
+
+def run_admin(args, env=None, timeout=60):
+    """Runs `queen admin ARGS` with stdin closed (not a terminal) and returns the CompletedProcess."""
+    return subprocess.run([QUEEN_BIN, "admin"] + list(args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, env=dict(os.environ, **(env or {})))
+
+
+class AdminTestCase(ServerTestCase):
+    settings = {"security.encryption_key": "ab" * 32}
+
+    def url(self):
+        return f"http://127.0.0.1:{self.server.port}"
+
+    def admin(self, *args, code=0):
+        """`queen admin --url <server> ARGS`; asserts the exit code and returns the process."""
+        out = run_admin(["--url", self.url()] + list(args))
+        self.assertEqual(out.returncode, code, f"queen admin {' '.join(args)}:\n{out.stdout}\n{out.stderr}")
+        return out
+
+    def admin_json(self, *args):
+        out = self.admin(*args, "--json")
+        return json.loads(out.stdout)
+
+    def table(self, *args):
+        """The rows of a human table as lists of cells (the header row first)."""
+        lines = self.admin(*args).stdout.splitlines()
+        return [line.split() for line in lines if line.strip()]
+
+
+class Queues(AdminTestCase):
+    def test_create_with_every_option_echoes_them_and_show_reads_them_back(self):
+        args = ["queues", "create", "orders", "--namespace", "shop", "--task", "billing"]
+        for flag, (_, value) in ALL_OPTIONS.items():
+            args += [flag, str(value)]
+        args += list(ALL_FLAGS)
+        created = self.admin_json(*args)
+        self.assertTrue(created["configured"])
+        self.assertTrue(created["created"])
+        self.assertEqual(created["queue"], "orders")
+        self.assertEqual(created["namespace"], "shop")
+        self.assertEqual(created["task"], "billing")
+        expected = {key: value for key, value in ALL_OPTIONS.values()}
+        expected.update({key: True for key in ALL_FLAGS.values()})
+        self.assertEqual(created["options"], expected)
+        self.assertEqual(len(created["options"]), 15)
+        shown = self.admin_json("queues", "show", "orders")
+        self.assertEqual(shown["options"], expected)
+        # The broker itself agrees (not only the admin's echo).
+        detail = self.client.get("/api/v1/resources/queues/orders").json()
+        self.assertEqual(detail["options"], expected)
+        self.assertEqual(detail["namespace"], "shop")
+
+    def test_create_on_an_existing_queue_changes_only_the_given_options(self):
+        self.admin("queues", "create", "q", "--lease-time", "30", "--encryption-enabled", "--namespace", "n1")
+        out = self.admin("queues", "create", "q", "--retry-limit", "9", "--no-encryption-enabled")
+        self.assertIn("updated queue q", out.stdout)
+        options = self.client.get("/api/v1/resources/queues/q").json()
+        self.assertEqual(options["options"]["leaseTime"], 30)
+        self.assertEqual(options["options"]["retryLimit"], 9)
+        self.assertFalse(options["options"]["encryptionEnabled"])
+        self.assertEqual(options["namespace"], "n1")
+        # A human table of every option, aligned.
+        rows = [line.split() for line in out.stdout.splitlines()[1:]]
+        self.assertEqual(rows[0], ["OPTION", "VALUE"])
+        self.assertIn(["retryLimit", "9"], rows)
+        self.assertEqual(len(rows), 16)
+
+    def test_list_show_and_partitions_count_what_was_pushed(self):
+        self.assertEqual(self.client.push("alpha", list(range(3)), partition="p1").status, 201)
+        self.assertEqual(self.client.push("alpha", list(range(2)), partition="p2").status, 201)
+        self.assertEqual(self.client.push("beta", ["x"]).status, 201)
+        listed = {q["name"]: q for q in self.admin_json("queues", "list")}
+        self.assertEqual(set(listed), {"alpha", "beta"})
+        self.assertEqual(listed["alpha"]["partitions"], 2)
+        self.assertEqual(listed["alpha"]["messages"]["total"], 5)
+        self.assertEqual(listed["alpha"]["messages"]["pending"], 5)
+        self.assertEqual(listed["beta"]["messages"]["total"], 1)
+
+        rows = self.table("queues", "list")
+        self.assertEqual(rows[0][:4], ["QUEUE", "NAMESPACE", "TASK", "PARTITIONS"])
+        alpha = next(r for r in rows if r[0] == "alpha")
+        self.assertEqual(alpha[3:7], ["2", "5", "5", "0"])
+
+        # One message of p1 is leased: processing 1, pending 2.
+        popped = self.client.pop("alpha", partition="p1", wait=False)
+        self.assertEqual(popped.status, 200)
+        shown = self.admin_json("queues", "show", "alpha")
+        stats = {p["name"]: p["stats"] for p in shown["partitions"]}
+        self.assertEqual(stats["p1"]["total"], 3)
+        self.assertEqual(stats["p1"]["processing"], 1)
+        self.assertEqual(stats["p2"]["pending"], 2)
+        self.assertEqual(stats["p2"]["processing"], 0)
+        self.assertEqual(shown["totals"]["total"], 5)
+        text = self.admin("queues", "show", "alpha").stdout
+        self.assertIn("PARTITION", text)
+        table = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.startswith(("p1", "p2", "("))}
+        self.assertEqual(table["p1"][:3], ["3", str(stats["p1"]["pending"]), "1"])
+        self.assertEqual(table["p2"][:3], ["2", "2", "0"])
+        self.assertEqual(table["(total)"][0], "5")
+
+        partitions = {p["name"]: p for p in self.admin_json("partitions", "list", "alpha")}
+        self.assertEqual(set(partitions), {"p1", "p2"})
+        self.assertEqual(partitions["p1"]["id"], popped.json()["messages"][0]["partitionId"])
+        self.assertEqual(partitions["p2"]["stats"]["total"], 2)
+        self.assertIsNotNone(partitions["p2"]["newestMessage"])
+        rows = self.table("partitions", "list", "alpha")
+        self.assertEqual(rows[0][:3], ["PARTITION", "ID", "TOTAL"])
+        self.assertIn(["p2", partitions["p2"]["id"], "2"], [r[:3] for r in rows])
+
+    def test_unknown_queue_fails_with_the_broker_message(self):
+        out = self.admin("queues", "show", "nope", code=1)
+        self.assertIn("Queue not found", out.stderr)
+        self.assertEqual(out.stdout, "")
+        self.admin("partitions", "list", "nope", code=1)
+
+    def test_delete_needs_yes_without_a_terminal_and_then_deletes(self):
+        self.client.push("doomed", [1, 2])
+        out = self.admin("queues", "delete", "doomed", code=2)
+        self.assertIn("--yes", out.stderr)
+        self.assertEqual(self.client.get("/api/v1/resources/queues/doomed").status, 200)
+        deleted = self.admin_json("queues", "delete", "doomed", "--yes")
+        self.assertEqual(deleted, {"deleted": True, "queue": "doomed", "existed": True})
+        self.assertEqual(self.client.get("/api/v1/resources/queues/doomed").status, 404)
+        again = self.admin("queues", "delete", "doomed", "-y")
+        self.assertIn("nothing deleted", again.stdout)
+
+
+class Groups(AdminTestCase):
+    def consume(self, queue, group, count, partition=None):
+        """Pops and acks `count` messages of `queue` (or of one partition) as `group`."""
+        done = 0
+        while done < count:
+            r = self.client.pop(queue, partition=partition, consumerGroup=group, batch=count - done, wait=False)
+            self.assertEqual(r.status, 200, r)
+            body = r.json()
+            for m in body["messages"]:
+                a = self.client.ack(m["transactionId"], m["partitionId"], lease_id=body["leaseId"],
+                                    consumer_group=group)
+                self.assertTrue(a.json()[0]["success"], a)
+                done += 1
+
+    def test_list_show_seek_and_delete(self):
+        self.client.push("events", list(range(4)), partition="a")
+        self.client.push("events", list(range(2)), partition="b")
+        self.consume("events", "g1", 3, partition="a")
+        self.consume("events", "g1", 1, partition="b")
+
+        groups = self.admin_json("groups", "list")
+        g1 = [g for g in groups if g["name"] == "g1"]
+        self.assertEqual(len(g1), 1)
+        self.assertEqual(g1[0]["queueName"], "events")
+        self.assertEqual(g1[0]["topics"], ["events"])
+        rows = self.table("groups", "list")
+        self.assertEqual(rows[0][:3], ["GROUP", "QUEUE", "PARTITIONS"])
+        self.assertIn(["g1", "events"], [r[:2] for r in rows])
+
+        shown = self.admin_json("groups", "show", "g1")
+        self.assertEqual(list(shown), ["events"])
+        consumed = {p["partition"]: p["totalConsumed"] for p in shown["events"]["partitions"]}
+        self.assertEqual(consumed, {"a": 3, "b": 1})
+        rows = self.table("groups", "show", "g1")
+        self.assertEqual(rows[0][:3], ["QUEUE", "PARTITION", "CONSUMED"])
+        self.assertEqual(sorted(r[:3] for r in rows[1:]), [["events", "a", "3"], ["events", "b", "1"]])
+
+        # Seek to the end: nothing left to pop for g1, while another group still sees everything.
+        seek = self.admin_json("groups", "seek", "g1", "--queue", "events", "--to-end")
+        self.assertTrue(seek["seekToEnd"])
+        self.assertEqual(seek["partitionsUpdated"], 2)
+        self.assertEqual(self.client.pop("events", consumerGroup="g1", batch=10, wait=False).status, 204)
+        # Back to a time before every push: all 6 messages come again.
+        out = self.admin("groups", "seek", "g1", "--queue", "events", "--timestamp", "2000-01-01T00:00:00Z")
+        self.assertIn("moved to 2000-01-01T00:00:00Z", out.stdout)
+        seen = 0
+        for _ in range(10):
+            r = self.client.pop("events", consumerGroup="g1", batch=10, wait=False)
+            if r.status == 204:
+                break
+            body = r.json()
+            seen += len(body["messages"])
+            for m in body["messages"]:
+                self.client.ack(m["transactionId"], m["partitionId"], lease_id=body["leaseId"], consumer_group="g1")
+        self.assertEqual(seen, 6)
+        # One partition to its end.
+        self.client.push("events", ["late"], partition="a")
+        moved = self.admin_json("groups", "seek", "g1", "--queue", "events", "--partition", "a")
+        self.assertEqual(moved["partitionName"], "a")
+        self.assertTrue(moved["updated"])
+        self.assertEqual(self.client.pop("events", consumerGroup="g1", batch=10, wait=False).status, 204)
+
+        deleted = self.admin_json("groups", "delete", "g1", "--queue", "events")
+        self.assertEqual(deleted["consumerGroup"], "g1")
+        self.assertEqual(deleted["queueName"], "events")
+        self.assertEqual(deleted["deletedPartitions"], 2)
+        out = self.admin("groups", "show", "g1", code=1)
+        self.assertIn("no cursors", out.stderr)
+        # Deleted: the group starts over and sees all 7 messages.
+        r = self.client.pop("events", consumerGroup="g1", batch=10, wait=False, partition="a")
+        self.assertEqual(len(r.json()["messages"]), 5)
+
+    def test_delete_on_every_queue(self):
+        self.client.push("one", [1])
+        self.client.push("two", [2])
+        self.consume("one", "g", 1)
+        self.consume("two", "g", 1)
+        out = self.admin("groups", "delete", "g")
+        self.assertIn("2 partition cursors", out.stdout)
+        self.assertNotIn("g", [g["name"] for g in self.admin_json("groups", "list")])
+
+    def test_seek_usage_errors(self):
+        out = self.admin("groups", "seek", "g", "--queue", "q", code=2)
+        self.assertIn("--to-end", out.stderr)
+        self.admin("groups", "seek", "g", "--queue", "q", "--to-end", "--timestamp", "2000-01-01T00:00:00Z", code=2)
+        self.admin("groups", "seek", "g", "--to-end", code=2)  # --queue is required
+
+
+class DlqAndMessages(AdminTestCase):
+    def test_dlq_list_pages_and_messages_show_reads_one(self):
+        self.client.post("/api/v1/configure", {"queue": "flaky", "options": {"retryLimit": 0, "retryDelay": 0}})
+        pushed = self.client.push("flaky", [{"k": i} for i in range(3)], partition="p").json()
+        for _ in range(3):
+            m = self.client.pop("flaky", wait=False).json()["messages"][0]
+            self.client.ack(m["transactionId"], m["partitionId"], status="failed", lease_id=m["leaseId"],
+                            error=f"boom {m['data']['k']}")
+        page = self.admin_json("dlq", "list", "--queue", "flaky")
+        self.assertEqual(len(page["messages"]), 3)
+        self.assertEqual(page["pagination"], {"limit": 100, "offset": 0})
+        self.assertEqual(sorted(m["data"]["k"] for m in page["messages"]), [0, 1, 2])
+        self.assertTrue(all(m["errorMessage"].startswith("boom") for m in page["messages"]))
+        first = self.admin_json("dlq", "list", "--queue", "flaky", "--limit", "2")
+        rest = self.admin_json("dlq", "list", "--queue", "flaky", "--limit", "2", "--offset", "2")
+        self.assertEqual(len(first["messages"]), 2)
+        self.assertEqual(len(rest["messages"]), 1)
+        self.assertEqual(sorted(m["transactionId"] for m in first["messages"] + rest["messages"]),
+                         sorted(i["transaction_id"] for i in pushed))
+        self.assertEqual(self.admin_json("dlq", "list", "--queue", "other")["messages"], [])
+        rows = self.table("dlq", "list", "--queue", "flaky")
+        self.assertEqual(rows[0], ["FAILED_AT", "QUEUE", "PARTITION", "PARTITION_ID", "TRANSACTION", "GROUP",
+                                   "RETRIES", "ERROR"])
+        self.assertEqual(len(rows), 4)
+        self.assertEqual(rows[1][-2:], ["boom", rows[1][-1]])
+
+        item = pushed[1]
+        detail = self.admin_json("messages", "show", item["partition_id"], item["transaction_id"])
+        self.assertEqual(detail["payload"], {"k": 1})
+        self.assertEqual(detail["status"], "dead_letter")
+        self.assertEqual(detail["queuePath"], "flaky/p")
+        self.assertEqual(detail["errorMessage"], "boom 1")
+        text = self.admin("messages", "show", item["partition_id"], item["transaction_id"]).stdout
+        self.assertIn('{"k":1}', text)
+        self.assertIn("dead_letter", text)
+        out = self.admin("messages", "show", item["partition_id"], "no-such-transaction", code=1)
+        self.assertIn("Message not found", out.stderr)
+        self.admin("dlq", "list", "--limit", "0", code=2)
+        self.admin("dlq", code=2)  # a subcommand is required
+
+    def test_messages_show_decrypts_and_lists_groups(self):
+        self.admin("queues", "create", "secret", "--encryption-enabled")
+        item = self.client.push("secret", [{"card": "4111"}]).json()[0]
+        r = self.client.pop("secret", consumerGroup="audit", wait=False).json()
+        detail = self.admin_json("messages", "show", item["partition_id"], item["transaction_id"])
+        self.assertTrue(detail["isEncrypted"])
+        self.assertEqual(detail["payload"], {"card": "4111"})
+        self.assertEqual([g["name"] for g in detail["consumerGroups"]], ["audit"])
+        text = self.admin("messages", "show", item["partition_id"], item["transaction_id"]).stdout
+        self.assertIn("GROUP", text)
+        self.assertIn("audit", text)
+        self.assertTrue(r["messages"])
+
+
+class System(AdminTestCase):
+    def test_maintenance_on_off_and_status(self):
+        self.assertEqual(self.admin_json("maintenance"),
+                         {"maintenanceMode": False, "popMaintenanceMode": False, "bufferedMessages": 0})
+        on = self.admin_json("maintenance", "on")
+        self.assertTrue(on["maintenanceMode"])
+        self.assertFalse(on["popMaintenanceMode"])
+        self.assertTrue(self.client.get("/api/v1/system/maintenance").json()["maintenanceMode"])
+        self.assertEqual(self.client.push("held", [1]).status, 201)
+        self.assertEqual(self.admin_json("maintenance", "status")["bufferedMessages"], 1)
+        pop_on = self.admin_json("maintenance", "on", "--pop")
+        self.assertTrue(pop_on["popMaintenanceMode"])
+        self.assertTrue(pop_on["maintenanceMode"])
+        self.admin("maintenance", "off")
+        off = self.admin_json("maintenance", "off", "--pop")
+        self.assertFalse(off["maintenanceMode"])
+        self.assertFalse(off["popMaintenanceMode"])
+        text = self.admin("maintenance").stdout
+        self.assertIn("push maintenance", text)
+        self.assertIn("off", text)
+        self.admin("maintenance", "sideways", code=2)
+
+    def test_health(self):
+        out = self.admin("health")
+        self.assertTrue(out.stdout.startswith("healthy (HTTP 200)"), out.stdout)
+        self.assertIn("default", out.stdout)
+        body = self.admin_json("health")
+        self.assertEqual(body["status"], "healthy")
+
+    def test_global_flags_env_url_tenant_and_flags_after_the_subcommand(self):
+        self.client.push("envq", [1])
+        out = run_admin(["queues", "list", "--json"], env={"QUEEN_URL": self.url()})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual([q["name"] for q in json.loads(out.stdout)], ["envq"])
+        # --url wins over QUEEN_URL.
+        out = run_admin(["--url", self.url(), "queues", "list"], env={"QUEEN_URL": "http://127.0.0.1:1"})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        # The tenant header reaches the broker: the default tenant works, an unknown one is refused.
+        self.assertEqual(len(self.admin_json("--tenant", "default", "queues", "list")), 1)
+        out = self.admin("--tenant", "nosuch", "queues", "list", code=1)
+        self.assertIn("nosuch", out.stderr)
+        self.admin("--tenant", "bad name!", "queues", "list", code=1)
+
+
+class ExitCodes(unittest.TestCase):
+    def test_server_down_is_retryable(self):
+        server = Server()
+        server.start()
+        url = f"http://127.0.0.1:{server.port}"
+        server.cleanup()  # the port now refuses connections
+        for args in (["queues", "list"], ["health"], ["queues", "show", "q"], ["maintenance", "on"]):
+            out = run_admin(["--url", url] + args)
+            self.assertEqual(out.returncode, 3, f"{args}: {out.stdout}{out.stderr}")
+            self.assertIn("connect", out.stderr)
+
+    def test_a_broker_that_never_answers_times_out_as_retryable(self):
+        with socket.socket() as listener:  # accepts connections (backlog) but never reads
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)
+            port = listener.getsockname()[1]
+            out = run_admin(["--url", f"http://127.0.0.1:{port}", "--timeout", "0.5", "queues", "list"])
+        self.assertEqual(out.returncode, 3, out.stderr)
+        self.assertIn("timeout", out.stderr)
+
+    def test_usage_errors(self):
+        for args in (["queues"], ["queues", "show"], ["bogus"], ["--url", "https://x:1", "health"],
+                     ["--url", "http://127.0.0.1:6632/path", "health"], ["--timeout", "0", "health"],
+                     ["queues", "create", "q", "--lease-time", "-1"], ["queues", "create", "q", "--ttl", "x"]):
+            out = run_admin(args)
+            self.assertEqual(out.returncode, 2, f"{args}: {out.stdout}{out.stderr}")
+
+    def test_help_lists_every_command(self):
+        out = run_admin(["--help"])
+        self.assertEqual(out.returncode, 0)
+        for name in ("queues", "partitions", "groups", "dlq", "messages", "maintenance", "health", "--json",
+                     "--url", "--tenant", "--timeout"):
+            self.assertIn(name, out.stdout)
+        out = run_admin(["queues", "create", "--help"])
+        for flag in list(ALL_OPTIONS) + list(ALL_FLAGS):
+            self.assertIn(flag, out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
