@@ -347,10 +347,11 @@ void Tenant::run_maintenance() {
         if (now >= next_sync) {
             next_sync = now + sync_interval;
             lock.unlock();
-            // Everything applied before the sync is durable in LMDB after it: the log below it
-            // may go (keeping log_retain_entries for lagging readers).
-            const std::uint64_t durable = engine_->applied_index().value();
-            if (auto synced = engine_->env().sync(true); !synced) {
+            // The engine reports the applied index LMDB now holds durably: the log below it may
+            // go (keeping log_retain_entries for lagging readers), never above it.
+            auto synced = engine_->sync();
+            const std::uint64_t durable = synced ? synced->value() : 0;
+            if (!synced) {
                 poison(prefixed(synced.error(), name_));
             } else if (durable > config_.tenant.log_retain_entries) {
                 const LogIndex first_kept{durable - config_.tenant.log_retain_entries + 1};
@@ -408,8 +409,8 @@ Status Tenant::stop() {
     }
     Status result;
     if (engine_) {
-        if (auto synced = engine_->env().sync(true); !synced) {
-            result = synced;
+        if (auto synced = engine_->sync(); !synced) {
+            result = synced.error();
         }
     }
     if (log_) {
