@@ -40,11 +40,17 @@ lines=$(mktemp)
 server_pid=""
 
 cleanup() {
+    local code=$?
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
         kill -TERM "$server_pid"
         wait "$server_pid" || true
     fi
     rm -rf "$data_dir" "$lines"
+    if [ "$code" -eq 0 ]; then
+        rm -f "$server_log"
+    else
+        echo "bench: server log kept in $server_log" >&2
+    fi
 }
 trap cleanup EXIT
 
