@@ -267,3 +267,53 @@ TEST_CASE("queues: random operations keep FIFO, exclusivity, retries and complet
 
 }  // namespace
 }  // namespace queen::queues
+
+namespace queen::queues {
+namespace {
+
+TEST_CASE("queues: autoAck pops interleaved with pushes deliver everything exactly once",
+          "[queues][property]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    Harness h;
+    std::map<std::string, int> delivered;
+    int pushed = 0;
+    std::map<std::string, int> pending;  // partition -> undelivered
+    for (int step = 0; step < 2000; ++step) {
+        if (rng.below(2) == 0) {
+            Push push;
+            const auto count = 1 + rng.below(3);
+            for (std::uint64_t i = 0; i < count; ++i) {
+                PushItem item;
+                item.queue = "work";
+                item.partition = "p" + std::to_string(rng.below(4));
+                item.transaction_id = "t" + std::to_string(pushed++);
+                item.payload = testing::text(item.transaction_id);
+                pending[item.partition]++;
+                push.items.push_back(item);
+            }
+            h.run(push);
+        } else {
+            Pop pop;
+            pop.queue = "work";
+            pop.batch = 3;
+            pop.auto_ack = true;
+            auto result = h.run(pop);
+            for (const auto& m : result.messages) {
+                REQUIRE(++delivered[m.transaction_id] == 1);
+                pending[m.partition]--;
+            }
+            if (result.messages.empty()) {
+                for (const auto& [partition, count] : pending) {
+                    INFO("step " << step << " partition " << partition);
+                    REQUIRE(count == 0);
+                }
+            }
+        }
+        h.advance_ms(static_cast<std::int64_t>(rng.below(3)));
+    }
+}
+
+}  // namespace
+}  // namespace queen::queues
