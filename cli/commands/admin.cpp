@@ -322,18 +322,19 @@ int run_queues_show(const AdminOptions& options, qc::Client& client) {
         print_json(q);
         return exit_ok;
     }
-    print_fields({{"queue", cell(q, "name")},
-                  {"id", cell(q, "id")},
-                  {"namespace", cell(q, "namespace")},
-                  {"task", cell(q, "task")},
-                  {"created", cell(q, "createdAt")}});
+    std::vector<std::pair<std::string, std::string>> fields = {{"queue", cell(q, "name")},
+                                                               {"id", cell(q, "id")},
+                                                               {"namespace", cell(q, "namespace")},
+                                                               {"task", cell(q, "task")},
+                                                               {"created", cell(q, "createdAt")}};
     if (const auto o = q.find("options"); o != q.end() && o->is_object()) {
         std::string line;
         for (const auto& [key, value] : o->items()) {
             line += (line.empty() ? "" : " ") + key + "=" + cell(value);
         }
-        print_fields({{"options", line}});
+        fields.emplace_back("options", line);
     }
+    print_fields(fields);
     std::cout << "\n";
     Table table{{{"PARTITION"},
                  {"TOTAL", true},
