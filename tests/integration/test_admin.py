@@ -157,6 +157,23 @@ class Queues(AdminTestCase):
         again = self.admin("queues", "delete", "doomed", "-y")
         self.assertIn("nothing deleted", again.stdout)
 
+    def test_delete_on_a_terminal_asks_first(self):
+        self.client.push("asked", [1, 2, 3])
+        for answer, code, remains in (("n\n", 1, True), ("y\n", 0, False)):
+            master, slave = os.openpty()  # stdin is a terminal: the command asks instead of refusing
+            try:
+                process = subprocess.Popen([QUEEN_BIN, "admin", "--url", self.url(), "queues", "delete", "asked"],
+                                           stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                os.write(master, answer.encode())
+                stdout, stderr = process.communicate(timeout=60)
+            finally:
+                os.close(slave)
+                os.close(master)
+            self.assertEqual(process.returncode, code, stdout + stderr)
+            self.assertIn("Delete queue asked and its 3 messages?", stderr)
+            status = self.client.get("/api/v1/resources/queues/asked").status
+            self.assertEqual(status, 200 if remains else 404)
+
 
 class Groups(AdminTestCase):
     def consume(self, queue, group, count, partition=None):
