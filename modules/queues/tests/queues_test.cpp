@@ -456,6 +456,10 @@ TEST_CASE("queues: retention, completed retention, ttl and maxWaitTimeSeconds sw
     completed.completed_retention_s = 5;
     completed.ttl_s = 0;
     h.configure("c", completed);
+    QueueOptions ttl;
+    ttl.ttl_s = 60;
+    h.configure("t", ttl);
+    h.push("t", "Default", "1");
     h.push("r", "Default", "1");
     h.push("w", "Default", "1");
     h.push("c", "Default", "1");
@@ -473,11 +477,14 @@ TEST_CASE("queues: retention, completed retention, ttl and maxWaitTimeSeconds sw
     REQUIRE(h.pop("r").outcome == PopResult::Outcome::empty);
     REQUIRE(h.pop("w").outcome == PopResult::Outcome::empty);
     REQUIRE(h.pop("c").messages.size() == 1);
-    // ttl: the default 3600 s applies to auto-created queues.
-    h.push("t", "Default", "1");
-    h.advance_s(3601);
+    h.advance_s(60);  // 66 s after the push: past the 60 s ttl of queue t
     REQUIRE(h.run(Sweep{}).ttl_deleted == 1);
     REQUIRE(h.pop("t").outcome == PopResult::Outcome::empty);
+    // ttl is off by default: an auto-created queue keeps its messages.
+    h.push("keep", "Default", "1");
+    h.advance_s(100'000);
+    REQUIRE(h.run(Sweep{}).ttl_deleted == 0);
+    REQUIRE(h.pop("keep").messages.size() == 1);
 }
 
 TEST_CASE("queues: a failed transaction changes nothing, a good one applies every op",

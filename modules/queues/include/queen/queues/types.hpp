@@ -39,7 +39,10 @@ struct QueueOptions {
     std::int64_t retry_limit = 3;
     std::int64_t retry_delay_ms = 1000;  ///< a failed batch is held back this long
     std::int64_t max_size = 0;           ///< max messages stored in the queue; 0 = unlimited
-    std::int64_t ttl_s = 3600;       ///< unconsumed messages older than this are removed; 0 = off
+    /// Unconsumed messages older than this are removed; 0 = off. The old server's default was
+    /// 3600 but it never enforced it: enforcing it by default would silently delete the messages
+    /// of every queue nobody configured, so Queen's default is off.
+    std::int64_t ttl_s = 0;
     std::int64_t priority = 0;       ///< echoed; orders queues in listings
     bool dead_letter_queue = false;  ///< echoed; dead-lettering always happens (spec preface)
     bool dlq_after_max_retries = false;  ///< echoed, same
