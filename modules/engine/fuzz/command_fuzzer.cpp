@@ -1,4 +1,4 @@
-// engine/fuzz/command_fuzzer.cpp — libFuzzer target `queen_fuzzer`: decode arbitrary bytes as a
+// engine/fuzz/command_fuzzer.cpp — libFuzzer target `engine_command`: decode arbitrary bytes as a
 // command and as a result; whatever decodes must re-encode to the same bytes (canonical form).
 #include <cstddef>
 #include <cstdint>
