@@ -199,16 +199,15 @@ Status encrypt_payloads(Context& context, std::string_view tenant,
         }
     }
     if (!unknown.empty()) {
-        const TimestampMs now{context.backend.wall_ms()};
-        QUEEN_TRY(query(context, tenant,
-                        [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
-                            for (const std::string& name : unknown) {
-                                QUEEN_TRY(auto detail, queues::get_queue(tables, txn, name, now));
-                                encrypted[name] =
-                                    detail.has_value() && detail->queue.options.encryption_enabled;
-                            }
-                            return {};
-                        }));
+        // Only the queue record: a push must not cost O(partitions of the queue).
+        QUEEN_TRY(query(
+            context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
+                for (const std::string& name : unknown) {
+                    QUEEN_TRY(auto options, queues::get_queue_options(tables, txn, name));
+                    encrypted[name] = options.has_value() && options->encryption_enabled;
+                }
+                return {};
+            }));
         for (const std::string& name : unknown) {
             context.queue_flags.put(tenant, name, encrypted[name], now_ms);
         }

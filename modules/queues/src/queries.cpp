@@ -238,6 +238,21 @@ Result<std::optional<QueueDetail>> get_queue(const Tables& tables, const store::
     return std::optional<QueueDetail>{std::move(detail)};
 }
 
+Result<std::optional<QueueOptions>> get_queue_options(const Tables& tables, const store::Txn& txn,
+                                                      std::string_view queue) {
+    QUEEN_TRY(auto qid, find_queue_id(tables, txn, queue));
+    if (!qid) {
+        return std::optional<QueueOptions>{};
+    }
+    QUEEN_TRY(auto record,
+              detail::get_record(txn, tables.queues, detail::queue_key(QueueId{*qid}).span(),
+                                 detail::decode_queue));
+    if (!record) {
+        return std::optional<QueueOptions>{};
+    }
+    return std::optional<QueueOptions>{record->options};
+}
+
 Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
                                        std::string_view queue, std::string_view group,
                                        std::uint64_t limit, std::uint64_t offset) {

@@ -164,6 +164,12 @@ struct MaintenanceState {
 [[nodiscard]] Result<std::optional<QueueDetail>> get_queue(const Tables& tables,
                                                            const store::Txn& txn,
                                                            std::string_view queue, TimestampMs now);
+/// The options of one queue, std::nullopt when unknown. Reads the queue record only (O(1) in
+/// the number of partitions): for hot paths such as the encryption check of a push.
+/// Errors: as list_queues.
+[[nodiscard]] Result<std::optional<QueueOptions>> get_queue_options(const Tables& tables,
+                                                                    const store::Txn& txn,
+                                                                    std::string_view queue);
 /// DLQ entries, newest failure first, filtered by queue and group (empty = any), skipping
 /// `offset` matches and returning at most `limit`. Errors: as list_queues.
 [[nodiscard]] Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
