@@ -1056,3 +1056,17 @@ TEST_CASE("api: random garbage bodies get an answer, errors as JSON", "[api][fuz
 
 }  // namespace
 }  // namespace queen::api::testing
+
+namespace queen::api::testing {
+namespace {
+TEST_CASE("api: a parked long poll with autoAck and batch is woken by a push", "[api][longpoll]") {
+    Harness h;
+    auto pending = h.start(http::Method::get,
+                           "/api/v1/pop/queue/work?wait=true&timeout=600000&autoAck=true&batch=3");
+    REQUIRE_FALSE(pending.reply->is_done);
+    h.push("work", "p1", {nlohmann::json(1)});
+    REQUIRE(pending.reply->is_done);
+    CHECK(pending.reply->status == 200);
+}
+}  // namespace
+}  // namespace queen::api::testing
