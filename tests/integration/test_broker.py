@@ -438,3 +438,31 @@ class Encryption(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConcurrentLongPolls(ServerTestCase):
+    def test_parked_consumers_receive_every_message_exactly_once(self):
+        import threading
+        total = 200
+        received = []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def consume():
+            c = self.server.client()
+            while not stop.is_set():
+                r = c.pop("lpq", wait=True, timeout=2000, autoAck=True, batch=3)
+                if r.status == 200:
+                    with lock:
+                        received.extend(m["data"] for m in r.json()["messages"])
+                        if len(received) >= total:
+                            stop.set()
+            c.close()
+        consumers = [threading.Thread(target=consume) for _ in range(8)]
+        for t in consumers:
+            t.start()
+        for i in range(total):
+            self.assertEqual(self.client.push("lpq", [i], partition=f"p{i % 5}").status, 201)
+        for t in consumers:
+            t.join(60)
+        self.assertEqual(sorted(received), list(range(total)))
