@@ -43,8 +43,8 @@ struct QueueOptions {
     /// 3600 but it never enforced it: enforcing it by default would silently delete the messages
     /// of every queue nobody configured, so Queen's default is off.
     std::int64_t ttl_s = 0;
-    std::int64_t priority = 0;       ///< echoed; orders queues in listings
-    bool dead_letter_queue = false;  ///< echoed; dead-lettering always happens (spec preface)
+    std::int64_t priority = 0;           ///< echoed; orders queues in listings
+    bool dead_letter_queue = false;      ///< echoed; dead-lettering always happens (spec preface)
     bool dlq_after_max_retries = false;  ///< echoed, same
     std::int64_t delayed_processing_s = 0;
     std::int64_t window_buffer_s = 0;
