@@ -100,6 +100,13 @@ class Options(ServerTestCase):
         self.assertEqual(t.status, 201, t)
         traces = self.client.get(f"/api/v1/traces/{pid}/tx1").json()["traces"]
         self.assertEqual(traces[0]["data"], {"step": 1})
+        by_name = self.client.get("/api/v1/traces/by-name/order-1").json()
+        self.assertEqual(by_name["total"], 1)
+        self.assertEqual(by_name["traces"][0]["transaction_id"], "tx1")
+        self.assertEqual(by_name["traces"][0]["message_payload"], {"x": 1})
+        names = self.client.get("/api/v1/traces/names").json()
+        self.assertEqual([n["trace_name"] for n in names["trace_names"]], ["order-1"])
+        self.assertEqual(names["trace_names"][0]["trace_count"], 1)
         gone = self.client.delete(f"/api/v1/messages/{pid}/tx1").json()
         self.assertTrue(gone["success"])
         self.assertEqual(self.client.get(f"/api/v1/messages/{pid}/tx1").status, 404)

@@ -686,6 +686,74 @@ Result<Response> message_traces(Context& context, const std::string& tenant, Req
     return Response::json(200, out.take());
 }
 
+Result<Response> traces_by_name(Context& context, const std::string& tenant, Request& request) {
+    QUEEN_TRY(const Page page, page_of(context, request, 100));
+    const std::string name = param(request, "traceName");
+    std::uint64_t total = 0;
+    QUEEN_TRY(
+        auto hits, query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) {
+            return queues::list_traces_by_name(tables, txn, name, page.limit, page.offset, total);
+        }));
+    JsonWriter out;
+    out.begin_object().key("traces").begin_array();
+    for (const queues::TraceHit& hit : hits) {
+        const queues::TraceEvent& t = hit.event;
+        // A payload this node cannot decrypt is shown as null rather than failing the listing.
+        auto payload = payload_json(hit.payload, hit.is_encrypted, context.cipher_or_null());
+        out.begin_object()
+            .field("id", queues::format_uuid(queues::UuidKind::trace, 0, t.id))
+            .field("transaction_id", hit.transaction_id)
+            .field("partition_id", queues::format_partition_id(hit.message.partition))
+            .field("event_type", t.event_type)
+            .key("data")
+            .raw(as_chars(t.data))
+            .field("consumer_group", t.group)
+            .null_field("worker_id")
+            .field("created_at", format_iso_ms(t.created_at.value()))
+            .field("queue_name", hit.queue)
+            .field("partition_name", hit.partition);
+        if (payload) {
+            out.key("message_payload").raw(*payload);
+        } else {
+            out.null_field("message_payload");
+        }
+        out.key("trace_names").begin_array();
+        for (const std::string& trace_name : t.names) {
+            out.string(trace_name);
+        }
+        out.end_array().end_object();
+    }
+    out.end_array();
+    out.key("total").number(static_cast<double>(total));
+    write_pagination(out, page);
+    out.end_object();
+    return Response::json(200, out.take());
+}
+
+Result<Response> trace_names(Context& context, const std::string& tenant, Request& request) {
+    QUEEN_TRY(const Page page, page_of(context, request, 50));
+    std::uint64_t total = 0;
+    QUEEN_TRY(auto names,
+              query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) {
+                  return queues::list_trace_names(tables, txn, page.limit, page.offset, total);
+              }));
+    JsonWriter out;
+    out.begin_object().key("trace_names").begin_array();
+    for (const queues::TraceNameInfo& info : names) {
+        out.begin_object()
+            .field("trace_name", info.name)
+            .field("trace_count", info.trace_count)
+            .field("message_count", info.message_count)
+            .field("last_seen", format_iso_ms(info.last_seen.value()))
+            .end_object();
+    }
+    out.end_array();
+    out.key("total").number(static_cast<double>(total));
+    write_pagination(out, page);
+    out.end_object();
+    return Response::json(200, out.take());
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7.4 Status and analytics
 
@@ -1641,6 +1709,8 @@ void register_admin_routes(http::Router& router, const ContextPtr& context) {
     router.get("/api/v1/dlq", read_handler(context, list_dlq));
     // 7.3 Traces
     router.get("/api/v1/traces/:partitionId/:transactionId", read_handler(context, message_traces));
+    router.get("/api/v1/traces/by-name/:traceName", read_handler(context, traces_by_name));
+    router.get("/api/v1/traces/names", read_handler(context, trace_names));
     // 7.4 Status and analytics
     router.get("/api/v1/status", read_handler(context, status_dashboard));
     router.get("/api/v1/status/queues", read_handler(context, status_queues));
