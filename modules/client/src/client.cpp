@@ -5,25 +5,25 @@
 #include <chrono>
 #include <cstdio>
 
-#include "json_scan.hpp"
 #include "json_util.hpp"
+#include "queen/core/json_scan.hpp"
 
 namespace queen::client {
 
 using detail::append_json_string;
 using detail::append_json_string_or_null;
 using detail::boolean_of;
-using detail::for_each_element;
-using detail::for_each_member;
+using json::for_each_element;
+using json::for_each_member;
 using detail::integer_of;
-using detail::is_valid_json;
+using json::is_valid_json;
 using detail::Json;
 using detail::optional_boolean_of;
 using detail::parse_json;
-using detail::raw_to_bool;
-using detail::raw_to_integer;
-using detail::raw_to_text;
-using detail::scan_json;
+using json::raw_to_bool;
+using json::raw_to_integer;
+using json::raw_to_text;
+using json::scan_json;
 using detail::text_of;
 using detail::text_of_either;
 
@@ -179,7 +179,7 @@ bool parse_ack_result(std::string_view raw, AckResult& result) {
             result.partition_name = raw_to_text(value);
         } else if (key == "leaseReleased") {
             result.is_lease_released =
-                detail::raw_is_null(value) ? std::nullopt : std::optional<bool>{raw_to_bool(value)};
+                json::raw_is_null(value) ? std::nullopt : std::optional<bool>{raw_to_bool(value)};
         } else if (key == "dlq") {
             result.is_dlq = raw_to_bool(value);
         }

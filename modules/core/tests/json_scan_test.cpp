@@ -1,6 +1,6 @@
 // client/tests/json_scan_test.cpp — the fast JSON scanner agrees with nlohmann/json on random
 // valid and corrupted documents (seeded), and decodes strings and members the same way.
-#include "json_scan.hpp"
+#include "queen/core/json_scan.hpp"
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,10 +13,10 @@
 namespace {
 
 using nlohmann::json;
-using queen::client::detail::decode_json_string;
-using queen::client::detail::for_each_element;
-using queen::client::detail::for_each_member;
-using queen::client::detail::is_valid_json;
+using queen::json::decode_json_string;
+using queen::json::for_each_element;
+using queen::json::for_each_member;
+using queen::json::is_valid_json;
 
 std::string random_whitespace(queen::Rng& rng) {
     static constexpr const char* spaces[] = {"", "", "", " ", "\n", "\t ", "\r\n"};

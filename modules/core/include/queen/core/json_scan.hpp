@@ -1,4 +1,4 @@
-// client/src/json_scan.hpp — a validating, allocation-free JSON scanner for the hot paths (push
+// core/json_scan.hpp — a validating, allocation-free JSON scanner for the hot paths (push
 // payload checks, push/ack/pop answers): values are handled as raw spans of the input, so a
 // popped payload reaches the caller byte for byte. Accepts exactly what RFC 8259 (and
 // nlohmann::json::accept) accepts, including UTF-8 and surrogate-pair rules.
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace queen::client::detail {
+namespace queen::json {
 
 /// Nesting deeper than this is rejected (bounds the scanner's recursion).
 inline constexpr int json_depth_max = 512;
@@ -119,4 +119,4 @@ bool for_each_element(std::string_view raw, Visit&& visit) {
     }
 }
 
-}  // namespace queen::client::detail
+}  // namespace queen::json

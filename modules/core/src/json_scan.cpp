@@ -1,9 +1,9 @@
-// client/src/json_scan.cpp — the validating JSON scanner (see json_scan.hpp).
-#include "json_scan.hpp"
+// core/src/json_scan.cpp — the validating JSON scanner (see json_scan.hpp).
+#include "queen/core/json_scan.hpp"
 
 #include <charconv>
 
-namespace queen::client::detail {
+namespace queen::json {
 namespace scan {
 namespace {
 
@@ -464,4 +464,4 @@ bool raw_to_bool(std::string_view raw) {
     return ec == std::errc{} && end == raw.data() + raw.size() && number != 0;
 }
 
-}  // namespace queen::client::detail
+}  // namespace queen::json
