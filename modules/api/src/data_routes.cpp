@@ -93,13 +93,21 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    auto body = body_or_reply(context, request, responder, tenant);
-    if (!body) {
-        return;
+    std::optional<ParsedPush> parsed;
+    if (request.body.size() <= context.options.json_body_bytes_max) {
+        parsed = parse_push_fast(request.body, context.options, context.random);
     }
-    auto parsed = parse_push(*body, context.options, context.random);
-    if (!parsed_or_reply(context, parsed, responder, tenant)) {
-        return;
+    if (!parsed) {
+        // Not a plain push: the DOM path decides, with the exact error for bad input.
+        auto body = body_or_reply(context, request, responder, tenant);
+        if (!body) {
+            return;
+        }
+        auto slow = parse_push(*body, context.options, context.random);
+        if (!parsed_or_reply(context, slow, responder, tenant)) {
+            return;
+        }
+        parsed = std::move(*slow);
     }
     context.metrics.push_requests.fetch_add(1, relaxed);
     if (parsed->push.items.empty()) {

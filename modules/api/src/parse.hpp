@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,15 @@ struct ParsedPush {
 /// their payload as compact JSON text (plaintext; encryption happens later).
 [[nodiscard]] Result<ParsedPush> parse_push(const nlohmann::json& body, const ApiOptions& options,
                                             RandomSource& random);
+
+/// The fast path of parse_push, over the raw body: for a plain valid push the same result as
+/// parse_body + parse_push, without a DOM (payloads keep their JSON text minus the whitespace
+/// between tokens, so numbers and escapes stay as the client wrote them). nullopt for anything
+/// else (invalid JSON, a wrong type, a limit crossed, a repeated or escaped key, ...): the
+/// caller then takes the slow path, which gives the exact error. Never throws.
+[[nodiscard]] std::optional<ParsedPush> parse_push_fast(std::string_view body,
+                                                        const ApiOptions& options,
+                                                        RandomSource& random);
 
 /// The long-poll part of a pop request.
 struct PopWait {

@@ -1,7 +1,9 @@
 // core/src/json_scan.cpp — the validating JSON scanner (see json_scan.hpp).
 #include "queen/core/json_scan.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 
 namespace queen::json {
 namespace scan {
@@ -249,8 +251,8 @@ void skip_whitespace(std::string_view text, std::size_t& pos) noexcept {
     }
 }
 
-bool skip_value(std::string_view text, std::size_t& pos, int depth) noexcept {
-    if (pos >= text.size() || depth > json_depth_max) {
+bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_max) noexcept {
+    if (pos >= text.size() || depth > depth_max) {
         return false;
     }
     switch (text[pos]) {
@@ -266,7 +268,7 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth) noexcept {
                 return true;
             }
             for (;;) {
-                if (!skip_value(text, pos, depth + 1)) {
+                if (!skip_value(text, pos, depth + 1, depth_max)) {
                     return false;
                 }
                 skip_whitespace(text, pos);
@@ -301,7 +303,7 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth) noexcept {
                 }
                 ++pos;
                 skip_whitespace(text, pos);
-                if (!skip_value(text, pos, depth + 1)) {
+                if (!skip_value(text, pos, depth + 1, depth_max)) {
                     return false;
                 }
                 skip_whitespace(text, pos);
@@ -321,6 +323,33 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth) noexcept {
         }
         default: return skip_number(text, pos);
     }
+}
+
+std::size_t copy_compact(std::string_view raw, char* out) noexcept {
+    char* const begin = out;
+    std::size_t pos = 0;
+    while (pos < raw.size()) {
+        const char c = raw[pos];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+            ++pos;  // whitespace between tokens
+            continue;
+        }
+        if (c != '"') {
+            *out++ = c;
+            ++pos;
+            continue;
+        }
+        // A string: copy through its closing quote, honouring escapes.
+        std::size_t end = pos + 1;
+        while (end < raw.size() && raw[end] != '"') {
+            end += raw[end] == '\\' ? 2 : 1;
+        }
+        end = std::min(end + 1, raw.size());
+        std::memcpy(out, raw.data() + pos, end - pos);
+        out += end - pos;
+        pos = end;
+    }
+    return static_cast<std::size_t>(out - begin);
 }
 
 }  // namespace scan

@@ -210,3 +210,35 @@ TEST_CASE("client: json scanner bounds nesting depth", "[client][json]") {
     CHECK(is_valid_json(std::string(500, '[') + std::string(500, ']')));
     CHECK_FALSE(is_valid_json(std::string(100'000, '[') + std::string(100'000, ']')));
 }
+
+TEST_CASE("json: copy_compact removes only the whitespace between tokens", "[core][json]") {
+    const std::uint64_t seed = queen::testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    queen::Rng rng(seed);
+    for (int round = 0; round < 5'000; ++round) {
+        const std::string text = random_value(rng, 0);
+        INFO("text: " << text);
+        std::string compact(text.size(), '\0');
+        compact.resize(queen::json::scan::copy_compact(text, compact.data()));
+        // Same value, no whitespace left outside strings, and compacting again changes nothing.
+        CHECK(json::parse(compact) == json::parse(text));
+        CHECK(json::parse(compact).dump() == json::parse(text).dump());
+        std::string again(compact.size(), '\0');
+        again.resize(queen::json::scan::copy_compact(compact, again.data()));
+        CHECK(again == compact);
+        // A pretty-printed DOM compacts to exactly its compact dump.
+        const std::string pretty = json::parse(text).dump(2);
+        std::string from_pretty(pretty.size(), '\0');
+        from_pretty.resize(queen::json::scan::copy_compact(pretty, from_pretty.data()));
+        CHECK(from_pretty == json::parse(text).dump());
+    }
+}
+
+TEST_CASE("json: skip_value honours a depth limit", "[core][json]") {
+    std::size_t pos = 0;
+    CHECK(queen::json::scan::skip_value("[[1]]", pos, 1, 3));
+    pos = 0;
+    CHECK_FALSE(queen::json::scan::skip_value("[[[1]]]", pos, 1, 3));
+    pos = 0;
+    CHECK(queen::json::scan::skip_value("[[[]]]", pos, 1, 3));
+}

@@ -44,7 +44,14 @@ bool for_each_element(std::string_view raw, Visit&& visit);
 namespace scan {
 // Building blocks for the templates above; `pos` moves past what was read.
 void skip_whitespace(std::string_view text, std::size_t& pos) noexcept;
-bool skip_value(std::string_view text, std::size_t& pos, int depth) noexcept;
+/// Skips (and validates) the value at `pos`, whose nesting depth is `depth` (the top value is 1);
+/// false when it is not valid JSON or a value sits deeper than `depth_max`.
+bool skip_value(std::string_view text, std::size_t& pos, int depth,
+                int depth_max = json_depth_max) noexcept;
+/// Copies the raw value `raw` to `out` without the whitespace between its tokens (string
+/// contents are kept byte for byte) and returns the bytes written. `out` has room for
+/// raw.size() bytes; `raw` is valid JSON (e.g. checked by skip_value).
+std::size_t copy_compact(std::string_view raw, char* out) noexcept;
 }  // namespace scan
 
 template <class Visit>

@@ -1,0 +1,260 @@
+// api/src/parse_fast.cpp — the hot request bodies (push, ack) read straight from the raw text
+// with the validating scanner of queen/core/json_scan.hpp: no DOM, payloads kept as their JSON
+// text. Anything unusual is declined (nullopt) and the caller takes the nlohmann path, which
+// gives the exact client-facing error, so both paths answer a request the same way.
+#include <cstring>
+
+#include "json.hpp"
+#include "parse.hpp"
+#include "queen/core/json_scan.hpp"
+
+namespace queen::api::detail {
+namespace {
+
+using json::scan::skip_value;
+using json::scan::skip_whitespace;
+
+/// The text of the key at text[pos] (a '"'), which must be plain printable ASCII without escapes
+/// (every key this API reads is); moves `pos` past its closing quote. False declines.
+bool read_key(std::string_view text, std::size_t& pos, std::string_view& key) noexcept {
+    if (pos >= text.size() || text[pos] != '"') {
+        return false;
+    }
+    const std::size_t start = pos + 1;
+    std::size_t end = start;
+    while (end < text.size() && text[end] != '"') {
+        const auto c = static_cast<unsigned char>(text[end]);
+        if (c == '\\' || c < 0x20 || c >= 0x80) {
+            return false;
+        }
+        ++end;
+    }
+    if (end >= text.size()) {
+        return false;
+    }
+    key = text.substr(start, end - start);
+    pos = end + 1;
+    return true;
+}
+
+/// Walks the object at text[pos]: visit(key, pos) reads the value at `pos` and moves past it.
+template <class Visit>
+bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
+    if (pos >= text.size() || text[pos] != '{') {
+        return false;
+    }
+    ++pos;
+    skip_whitespace(text, pos);
+    if (pos < text.size() && text[pos] == '}') {
+        ++pos;
+        return true;
+    }
+    for (;;) {
+        std::string_view key;
+        if (!read_key(text, pos, key)) {
+            return false;
+        }
+        skip_whitespace(text, pos);
+        if (pos >= text.size() || text[pos] != ':') {
+            return false;
+        }
+        ++pos;
+        skip_whitespace(text, pos);
+        if (!visit(key, pos)) {
+            return false;
+        }
+        skip_whitespace(text, pos);
+        if (pos >= text.size()) {
+            return false;
+        }
+        if (text[pos] == '}') {
+            ++pos;
+            return true;
+        }
+        if (text[pos] != ',') {
+            return false;
+        }
+        ++pos;
+        skip_whitespace(text, pos);
+    }
+}
+
+/// Walks the array at text[pos]: visit(pos) reads the element at `pos` and moves past it.
+template <class Visit>
+bool for_elements(std::string_view text, std::size_t& pos, Visit&& visit) {
+    if (pos >= text.size() || text[pos] != '[') {
+        return false;
+    }
+    ++pos;
+    skip_whitespace(text, pos);
+    if (pos < text.size() && text[pos] == ']') {
+        ++pos;
+        return true;
+    }
+    for (;;) {
+        if (!visit(pos)) {
+            return false;
+        }
+        skip_whitespace(text, pos);
+        if (pos >= text.size()) {
+            return false;
+        }
+        if (text[pos] == ']') {
+            ++pos;
+            return true;
+        }
+        if (text[pos] != ',') {
+            return false;
+        }
+        ++pos;
+        skip_whitespace(text, pos);
+    }
+}
+
+/// Reads the value at `pos` (nesting depth `depth`) as a raw span.
+bool raw_value(std::string_view text, std::size_t& pos, int depth, int depth_max,
+               std::string_view& raw) noexcept {
+    const std::size_t start = pos;
+    if (!skip_value(text, pos, depth, depth_max)) {
+        return false;
+    }
+    raw = text.substr(start, pos - start);
+    return true;
+}
+
+/// A string field as string_field() reads it: null -> absent, a string -> its decoded text,
+/// anything else declines.
+bool optional_string(std::string_view raw, std::optional<std::string>& out) {
+    if (raw == "null") {
+        out.reset();
+        return true;
+    }
+    if (raw.size() < 2 || raw.front() != '"') {
+        return false;
+    }
+    const std::string_view inner = raw.substr(1, raw.size() - 2);
+    if (inner.find('\\') == std::string_view::npos) {
+        out.emplace(inner);
+        return true;
+    }
+    out.emplace();
+    return json::decode_json_string(raw, *out);
+}
+
+/// `seen` marks keys already read: a repeated key declines (nlohmann keeps the last one; the
+/// slow path handles that rare case).
+bool first_time(bool& seen) noexcept {
+    if (seen) {
+        return false;
+    }
+    seen = true;
+    return true;
+}
+
+std::optional<queues::PushItem> push_item_fast(std::string_view text, std::size_t& pos,
+                                               int depth_max, const ApiOptions& options,
+                                               RandomSource& random, bool& has_client_id) {
+    queues::PushItem out;
+    bool seen_queue = false, seen_partition = false, seen_transaction = false, seen_trace = false,
+         seen_payload = false;
+    std::optional<std::string> queue, partition, transaction_id, trace_id;
+    std::string_view payload = "null";
+    const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
+        std::string_view raw;
+        if (!raw_value(text, at, 4, depth_max, raw)) {
+            return false;
+        }
+        if (key == "payload") {
+            payload = raw;
+            return first_time(seen_payload);
+        }
+        if (key == "queue") {
+            return first_time(seen_queue) && optional_string(raw, queue);
+        }
+        if (key == "partition") {
+            return first_time(seen_partition) && optional_string(raw, partition);
+        }
+        if (key == "transactionId") {
+            return first_time(seen_transaction) && optional_string(raw, transaction_id);
+        }
+        if (key == "traceId") {
+            return first_time(seen_trace) && optional_string(raw, trace_id);
+        }
+        return true;
+    });
+    if (!walked || !queue || queue->size() > options.name_bytes_max) {
+        return std::nullopt;
+    }
+    out.queue = std::move(*queue);
+    if (partition) {
+        if (partition->size() > options.name_bytes_max) {
+            return std::nullopt;
+        }
+        out.partition = std::move(*partition);
+    }
+    has_client_id = transaction_id && !transaction_id->empty();
+    if (has_client_id) {
+        if (transaction_id->size() > options.name_bytes_max) {
+            return std::nullopt;
+        }
+        out.transaction_id = std::move(*transaction_id);
+    } else {
+        out.transaction_id = random_uuid(random);
+    }
+    if (trace_id && !trace_id->empty()) {
+        if (!is_uuid_text(*trace_id)) {
+            return std::nullopt;
+        }
+        out.trace_id = std::move(*trace_id);
+    }
+    out.payload.resize(payload.size());
+    const std::size_t compact =
+        json::scan::copy_compact(payload, reinterpret_cast<char*>(out.payload.data()));
+    if (compact > options.payload_bytes_max) {
+        return std::nullopt;
+    }
+    out.payload.resize(compact);
+    return out;
+}
+
+}  // namespace
+
+std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOptions& options,
+                                          RandomSource& random) {
+    const int depth_max = static_cast<int>(options.json_depth_max);
+    ParsedPush out;
+    bool seen_items = false;
+    std::size_t pos = 0;
+    skip_whitespace(body, pos);
+    const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
+        if (key != "items") {
+            return skip_value(body, at, 2, depth_max);
+        }
+        if (!first_time(seen_items) || depth_max < 3) {
+            return false;
+        }
+        return for_elements(body, at, [&](std::size_t& element) {
+            if (out.push.items.size() >= options.push_items_max) {
+                return false;
+            }
+            bool has_client_id = false;
+            auto item = push_item_fast(body, element, depth_max, options, random, has_client_id);
+            if (!item) {
+                return false;
+            }
+            out.push.items.push_back(std::move(*item));
+            out.has_client_transaction_id.push_back(has_client_id);
+            return true;
+        });
+    });
+    if (!walked || !seen_items) {
+        return std::nullopt;
+    }
+    skip_whitespace(body, pos);
+    if (pos != body.size()) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+}  // namespace queen::api::detail

@@ -1,0 +1,196 @@
+// api/tests/parse_fast_test.cpp — the scanner fast path of /push against the DOM path: for every
+// generated body (valid, odd, mutated) the fast path either declines or gives exactly what the
+// slow path gives.
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+#include "parse.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+namespace queen::api::detail {
+namespace {
+
+class SeededRandom final : public RandomSource {
+public:
+    explicit SeededRandom(std::uint64_t seed) : rng_(seed) {}
+    void fill(std::uint8_t* data, std::size_t size) override {
+        for (std::size_t i = 0; i < size; ++i) {
+            data[i] = static_cast<std::uint8_t>(rng_.next());
+        }
+    }
+
+private:
+    Rng rng_;
+};
+
+std::string pick(Rng& rng, const std::vector<std::string>& choices) {
+    return choices[rng.below(choices.size())];
+}
+
+std::string space(Rng& rng) {
+    return rng.chance(0.3) ? pick(rng, {" ", "\n", "\t ", "\r\n  "}) : "";
+}
+
+std::string string_value(Rng& rng) {
+    return pick(rng, {"\"q1\"", "\"orders\"", "\"\"", "\"caf\\u00e9\"", "\"tab\\tbed\"",
+                      "\"\xc3\xa9t\xc3\xa9\"", "\"a\\\"b\"", "null", "7",
+                      "\"" + std::string(300, 'x') + "\"", "true", "\"\\ud83d\\ude00\""});
+}
+
+std::string payload_value(Rng& rng, int depth) {
+    switch (rng.below(depth > 3 ? 4 : 7)) {
+        case 0: return "null";
+        case 1: return std::to_string(static_cast<std::int64_t>(rng.next() % 2000) - 1000);
+        case 2: return pick(rng, {"1.5", "-0.25e2", "3E+2", "0", "-0"});
+        case 3: return string_value(rng);
+        case 4: {
+            std::string out = "[" + space(rng);
+            const auto n = rng.below(4);
+            for (std::uint64_t i = 0; i < n; ++i) {
+                out += (i ? "," + space(rng) : "") + payload_value(rng, depth + 1) + space(rng);
+            }
+            return out + "]";
+        }
+        default: {
+            std::string out = "{" + space(rng);
+            const auto n = rng.below(4);
+            for (std::uint64_t i = 0; i < n; ++i) {
+                out += (i ? "," + space(rng) : "") + pick(rng, {"\"k\"", "\"v\"", "\"x y\""}) +
+                       space(rng) + ":" + space(rng) + payload_value(rng, depth + 1);
+            }
+            return out + space(rng) + "}";
+        }
+    }
+}
+
+std::string item(Rng& rng) {
+    std::vector<std::string> members;
+    if (!rng.chance(0.05)) {
+        members.push_back(
+            "\"queue\":" + space(rng) +
+            (rng.chance(0.8) ? "\"q" + std::to_string(rng.below(3)) + "\"" : string_value(rng)));
+    }
+    if (rng.chance(0.5)) {
+        members.push_back("\"partition\":" + string_value(rng));
+    }
+    if (rng.chance(0.5)) {
+        members.push_back("\"transactionId\":" + string_value(rng));
+    }
+    if (rng.chance(0.2)) {
+        members.push_back("\"traceId\":" + pick(rng, {"\"0b8d1f7e-4a4b-4c2d-9e3f-1a2b3c4d5e6f\"",
+                                                      "\"nope\"", "\"\"", "null"}));
+    }
+    if (rng.chance(0.8)) {
+        members.push_back("\"payload\":" + space(rng) + payload_value(rng, 0));
+    }
+    if (rng.chance(0.1)) {
+        members.push_back("\"extra\":" + payload_value(rng, 0));
+    }
+    if (rng.chance(0.03)) {
+        members.push_back("\"queue\":\"dup\"");  // a repeated key
+    }
+    if (rng.chance(0.03)) {
+        members.push_back("\"\\u0071ueue\":\"escaped-key\"");
+    }
+    std::string out = "{" + space(rng);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        out += (i ? "," + space(rng) : "") + members[i] + space(rng);
+    }
+    return out + "}";
+}
+
+std::string body(Rng& rng) {
+    if (rng.chance(0.03)) {
+        return pick(rng, {"", "[]", "{}", "{\"items\":{}}", "{\"items\":[1]}", "null"});
+    }
+    std::string out = space(rng) + "{" + space(rng);
+    if (rng.chance(0.1)) {
+        out += "\"other\":" + payload_value(rng, 0) + ",";
+    }
+    out += "\"items\":" + space(rng) + "[";
+    const auto n = rng.below(5);
+    for (std::uint64_t i = 0; i < n; ++i) {
+        out += (i ? "," + space(rng) : "") + item(rng);
+    }
+    out += "]" + space(rng) + "}" + space(rng);
+    if (rng.chance(0.2)) {
+        // Break it: truncate, flip a byte, or append garbage.
+        switch (rng.below(3)) {
+            case 0: out.resize(rng.below(out.size() + 1)); break;
+            case 1:
+                if (!out.empty()) {
+                    out[rng.below(out.size())] = static_cast<char>(rng.below(256));
+                }
+                break;
+            default: out += pick(rng, {"x", "}", ",", "\xff"}); break;
+        }
+    }
+    return out;
+}
+
+TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    ApiOptions options;
+    options.name_bytes_max = 64;
+    options.payload_bytes_max = 200;
+    options.push_items_max = 3;
+    options.json_depth_max = 6;
+    std::size_t fast_hits = 0;
+    std::size_t slow_only = 0;
+    for (int round = 0; round < 20'000; ++round) {
+        const std::string text = body(rng);
+        INFO("body: " << text);
+        SeededRandom random_fast(static_cast<std::uint64_t>(round));
+        SeededRandom random_slow(static_cast<std::uint64_t>(round));
+        auto fast = parse_push_fast(text, options, random_fast);
+        auto dom = parse_body(text, options.json_depth_max);
+        Result<ParsedPush> slow =
+            dom ? parse_push(*dom, options, random_slow) : Result<ParsedPush>(dom.error());
+        if (!fast) {
+            slow_only += slow.has_value() ? 1 : 0;
+            continue;
+        }
+        ++fast_hits;
+        REQUIRE(slow.has_value());
+        REQUIRE(fast->push.items.size() == slow->push.items.size());
+        CHECK(fast->has_client_transaction_id == slow->has_client_transaction_id);
+        for (std::size_t i = 0; i < fast->push.items.size(); ++i) {
+            const auto& a = fast->push.items[i];
+            const auto& b = slow->push.items[i];
+            CHECK(a.queue == b.queue);
+            CHECK(a.partition == b.partition);
+            CHECK(a.transaction_id == b.transaction_id);
+            CHECK(a.trace_id == b.trace_id);
+            const std::string pa(a.payload.begin(), a.payload.end());
+            const std::string pb(b.payload.begin(), b.payload.end());
+            CHECK(nlohmann::json::parse(pa) == nlohmann::json::parse(pb));
+        }
+    }
+    // Both sides were exercised: most valid bodies take the fast path, odd ones the slow one.
+    CHECK(fast_hits > 5'000);
+    CHECK(slow_only > 100);
+}
+
+TEST_CASE("api: the push fast path keeps payload text and removes only token whitespace",
+          "[api][parse]") {
+    SeededRandom random(1);
+    ApiOptions options;
+    const std::string text =
+        R"({ "items" : [ { "queue" : "q", "payload" : { "a" : [ 1.50 , "x  y" , 1e2 ] } } ] })";
+    auto parsed = parse_push_fast(text, options, random);
+    REQUIRE(parsed.has_value());
+    REQUIRE(parsed->push.items.size() == 1);
+    const auto& payload = parsed->push.items[0].payload;
+    CHECK(std::string(payload.begin(), payload.end()) == R"({"a":[1.50,"x  y",1e2]})");
+    CHECK(parsed->push.items[0].partition == "Default");
+    CHECK(parsed->push.items[0].transaction_id.size() == 36);
+    CHECK_FALSE(parsed->has_client_transaction_id[0]);
+}
+
+}  // namespace
+}  // namespace queen::api::detail
