@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/json_scan.hpp"
 #include "queen/http/response.hpp"
 
 namespace queen::api::detail {
@@ -61,7 +62,7 @@ JsonWriter& JsonWriter::key(std::string_view name) {
     QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
     QUEEN_ASSERT(!has_items_.empty(), "JsonWriter: a key outside an object");
     prefix();
-    out_ += http::json_quote(name);
+    json::scan::append_quoted(out_, name);
     out_.push_back(':');
     after_key_ = true;
     return *this;
@@ -69,7 +70,7 @@ JsonWriter& JsonWriter::key(std::string_view name) {
 
 JsonWriter& JsonWriter::string(std::string_view text) {
     prefix();
-    out_ += http::json_quote(text);
+    json::scan::append_quoted(out_, text);
     return *this;
 }
 

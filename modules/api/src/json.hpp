@@ -2,6 +2,7 @@
 // text, and request-body parsing (the one place nlohmann/json exceptions are caught).
 #pragma once
 
+#include <charconv>
 #include <concepts>
 #include <cstdint>
 #include <optional>
@@ -34,7 +35,9 @@ public:
     template <class T>
     requires(std::integral<T> && !std::same_as<T, bool>) JsonWriter& number(T value) {
         prefix();
-        out_ += std::to_string(value);
+        char digits[24];
+        const auto written = std::to_chars(digits, digits + sizeof digits, value);
+        out_.append(digits, written.ptr);
         return *this;
     }
     JsonWriter& number(double value);

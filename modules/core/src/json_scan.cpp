@@ -9,6 +9,29 @@ namespace queen::json {
 namespace scan {
 namespace {
 
+// Eight bytes at a time (SWAR): a word "needs a look" when one of its bytes is '"', '\\', a
+// control character (< 0x20) or non-ASCII (>= 0x80); plain text skips eight bytes per step.
+constexpr std::uint64_t ones = 0x0101010101010101ULL;
+constexpr std::uint64_t highs = 0x8080808080808080ULL;
+
+std::uint64_t load8(const char* at) noexcept {
+    std::uint64_t word;
+    std::memcpy(&word, at, sizeof word);
+    return word;
+}
+std::uint64_t has_zero_byte(std::uint64_t v) noexcept {
+    return (v - ones) & ~v & highs;
+}
+std::uint64_t has_byte(std::uint64_t v, unsigned char c) noexcept {
+    return has_zero_byte(v ^ (ones * c));
+}
+std::uint64_t has_less(std::uint64_t v, unsigned char n) noexcept {
+    return (v - ones * n) & ~v & highs;
+}
+bool is_plain_string_word(std::uint64_t v) noexcept {
+    return ((v & highs) | has_less(v, 0x20) | has_byte(v, '"') | has_byte(v, '\\')) == 0;
+}
+
 bool is_digit(char c) noexcept {
     return c >= '0' && c <= '9';
 }
@@ -91,6 +114,12 @@ bool skip_utf8(std::string_view text, std::size_t& pos) noexcept {
 bool skip_string(std::string_view text, std::size_t& pos) noexcept {
     ++pos;  // opening quote
     while (pos < text.size()) {
+        while (pos + 8 <= text.size() && is_plain_string_word(load8(text.data() + pos))) {
+            pos += 8;
+        }
+        if (pos >= text.size()) {
+            break;
+        }
         const auto c = static_cast<unsigned char>(text[pos]);
         if (c == '"') {
             ++pos;
@@ -327,29 +356,101 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_ma
 
 std::size_t copy_compact(std::string_view raw, char* out) noexcept {
     char* const begin = out;
+    const char* const data = raw.data();
+    const std::size_t size = raw.size();
     std::size_t pos = 0;
-    while (pos < raw.size()) {
-        const char c = raw[pos];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-            ++pos;  // whitespace between tokens
-            continue;
+    while (pos < size) {
+        // A run outside strings up to the next whitespace (<= 0x20 here) or quote.
+        std::size_t run = pos;
+        while (run + 8 <= size) {
+            const std::uint64_t word = load8(data + run);
+            if ((has_less(word, 0x21) | has_byte(word, '"')) != 0) {
+                break;
+            }
+            run += 8;
         }
-        if (c != '"') {
-            *out++ = c;
-            ++pos;
+        while (run<size&& static_cast<unsigned char>(data[run])> 0x20 && data[run] != '"') {
+            ++run;
+        }
+        std::memcpy(out, data + pos, run - pos);
+        out += run - pos;
+        pos = run;
+        if (pos >= size) {
+            break;
+        }
+        if (data[pos] != '"') {
+            ++pos;  // whitespace between tokens
             continue;
         }
         // A string: copy through its closing quote, honouring escapes.
         std::size_t end = pos + 1;
-        while (end < raw.size() && raw[end] != '"') {
-            end += raw[end] == '\\' ? 2 : 1;
+        for (;;) {
+            while (end + 8 <= size) {
+                const std::uint64_t word = load8(data + end);
+                if ((has_byte(word, '"') | has_byte(word, '\\')) != 0) {
+                    break;
+                }
+                end += 8;
+            }
+            if (end >= size) {
+                break;
+            }
+            if (data[end] == '"') {
+                ++end;
+                break;
+            }
+            end += data[end] == '\\' ? 2 : 1;
         }
-        end = std::min(end + 1, raw.size());
-        std::memcpy(out, raw.data() + pos, end - pos);
+        end = std::min(end, size);
+        std::memcpy(out, data + pos, end - pos);
         out += end - pos;
         pos = end;
     }
     return static_cast<std::size_t>(out - begin);
+}
+
+void append_quoted(std::string& out, std::string_view text) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out.push_back('"');
+    const char* const data = text.data();
+    const std::size_t size = text.size();
+    std::size_t run_start = 0;
+    std::size_t i = 0;
+    while (i < size) {
+        while (i + 8 <= size) {
+            const std::uint64_t word = load8(data + i);
+            if ((has_less(word, 0x20) | has_byte(word, '"') | has_byte(word, '\\')) != 0) {
+                break;
+            }
+            i += 8;
+        }
+        if (i >= size) {
+            break;
+        }
+        const auto c = static_cast<unsigned char>(data[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            ++i;
+            continue;
+        }
+        out.append(data + run_start, i - run_start);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default:
+                out += "\\u00";
+                out.push_back(hex[c >> 4]);
+                out.push_back(hex[c & 0xf]);
+        }
+        ++i;
+        run_start = i;
+    }
+    out.append(data + run_start, size - run_start);
+    out.push_back('"');
 }
 
 }  // namespace scan

@@ -242,3 +242,43 @@ TEST_CASE("json: skip_value honours a depth limit", "[core][json]") {
     pos = 0;
     CHECK(queen::json::scan::skip_value("[[[]]]", pos, 1, 3));
 }
+
+TEST_CASE("json: append_quoted writes a literal that decodes to the input", "[core][json]") {
+    const std::uint64_t seed = queen::testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    queen::Rng rng(seed);
+    static const std::vector<std::string> pieces = {"a",
+                                                    "plain text ",
+                                                    "\"",
+                                                    "\\",
+                                                    "/",
+                                                    "\b",
+                                                    "\f",
+                                                    "\n",
+                                                    "\r",
+                                                    "\t",
+                                                    std::string(1, '\0'),
+                                                    "\x01",
+                                                    "\x1f",
+                                                    "\x7f",
+                                                    "é",
+                                                    "日本",
+                                                    "\xF0\x9F\x98\x80",
+                                                    "0123456789abcdef"};
+    for (int round = 0; round < 5'000; ++round) {
+        std::string text;
+        const auto count = rng.below(12);
+        for (std::uint64_t i = 0; i < count; ++i) {
+            text += pieces[rng.below(pieces.size())];
+        }
+        std::string quoted = "prefix:";
+        queen::json::scan::append_quoted(quoted, text);
+        const std::string literal = quoted.substr(7);
+        INFO("literal: " << literal);
+        REQUIRE(is_valid_json(literal));
+        CHECK(json::parse(literal).get<std::string>() == text);
+        std::string decoded;
+        CHECK(decode_json_string(literal, decoded));
+        CHECK(decoded == text);
+    }
+}

@@ -52,6 +52,9 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth,
 /// contents are kept byte for byte) and returns the bytes written. `out` has room for
 /// raw.size() bytes; `raw` is valid JSON (e.g. checked by skip_value).
 std::size_t copy_compact(std::string_view raw, char* out) noexcept;
+/// Appends `text` as a JSON string literal: quotes, the two-character escapes, \u00XX for other
+/// control characters; other bytes (UTF-8 included) are copied as they are.
+void append_quoted(std::string& out, std::string_view text);
 }  // namespace scan
 
 template <class Visit>
