@@ -37,6 +37,11 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
         ->check(CLI::Range(0.1, 86'400.0));
     command->add_option("--messages", options->messages,
                         "Messages to produce (transaction: transactions); 0 runs for --duration");
+    command
+        ->add_option("--rate", options->rate_msgs_per_s,
+                     "Total target msgs/s of all producers, paced open-loop; payloads carry the "
+                     "due time (produce, e2e; 0: unpaced)")
+        ->check(CLI::Range(0.0, 1e9));
     command->add_flag("--json", options->json, "Print the summary as JSON");
     command->add_option("--profile", options->profile,
                         "Run the named profile of the profiles file (flags given override it)");

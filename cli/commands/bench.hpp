@@ -41,6 +41,7 @@ struct BenchOptions {
     std::string consumer_group;
     double duration_s = 10;
     std::uint64_t messages = 0;
+    double rate_msgs_per_s = 0;  // 0: unpaced
     bool json = false;
     int server_pid = 0;  // > 0: read the server's RSS from /proc instead of /metrics/prometheus
     std::string durability = "log fdatasync before every ack";

@@ -1,9 +1,11 @@
 // cli/commands/bench_workload.cpp — `queen bench produce|consume|e2e|transaction|partitions` and
 // `--profile`: resolve flags and profile, run the workload, print progress and the summary.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -55,6 +57,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
         w.pop_partitions = p.pop_partitions.value_or(w.pop_partitions);
         w.messages = static_cast<std::uint64_t>(std::max<std::int64_t>(p.messages.value_or(0), 0));
         w.duration_s = p.duration_s.value_or(w.duration_s);
+        w.rate_msgs_per_s = p.rate_msgs_per_s.value_or(w.rate_msgs_per_s);
         w.consumer_group = p.consumer_group.value_or(w.consumer_group);
     }
     QUEEN_TRY(w.workload, bench::parse_workload(workload));
@@ -73,6 +76,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
     take("--consumer-group", w.consumer_group, options.consumer_group);
     take("--messages", w.messages, options.messages);
     take("--duration", w.duration_s, options.duration_s);
+    take("--rate", w.rate_msgs_per_s, options.rate_msgs_per_s);
     // A count without a duration is bounded by a generous time per phase, not by 10 s.
     if (w.messages != 0 && !is_given(options, "--duration") && options.profile.empty()) {
         w.duration_s = 600;
@@ -136,6 +140,15 @@ void show_progress(const bench::Progress& progress, const std::atomic<bool>& is_
     }
 }
 
+/// Sleeps until CLOCK_MONOTONIC (SystemClock::monotonic_ns()) reaches `due_ns`.
+void wait_until_monotonic_ns(std::int64_t due_ns) {
+    timespec due{};
+    due.tv_sec = static_cast<time_t>(due_ns / 1'000'000'000);
+    due.tv_nsec = static_cast<long>(due_ns % 1'000'000'000);
+    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr) == EINTR) {
+    }
+}
+
 std::int64_t server_rss_bytes(client::Client& client, int server_pid) {
     if (server_pid > 0) {
         auto rss = bench::read_process_rss_bytes(server_pid);
@@ -180,6 +193,7 @@ int run_bench_workload(const BenchOptions& options) {
         return exit_retryable;
     }
     const auto facts = bench::parse_health(health->json);
+    workload.wait_until_ns = wait_until_monotonic_ns;
     workload.server_rss_bytes = [&client, &options] {
         return server_rss_bytes(client, options.server_pid);
     };

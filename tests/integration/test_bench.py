@@ -74,6 +74,38 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(report["missing"], 0)
         self.assertEqual(report["latency_ms"]["count"], 400)  # one sample per delivered message
 
+    def test_paced_e2e_stamps_due_times_and_reports_target_and_lag(self):
+        # 2,000 msgs/s for 300 messages: about 0.15 s of schedule; counts only, no timings.
+        report = self.bench("e2e", "--queue", "b-e2e-paced", "--producers", "2", "--consumers", "2",
+                            "--batch", "10", "--messages", "300", "--partitions", "3", "--rate", "2000")
+        self.check_common(report, "e2e")
+        self.assertEqual(report["produced"], 300)
+        self.assertEqual(report["consumed"], 300)
+        self.assertEqual(report["duplicates"], 0)
+        self.assertEqual(report["missing"], 0)
+        self.assertEqual(report["target_msgs_per_s"], 2000)
+        self.assertGreater(report["produce_msgs_per_s"], 0)
+        self.assertIn("due time", report["latency_ms"]["of"])
+        for key in ("consumer_lag_msgs_at_produce_end", "drain_after_produce_s", "behind_schedule_ms_max"):
+            self.assertIn(key, report["metrics"])
+        self.assertLessEqual(report["metrics"]["consumer_lag_msgs_at_produce_end"], 300)
+        # Paced produce: every message is still pushed exactly once.
+        report = self.bench("produce", "--queue", "b-produce-paced", "--producers", "2", "--batch", "10",
+                            "--messages", "200", "--rate", "5000")
+        self.check_common(report, "produce")
+        self.assertEqual(report["produced"], 200)
+        self.assertEqual(report["latency_ms"]["count"], 20)
+        self.assertEqual(report["target_msgs_per_s"], 5000)
+        # A rate only makes sense where producers run.
+        out = self.bench("transaction", "--rate", "100", expect_code=2)
+        self.assertIn("rate applies to the produce and e2e workloads only", out.stderr)
+
+    def test_unpaced_e2e_says_its_latency_includes_the_backlog(self):
+        report = self.bench("e2e", "--queue", "b-e2e-unpaced", "--messages", "100", "--batch", "10")
+        self.assertEqual(report["consumed"], 100)
+        self.assertEqual(report["target_msgs_per_s"], 0)
+        self.assertIn("backlog", report["latency_ms"]["of"])
+
     def test_consume_drains_the_prefilled_queue(self):
         report = self.bench("consume", "--queue", "b-consume", "--producers", "2", "--consumers", "2",
                             "--batch", "25", "--messages", "300", "--partitions", "3")
@@ -84,19 +116,31 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(report["missing"], 0)
         self.assertIn("fill_msgs_per_s", report["metrics"])
 
-    def test_transaction_loop_moves_messages_atomically(self):
-        report = self.bench("transaction", "--queue", "b-tx", "--consumers", "2", "--batch", "2",
-                            "--messages", "100")
+    def check_transaction_counts(self, queue_name, workers, batch, transactions):
+        report = self.bench("transaction", "--queue", queue_name, "--consumers", str(workers), "--batch",
+                            str(batch), "--messages", str(transactions))
         self.check_common(report, "transaction")
-        transactions = report["metrics"]["transactions"]
-        self.assertGreaterEqual(transactions, 100)
-        self.assertLessEqual(transactions, 101)  # each worker checks the count before its next
-        self.assertEqual(report["consumed"], 2 * transactions)
-        self.assertEqual(report["produced"], 2 * transactions)
-        # The loop keeps one batch per worker in flight: 2 workers x 2 messages are pending.
-        queue = self.get_json("/api/v1/resources/queues/b-tx")
-        pending = sum(p["stats"]["pending"] + p["stats"].get("processing", 0) for p in queue["partitions"])
-        self.assertEqual(pending, 4, queue)
+        # Workers claim a transaction after their pop, so the count is exact at any concurrency.
+        self.assertEqual(report["metrics"]["transactions"], transactions)
+        self.assertEqual(report["consumed"], batch * transactions)
+        self.assertEqual(report["produced"], batch * transactions)
+        # The loop keeps one batch per worker in flight: workers x batch messages are not done
+        # (pending, or still leased by a worker that popped after the count was reached), and
+        # every message a transaction acked is completed.
+        queue = self.get_json(f"/api/v1/resources/queues/{queue_name}")
+        partitions = [p for p in queue["partitions"] if p["name"] != "Default"]
+        self.assertEqual(len(partitions), workers)
+        for p in partitions:
+            stats = p["stats"]
+            self.assertEqual(stats["total"] - stats["completed"], batch, p)
+        completed = sum(p["stats"].get("completed", 0) for p in partitions)
+        self.assertEqual(completed, batch * transactions, queue)
+
+    def test_transaction_loop_moves_messages_atomically(self):
+        self.check_transaction_counts("b-tx", workers=2, batch=2, transactions=100)
+
+    def test_transaction_loop_stays_exact_with_64_workers(self):
+        self.check_transaction_counts("b-tx-64", workers=64, batch=1, transactions=500)
 
     def test_partitions_fills_and_drains_one_message_per_partition(self):
         report = self.bench("partitions", "--queue", "b-parts", "--producers", "2", "--consumers", "2",

@@ -60,6 +60,11 @@ queen::Result<Profile> parse_profile(std::string name, const toml::table& table)
                 return invalid(where + ".duration: expected a number of seconds");
             }
             profile.duration_s = *value.value<double>();
+        } else if (key == "rate") {
+            if (!value.is_number() || *value.value<double>() < 0) {
+                return invalid(where + ".rate: expected a number of messages per second >= 0");
+            }
+            profile.rate_msgs_per_s = *value.value<double>();
         } else if (key == "standard") {
             if (!value.is_boolean()) {
                 return invalid(where + ".standard: expected true or false");

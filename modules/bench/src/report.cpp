@@ -39,7 +39,9 @@ std::string format_ms(std::int64_t ns) {
 std::string format_table(const Report& report) {
     std::ostringstream out;
     const auto line = [&out](std::string_view name, const std::string& value) {
-        out << "  " << std::left << std::setw(22) << name << value << "\n";
+        // Long metric names keep one space before their value.
+        out << "  " << std::left << std::setw(22) << name << (name.size() >= 22 ? " " : "") << value
+            << "\n";
     };
     out << "queen bench " << report.workload;
     if (!report.profile.empty()) {
@@ -48,6 +50,12 @@ std::string format_table(const Report& report) {
     out << "\n";
     line("throughput",
          fixed(report.msgs_per_s(), 0) + " msgs/s, " + fixed(report.mb_per_s(), 2) + " MB/s");
+    if (report.target_msgs_per_s > 0) {
+        line("paced rate",
+             "target " + fixed(report.target_msgs_per_s, 0) + " msgs/s, producers achieved " +
+                 fixed(report.produce_msgs_per_s, 0) + " msgs/s (" +
+                 fixed(100.0 * report.produce_msgs_per_s / report.target_msgs_per_s, 1) + "%)");
+    }
     const Histogram& h = report.latency_ns;
     line("latency ms", "p50 " + format_ms(h.value_at_percentile(50)) + "  p90 " +
                            format_ms(h.value_at_percentile(90)) + "  p99 " +
@@ -115,6 +123,8 @@ std::string format_json(const Report& report) {
         {"profile", report.profile},
         {"msgs_per_s", report.msgs_per_s()},
         {"mb_per_s", report.mb_per_s()},
+        {"target_msgs_per_s", report.target_msgs_per_s},
+        {"produce_msgs_per_s", report.produce_msgs_per_s},
         {"latency_ms",
          {{"p50", ms_of(h.value_at_percentile(50))},
           {"p90", ms_of(h.value_at_percentile(90))},

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "queen/bench/pacer.hpp"
 #include "queen/core/assert.hpp"
 
 namespace queen::bench {
@@ -45,13 +46,16 @@ struct Run {
     std::atomic<std::uint64_t> bytes_consumed{0};
     std::atomic<std::uint64_t> duplicates{0};
     std::atomic<std::uint64_t> transactions{0};
-    std::atomic<std::uint64_t> empty_pops{0};  // pops answered 204 (nothing delivered)
+    std::atomic<std::uint64_t> transactions_claimed{0};  // a worker claims one before committing
+    std::atomic<std::uint64_t> empty_pops{0};            // pops answered 204 (nothing delivered)
     std::atomic<bool> is_producing_over{false};
     std::atomic<std::int64_t> last_delivery_ns{0};
     // One flag per sequence number when the count is bounded: produced, then consumed.
     std::unique_ptr<std::atomic<std::uint8_t>[]> produced_flags;
     std::unique_ptr<std::atomic<std::uint8_t>[]> consumed_flags;
     std::string partition_prefix = "p";
+    Pacer pacer{0, 0};                                    // set when the measured phase starts
+    std::atomic<std::int64_t> behind_schedule_ns_max{0};  // latest send after its due time
 
     bool is_stopping() const {
         return progress.is_stop_requested.load(relaxed) ||
@@ -73,7 +77,23 @@ std::string partition_name(const Run& run, std::uint64_t sequence) {
     return run.partition_prefix + std::to_string(sequence % partitions);
 }
 
-/// Pushes batches until the target count or `deadline_ns`; one latency sample per push.
+/// Waits until `due_ns` in slices of at most 100 ms, so a stop request is seen within one slice.
+void wait_until_due(Run& run, std::int64_t due_ns) {
+    constexpr std::int64_t slice_ns = 100'000'000;
+    for (std::int64_t now_ns = run.clock.monotonic_ns(); now_ns < due_ns && !run.is_stopping();
+         now_ns = run.clock.monotonic_ns()) {
+        run.options.wait_until_ns(std::min(due_ns, now_ns + slice_ns));
+    }
+}
+
+void raise_to(std::atomic<std::int64_t>& maximum, std::int64_t value) {
+    std::int64_t seen = maximum.load(relaxed);
+    while (value > seen && !maximum.compare_exchange_weak(seen, value, relaxed)) {
+    }
+}
+
+/// Pushes batches until the target count or `deadline_ns`; one latency sample per push. Paced,
+/// each batch waits for its due time and carries it as its stamp (see Pacer).
 void produce_loop(Run& run, std::int64_t deadline_ns, Histogram& latency) {
     const auto batch = static_cast<std::uint64_t>(run.options.batch);
     std::vector<PushItem> items;
@@ -84,19 +104,34 @@ void produce_loop(Run& run, std::int64_t deadline_ns, Histogram& latency) {
             break;
         }
         const std::uint64_t count = run.target == 0 ? batch : std::min(batch, run.target - first);
+        std::int64_t stamp_ns = 0;
+        if (run.pacer.is_paced()) {
+            stamp_ns = run.pacer.due_ns(first);
+            if (stamp_ns >= deadline_ns) {
+                break;  // due after the end of the run: never sent
+            }
+            wait_until_due(run, stamp_ns);
+            if (run.is_stopping()) {
+                break;
+            }
+            raise_to(run.behind_schedule_ns_max, run.clock.monotonic_ns() - stamp_ns);
+        }
         items.resize(count);
         const std::int64_t start_ns = run.clock.monotonic_ns();
+        if (!run.pacer.is_paced()) {
+            stamp_ns = start_ns;
+        }
         std::uint64_t bytes = 0;
         for (std::uint64_t i = 0; i < count; ++i) {
             PushItem& item = items[i];
             item.queue = run.options.queue;
             item.partition = partition_name(run, first + i);
-            item.payload_json = make_payload(first + i, start_ns, run.options.size_bytes);
+            item.payload_json = make_payload(first + i, stamp_ns, run.options.size_bytes);
             item.transaction_id.clear();
             bytes += item.payload_json.size();
         }
         auto pushed = run.client.push(items);
-        latency.record(run.clock.monotonic_ns() - start_ns);
+        latency.record(run.clock.monotonic_ns() - stamp_ns);
         if (!pushed) {
             run.count_error();
             continue;
@@ -199,7 +234,7 @@ void transaction_loop(Run& run, std::int64_t worker, std::int64_t deadline_ns, H
     request.is_wait = true;
     request.timeout_ms = run.options.pop_wait_ms;
     while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
-        if (run.target != 0 && run.transactions.load(relaxed) >= run.target) {
+        if (run.target != 0 && run.transactions_claimed.load(relaxed) >= run.target) {
             break;
         }
         const std::int64_t start_ns = run.clock.monotonic_ns();
@@ -211,6 +246,11 @@ void transaction_loop(Run& run, std::int64_t worker, std::int64_t deadline_ns, H
         if (popped->messages.empty()) {
             run.empty_pops.fetch_add(1, relaxed);
             continue;  // a lease still held (a retried pop): it comes back after its expiry
+        }
+        // Claiming after the pop (not before) keeps the count exact however many workers run:
+        // exactly `target` transactions are attempted, and an empty pop claims nothing.
+        if (run.target != 0 && run.transactions_claimed.fetch_add(1, relaxed) >= run.target) {
+            break;  // the popped batch stays leased, as a crashed worker's would
         }
         client::TransactionRequest transaction;
         client::TransactionPush push;
@@ -330,11 +370,23 @@ void drain(Run& run, std::int64_t deadline_ns, Report& report) {
     report.duplicates = run.duplicates.load();
 }
 
+/// The target rate, and how far behind schedule the producers fell (paced runs only).
+void add_pacing_metrics(const Run& run, Report& report) {
+    if (!run.pacer.is_paced()) {
+        return;
+    }
+    report.target_msgs_per_s = run.pacer.rate_msgs_per_s();
+    report.metrics.push_back(
+        {"behind_schedule_ms_max", static_cast<double>(run.behind_schedule_ns_max.load()) / 1e6});
+}
+
 Report run_produce(Run& run, std::int64_t deadline_ns) {
     Report report;
-    report.latency_of = "push request";
+    report.latency_of =
+        run.options.rate_msgs_per_s > 0 ? "push request, from its due time" : "push request";
     run.progress.phase.store("run");
     const std::int64_t start_ns = run.clock.monotonic_ns();
+    run.pacer = Pacer{run.options.rate_msgs_per_s, start_ns};
     report.latency_ns = run_threads(
         run.options.producers,
         [&run, deadline_ns](std::int64_t, Histogram& h) { produce_loop(run, deadline_ns, h); });
@@ -342,6 +394,8 @@ Report run_produce(Run& run, std::int64_t deadline_ns) {
     report.produced = run.progress.produced.load();
     report.messages = report.produced;
     report.bytes = run.bytes_produced.load();
+    report.produce_msgs_per_s = report.msgs_per_s();
+    add_pacing_metrics(run, report);
     return report;
 }
 
@@ -357,17 +411,23 @@ Report run_consume(Run& run, std::int64_t bound_ns) {
 
 Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns) {
     Report report;
-    report.latency_of = "payload timestamp to delivery";
+    report.latency_of = run.options.rate_msgs_per_s > 0
+                            ? "due time (payload stamp) to delivery"
+                            : "payload timestamp to delivery; unpaced, so it includes the "
+                              "backlog producers build ahead of consumers (see --rate)";
     run.progress.phase.store("run");
     const std::int64_t start_ns = run.clock.monotonic_ns();
+    run.pacer = Pacer{run.options.rate_msgs_per_s, start_ns};
     run.last_delivery_ns.store(start_ns);
     std::int64_t produce_end_ns = start_ns;
+    std::uint64_t consumed_at_produce_end = 0;
     std::thread producers([&] {
         (void)run_threads(run.options.producers,
                           [&run, produce_deadline_ns](std::int64_t, Histogram& h) {
                               produce_loop(run, produce_deadline_ns, h);
                           });
         produce_end_ns = run.clock.monotonic_ns();
+        consumed_at_produce_end = run.progress.consumed.load();
         run.is_producing_over.store(true);
     });
     const std::int64_t consume_deadline_ns = produce_deadline_ns + bound_ns;
@@ -383,27 +443,54 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     report.bytes = run.bytes_consumed.load();
     report.missing = count_missing(run);
     report.duplicates = run.duplicates.load();
+    report.produce_msgs_per_s =
+        static_cast<double>(report.produced) / std::max(elapsed_s(start_ns, produce_end_ns), 1e-9);
+    report.metrics.push_back({"produce_msgs_per_s", report.produce_msgs_per_s});
+    // How far consumers trailed when the producers stopped, and how long they took to catch up.
+    const std::uint64_t lag_msgs =
+        report.produced > consumed_at_produce_end ? report.produced - consumed_at_produce_end : 0;
+    report.metrics.push_back({"consumer_lag_msgs_at_produce_end", static_cast<double>(lag_msgs)});
     report.metrics.push_back(
-        {"produce_msgs_per_s", static_cast<double>(report.produced) /
-                                   std::max(elapsed_s(start_ns, produce_end_ns), 1e-9)});
+        {"drain_after_produce_s",
+         elapsed_s(produce_end_ns, std::max(run.last_delivery_ns.load(), produce_end_ns))});
+    add_pacing_metrics(run, report);
     return report;
 }
 
 queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
     // Seed each worker's partition with one batch; the loop then keeps it at one batch.
+    // Pushes of up to seed_push_items_max items keep the request small with many workers.
+    constexpr std::size_t seed_push_items_max = 1'000;
     run.progress.phase.store("fill");
-    for (std::int64_t worker = 0; worker < run.options.consumers; ++worker) {
-        std::vector<PushItem> items(static_cast<std::size_t>(run.options.batch));
-        for (PushItem& item : items) {
-            item.queue = run.options.queue;
-            item.partition = "t" + std::to_string(worker);
-            item.payload_json = make_payload(run.next_sequence.fetch_add(1, relaxed),
-                                             run.clock.monotonic_ns(), run.options.size_bytes);
-        }
+    std::vector<PushItem> items;
+    const auto flush = [&run, &items]() -> queen::Result<void> {
         auto pushed = run.client.push(items);
         if (!pushed) {
             return pushed.error();
         }
+        for (const client::PushResult& result : *pushed) {
+            if (result.status != PushStatus::queued) {
+                return queen::Error{queen::Errc::invalid_argument,
+                                    "transaction seed push: " + result.error};
+            }
+        }
+        items.clear();
+        return {};
+    };
+    for (std::int64_t worker = 0; worker < run.options.consumers; ++worker) {
+        for (std::int64_t i = 0; i < run.options.batch; ++i) {
+            PushItem& item = items.emplace_back();
+            item.queue = run.options.queue;
+            item.partition = "t" + std::to_string(worker);
+            item.payload_json = make_payload(run.next_sequence.fetch_add(1, relaxed),
+                                             run.clock.monotonic_ns(), run.options.size_bytes);
+            if (items.size() == seed_push_items_max) {
+                QUEEN_TRY(flush());
+            }
+        }
+    }
+    if (!items.empty()) {
+        QUEEN_TRY(flush());
     }
     Report report;
     report.latency_of = "pop + transaction (ack and push)";
@@ -492,6 +579,12 @@ queen::Result<void> WorkloadOptions::validate() const {
     if (!(duration_s > 0) || duration_s > 86'400) {
         return invalid("duration must be in (0, 86400] seconds");
     }
+    if (!(rate_msgs_per_s >= 0) || rate_msgs_per_s > 1e9) {
+        return invalid("rate must be in [0, 1e9] messages per second");
+    }
+    if (rate_msgs_per_s > 0 && workload != Workload::produce && workload != Workload::e2e) {
+        return invalid("a rate applies to the produce and e2e workloads only");
+    }
     if (drain_idle_ms < 0 || pop_wait_ms < 0) {
         return invalid("drain_idle_ms and pop_wait_ms must not be negative");
     }
@@ -501,6 +594,9 @@ queen::Result<void> WorkloadOptions::validate() const {
 queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions& options,
                                    const queen::Clock& clock, Progress& progress) {
     QUEEN_TRY(options.validate());
+    if (options.rate_msgs_per_s > 0 && !options.wait_until_ns) {
+        return invalid("a paced run needs wait_until_ns");
+    }
     Run run{client, options, clock, progress};
     std::uint64_t count = options.messages;
     if (options.workload == Workload::partitions) {

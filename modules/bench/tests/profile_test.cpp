@@ -22,9 +22,14 @@ workload = "partitions"
 partitions = 10000
 duration = 2.5
 consumer_group = "g"
+
+[profiles.paced]
+workload = "e2e"
+rate = 150000
 )");
     REQUIRE(profiles.has_value());
-    REQUIRE(profiles->size() == 2);
+    REQUIRE(profiles->size() == 3);
+    CHECK((*profiles)[2].rate_msgs_per_s == 150'000.0);
     const auto& push = (*profiles)[0];
     CHECK(push.name == "push-100");
     CHECK(push.workload == Workload::produce);
@@ -34,6 +39,7 @@ consumer_group = "g"
     CHECK(push.duration_s == 10.0);
     CHECK(push.is_standard);
     CHECK_FALSE(push.consumers.has_value());
+    CHECK_FALSE(push.rate_msgs_per_s.has_value());
     auto drain = queen::bench::find_profile(*profiles, "drain");
     REQUIRE(drain.has_value());
     CHECK(drain->workload == Workload::partitions);
@@ -42,7 +48,7 @@ consumer_group = "g"
     CHECK_FALSE(drain->is_standard);
     auto missing = queen::bench::find_profile(*profiles, "nope");
     REQUIRE_FALSE(missing.has_value());
-    CHECK(missing.error().context.find("push-100, drain") != std::string::npos);
+    CHECK(missing.error().context.find("push-100, drain, paced") != std::string::npos);
 }
 
 TEST_CASE("bench: profile errors name the profile and key", "[bench][profile]") {
@@ -56,6 +62,8 @@ TEST_CASE("bench: profile errors name the profile and key", "[bench][profile]") 
     CHECK(error_of("[profiles.a]\nworkload = \"produce\"\nbatch = \"3\"\n") ==
           "profiles.a.batch: expected an integer");
     CHECK(error_of("[profiles.a]\nbatch = 3\n") == "profiles.a: missing workload");
+    CHECK(error_of("[profiles.a]\nworkload = \"e2e\"\nrate = -1\n") ==
+          "profiles.a.rate: expected a number of messages per second >= 0");
     CHECK(error_of("[profiles.a]\nworkload = \"fly\"\n").find("unknown workload") !=
           std::string::npos);
     CHECK(error_of("[other]\n").find("unknown top-level key other") != std::string::npos);
@@ -70,6 +78,8 @@ TEST_CASE("bench: conf/bench.toml parses and has the standard profiles", "[bench
         INFO(profile.name);
         standard += profile.is_standard ? 1 : 0;
         queen::bench::WorkloadOptions options;
+        options.workload = profile.workload;
+        options.rate_msgs_per_s = profile.rate_msgs_per_s.value_or(0);
         options.partitions = profile.partitions.value_or(options.partitions);
         options.batch = profile.batch.value_or(options.batch);
         options.size_bytes = profile.size_bytes.value_or(options.size_bytes);
@@ -79,5 +89,11 @@ TEST_CASE("bench: conf/bench.toml parses and has the standard profiles", "[bench
         CHECK(options.validate().has_value());
     }
     CHECK(standard >= 5);
+    auto e2e = queen::bench::find_profile(*profiles, "e2e-100");
+    REQUIRE(e2e.has_value());
+    CHECK(e2e->rate_msgs_per_s.value_or(0) > 0);  // paced: its latency is not a backlog
+    auto unpaced = queen::bench::find_profile(*profiles, "e2e-100-unpaced");
+    REQUIRE(unpaced.has_value());
+    CHECK_FALSE(unpaced->rate_msgs_per_s.has_value());
     CHECK_FALSE(queen::bench::load_profiles("/nonexistent/bench.toml").has_value());
 }

@@ -84,4 +84,20 @@ TEST_CASE("bench: report table shows rates, percentiles, errors and conditions",
     CHECK(table.find("100 msgs x 256 bytes") != std::string::npos);
     CHECK(table.find("2 cores, load average 3.50") != std::string::npos);
     CHECK(queen::bench::format_ms(1'234'567) == "1.235");
+    CHECK(table.find("paced rate") == std::string::npos);  // unpaced: no target to show
+}
+
+TEST_CASE("bench: a paced report shows its target next to the achieved rate", "[bench][report]") {
+    auto report = sample_report();
+    report.target_msgs_per_s = 150'000;
+    report.produce_msgs_per_s = 120'000;
+    report.metrics.push_back({"consumer_lag_msgs_at_produce_end", 42});
+    const std::string table = queen::bench::format_table(report);
+    CHECK(table.find("paced rate            target 150000 msgs/s, producers achieved 120000 "
+                     "msgs/s (80.0%)") != std::string::npos);
+    // A name longer than the column keeps a space before its value.
+    CHECK(table.find("consumer_lag_msgs_at_produce_end 42") != std::string::npos);
+    const auto json = nlohmann::json::parse(queen::bench::format_json(report));
+    CHECK(json["target_msgs_per_s"].get<double>() == Approx(150'000));
+    CHECK(json["produce_msgs_per_s"].get<double>() == Approx(120'000));
 }

@@ -49,3 +49,22 @@ TEST_CASE("bench: workload names round-trip and options are bounded", "[bench][w
     options.duration_s = 0;
     CHECK_FALSE(options.validate().has_value());
 }
+
+TEST_CASE("bench: a rate is for produce and e2e, and is bounded", "[bench][workload]") {
+    using queen::bench::Workload;
+    queen::bench::WorkloadOptions options;
+    options.rate_msgs_per_s = 150'000;
+    for (const Workload w : {Workload::produce, Workload::e2e}) {
+        options.workload = w;
+        CHECK(options.validate().has_value());
+    }
+    for (const Workload w : {Workload::consume, Workload::transaction, Workload::partitions}) {
+        options.workload = w;
+        CHECK_FALSE(options.validate().has_value());
+    }
+    options.workload = Workload::e2e;
+    options.rate_msgs_per_s = -1;
+    CHECK_FALSE(options.validate().has_value());
+    options.rate_msgs_per_s = 2e9;
+    CHECK_FALSE(options.validate().has_value());
+}

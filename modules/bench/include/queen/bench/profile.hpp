@@ -26,14 +26,15 @@ struct Profile {
     std::optional<std::int64_t> partitions;
     std::optional<std::int64_t> pop_partitions;
     std::optional<std::int64_t> messages;
-    std::optional<double> duration_s;  ///< key `duration`
+    std::optional<double> duration_s;       ///< key `duration`
+    std::optional<double> rate_msgs_per_s;  ///< key `rate`: paced producers (produce, e2e)
     std::optional<std::string> consumer_group;
     bool is_standard = false;  ///< key `standard`: run by `make bench`
 };
 
 /// Every profile of the TOML text `text` (`[profiles.<name>]` tables), in file order.
 /// Keys: description, workload (required), producers, consumers, batch, size, partitions,
-/// pop_partitions, messages, duration, consumer_group, standard.
+/// pop_partitions, messages, duration, rate, consumer_group, standard.
 /// Errors: queen::Errc::invalid_argument naming the profile and key (TOML syntax, unknown key,
 /// wrong type, unknown workload, missing workload).
 [[nodiscard]] queen::Result<std::vector<Profile>> parse_profiles(std::string_view text);

@@ -33,17 +33,19 @@ struct Metric {
 
 /// One run. `latency_ns` holds one value per measured operation (see `latency_of`).
 struct Report {
-    std::string workload;          ///< produce | consume | e2e | transaction | partitions
-    std::string profile;           ///< the conf/bench.toml profile, or empty
-    std::string latency_of;        ///< what one latency value measures, e.g. "push request"
-    double elapsed_s = 0;          ///< of the measured phase
-    std::uint64_t produced = 0;    ///< messages the server answered `queued`
-    std::uint64_t consumed = 0;    ///< messages delivered and acked
-    std::uint64_t duplicates = 0;  ///< deliveries of an already consumed message (e2e)
-    std::uint64_t missing = 0;     ///< produced but never consumed (e2e with --messages)
-    std::uint64_t messages = 0;    ///< the count the rate is computed from
-    std::uint64_t bytes = 0;       ///< payload bytes of `messages`
-    std::uint64_t errors = 0;      ///< failed requests, failed items and failed acks
+    std::string workload;           ///< produce | consume | e2e | transaction | partitions
+    std::string profile;            ///< the conf/bench.toml profile, or empty
+    std::string latency_of;         ///< what one latency value measures, e.g. "push request"
+    double elapsed_s = 0;           ///< of the measured phase
+    std::uint64_t produced = 0;     ///< messages the server answered `queued`
+    std::uint64_t consumed = 0;     ///< messages delivered and acked
+    std::uint64_t duplicates = 0;   ///< deliveries of an already consumed message (e2e)
+    std::uint64_t missing = 0;      ///< produced but never consumed (e2e with --messages)
+    std::uint64_t messages = 0;     ///< the count the rate is computed from
+    std::uint64_t bytes = 0;        ///< payload bytes of `messages`
+    std::uint64_t errors = 0;       ///< failed requests, failed items and failed acks
+    double target_msgs_per_s = 0;   ///< the paced producers' target (--rate); 0: unpaced
+    double produce_msgs_per_s = 0;  ///< what the producers achieved (queued messages per second)
     Histogram latency_ns;
     std::vector<Metric> metrics;
     Conditions conditions;
@@ -54,13 +56,15 @@ struct Report {
     [[nodiscard]] double mb_per_s() const noexcept;
 };
 
-/// A human-readable summary: rates, latency percentiles in ms, counts, errors, metrics and the
-/// conditions, one aligned line each, ending in a newline.
+/// A human-readable summary: rates (a paced run shows its target next to what producers
+/// achieved), latency percentiles in ms, counts, errors, metrics and the conditions, one aligned
+/// line each, ending in a newline.
 [[nodiscard]] std::string format_table(const Report& report);
 
-/// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, latency_ms {p50, p90,
-/// p99, p999, max, count, of}, elapsed_s, messages, bytes, produced, consumed, duplicates,
-/// missing, errors, metrics {name: value}, conditions {...}. No trailing newline.
+/// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, target_msgs_per_s (0:
+/// unpaced), produce_msgs_per_s, latency_ms {p50, p90, p99, p999, max, count, of}, elapsed_s,
+/// messages, bytes, produced, consumed, duplicates, missing, errors, metrics {name: value},
+/// conditions {...}. No trailing newline.
 [[nodiscard]] std::string format_json(const Report& report);
 
 /// Nanoseconds as milliseconds with 3 decimals ("1.234").

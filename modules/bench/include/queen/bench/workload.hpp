@@ -40,6 +40,14 @@ struct WorkloadOptions {
     /// 0: run for duration_s. Otherwise the count: messages produced (produce, e2e, consume's
     /// prefill) or transactions (transaction). Ignored by partitions (it fills `partitions`).
     std::uint64_t messages = 0;
+    /// Total target rate of all producers in messages per second, paced open-loop (see Pacer):
+    /// each batch is sent at its due time and its payloads carry that time, so e2e latency and
+    /// produce latency count from when a message should have gone out. 0: unpaced (producers
+    /// push as fast as answers come back). Only produce and e2e take a rate.
+    double rate_msgs_per_s = 0;
+    /// Blocks the calling thread until the clock's monotonic_ns() reaches the argument (or a
+    /// little later). Required when rate_msgs_per_s > 0: the library never sleeps by itself.
+    std::function<void(std::int64_t)> wait_until_ns;
     /// Consumers stop when this long passes without a delivery once producing is over.
     std::int64_t drain_idle_ms = 5'000;
     std::int64_t pop_wait_ms = 1'000;  ///< long-poll timeout of one pop
@@ -64,19 +72,22 @@ struct Progress {
 /// Runs `options.workload` against the broker behind `client` and returns its report (rates,
 /// latency histogram, counts; the conditions' load fields and server facts are left for the
 /// caller). The measured phase and what one latency sample is depend on the workload:
-/// - produce: pushes; latency of one push request; rate of queued messages;
+/// - produce: pushes; latency of one push request (paced: from its due time); rate of queued
+///   messages;
 /// - consume: fills the queue with `messages` (default 100,000) first, then pops + acks; latency
 ///   of pop + ack; rate of acked messages;
-/// - e2e: produce and consume together; latency from the timestamp in the payload to delivery;
-///   rate of acked messages over the time until the last one; duplicates and missing counted;
+/// - e2e: produce and consume together; latency from the timestamp in the payload (paced: the
+///   due time) to delivery; rate of acked messages over the time until the last one; duplicates
+///   and missing counted; the consumers' lag when producing ended in metrics. Unpaced, the
+///   latency includes the backlog producers build ahead of consumers;
 /// - transaction: each worker pops a batch and, in one transaction, acks it and pushes the next
 ///   batch; latency of pop + transaction; rate of messages moved (transactions in metrics);
 /// - partitions: fills `partitions` partitions with one message each, then drains them; rate
 ///   of the drain; fill rate and server RSS in metrics.
 /// Every loop stops at its count, at its time bound, after errors_max errors, or when
 /// progress.is_stop_requested is set. Threads are joined before returning.
-/// Errors: queen::Errc::invalid_argument (options), or the client's error when the queue cannot
-/// be reset or configured (the server is not reachable).
+/// Errors: queen::Errc::invalid_argument (options; a rate without wait_until_ns), or the
+/// client's error when the queue cannot be reset or configured (the server is not reachable).
 [[nodiscard]] queen::Result<Report> run_workload(queen::client::Client& client,
                                                  const WorkloadOptions& options,
                                                  const queen::Clock& clock, Progress& progress);
