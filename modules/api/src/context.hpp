@@ -177,14 +177,17 @@ void submit_and_reply(const ContextPtr& context, const std::string& tenant, Body
     context->backend.submit(
         tenant, std::move(command),
         [context, tenant, responder = std::move(responder),
-         on_result = std::move(on_result)](Result<engine::CommandResult> result) {
+         on_result = std::move(on_result)](Result<engine::CommandResult> result) mutable {
             if (!result) {
                 responder.complete(error_response(*context, result.error(), tenant));
                 return;
             }
             engine::CommandResult& value = *result;
-            if (auto* typed = std::get_if<R>(&value)) {
-                responder.complete(on_result(*typed));
+            if (std::holds_alternative<R>(value)) {
+                // Formatting the answer is the I/O thread's job, not the applier's.
+                responder.complete_with(
+                    [context, on_result = std::move(on_result),
+                     typed = std::get<R>(std::move(value))]() mutable { return on_result(typed); });
                 return;
             }
             if (const auto* failed = std::get_if<engine::ErrorResult>(&value)) {

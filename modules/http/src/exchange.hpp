@@ -29,6 +29,9 @@ struct Exchange {
     bool cancel(std::atomic<std::uint64_t>* cancelled_total = nullptr);
 
     std::function<void(Response)> deliver;
+    /// Optional: runs the response maker where the connection lives (its I/O thread) and
+    /// delivers its result; without it, complete_with() makes the response on the calling thread.
+    std::function<void(std::function<Response()>)> deliver_made;
     mutable std::mutex mutex;
     bool is_completed = false;
     bool is_cancelled = false;

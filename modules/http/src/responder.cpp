@@ -65,6 +65,18 @@ void Responder::complete(Response response) const {
     }
 }
 
+void Responder::complete_with(std::function<Response()> make) const {
+    QUEEN_ASSERT(exchange_ != nullptr, "complete_with() on an empty Responder");
+    if (!exchange_->mark_completed()) {
+        return;
+    }
+    if (exchange_->deliver_made) {
+        exchange_->deliver_made(std::move(make));
+    } else {
+        exchange_->deliver(make());
+    }
+}
+
 void Responder::on_cancel(std::function<void()> callback) const {
     QUEEN_ASSERT(exchange_ != nullptr, "on_cancel() on an empty Responder");
     {

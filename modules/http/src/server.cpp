@@ -322,6 +322,7 @@ private:
             return;
         }
         auto exchange = std::make_shared<detail::Exchange>(make_deliver(id));
+        exchange->deliver_made = make_deliver_made(id);
         slots_.back().exchange = exchange;
         Responder responder(exchange);
         try {
@@ -361,6 +362,27 @@ private:
                        [self = std::move(self), id, response = std::move(response)]() mutable {
                            self->finish_slot(id, std::move(response));
                        });
+        };
+    }
+
+    std::function<void(std::function<Response()>)> make_deliver_made(std::uint64_t id) {
+        return [weak = weak_from_this(), id, guard = shared_.guard,
+                executor = loop_.context.get_executor()](std::function<Response()> make) {
+            std::shared_lock lock(guard->mutex);
+            if (guard->is_stopped) {
+                return;
+            }
+            auto self = weak.lock();
+            if (!self) {
+                return;
+            }
+            if (executor.running_in_this_thread()) {
+                self->finish_slot(id, make());
+                return;
+            }
+            asio::post(executor, [self = std::move(self), id, make = std::move(make)]() mutable {
+                self->finish_slot(id, make());
+            });
         };
     }
 

@@ -280,6 +280,48 @@ TEST_CASE("http: pipelined answers leave in request order when handlers finish o
     CHECK(client.read_response().body == "\"4\"");
 }
 
+TEST_CASE("http: complete_with makes the answer on the I/O thread, in request order",
+          "[http][server]") {
+    Fixture fixture;
+    TestClient client(fixture.server->port());
+    client.send(TestClient::format_request("GET", "/park/1") +
+                TestClient::format_request("GET", "/park/2"));
+    fixture.parked.wait_size(2);
+    Parked one = fixture.parked.pop();
+    Parked two = fixture.parked.pop();
+    std::atomic<std::thread::id> worker;
+    std::atomic<std::thread::id> maker_two;
+    std::atomic<std::thread::id> maker_one;
+    std::thread([&] {
+        worker = std::this_thread::get_id();
+        two.responder.complete_with([&] {
+            maker_two = std::this_thread::get_id();
+            return Response::json(200, "\"2\"");
+        });
+        one.responder.complete_with([&] {
+            maker_one = std::this_thread::get_id();
+            return Response::json(200, "\"1\"");
+        });
+    }).join();
+    CHECK(client.read_response().body == "\"1\"");
+    CHECK(client.read_response().body == "\"2\"");
+    // Both makers ran, on the connection's thread: neither the worker nor this test thread.
+    CHECK(maker_one.load() != std::thread::id{});
+    CHECK(maker_one.load() != worker.load());
+    CHECK(maker_two.load() != worker.load());
+    CHECK(maker_one.load() != std::this_thread::get_id());
+}
+
+TEST_CASE("http: complete_with on a detached responder makes the answer right away",
+          "[http][responder]") {
+    std::string delivered;
+    Responder responder =
+        Responder::detached([&](Response response) { delivered = response.body; });
+    responder.complete_with([] { return Response::json(200, "{}"); });
+    CHECK(delivered == "{}");
+    CHECK(responder.is_completed());
+}
+
 TEST_CASE("http: the pipelining limit pauses parsing and resumes as answers leave",
           "[http][server]") {
     ServerOptions options = Fixture::test_options();

@@ -26,6 +26,11 @@ public:
     /// Sends `response`. After the client went away (is_cancelled()) this is a no-op, so a
     /// completion racing with a disconnect is safe. Asserts when called a second time.
     void complete(Response response) const;
+    /// Like complete(make()), but `make` runs on the connection's I/O thread when there is one
+    /// (detached responders run it right here): a worker thread that finished a command hands
+    /// the formatting of its answer to the I/O threads. `make` must be safe to run on another
+    /// thread and must not throw. Asserts when called after complete().
+    void complete_with(std::function<Response()> make) const;
 
     /// Registers the function to run once when the client disconnects (or the server stops)
     /// before complete(). It runs on the connection's I/O thread, or right now on the calling
