@@ -179,6 +179,12 @@ void handle_ack(Context& context, const ContextPtr& shared, Request& request, Re
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
+    if (request.body.size() <= context.options.json_body_bytes_max) {
+        if (auto fast = parse_ack_fast(request.body, false, context.options)) {
+            submit_ack(context, shared, tenant, std::move(*fast), std::move(responder));
+            return;
+        }
+    }
     auto body = body_or_reply(context, request, responder, tenant);
     if (!body) {
         return;
@@ -195,6 +201,12 @@ void handle_ack_batch(Context& context, const ContextPtr& shared, Request& reque
     std::string tenant;
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
+    }
+    if (request.body.size() <= context.options.json_body_bytes_max) {
+        if (auto fast = parse_ack_fast(request.body, true, context.options)) {
+            submit_ack(context, shared, tenant, std::move(*fast), std::move(responder));
+            return;
+        }
     }
     auto body = body_or_reply(context, request, responder, tenant);
     if (!body) {

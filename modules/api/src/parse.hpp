@@ -49,6 +49,11 @@ struct ParsedPush {
                                                         const ApiOptions& options,
                                                         RandomSource& random);
 
+/// The fast path of parse_ack (is_batch = false) and parse_ack_batch (true) over the raw body,
+/// with the same contract as parse_push_fast: the slow path's result, or nullopt to take it.
+[[nodiscard]] std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
+                                                        const ApiOptions& options);
+
 /// The long-poll part of a pop request.
 struct PopWait {
     bool is_enabled = false;

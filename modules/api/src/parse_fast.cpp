@@ -217,6 +217,67 @@ std::optional<queues::PushItem> push_item_fast(std::string_view text, std::size_
     return out;
 }
 
+/// One acknowledgment as parse_ack_item reads it; every deviation declines.
+std::optional<queues::AckItem> ack_item_fast(std::string_view text, std::size_t& pos, int depth,
+                                             int depth_max, const ApiOptions& options) {
+    bool seen_transaction = false, seen_partition = false, seen_status = false, seen_error = false,
+         seen_lease = false, seen_group = false;
+    std::optional<std::string> transaction_id, partition_id, status, lease, group;
+    std::string_view error_raw = "null";
+    const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
+        std::string_view raw;
+        if (!raw_value(text, at, depth + 1, depth_max, raw)) {
+            return false;
+        }
+        if (key == "transactionId") {
+            return first_time(seen_transaction) && optional_string(raw, transaction_id);
+        }
+        if (key == "partitionId") {
+            return first_time(seen_partition) && optional_string(raw, partition_id);
+        }
+        if (key == "status") {
+            return first_time(seen_status) && optional_string(raw, status);
+        }
+        if (key == "error") {
+            error_raw = raw;
+            return first_time(seen_error);
+        }
+        if (key == "leaseId") {
+            return first_time(seen_lease) && optional_string(raw, lease);
+        }
+        if (key == "consumerGroup") {
+            return first_time(seen_group) && optional_string(raw, group);
+        }
+        return true;
+    });
+    if (!walked || !transaction_id || transaction_id->empty() ||
+        transaction_id->size() > options.name_bytes_max || !partition_id ||
+        !is_uuid_text(*partition_id)) {
+        return std::nullopt;
+    }
+    queues::AckItem out;
+    out.transaction_id = std::move(*transaction_id);
+    out.partition = queues::parse_partition_id(*partition_id);
+    out.status = status ? parse_ack_status(*status) : queues::AckStatus::completed;
+    if (error_raw != "null") {
+        std::optional<std::string> error;
+        if (!optional_string(error_raw, error) || !error ||
+            error->size() > options.payload_bytes_max) {
+            return std::nullopt;
+        }
+        out.has_error = true;
+        out.error = std::move(*error);
+    }
+    out.lease = lease ? queues::parse_lease_id(*lease) : queues::LeaseId{0};
+    if (group && !group->empty()) {
+        if (group->size() > options.name_bytes_max) {
+            return std::nullopt;
+        }
+        out.group = std::move(*group);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOptions& options,
@@ -249,6 +310,65 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
     });
     if (!walked || !seen_items) {
         return std::nullopt;
+    }
+    skip_whitespace(body, pos);
+    if (pos != body.size()) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
+                                          const ApiOptions& options) {
+    const int depth_max = static_cast<int>(options.json_depth_max);
+    queues::Ack out;
+    std::size_t pos = 0;
+    skip_whitespace(body, pos);
+    if (!is_batch) {
+        auto item = ack_item_fast(body, pos, 1, depth_max, options);
+        if (!item) {
+            return std::nullopt;
+        }
+        out.items.push_back(std::move(*item));
+    } else {
+        bool seen_list = false, seen_group = false;
+        std::optional<std::string> top_group;
+        const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
+            if (key == "consumerGroup") {
+                std::string_view raw;
+                return first_time(seen_group) && raw_value(body, at, 2, depth_max, raw) &&
+                       optional_string(raw, top_group);
+            }
+            if (key != "acknowledgments") {
+                return skip_value(body, at, 2, depth_max);
+            }
+            if (!first_time(seen_list) || depth_max < 3) {
+                return false;
+            }
+            return for_elements(body, at, [&](std::size_t& element) {
+                if (out.items.size() >= options.ack_items_max) {
+                    return false;
+                }
+                auto item = ack_item_fast(body, element, 3, depth_max, options);
+                if (!item) {
+                    return false;
+                }
+                out.items.push_back(std::move(*item));
+                return true;
+            });
+        });
+        if (!walked || !seen_list) {
+            return std::nullopt;
+        }
+        // The top-level group wins over per-item groups (spec 4.5).
+        if (top_group && !top_group->empty()) {
+            if (top_group->size() > options.name_bytes_max) {
+                return std::nullopt;
+            }
+            for (auto& item : out.items) {
+                item.group = *top_group;
+            }
+        }
     }
     skip_whitespace(body, pos);
     if (pos != body.size()) {

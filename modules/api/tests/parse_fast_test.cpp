@@ -176,6 +176,110 @@ TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
     CHECK(slow_only > 100);
 }
 
+std::string ack_item(Rng& rng) {
+    std::vector<std::string> members;
+    if (!rng.chance(0.05)) {
+        members.push_back("\"transactionId\":" + (rng.chance(0.8)
+                                                      ? "\"t" + std::to_string(rng.below(9)) + "\""
+                                                      : string_value(rng)));
+    }
+    if (!rng.chance(0.05)) {
+        members.push_back("\"partitionId\":" +
+                          pick(rng, {"\"0b8d1f7e-4a4b-4c2d-9e3f-1a2b3c4d5e6f\"",
+                                     "\"00000000-0000-8100-0000-000000000007\"", "\"nope\"", "\"\"",
+                                     "null", "3"}));
+    }
+    if (rng.chance(0.5)) {
+        members.push_back("\"status\":" +
+                          pick(rng, {"\"completed\"", "\"failed\"", "\"retry\"", "\"dlq\"",
+                                     "\"success\"", "\"odd\"", "null", "1"}));
+    }
+    if (rng.chance(0.3)) {
+        members.push_back("\"error\":" + string_value(rng));
+    }
+    if (rng.chance(0.5)) {
+        members.push_back("\"leaseId\":" + pick(rng, {"\"00000000-0000-8300-0000-00000000002a\"",
+                                                      "\"x\"", "\"\"", "null", "[]"}));
+    }
+    if (rng.chance(0.4)) {
+        members.push_back("\"consumerGroup\":" + pick(rng, {"\"g1\"", "\"\"", "null", "2",
+                                                            "\"" + std::string(80, 'g') + "\""}));
+    }
+    if (rng.chance(0.03)) {
+        members.push_back("\"status\":\"failed\"");  // a repeated key
+    }
+    std::string out = "{" + space(rng);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        out += (i ? "," + space(rng) : "") + members[i] + space(rng);
+    }
+    return out + "}";
+}
+
+std::string ack_body(Rng& rng, bool is_batch) {
+    std::string out;
+    if (!is_batch) {
+        out = space(rng) + ack_item(rng) + space(rng);
+    } else {
+        out = "{";
+        if (rng.chance(0.3)) {
+            out += "\"consumerGroup\":" + pick(rng, {"\"top\"", "\"\"", "null", "5"}) + ",";
+        }
+        out += "\"acknowledgments\":" + space(rng) + "[";
+        const auto n = rng.below(5);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            out += (i ? "," + space(rng) : "") + ack_item(rng);
+        }
+        out += "]}";
+    }
+    if (rng.chance(0.15) && !out.empty()) {
+        out[rng.below(out.size())] = static_cast<char>(rng.below(256));
+    }
+    return out;
+}
+
+TEST_CASE("api: the ack fast path agrees with the DOM path", "[api][parse]") {
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    ApiOptions options;
+    options.name_bytes_max = 64;
+    options.payload_bytes_max = 100;
+    options.ack_items_max = 3;
+    options.json_depth_max = 6;
+    std::size_t fast_hits = 0;
+    std::size_t slow_only = 0;
+    for (int round = 0; round < 20'000; ++round) {
+        const bool is_batch = rng.chance(0.5);
+        const std::string text = ack_body(rng, is_batch);
+        INFO("body: " << text);
+        auto fast = parse_ack_fast(text, is_batch, options);
+        auto dom = parse_body(text, options.json_depth_max);
+        Result<queues::Ack> slow = !dom       ? Result<queues::Ack>(dom.error())
+                                   : is_batch ? parse_ack_batch(*dom, options)
+                                              : parse_ack(*dom, options);
+        if (!fast) {
+            slow_only += slow.has_value() ? 1 : 0;
+            continue;
+        }
+        ++fast_hits;
+        REQUIRE(slow.has_value());
+        REQUIRE(fast->items.size() == slow->items.size());
+        for (std::size_t i = 0; i < fast->items.size(); ++i) {
+            const auto& a = fast->items[i];
+            const auto& b = slow->items[i];
+            CHECK(a.partition == b.partition);
+            CHECK(a.transaction_id == b.transaction_id);
+            CHECK(a.status == b.status);
+            CHECK(a.has_error == b.has_error);
+            CHECK(a.error == b.error);
+            CHECK(a.lease == b.lease);
+            CHECK(a.group == b.group);
+        }
+    }
+    CHECK(fast_hits > 2'000);
+    CHECK(slow_only > 10);
+}
+
 TEST_CASE("api: the push fast path keeps payload text and removes only token whitespace",
           "[api][parse]") {
     SeededRandom random(1);
