@@ -111,13 +111,19 @@ private:
             return;
         }
         if (popped->outcome == queues::PopResult::Outcome::delivered && !popped->messages.empty()) {
-            auto body = format_pop(*popped, context_->cipher_or_null());
-            if (!body) {
-                finish(error_response(*context_, body.error(), tenant_));
+            if (!close()) {
                 return;
             }
             context_->metrics.pop_messages.fetch_add(popped->messages.size(), relaxed);
-            finish(Response::json(200, std::move(*body)));
+            // Formatting (and decrypting) the messages is the I/O thread's job.
+            responder_.complete_with(
+                [context = context_, tenant = tenant_, popped = std::move(*popped)]() {
+                    auto body = format_pop(popped, context->cipher_or_null());
+                    if (!body) {
+                        return error_response(*context, body.error(), tenant);
+                    }
+                    return Response::json(200, std::move(*body));
+                });
             return;
         }
         // Empty, or paused by pop maintenance (which answers 204 at once, spec 5.13).
@@ -189,12 +195,13 @@ private:
         // lease expires, as with any consumer that vanishes.
     }
 
-    void finish(Response response) {
+    /// Ends the poll (cancels its wait); false when it had already ended. The caller answers.
+    bool close() {
         std::unique_ptr<WaitToken> token;
         {
             std::lock_guard lock(mutex_);
             if (phase_ == Phase::done) {
-                return;
+                return false;
             }
             phase_ = Phase::done;
             token = std::move(token_);
@@ -205,7 +212,13 @@ private:
         if (wait_.is_enabled) {
             context_->metrics.long_polls_waiting.fetch_sub(1, relaxed);
         }
-        responder_.complete(std::move(response));
+        return true;
+    }
+
+    void finish(Response response) {
+        if (close()) {
+            responder_.complete(std::move(response));
+        }
     }
 
     ContextPtr context_;
