@@ -108,6 +108,9 @@ struct PendingAppend {
     DurableCallback callback;
 };
 
+/// The writer keeps the buffers of a written group up to this capacity for the next one.
+constexpr std::size_t spare_capacity_bytes_max = std::size_t{4} << 20;
+
 struct Group {
     Bytes buffer;
     std::vector<Slot> slots;
@@ -161,6 +164,7 @@ struct Log::Impl {
     std::uint64_t appended_sequence = 0;
     std::uint64_t durable_sequence = 0;
     Group pending;
+    Group spare;  // writer: the buffers of the last group written, cleared, for reuse
     std::uint64_t pending_bytes = 0;
     bool writer_busy = false;
     bool stopping = false;
@@ -326,7 +330,8 @@ struct Log::Impl {
                 return;  // stopping, and everything was drained
             }
             Group group = std::move(pending);
-            pending = Group{};
+            pending = std::move(spare);  // empty, with the capacity of an earlier group
+            spare = Group{};
             pending_bytes = 0;
             writer_busy = true;
             progress_cv.notify_all();  // room for blocked appenders
@@ -357,7 +362,15 @@ struct Log::Impl {
                     append.callback(outcome);
                 }
             }
+            // Keep the buffers for a later group (no allocation per group), unless a burst made
+            // them large.
+            group.appends.clear();
+            group.slots.clear();
+            group.buffer.clear();
             lock.lock();
+            if (group.buffer.capacity() <= spare_capacity_bytes_max) {
+                spare = std::move(group);
+            }
         }
     }
 
@@ -368,7 +381,7 @@ struct Log::Impl {
     }
 
     Result<AppendTicket> enqueue(std::span<const RecordView> records, bool assign_index,
-                                 DurableCallback callback) {
+                                 bool may_wait, DurableCallback callback) {
         if (records.empty()) {
             return Error{Errc::invalid_argument, "append: empty batch"};
         }
@@ -388,10 +401,16 @@ struct Log::Impl {
                                                      std::to_string(options.pending_bytes_max)};
         }
         std::unique_lock lock(mutex);
-        progress_cv.wait(lock, [&] {
+        const auto has_room = [&] {
             return poison.has_value() || stopping || closed || pending.appends.empty() ||
                    pending_bytes + total <= options.pending_bytes_max;
-        });
+        };
+        if (!may_wait && !has_room()) {
+            return Error{Errc::busy, "append: log.pending_bytes_max " +
+                                         std::to_string(options.pending_bytes_max) +
+                                         " bytes are already waiting for the writer"};
+        }
+        progress_cv.wait(lock, has_room);
         QUEEN_TRY(usable_locked());
         LogIndex expected = last_index.next();
         Term term_floor = last_term;
@@ -792,13 +811,19 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
 // Public calls
 
 Result<AppendTicket> Log::append(std::span<const RecordView> records, DurableCallback on_durable) {
-    return impl_->enqueue(records, false, std::move(on_durable));
+    return impl_->enqueue(records, false, true, std::move(on_durable));
+}
+
+Result<AppendTicket> Log::try_append(std::span<const RecordView> records,
+                                     DurableCallback on_durable) {
+    return impl_->enqueue(records, false, false, std::move(on_durable));
 }
 
 Result<AppendTicket> Log::append_next(Term term, RecordType type, ByteSpan payload,
                                       DurableCallback on_durable) {
     const RecordView record{term, LogIndex{0}, type, payload};
-    return impl_->enqueue(std::span<const RecordView>(&record, 1), true, std::move(on_durable));
+    return impl_->enqueue(std::span<const RecordView>(&record, 1), true, true,
+                          std::move(on_durable));
 }
 
 Status Log::wait_durable(const AppendTicket& ticket) {

@@ -272,6 +272,46 @@ TEST_CASE("log: concurrent appends share fdatasyncs and each is durable after it
     CHECK(callbacks_ok.load() == 400);
 }
 
+TEST_CASE("log: try_append answers busy instead of blocking when the writer is behind",
+          "[log][group-commit]") {
+    queen::testing::TempDir dir;
+    GatedFileSystem gate;
+    Environment environment;
+    environment.file_system = &gate;
+    Options options;
+    options.record_size_bytes_max = 512;
+    options.pending_bytes_max = 2000;
+    auto opened = Log::open(dir.path(), options, environment);
+    REQUIRE(opened);
+    Log& log = **opened;
+
+    gate.close_gate();
+    REQUIRE(log.try_append(std::vector<RecordView>{{Term{1}, LogIndex{1}, 1, as_bytes("a")}}));
+    gate.wait_for_blocked_sync();  // record 1 is being synced; what follows waits as pending
+    const std::string payload(300, 'x');
+    std::uint64_t next = 2;
+    Result<AppendTicket> appended = AppendTicket{};
+    while (appended) {  // fill pending_bytes_max: the append that would overflow it is refused
+        appended = log.try_append(
+            std::vector<RecordView>{{Term{1}, LogIndex{next}, 1, as_bytes(payload)}});
+        if (appended) {
+            ++next;
+        }
+    }
+    CHECK(appended.error().is(Errc::busy));
+    CHECK(next > 2);                                // some did fit
+    CHECK(log.last_index() == LogIndex{next - 1});  // the refused one took no index
+    gate.open_gate();
+    REQUIRE(log.flush());
+    // With the writer caught up there is room again.
+    auto later =
+        log.try_append(std::vector<RecordView>{{Term{1}, LogIndex{next}, 1, as_bytes(payload)}});
+    REQUIRE(later);
+    REQUIRE(log.wait_durable(*later));
+    CHECK(log.durable_index() == LogIndex{next});
+    REQUIRE(log.close());
+}
+
 TEST_CASE("log: many appenders get distinct consecutive indexes", "[log][group-commit]") {
     const auto seed = queen::testing::seed_from_env();
     INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");

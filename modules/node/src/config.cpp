@@ -127,11 +127,13 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
 
     schema.add_section("tenant", "How a tenant batches, applies and maintains its state.");
     auto& t = c.tenant;
-    schema.add_integer("tenant.proposals_max", &t.proposals_max,
-                       "Commands waiting for the log; beyond it requests get 503.", 1);
-    schema.add_integer("tenant.batch_entries_max", &t.batch_entries_max, "Commands per log append.",
-                       1);
-    schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max, "Bytes per log append.", 1);
+    schema.add_integer(
+        "tenant.proposals_max", &t.proposals_max,
+        "Commands in flight (appended, not yet applied); beyond it requests get 503.", 1);
+    schema.add_integer("tenant.batch_entries_max", &t.batch_entries_max,
+                       "Committed commands applied in one LMDB write txn at most.", 1);
+    schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max,
+                       "Entry bytes applied in one LMDB write txn at most.", 1);
     schema.add_integer("tenant.sweep_interval_ms", &t.sweep_interval_ms,
                        "Period of the retention / ttl / eviction sweep.", 1);
     schema.add_integer("tenant.state_sync_interval_ms", &t.state_sync_interval_ms,

@@ -14,16 +14,14 @@ class LocalReplicator final : public Replicator {
 public:
     explicit LocalReplicator(log::Log& log) : log_(log) {}
 
-    Result<LogIndex> propose(const std::vector<Bytes>& payloads, Committed on_committed) override {
-        std::vector<log::RecordView> records;
-        records.reserve(payloads.size());
+    Result<LogIndex> propose(std::span<const Bytes> payloads, Committed on_committed) override {
+        records_.clear();
         LogIndex index = log_.last_index();
         for (const auto& payload : payloads) {
             index = index.next();
-            records.push_back(log::RecordView{term_, index, record_type_command, payload});
+            records_.push_back(log::RecordView{term_, index, record_type_command, payload});
         }
-        QUEEN_TRY(auto ticket, log_.append(records, [done = std::move(on_committed)](
-                                                        const Status& status) { done(status); }));
+        QUEEN_TRY(auto ticket, log_.try_append(records_, std::move(on_committed)));
         return ticket.first_index;
     }
     Result<std::vector<log::Record>> read(LogIndex first, LogIndex end) override {
@@ -35,7 +33,8 @@ public:
 
 private:
     log::Log& log_;
-    Term term_{1};  // a single node never changes term
+    Term term_{1};                          // a single node never changes term
+    std::vector<log::RecordView> records_;  // scratch of propose() (never called concurrently)
 };
 
 Error prefixed(const Error& error, const std::string& tenant) {
@@ -71,7 +70,6 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
     tenant->log_dir_ = dir / "log";
     QUEEN_TRY(tenant->replay());
-    tenant->proposer_ = std::thread([t = tenant.get()] { t->run_proposer(); });
     tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });
     tenant->maintenance_ = std::thread([t = tenant.get()] { t->run_maintenance(); });
     QUEEN_LOG(logger, Level::info, "tenant.opened",
@@ -112,6 +110,9 @@ Status Tenant::replay() {
         next = records.back().index.next();
     }
     applied_index_.store(engine_->applied_index().value());
+    reported_through_ = engine_->applied_index();
+    committed_through_ = reported_through_;
+    last_appended_ = reported_through_;
     if (replayed > 0) {
         QUEEN_LOG(logger_, Level::info, "tenant.replayed",
                   "tenant=" << name_ << " entries=" << replayed);
@@ -124,30 +125,73 @@ Tenant::~Tenant() {
 }
 
 void Tenant::submit(engine::Command command, api::Backend::Completion done) {
-    Bytes encoded = engine::encode_command(command);
+    const Bytes encoded = engine::encode_command(command);
+    Bytes payload;
+    payload.reserve(entry_header_size + encoded.size());
+    encode_entry(payload, TimestampMs{0}, encoded);  // the timestamp is set under the lock
     std::unique_lock lock(mutex_);
+    std::optional<Error> refused;
     if (poison_) {
-        Error error = *poison_;
-        lock.unlock();
-        done(Error{Errc::poisoned, error.message()});
-        return;
-    }
-    if (stopping_) {
-        lock.unlock();
-        done(Error{Errc::cancelled, "tenant " + name_ + " is shutting down"});
-        return;
-    }
-    if (proposals_.size() >= config_.tenant.proposals_max) {
-        lock.unlock();
+        refused = Error{Errc::poisoned, poison_->message()};
+    } else if (stopping_) {
+        refused = Error{Errc::cancelled, "tenant " + name_ + " is shutting down"};
+    } else if (in_flight_.size() >= config_.tenant.proposals_max) {
         proposals_rejected_total_.fetch_add(1, std::memory_order_relaxed);
-        done(Error{Errc::busy, "tenant " + name_ + " has " +
-                                   std::to_string(config_.tenant.proposals_max) +
-                                   " commands waiting for the log; retry later"});
+        refused = Error{Errc::busy, "tenant " + name_ + " has " +
+                                        std::to_string(config_.tenant.proposals_max) +
+                                        " commands in flight; retry later"};
+    }
+    if (refused) {
+        lock.unlock();
+        if (done) {
+            done(std::move(*refused));
+        }
         return;
     }
-    proposals_.push_back(Proposal{std::move(encoded), std::move(done)});
-    lock.unlock();
-    proposals_ready_.notify_one();
+    // Stamp with the leader's time, never going backwards in log order (DESIGN section 3). The
+    // lock orders the appends, so the log order is the stamping order and in_flight_ order.
+    last_timestamp_ms_ = std::max(last_timestamp_ms_, clock_.wall_ms());
+    store_le<std::int64_t>(payload.data() + 1, last_timestamp_ms_);
+    auto first = replicator_->propose(std::span<const Bytes>(&payload, 1),
+                                      [this](const Status& status) { on_committed(status); });
+    if (!first) {
+        lock.unlock();
+        if (first.error().is(Errc::busy)) {
+            proposals_rejected_total_.fetch_add(1, std::memory_order_relaxed);
+            if (done) {
+                done(Error{Errc::busy, "tenant " + name_ + ": " + first.error().message()});
+            }
+            return;
+        }
+        const Error error = prefixed(first.error(), name_);
+        poison(error);
+        if (done) {
+            done(Error{Errc::poisoned, error.message()});
+        }
+        return;
+    }
+    last_appended_ = *first;
+    in_flight_.push_back(InFlight{*first, std::move(payload), std::move(done)});
+}
+
+void Tenant::on_committed(const Status& status) {
+    // The replicator reports appends in order: this one is the oldest not yet reported.
+    std::unique_lock lock(mutex_);
+    // Appends are single entries (submit), so the next one reported is reported_through_ + 1.
+    QUEEN_ASSERT(reported_through_ < last_appended_, "a commit report for no append");
+    reported_through_ = reported_through_.next();
+    if (status) {
+        if (!commit_error_) {
+            committed_through_ = reported_through_;
+        }
+    } else if (!commit_error_) {
+        commit_error_ = status.error();
+    }
+    if (is_applier_waiting_) {
+        is_applier_waiting_ = false;
+        lock.unlock();
+        committed_ready_.notify_one();
+    }
 }
 
 Status Tenant::read(const std::function<void(const engine::Engine&)>& read) const {
@@ -161,150 +205,100 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
     return {};
 }
 
-void Tenant::run_proposer() {
+void Tenant::run_applier() {
+    std::vector<InFlight> ready;
     std::unique_lock lock(mutex_);
     while (true) {
-        proposals_ready_.wait(lock, [&] { return stopping_ || !proposals_.empty() || poison_; });
-        if (poison_ || (stopping_ && proposals_.empty())) {
-            break;
+        const auto has_work = [&] {
+            return (!in_flight_.empty() && in_flight_.front().index <= reported_through_) ||
+                   (stopping_ && in_flight_.empty());
+        };
+        while (!has_work()) {
+            is_applier_waiting_ = true;
+            committed_ready_.wait(lock);
         }
-        auto batch = std::make_shared<Batch>();
+        is_applier_waiting_ = false;
+        if (in_flight_.empty()) {
+            break;  // stopping, and everything appended was answered
+        }
+        // Take every reported entry at the front (bounded): one LMDB txn applies them all.
+        ready.clear();
         std::uint64_t bytes = 0;
-        // Stamp the batch with the leader's time, never going backwards (DESIGN section 3).
-        last_timestamp_ms_ = std::max(last_timestamp_ms_, clock_.wall_ms());
-        const TimestampMs timestamp{last_timestamp_ms_};
-        while (!proposals_.empty() && batch->payloads.size() < config_.tenant.batch_entries_max &&
-               (batch->payloads.empty() ||
-                bytes + proposals_.front().command.size() <= config_.tenant.batch_bytes_max)) {
-            Proposal proposal = std::move(proposals_.front());
-            proposals_.pop_front();
-            Bytes payload;
-            payload.reserve(entry_header_size + proposal.command.size());
-            encode_entry(payload, timestamp, proposal.command);
-            bytes += payload.size();
-            batch->payloads.push_back(std::move(payload));
-            batch->dones.push_back(std::move(proposal.done));
-        }
-        // Queue the batch before proposing it, so the applier sees batches in log order.
-        batches_.push_back(batch);
-        lock.unlock();
-        auto first = replicator_->propose(batch->payloads, [this, batch](const Status& status) {
-            {
-                std::lock_guard inner(mutex_);
-                batch->status = status;
-                batch->is_committed = true;
+        bool is_committed = true;
+        while (!in_flight_.empty() && in_flight_.front().index <= reported_through_ &&
+               ready.size() < config_.tenant.batch_entries_max &&
+               (ready.empty() ||
+                bytes + in_flight_.front().payload.size() <= config_.tenant.batch_bytes_max)) {
+            if (in_flight_.front().index > committed_through_) {
+                is_committed = false;  // a commit failure is in this batch
             }
-            batches_ready_.notify_one();
-        });
-        lock.lock();
-        // The commit callback may already have run (a fast fdatasync): the applier waits for
-        // both flags, so it never reads `first` before it is set.
-        batch->is_proposed = true;
-        if (!first) {
-            batch->status = first.error();
-            batch->is_committed = true;
-            batches_ready_.notify_one();
-            lock.unlock();
-            poison(first.error());
-            lock.lock();
-            break;
+            bytes += in_flight_.front().payload.size();
+            ready.push_back(std::move(in_flight_.front()));
+            in_flight_.pop_front();
         }
-        batch->first = *first;
-        batches_ready_.notify_one();
+        const bool is_poisoned = poison_.has_value();
+        lock.unlock();
+        apply_ready(ready, is_committed, is_poisoned);
+        lock.lock();
     }
-    proposer_done_ = true;
-    batches_ready_.notify_all();
 }
 
-void Tenant::run_applier() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-        batches_ready_.wait(lock, [&] {
-            return (!batches_.empty() && batches_.front()->is_committed &&
-                    batches_.front()->is_proposed) ||
-                   (proposer_done_ && batches_.empty());
-        });
-        if (batches_.empty()) {
-            break;  // the proposer stopped and everything it proposed is answered
+void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned) {
+    std::optional<Error> failure;
+    if (is_poisoned) {
+        failure = Error{Errc::poisoned, "tenant " + name_ + " is poisoned"};
+    } else if (!is_committed) {
+        std::lock_guard lock(mutex_);
+        failure = prefixed(
+            commit_error_ ? *commit_error_ : Error{Errc::internal, "an entry was not committed"},
+            name_);
+    }
+    engine::ApplyOutcome outcome;
+    if (!failure) {
+        entries_.clear();
+        for (const auto& entry : ready) {
+            auto view = decode_entry(entry.payload);
+            QUEEN_ASSERT(view.has_value(), "the tenant encoded this envelope itself");
+            entries_.push_back(engine::Entry{entry.index, view->timestamp, view->command});
         }
-        // Take every committed batch at the front: one LMDB txn applies them all.
-        std::vector<std::shared_ptr<Batch>> ready;
-        while (!batches_.empty() && batches_.front()->is_committed &&
-               batches_.front()->is_proposed) {
-            ready.push_back(std::move(batches_.front()));
-            batches_.pop_front();
+        auto applied = engine_->apply(entries_);
+        if (applied) {
+            outcome = std::move(*applied);
+            QUEEN_ASSERT(outcome.results.size() == entries_.size(), "one result per applied entry");
+            applied_index_.store(entries_.back().index.value(), std::memory_order_release);
+            entries_applied_total_.fetch_add(entries_.size(), std::memory_order_relaxed);
+            apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            failure = prefixed(applied.error(), name_);
         }
-        const bool poisoned = poison_.has_value();
-        lock.unlock();
-
-        std::optional<Error> failure;
-        if (poisoned) {
-            failure = Error{Errc::poisoned, "tenant " + name_ + " is poisoned"};
-        }
-        std::vector<engine::Entry> entries;
-        for (const auto& batch : ready) {
-            if (!batch->status && !failure) {
-                failure = prefixed(batch->status.error(), name_);
-            }
-            if (failure) {
-                continue;
-            }
-            LogIndex index = batch->first;
-            for (const auto& payload : batch->payloads) {
-                auto view = decode_entry(payload);
-                QUEEN_ASSERT(view.has_value(), "the tenant encoded this envelope itself");
-                entries.push_back(engine::Entry{index, view->timestamp, view->command});
-                index = index.next();
+    }
+    if (failure) {
+        poison(*failure);
+        const Error answer{Errc::poisoned, failure->message()};
+        for (auto& entry : ready) {
+            if (entry.done) {
+                entry.done(answer);
             }
         }
-        engine::ApplyOutcome outcome;
-        if (!failure && !entries.empty()) {
-            auto applied = engine_->apply(entries);
-            if (applied) {
-                outcome = std::move(*applied);
-                QUEEN_ASSERT(outcome.results.size() == entries.size(),
-                             "one result per applied entry");
-                applied_index_.store(entries.back().index.value(), std::memory_order_release);
-                entries_applied_total_.fetch_add(entries.size(), std::memory_order_relaxed);
-                apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
-            } else {
-                failure = prefixed(applied.error(), name_);
-            }
+        return;
+    }
+    for (std::size_t at = 0; at < ready.size(); ++at) {
+        if (ready[at].done) {
+            auto decoded = engine::decode_result(outcome.results[at]);
+            QUEEN_ASSERT(decoded.has_value(), "the engine decodes its own results");
+            ready[at].done(std::move(*decoded));
         }
-        if (failure) {
-            poison(*failure);
-            const Error answer{Errc::poisoned, failure->message()};
-            for (const auto& batch : ready) {
-                for (auto& done : batch->dones) {
-                    if (done) {
-                        done(answer);
-                    }
-                }
-            }
-            lock.lock();
-            continue;
+    }
+    std::string last_queue;
+    for (const auto& wakeup : outcome.wakeups) {
+        if (wakeup.queue != last_queue) {  // sorted: one wake per queue
+            waiters_.wake(name_, wakeup.queue);
+            last_queue = wakeup.queue;
         }
-        std::size_t at = 0;
-        for (const auto& batch : ready) {
-            for (auto& done : batch->dones) {
-                if (done) {
-                    auto decoded = engine::decode_result(outcome.results[at]);
-                    QUEEN_ASSERT(decoded.has_value(), "the engine decodes its own results");
-                    done(std::move(*decoded));
-                }
-                ++at;
-            }
-        }
-        std::string last_queue;
-        for (const auto& wakeup : outcome.wakeups) {
-            if (wakeup.queue != last_queue) {  // sorted: one wake per queue
-                waiters_.wake(name_, wakeup.queue);
-                last_queue = wakeup.queue;
-            }
-        }
-        const auto due = outcome.next_due;
-        lock.lock();
-        if (due && (!next_due_wall_ms_ || due->value() < *next_due_wall_ms_)) {
+    }
+    if (const auto due = outcome.next_due) {
+        std::lock_guard lock(mutex_);
+        if (!next_due_wall_ms_ || due->value() < *next_due_wall_ms_) {
             next_due_wall_ms_ = due->value();
             maintenance_wakeup_.notify_one();
         }
@@ -367,42 +361,31 @@ void Tenant::run_maintenance() {
 }
 
 void Tenant::poison(const Error& error) {
-    std::deque<Proposal> dropped;
     {
         std::lock_guard lock(mutex_);
         if (poison_) {
             return;
         }
         poison_ = error;
-        dropped.swap(proposals_);
     }
     QUEEN_LOG(logger_, Level::error, "tenant.poisoned",
               "tenant=" << name_ << " error=\"" << error.message() << "\"");
-    proposals_ready_.notify_all();
-    batches_ready_.notify_all();
+    // Commands already in the log are answered by the applier as their commits are reported.
     maintenance_wakeup_.notify_all();
-    for (auto& proposal : dropped) {
-        if (proposal.done) {
-            proposal.done(Error{Errc::poisoned, error.message()});
-        }
-    }
 }
 
 Status Tenant::stop() {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_ && !proposer_.joinable()) {
+        if (stopping_ && !applier_.joinable()) {
             return {};
         }
         stopping_ = true;
     }
-    proposals_ready_.notify_all();
+    committed_ready_.notify_all();
     maintenance_wakeup_.notify_all();
-    if (proposer_.joinable()) {
-        proposer_.join();
-    }
     if (applier_.joinable()) {
-        applier_.join();
+        applier_.join();  // it answers every command in flight first
     }
     if (maintenance_.joinable()) {
         maintenance_.join();
@@ -483,8 +466,8 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));
     {
         std::lock_guard lock(mutex_);
-        add("queen_proposals_waiting", "Commands waiting for the log",
-            api::MetricSample::Kind::gauge, static_cast<double>(proposals_.size()));
+        add("queen_proposals_waiting", "Commands in the log not yet applied and answered",
+            api::MetricSample::Kind::gauge, static_cast<double>(in_flight_.size()));
     }
     const log::SyncStats stats = log_->sync_stats();
     add("queen_log_syncs_total", "fdatasync calls of the log", api::MetricSample::Kind::counter,

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,17 +27,19 @@
 
 namespace queen::node::detail {
 
-/// Turns batches of entry payloads into committed log entries. Single node: committed = durable
-/// in the local log. The Raft replicator replaces it without touching apply.
+/// Turns entry payloads into committed log entries. Single node: committed = durable in the
+/// local log. The Raft replicator replaces it without touching apply.
 class Replicator {
 public:
     virtual ~Replicator() = default;
     using Committed = std::function<void(const Status& status)>;
     /// Appends `payloads` as consecutive entries (type record_type_command) and returns the first
     /// index; `on_committed` runs once, on any thread, when all of them are committed (ok) or
-    /// can never be (an error). Must not be called concurrently.
-    /// Errors: the log's (Errc::poisoned, Errc::invalid_argument), Errc::not_leader.
-    [[nodiscard]] virtual Result<LogIndex> propose(const std::vector<Bytes>& payloads,
+    /// can never be (an error). Never blocks: a full queue is Errc::busy. Must not be called
+    /// concurrently; calls are committed in call order.
+    /// Errors: the log's (Errc::poisoned, Errc::invalid_argument, Errc::cancelled, Errc::busy),
+    /// Errc::not_leader.
+    [[nodiscard]] virtual Result<LogIndex> propose(std::span<const Bytes> payloads,
                                                    Committed on_committed) = 0;
     /// Reads committed entries in [first, end) (for replay at start).
     [[nodiscard]] virtual Result<std::vector<log::Record>> read(LogIndex first, LogIndex end) = 0;
@@ -61,8 +64,11 @@ public:
     Tenant(const Tenant&) = delete;
     Tenant& operator=(const Tenant&) = delete;
 
-    /// Queues `command` for the log; `done` runs on the applier thread after apply (or with an
-    /// error: Errc::busy when proposals_max are waiting, Errc::poisoned, Errc::cancelled).
+    /// Stamps `command` with the leader time and appends it to the log on the calling thread
+    /// (never blocking: the log's group commit batches concurrent submits into one fdatasync);
+    /// `done` runs on the applier thread after apply, or with an error: Errc::busy when
+    /// proposals_max commands are in flight or the log queue is full, Errc::poisoned,
+    /// Errc::cancelled (stopping). An error found before the append is given on this thread.
     void submit(engine::Command command, api::Backend::Completion done);
 
     /// Errors: Errc::poisoned.
@@ -79,24 +85,21 @@ public:
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
 private:
-    struct Proposal {
-        Bytes command;
+    /// A command appended to the log and not yet answered, in log order.
+    struct InFlight {
+        LogIndex index;
+        Bytes payload;                  // the envelope, as written to the log
         api::Backend::Completion done;  // empty for internal proposals (sweeps)
-    };
-    struct Batch {
-        LogIndex first;
-        std::vector<Bytes> payloads;  // envelopes, as written to the log
-        std::vector<api::Backend::Completion> dones;
-        Status status;              // set when the log reported
-        bool is_proposed = false;   // `first` is known (set after propose() returns)
-        bool is_committed = false;  // the replicator reported (ok or an error)
     };
 
     Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
            Waiters& waiters);
     [[nodiscard]] Status replay();
-    void run_proposer();
+    /// The replicator's report for the oldest append not yet reported (any thread).
+    void on_committed(const Status& status);
     void run_applier();
+    /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
+    void apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned);
     void run_maintenance();
     void poison(const Error& error);
     void fail_all(const Error& error);
@@ -112,23 +115,26 @@ private:
     std::filesystem::path log_dir_;
 
     mutable std::mutex mutex_;
-    std::condition_variable proposals_ready_;
-    std::condition_variable batches_ready_;
+    std::condition_variable committed_ready_;  // the applier: commits reported, or stopping
     std::condition_variable maintenance_wakeup_;
-    std::deque<Proposal> proposals_;
-    std::deque<std::shared_ptr<Batch>> batches_;  // in log order, awaiting commit then apply
+    std::deque<InFlight> in_flight_;     // appended, in log order, awaiting commit then apply
+    LogIndex last_appended_;             // highest index appended
+    LogIndex reported_through_;          // highest index whose commit outcome is known
+    LogIndex committed_through_;         // highest index reported committed (ok)
+    std::optional<Error> commit_error_;  // the first commit failure reported
     std::optional<Error> poison_;
     bool stopping_ = false;
-    bool proposer_done_ = false;
+    bool is_applier_waiting_ = false;
     std::int64_t last_timestamp_ms_ = 0;
     std::optional<std::int64_t> next_due_wall_ms_;
+
+    std::vector<engine::Entry> entries_;  // applier scratch
 
     std::atomic<std::uint64_t> applied_index_{0};
     std::atomic<std::uint64_t> entries_applied_total_{0};
     std::atomic<std::uint64_t> proposals_rejected_total_{0};
     std::atomic<std::uint64_t> apply_batches_total_{0};
 
-    std::thread proposer_;
     std::thread applier_;
     std::thread maintenance_;
 };

@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "entry.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
 
@@ -167,5 +168,69 @@ TEST_CASE("node: the log is compacted below the durably applied index and replay
     CHECK(status.get_future().get() ==
           queen::queues::PushStatus::duplicate);  // from LMDB, not the log
     REQUIRE((*tenant)->stop().has_value());
+    waiters.stop();
+}
+
+namespace {
+/// A wall clock that jumps back and forth by up to a second on every read (thread-safe).
+class JitteryClock final : public queen::Clock {
+public:
+    [[nodiscard]] std::int64_t wall_ms() const override {
+        const std::uint64_t n = reads_.fetch_add(1);
+        return 1'700'000'000'000 + static_cast<std::int64_t>((n * 7919) % 1000);
+    }
+    [[nodiscard]] std::int64_t monotonic_ns() const override { return 0; }
+
+private:
+    mutable std::atomic<std::uint64_t> reads_{0};
+};
+}  // namespace
+
+TEST_CASE("node: concurrent submits stamp entries in log order, never going back in time",
+          "[node][tenant]") {
+    queen::testing::TempDir dir;
+    const JitteryClock clock;
+    queen::node::detail::Waiters waiters(queen::SystemClock::instance());
+    const auto config = small_config();
+    constexpr int threads = 4;
+    constexpr int per_thread = 100;
+    {
+        auto tenant = queen::node::detail::Tenant::open(
+            "default", dir.path(), config, queen::NullLogger::instance(), clock, waiters);
+        REQUIRE(tenant.has_value());
+        std::atomic<int> answered{0};
+        std::atomic<int> failed{0};
+        std::vector<std::thread> workers;
+        for (int t = 0; t < threads; ++t) {
+            workers.emplace_back([&, t] {
+                // No waiting between submits: many commands are in flight at once.
+                for (int i = 0; i < per_thread; ++i) {
+                    (*tenant)->submit(push_command("p" + std::to_string(t), std::to_string(i)),
+                                      [&](queen::Result<queen::engine::CommandResult> result) {
+                                          failed.fetch_add(result.has_value() ? 0 : 1);
+                                          answered.fetch_add(1);
+                                      });
+                }
+            });
+        }
+        for (auto& worker : workers) {
+            worker.join();
+        }
+        REQUIRE((*tenant)->stop().has_value());  // answers everything in flight first
+        CHECK(answered.load() == threads * per_thread);
+        CHECK(failed.load() == 0);
+    }
+    auto log = queen::log::Log::open(dir.path() / "log", config.log);
+    REQUIRE(log.has_value());
+    auto records = (*log)->read((*log)->first_index(), (*log)->last_index().next());
+    REQUIRE(records.has_value());
+    REQUIRE(records->size() >= static_cast<std::size_t>(threads * per_thread));
+    std::int64_t previous = 0;
+    for (const auto& record : *records) {
+        auto entry = queen::node::detail::decode_entry(record.payload);
+        REQUIRE(entry.has_value());
+        CHECK(entry->timestamp.value() >= previous);
+        previous = entry->timestamp.value();
+    }
     waiters.stop();
 }

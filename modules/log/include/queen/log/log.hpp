@@ -137,6 +137,12 @@ public:
     [[nodiscard]] Result<AppendTicket> append(std::span<const RecordView> records,
                                               DurableCallback on_durable = {});
 
+    /// append() that never blocks: when Options::pending_bytes_max bytes are already waiting it
+    /// fails with Errc::busy instead (for callers that must not block, e.g. I/O threads).
+    /// Errors: as append(), plus Errc::busy.
+    [[nodiscard]] Result<AppendTicket> try_append(std::span<const RecordView> records,
+                                                  DurableCallback on_durable = {});
+
     /// Appends one record at index last_index() + 1, chosen under the log's lock, so many threads
     /// can append concurrently. Errors as append(); a `term` below last_term() is invalid.
     [[nodiscard]] Result<AppendTicket> append_next(Term term, RecordType type, ByteSpan payload,

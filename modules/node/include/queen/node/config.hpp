@@ -25,11 +25,12 @@ struct NodeOptions {
 
 /// How one tenant batches, applies and maintains its state.
 struct TenantOptions {
-    /// Commands waiting for the log; beyond it submit() fails with Errc::busy (HTTP 503).
+    /// Commands in flight (appended to the log, not yet applied and answered); beyond it
+    /// submit() fails with Errc::busy (HTTP 503).
     std::uint32_t proposals_max = 100'000;
-    /// Commands taken into one log append (one group commit may hold several appends).
+    /// Committed commands the applier takes into one engine apply (one LMDB write txn).
     std::uint32_t batch_entries_max = 4096;
-    /// Encoded bytes taken into one log append.
+    /// Encoded entry bytes the applier takes into one engine apply.
     std::uint64_t batch_bytes_max = std::uint64_t{8} << 20;
     /// How often the leader proposes a sweep (retention, ttl, eviction) entry.
     std::uint32_t sweep_interval_ms = 5'000;
