@@ -95,7 +95,8 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
     }
     std::optional<ParsedPush> parsed;
     if (request.body.size() <= context.options.json_body_bytes_max) {
-        parsed = parse_push_fast(request.body, context.options, context.random);
+        parsed = parse_push_fast(request.body, context.options, context.random,
+                                 context.backend.wall_ms());
     }
     if (!parsed) {
         // Not a plain push: the DOM path decides, with the exact error for bad input.
@@ -103,7 +104,7 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
         if (!body) {
             return;
         }
-        auto slow = parse_push(*body, context.options, context.random);
+        auto slow = parse_push(*body, context.options, context.random, context.backend.wall_ms());
         if (!parsed_or_reply(context, slow, responder, tenant)) {
             return;
         }
@@ -229,7 +230,8 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
     if (!body) {
         return;
     }
-    auto command = parse_transaction(*body, context.options, context.random);
+    auto command =
+        parse_transaction(*body, context.options, context.random, context.backend.wall_ms());
     if (!parsed_or_reply(context, command, responder, tenant)) {
         return;
     }

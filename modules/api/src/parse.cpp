@@ -41,7 +41,7 @@ Bytes to_bytes(const std::string& text) {
 // Shared by /push and transaction push operations. `default_payload` differs: null for /push,
 // {} for transactions (spec 4.2 and 4.6).
 Result<queues::PushItem> parse_push_item(const nlohmann::json& item, const ApiOptions& options,
-                                         RandomSource& random,
+                                         RandomSource& random, std::int64_t now_ms,
                                          const nlohmann::json& default_payload,
                                          std::string_view payload_key, bool& has_client_id) {
     if (!item.is_object()) {
@@ -69,7 +69,7 @@ Result<queues::PushItem> parse_push_item(const nlohmann::json& item, const ApiOp
         QUEEN_TRY(check_name(out.transaction_id, "TransactionId", options));
     } else {
         // Generated here, at the edge, so the log entry (and every replica) has the same id.
-        out.transaction_id = random_uuid(random);
+        out.transaction_id = time_uuid(random, now_ms);
     }
 
     QUEEN_TRY(auto trace_id, string_field(item, "traceId", "TraceId must be a string"));
@@ -139,18 +139,7 @@ Error too_many_operations(const ApiOptions& options) {
                " operations");
 }
 
-std::string query_error(std::string_view name, std::int64_t min, std::int64_t max) {
-    return std::string(name) + " must be an integer between " + std::to_string(min) + " and " +
-           std::to_string(max);
-}
-
-}  // namespace
-
-std::string random_uuid(RandomSource& random) {
-    std::array<std::uint8_t, 16> bytes{};
-    random.fill(bytes.data(), bytes.size());
-    bytes[6] = static_cast<std::uint8_t>((bytes[6] & 0x0f) | 0x40);  // version 4
-    bytes[8] = static_cast<std::uint8_t>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
+std::string format_uuid_bytes(const std::array<std::uint8_t, 16>& bytes) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
     out.reserve(36);
@@ -162,6 +151,33 @@ std::string random_uuid(RandomSource& random) {
         out.push_back(digits[bytes[i] & 0xf]);
     }
     return out;
+}
+
+std::string query_error(std::string_view name, std::int64_t min, std::int64_t max) {
+    return std::string(name) + " must be an integer between " + std::to_string(min) + " and " +
+           std::to_string(max);
+}
+
+}  // namespace
+
+std::string time_uuid(RandomSource& random, std::int64_t now_ms) {
+    std::array<std::uint8_t, 16> bytes{};
+    random.fill(bytes.data(), bytes.size());
+    const auto ms = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ms, 0));
+    for (int i = 0; i < 6; ++i) {
+        bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(ms >> (8 * (5 - i)));
+    }
+    bytes[6] = static_cast<std::uint8_t>((bytes[6] & 0x0f) | 0x70);  // version 7
+    bytes[8] = static_cast<std::uint8_t>((bytes[8] & 0x3f) | 0x80);  // RFC 9562 variant
+    return format_uuid_bytes(bytes);
+}
+
+std::string random_uuid(RandomSource& random) {
+    std::array<std::uint8_t, 16> bytes{};
+    random.fill(bytes.data(), bytes.size());
+    bytes[6] = static_cast<std::uint8_t>((bytes[6] & 0x0f) | 0x40);  // version 4
+    bytes[8] = static_cast<std::uint8_t>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
+    return format_uuid_bytes(bytes);
 }
 
 queues::AckStatus parse_ack_status(std::string_view text) noexcept {
@@ -264,7 +280,7 @@ Result<queues::ConfigureQueue> parse_configure(const nlohmann::json& body,
 }
 
 Result<ParsedPush> parse_push(const nlohmann::json& body, const ApiOptions& options,
-                              RandomSource& random) {
+                              RandomSource& random, std::int64_t now_ms) {
     if (!body.is_object()) {
         return bad("items array is required");
     }
@@ -282,8 +298,8 @@ Result<ParsedPush> parse_push(const nlohmann::json& body, const ApiOptions& opti
     const nlohmann::json null_payload;
     for (const nlohmann::json& item : *items) {
         bool has_client_id = false;
-        QUEEN_TRY(auto parsed,
-                  parse_push_item(item, options, random, null_payload, "payload", has_client_id));
+        QUEEN_TRY(auto parsed, parse_push_item(item, options, random, now_ms, null_payload,
+                                               "payload", has_client_id));
         out.push.items.push_back(std::move(parsed));
         out.has_client_transaction_id.push_back(has_client_id);
     }
@@ -420,7 +436,7 @@ Result<queues::Ack> parse_ack_batch(const nlohmann::json& body, const ApiOptions
 }
 
 Result<queues::Transaction> parse_transaction(const nlohmann::json& body, const ApiOptions& options,
-                                              RandomSource& random) {
+                                              RandomSource& random, std::int64_t now_ms) {
     if (!body.is_object()) {
         return bad("operations array required");
     }
@@ -453,7 +469,7 @@ Result<queues::Transaction> parse_transaction(const nlohmann::json& body, const 
                     bool has_client_id = false;
                     queues::TransactionOp op;
                     op.kind = queues::TransactionOp::Kind::push;
-                    QUEEN_TRY(op.push, parse_push_item(item, options, random, empty_object,
+                    QUEEN_TRY(op.push, parse_push_item(item, options, random, now_ms, empty_object,
                                                        "payload", has_client_id));
                     out.ops.push_back(std::move(op));
                 }
@@ -464,7 +480,7 @@ Result<queues::Transaction> parse_transaction(const nlohmann::json& body, const 
                 queues::TransactionOp op;
                 op.kind = queues::TransactionOp::Kind::push;
                 QUEEN_TRY(op.push,
-                          parse_push_item(operation, options, random, empty_object,
+                          parse_push_item(operation, options, random, now_ms, empty_object,
                                           has_payload ? "payload" : "data", has_client_id));
                 out.ops.push_back(std::move(op));
             }

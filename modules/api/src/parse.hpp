@@ -22,6 +22,10 @@ namespace queen::api::detail {
 
 /// A fresh random UUID (version 4) from `random`, lowercase 8-4-4-4-12.
 [[nodiscard]] std::string random_uuid(RandomSource& random);
+/// A fresh time-ordered UUID (version 7: `now_ms` in the first 48 bits, then random), the form
+/// the official JS client gives transactionIds. The server gives one to each pushed item without
+/// a transactionId: ids that grow with time keep the dedupe index's inserts at its end.
+[[nodiscard]] std::string time_uuid(RandomSource& random, std::int64_t now_ms);
 
 /// POST /api/v1/configure (spec 4.1). Options must have their JSON types (integers, booleans);
 /// negative durations and counts are refused.
@@ -35,10 +39,10 @@ struct ParsedPush {
     std::vector<bool> has_client_transaction_id;
 };
 
-/// POST /api/v1/push (spec 4.2). Items get a random transactionId when they have none, and
-/// their payload as compact JSON text (plaintext; encryption happens later).
+/// POST /api/v1/push (spec 4.2). Items get a time_uuid(random, now_ms) transactionId when they
+/// have none, and their payload as compact JSON text (plaintext; encryption happens later).
 [[nodiscard]] Result<ParsedPush> parse_push(const nlohmann::json& body, const ApiOptions& options,
-                                            RandomSource& random);
+                                            RandomSource& random, std::int64_t now_ms);
 
 /// The fast path of parse_push, over the raw body: for a plain valid push the same result as
 /// parse_body + parse_push, without a DOM (payloads keep their JSON text minus the whitespace
@@ -47,7 +51,7 @@ struct ParsedPush {
 /// caller then takes the slow path, which gives the exact error. Never throws.
 [[nodiscard]] std::optional<ParsedPush> parse_push_fast(std::string_view body,
                                                         const ApiOptions& options,
-                                                        RandomSource& random);
+                                                        RandomSource& random, std::int64_t now_ms);
 
 /// The fast path of parse_ack (is_batch = false) and parse_ack_batch (true) over the raw body,
 /// with the same contract as parse_push_fast: the slow path's result, or nullopt to take it.
@@ -75,7 +79,8 @@ struct PopWait {
 /// a push op without `items` is one flat item.
 [[nodiscard]] Result<queues::Transaction> parse_transaction(const nlohmann::json& body,
                                                             const ApiOptions& options,
-                                                            RandomSource& random);
+                                                            RandomSource& random,
+                                                            std::int64_t now_ms);
 
 /// POST /api/v1/lease/:leaseId/extend (spec 4.7).
 [[nodiscard]] Result<queues::ExtendLease> parse_extend_lease(std::string_view lease_text,

@@ -153,7 +153,8 @@ bool first_time(bool& seen) noexcept {
 
 std::optional<queues::PushItem> push_item_fast(std::string_view text, std::size_t& pos,
                                                int depth_max, const ApiOptions& options,
-                                               RandomSource& random, bool& has_client_id) {
+                                               RandomSource& random, std::int64_t now_ms,
+                                               bool& has_client_id) {
     queues::PushItem out;
     bool seen_queue = false, seen_partition = false, seen_transaction = false, seen_trace = false,
          seen_payload = false;
@@ -199,7 +200,7 @@ std::optional<queues::PushItem> push_item_fast(std::string_view text, std::size_
         }
         out.transaction_id = std::move(*transaction_id);
     } else {
-        out.transaction_id = random_uuid(random);
+        out.transaction_id = time_uuid(random, now_ms);
     }
     if (trace_id && !trace_id->empty()) {
         if (!is_uuid_text(*trace_id)) {
@@ -281,7 +282,7 @@ std::optional<queues::AckItem> ack_item_fast(std::string_view text, std::size_t&
 }  // namespace
 
 std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOptions& options,
-                                          RandomSource& random) {
+                                          RandomSource& random, std::int64_t now_ms) {
     const int depth_max = static_cast<int>(options.json_depth_max);
     ParsedPush out;
     bool seen_items = false;
@@ -299,7 +300,8 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
                 return false;
             }
             bool has_client_id = false;
-            auto item = push_item_fast(body, element, depth_max, options, random, has_client_id);
+            auto item =
+                push_item_fast(body, element, depth_max, options, random, now_ms, has_client_id);
             if (!item) {
                 return false;
             }

@@ -154,10 +154,10 @@ TEST_CASE("api: push answers the spec shape with snake_case ids and dedupes", "[
     CHECK(results[0]["queueName"] == "q");
     CHECK(results[1]["status"] == "queued");
     CHECK(results[1]["trace_id"] == "0b9e4c1a-6b1f-4c5e-9d3a-1f2e3d4c5b6a");
-    // Generated at the edge: a v4 UUID.
+    // Generated at the edge: a time-ordered v7 UUID, like the JS client gives.
     const std::string generated = results[1]["transaction_id"];
     REQUIRE(generated.size() == 36);
-    CHECK(generated[14] == '4');
+    CHECK(generated[14] == '7');
     CHECK(results[2]["index"] == 2);
     CHECK(results[2]["status"] == "duplicate");
     CHECK(results[2]["message_id"] == results[0]["message_id"]);

@@ -147,10 +147,10 @@ TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
         INFO("body: " << text);
         SeededRandom random_fast(static_cast<std::uint64_t>(round));
         SeededRandom random_slow(static_cast<std::uint64_t>(round));
-        auto fast = parse_push_fast(text, options, random_fast);
+        auto fast = parse_push_fast(text, options, random_fast, 1'700'000'000'000);
         auto dom = parse_body(text, options.json_depth_max);
-        Result<ParsedPush> slow =
-            dom ? parse_push(*dom, options, random_slow) : Result<ParsedPush>(dom.error());
+        Result<ParsedPush> slow = dom ? parse_push(*dom, options, random_slow, 1'700'000'000'000)
+                                      : Result<ParsedPush>(dom.error());
         if (!fast) {
             slow_only += slow.has_value() ? 1 : 0;
             continue;
@@ -286,13 +286,18 @@ TEST_CASE("api: the push fast path keeps payload text and removes only token whi
     ApiOptions options;
     const std::string text =
         R"({ "items" : [ { "queue" : "q", "payload" : { "a" : [ 1.50 , "x  y" , 1e2 ] } } ] })";
-    auto parsed = parse_push_fast(text, options, random);
+    auto parsed = parse_push_fast(text, options, random, 1'700'000'000'000);
     REQUIRE(parsed.has_value());
     REQUIRE(parsed->push.items.size() == 1);
     const auto& payload = parsed->push.items[0].payload;
     CHECK(std::string(payload.begin(), payload.end()) == R"({"a":[1.50,"x  y",1e2]})");
     CHECK(parsed->push.items[0].partition == "Default");
-    CHECK(parsed->push.items[0].transaction_id.size() == 36);
+    // A generated transactionId is a UUIDv7 carrying the time: ids grow with time.
+    const std::string& id = parsed->push.items[0].transaction_id;
+    CHECK(id.size() == 36);
+    CHECK(id.substr(0, 13) == "018bcfe5-6800");  // 1'700'000'000'000 ms = 0x018bcfe56800
+    CHECK(id[14] == '7');
+    CHECK(time_uuid(random, 1'700'000'000'001) > id);
     CHECK_FALSE(parsed->has_client_transaction_id[0]);
 }
 
