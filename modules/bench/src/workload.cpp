@@ -72,9 +72,14 @@ struct Run {
     }
 };
 
-std::string partition_name(const Run& run, std::uint64_t sequence) {
+/// Sets `out` to the partition of message `sequence` ("p<sequence mod partitions>"), reusing its
+/// storage.
+void assign_partition_name(const Run& run, std::uint64_t sequence, std::string& out) {
     const auto partitions = static_cast<std::uint64_t>(run.options.partitions);
-    return run.partition_prefix + std::to_string(sequence % partitions);
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, sequence % partitions);
+    QUEEN_ASSERT(ec == std::errc{}, "a 64-bit number fits in 24 digits");
+    out.assign(run.partition_prefix).append(digits, end);
 }
 
 /// Waits until `due_ns` in slices of at most 100 ms, so a stop request is seen within one slice.
@@ -98,6 +103,7 @@ void produce_loop(Run& run, std::int64_t deadline_ns, Histogram& latency) {
     const auto batch = static_cast<std::uint64_t>(run.options.batch);
     std::vector<PushItem> items;
     items.reserve(batch);
+    std::vector<client::PushResult> pushed;  // reused: push_into keeps its storage
     while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
         const std::uint64_t first = run.next_sequence.fetch_add(batch, relaxed);
         if (run.target != 0 && first >= run.target) {
@@ -124,21 +130,24 @@ void produce_loop(Run& run, std::int64_t deadline_ns, Histogram& latency) {
         std::uint64_t bytes = 0;
         for (std::uint64_t i = 0; i < count; ++i) {
             PushItem& item = items[i];
+            // Assignments into the reused items keep their strings' storage: no allocation per
+            // message once the first batch went out.
             item.queue = run.options.queue;
-            item.partition = partition_name(run, first + i);
-            item.payload_json = make_payload(first + i, stamp_ns, run.options.size_bytes);
+            assign_partition_name(run, first + i, item.partition);
+            item.payload_json.clear();
+            append_payload(item.payload_json, first + i, stamp_ns, run.options.size_bytes);
             item.transaction_id.clear();
             bytes += item.payload_json.size();
         }
-        auto pushed = run.client.push(items);
+        const queen::Status is_pushed = run.client.push_into(items, pushed);
         latency.record(run.clock.monotonic_ns() - stamp_ns);
-        if (!pushed) {
+        if (!is_pushed) {
             run.count_error();
             continue;
         }
         std::uint64_t queued = 0;
-        for (std::size_t i = 0; i < pushed->size() && i < count; ++i) {
-            const PushStatus status = (*pushed)[i].status;
+        for (std::size_t i = 0; i < pushed.size() && i < count; ++i) {
+            const PushStatus status = pushed[i].status;
             if (status == PushStatus::queued || status == PushStatus::duplicate) {
                 ++queued;
                 if (run.produced_flags) {
@@ -153,6 +162,16 @@ void produce_loop(Run& run, std::int64_t deadline_ns, Histogram& latency) {
     }
 }
 
+/// Sets `ack` to the completion of `message` (Ack::of), reusing the ack's storage.
+void assign_ack(const client::Message& message, Ack& ack) {
+    ack.transaction_id = message.transaction_id;
+    ack.partition_id = message.partition_id;
+    ack.status = client::AckStatus::completed;
+    ack.error.clear();
+    ack.lease_id = message.lease_id;
+    ack.consumer_group = message.consumer_group;
+}
+
 /// Pops and acks until producing is over and everything produced was consumed (or nothing came
 /// for drain_idle_ms), or `deadline_ns`. Latency: pop + ack, or payload stamp to delivery.
 void consume_loop(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histogram& latency) {
@@ -164,6 +183,7 @@ void consume_loop(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histo
     request.partitions = run.options.pop_partitions;
     request.consumer_group = run.options.consumer_group;
     std::vector<Ack> acks;
+    client::PopResult popped;  // reused: pop_into keeps its messages' storage
     while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
         if (run.is_producing_over.load()) {
             const std::uint64_t produced = run.progress.produced.load();
@@ -177,21 +197,21 @@ void consume_loop(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histo
             }
         }
         const std::int64_t start_ns = run.clock.monotonic_ns();
-        auto popped = run.client.pop(request);
-        if (!popped) {
+        if (!run.client.pop_into(request, popped)) {
             run.count_error();
             continue;
         }
-        if (popped->messages.empty()) {
+        if (popped.messages.empty()) {
             run.empty_pops.fetch_add(1, relaxed);
             continue;
         }
         const std::int64_t delivered_ns = run.clock.monotonic_ns();
         run.last_delivery_ns.store(delivered_ns, relaxed);
-        acks.clear();
+        acks.resize(popped.messages.size());
         std::uint64_t bytes = 0;
-        for (const client::Message& message : popped->messages) {
-            acks.push_back(Ack::of(message));
+        for (std::size_t m = 0; m < popped.messages.size(); ++m) {
+            const client::Message& message = popped.messages[m];
+            assign_ack(message, acks[m]);
             bytes += message.data_json.size();
             PayloadStamp stamp;
             if (!parse_payload(message.data_json, stamp)) {
@@ -206,7 +226,7 @@ void consume_loop(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histo
                 run.duplicates.fetch_add(1, relaxed);
             }
         }
-        auto acked = run.client.ack_batch(acks, popped->consumer_group);
+        auto acked = run.client.ack_batch(acks, popped.consumer_group);
         if (!is_e2e_latency) {
             latency.record(run.clock.monotonic_ns() - start_ns);
         }
@@ -641,13 +661,25 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
 
 std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns,
                          std::int64_t size_bytes) {
-    std::string out = "{\"seq\":" + std::to_string(sequence) +
-                      ",\"ts\":" + std::to_string(timestamp_ns) + ",\"pad\":\"";
-    const std::size_t fixed_size = out.size() + 2;  // plus the closing "}
+    std::string out;
+    append_payload(out, sequence, timestamp_ns, size_bytes);
+    return out;
+}
+
+void append_payload(std::string& out, std::uint64_t sequence, std::int64_t timestamp_ns,
+                    std::int64_t size_bytes) {
+    const std::size_t begin = out.size();
+    char digits[24];
+    out += "{\"seq\":";
+    // 24 digits hold any 64-bit number, so to_chars cannot fail here.
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, sequence).ptr);
+    out += ",\"ts\":";
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, timestamp_ns).ptr);
+    out += ",\"pad\":\"";
+    const std::size_t fixed_size = out.size() - begin + 2;  // plus the closing "}
     const auto size = static_cast<std::size_t>(std::max<std::int64_t>(size_bytes, 0));
     out.append(size > fixed_size ? size - fixed_size : 0, 'x');
     out += "\"}";
-    return out;
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstring>
 
 #include "queen/client/errc.hpp"
@@ -67,6 +68,16 @@ int on_header_value(http_parser* parser, const char* at, std::size_t length) {
     return 0;
 }
 
+int on_headers_complete(http_parser* parser) {
+    auto& state = state_of(parser);
+    // With a Content-Length, size the body once instead of growing it read by read.
+    const std::uint64_t length = parser->content_length;
+    if (length != ULLONG_MAX && length <= state.body_size_bytes_max) {
+        state.response.body.reserve(static_cast<std::size_t>(length));
+    }
+    return 0;
+}
+
 int on_body(http_parser* parser, const char* at, std::size_t length) {
     auto& state = state_of(parser);
     if (state.response.body.size() + length > state.body_size_bytes_max) {
@@ -92,6 +103,7 @@ const http_parser_settings& parser_settings() {
         http_parser_settings_init(&s);
         s.on_header_field = on_header_field;
         s.on_header_value = on_header_value;
+        s.on_headers_complete = on_headers_complete;
         s.on_body = on_body;
         s.on_message_complete = on_message_complete;
         return s;

@@ -765,3 +765,135 @@ TEST_CASE("client: calls share keep-alive connections across threads", "[client]
     CHECK(client.connects_total() <= 3);
     CHECK(server.connections_accepted() <= 3);
 }
+
+TEST_CASE("client: pop_into reuses one result and resets what the next answer leaves out",
+          "[client][api][pop]") {
+    TestServer server;
+    int call = 0;
+    server.set_handler([&call](const RecordedRequest&) {
+        ++call;
+        if (call == 1) {
+            return json_reply(200, R"({"queue":"q","partition":"p1","partitionId":"pid-1",
+                "leaseId":"lease-1","consumerGroup":"g","partitionsClaimed":1,"messages":[
+                {"id":"m1","transactionId":"t1","traceId":"tr-1","data":{"a":1},"retryCount":3,
+                 "producerSub":"alice","leaseId":"own-lease"},
+                {"id":"m2","transactionId":"t2","data":"two"}]})");
+        }
+        if (call == 2) {
+            // One message, without trace, retry count, lease or producer, and no
+            // partitionsClaimed: none of the first answer's values may survive.
+            return json_reply(200, R"({"queue":"q","partitionId":"pid-9","leaseId":"lease-9",
+                "messages":[{"id":"m3","transactionId":"t3","data":null}]})");
+        }
+        return no_content_reply();
+    });
+    Client client{options_for(server)};
+    PopRequest request;
+    request.queue = "q";
+    PopResult result;
+    REQUIRE(client.pop_into(request, result));
+    REQUIRE(result.messages.size() == 2);
+    CHECK(result.messages[0].lease_id == "own-lease");
+    CHECK(result.messages[1].lease_id == "lease-1");  // from the answer
+    CHECK(result.messages[1].data_json == R"("two")");
+    REQUIRE(client.pop_into(request, result));
+    REQUIRE(result.messages.size() == 1);
+    const Message& message = result.messages[0];
+    CHECK(message.id == "m3");
+    CHECK(message.transaction_id == "t3");
+    CHECK(message.trace_id.empty());
+    CHECK(message.retry_count == 0);
+    CHECK(message.producer_sub.empty());
+    CHECK(message.data_json == "null");
+    CHECK(message.lease_id == "lease-9");
+    CHECK(message.partition_id == "pid-9");
+    CHECK(message.consumer_group.empty());
+    CHECK(result.partition.empty());
+    CHECK(result.partitions_claimed == 1);      // one message, no count in the answer
+    REQUIRE(client.pop_into(request, result));  // 204: nothing delivered
+    CHECK(result.messages.empty());
+    CHECK(result.lease_id.empty());
+    CHECK(result.partitions_claimed == 0);
+}
+
+TEST_CASE("client: push_into reuses one results vector across pushes", "[client][api][push]") {
+    TestServer server;
+    int call = 0;
+    server.set_handler([&call](const RecordedRequest&) {
+        ++call;
+        if (call == 1) {
+            return json_reply(201, R"([
+                {"index":0,"transaction_id":"a","status":"queued","message_id":"m-a",
+                 "partition_id":"p-a","trace_id":"tr-a","queueName":"q"},
+                {"index":1,"transaction_id":"b","status":"failed","error":"full"}])");
+        }
+        return json_reply(201, R"([{"index":0,"transactionId":"c","status":"duplicate"}])");
+    });
+    Client client{options_for(server)};
+    std::vector<PushItem> items(2);
+    items[0].queue = items[1].queue = "q";
+    std::vector<PushResult> results;
+    REQUIRE(client.push_into(items, results));
+    REQUIRE(results.size() == 2);
+    CHECK(results[0].status == PushStatus::queued);
+    CHECK(results[0].message_id == "m-a");
+    CHECK(results[1].status == PushStatus::failed);
+    CHECK(results[1].error == "full");
+    items.resize(1);
+    REQUIRE(client.push_into(items, results));
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].status == PushStatus::duplicate);
+    CHECK(results[0].transaction_id == "c");
+    CHECK(results[0].message_id.empty());
+    CHECK(results[0].partition_id.empty());
+    CHECK(results[0].trace_id.empty());
+    CHECK(results[0].queue_name.empty());
+    REQUIRE(client.push_into(std::span<const PushItem>{}, results));
+    CHECK(results.empty());
+}
+
+TEST_CASE("client: answers the one-pass reader rejects are bad_response", "[client][api]") {
+    TestServer server;
+    Client client{options_for(server)};
+    PopRequest pop;
+    pop.queue = "q";
+    std::vector<PushItem> items(1);
+    items[0].queue = "q";
+    const std::pair<const char*, const char*> pops[] = {
+        {"trailing junk", R"({"messages":[]} x)"},
+        {"missing comma", R"({"queue":"q" "messages":[]})"},
+        {"trailing comma", R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p"},]})"},
+        {"message not an object", R"({"messages":[1]})"},
+        {"bad string", "{\"messages\":[{\"id\":\"\x01\"}]}"},
+        {"unterminated", R"({"messages":[{"id":"m")"},
+        {"no ids", R"({"messages":[{"id":"m"}]})"},
+        {"no messages", R"({"queue":"q"})"},
+        {"not an object", R"([1,2])"},
+    };
+    for (const auto& [name, body] : pops) {
+        INFO(name);
+        server.reply_always(json_reply(200, body));
+        auto result = client.pop(pop);
+        REQUIRE_FALSE(result);
+        CHECK(result.error().is(Errc::bad_response));
+    }
+    const std::pair<const char*, const char*> pushes[] = {
+        {"trailing junk", R"([{"status":"queued"}]])"},
+        {"no status", R"([{"message_id":"m"}])"},
+        {"status not a string", R"([{"status":1}])"},
+        {"element not an object", R"(["queued"])"},
+        {"escaped key", R"([{"st\u0061tus":"queued","x":[1,{"y":null}]}, ])"},
+    };
+    for (const auto& [name, body] : pushes) {
+        INFO(name);
+        server.reply_always(json_reply(201, body));
+        auto result = client.push(items);
+        REQUIRE_FALSE(result);
+        CHECK(result.error().is(Errc::bad_response));
+    }
+    // An escaped key is decoded: this one is a status.
+    server.reply_always(json_reply(201, R"([{"st\u0061tus":"queued","x":[1,{"y":null}]}])"));
+    auto pushed = client.push(items);
+    REQUIRE(pushed);
+    CHECK((*pushed)[0].status == PushStatus::queued);
+}

@@ -97,6 +97,10 @@ struct Progress {
 [[nodiscard]] std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns,
                                        std::int64_t size_bytes);
 
+/// make_payload() appended to `out` (whose storage a loop can reuse).
+void append_payload(std::string& out, std::uint64_t sequence, std::int64_t timestamp_ns,
+                    std::int64_t size_bytes);
+
 /// Reads "seq" and "ts" back from a payload (whatever whitespace the server put around them).
 struct PayloadStamp {
     std::uint64_t sequence = 0;

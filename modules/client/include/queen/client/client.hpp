@@ -72,12 +72,24 @@ public:
     /// returns an empty vector without a request.
     [[nodiscard]] queen::Result<std::vector<PushResult>> push(std::span<const PushItem> items);
 
+    /// push(items) into `results` (one per item, in order), reusing the storage of the vector
+    /// and of its strings from an earlier call, so a producer loop stops allocating per message.
+    /// Errors: as push(); `results` is then unspecified but valid.
+    [[nodiscard]] queen::Status push_into(std::span<const PushItem> items,
+                                          std::vector<PushResult>& results);
+
     /// GET /api/v1/pop/queue/:queue[/partition/:partition]. An empty `messages` means nothing
     /// was delivered (204). A long poll (is_wait) may block up to timeout_ms.
     [[nodiscard]] queen::Result<PopResult> pop(const PopRequest& request);
     /// The same, over a caller-owned connection (from make_connection()), so another thread can
     /// end a parked long poll with Connection::abort() without touching the pool.
     [[nodiscard]] queen::Result<PopResult> pop(const PopRequest& request, Connection& connection);
+
+    /// pop(request) into `result`, reusing the storage of its strings and messages from an
+    /// earlier call: a consumer loop that pops into one PopResult stops allocating per message.
+    /// Every field is overwritten (a field the answer leaves out gets its default). Errors: as
+    /// pop(); `result` is then unspecified but valid.
+    [[nodiscard]] queen::Status pop_into(const PopRequest& request, PopResult& result);
 
     /// POST /api/v1/ack. A logical failure (unknown message, stale lease) is a result with
     /// is_success false, not an error.
@@ -155,7 +167,8 @@ private:
     struct Call;
     queen::Result<HttpResponse> perform(const HttpRequest& request, Connection* dedicated,
                                         bool is_retried = true);
-    queen::Result<PopResult> pop_on(const PopRequest& request, Connection* dedicated);
+    queen::Status pop_on(const PopRequest& request, Connection* dedicated, PopResult& result);
+    void append_uuid_v7(std::string& out);  // generate_uuid_v7() without a temporary
 
     ClientOptions options_;
     const queen::Clock& clock_;
