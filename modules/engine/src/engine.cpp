@@ -182,7 +182,10 @@ struct Engine::Impl {
     }
 
     /// Applies one batch in one write txn. On failure nothing of it is applied.
-    Result<ApplyOutcome> apply_batch(std::span<const Entry> entries) {
+    /// `before_commit` (may be null) gets the results before the commit; `handed` says whether
+    /// an earlier run of this same batch already handed them over (a map growth rerun).
+    Result<ApplyOutcome> apply_batch(std::span<const Entry> entries, std::size_t first,
+                                     const Engine::BeforeCommit* before_commit, bool& handed) {
         QUEEN_TRY(auto txn, env.begin_write());
         ApplyOutcome outcome;
         outcome.results.reserve(entries.size());
@@ -232,6 +235,13 @@ struct Engine::Impl {
             outcome.results.push_back(std::move(encoded));
         }
         QUEEN_TRY(txn.put(meta, as_bytes(applied_key), encode_applied(index, now)));
+        if (before_commit != nullptr) {
+            if (!handed) {
+                handed = true;
+                (*before_commit)(first, outcome.results);
+            }
+            outcome.results.clear();
+        }
         QUEEN_TRY(txn.commit());
         applied_index = index;
         last_now = now;
@@ -311,6 +321,16 @@ LogIndex Engine::applied_index() const noexcept {
 }
 
 Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries) {
+    return apply_entries(entries, nullptr);
+}
+
+Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries,
+                                   const BeforeCommit& before_commit) {
+    return apply_entries(entries, &before_commit);
+}
+
+Result<ApplyOutcome> Engine::apply_entries(std::span<const Entry> entries,
+                                           const BeforeCommit* before_commit) {
     Impl& impl = *impl_;
     if (impl.is_poisoned) {
         return Error{queen::Errc::poisoned, "engine: an earlier storage failure; reopen"};
@@ -321,7 +341,8 @@ Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries) {
         const std::size_t count = std::min(
             entries.size() - done, std::max<std::size_t>(impl.options.entries_per_txn_max, 1));
         const auto batch = entries.subspan(done, count);
-        Result<ApplyOutcome> outcome = impl.apply_batch(batch);
+        bool handed = false;
+        Result<ApplyOutcome> outcome = impl.apply_batch(batch, done, before_commit, handed);
         // Each map_full doubled the map; the store bounds the doublings, so this loop ends.
         while (!outcome && outcome.error().is(store::Errc::map_full)) {
             auto resynced = impl.resync();
@@ -329,7 +350,7 @@ Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries) {
                 impl.is_poisoned = true;
                 return std::move(resynced).error();
             }
-            outcome = impl.apply_batch(batch);
+            outcome = impl.apply_batch(batch, done, before_commit, handed);
         }
         if (!outcome) {
             auto resynced = impl.resync();

@@ -359,3 +359,74 @@ TEST_CASE("engine: replaying a random log with restarts gives byte-identical res
 
 }  // namespace
 }  // namespace queen::engine
+
+namespace queen::engine {
+namespace {
+
+std::vector<Entry> entries_of(const std::vector<Bytes>& encoded, LogIndex after) {
+    std::vector<Entry> entries;
+    for (const Bytes& bytes : encoded) {
+        after = after.next();
+        entries.push_back(Entry{after, TimestampMs{5}, bytes});
+    }
+    return entries;
+}
+
+std::uint64_t queued_messages(Engine& engine) {
+    auto queues = engine.read(
+        [](const Tables& t, const store::Txn& txn) { return list_queues(t, txn, TimestampMs{5}); });
+    REQUIRE(queues.has_value());
+    return queues->empty() ? 0 : queues->at(0).messages;
+}
+
+TEST_CASE("engine: before_commit gets every result once, before the commit, as apply() gives",
+          "[engine][store]") {
+    queen::testing::TempDir plain_dir;
+    queen::testing::TempDir hooked_dir;
+    Options options;
+    options.store.map_size_bytes = 256 << 10;  // tiny: map growth reruns txns
+    options.entries_per_txn_max = 64;          // and apply() splits the batch into txns
+    auto plain = Engine::open(plain_dir.path(), options).value();
+    auto hooked = Engine::open(hooked_dir.path(), options).value();
+    std::vector<Bytes> encoded;
+    const std::string payload(2000, 'x');
+    for (int i = 0; i < 300; ++i) {
+        auto command =
+            push_command("q", "p" + std::to_string(i % 5), "t" + std::to_string(i % 250));
+        std::get<Push>(command.body).items[0].payload = Bytes(payload.begin(), payload.end());
+        encoded.push_back(encode_command(command));
+    }
+    const auto entries = entries_of(encoded, LogIndex{0});
+    auto expected = plain.apply(entries).value();
+    REQUIRE(expected.results.size() == entries.size());
+
+    std::vector<Bytes> handed(entries.size());
+    std::vector<int> calls(entries.size(), 0);
+    std::vector<std::uint64_t> visible_at_hand_over;
+    auto outcome = hooked.apply(entries, [&](std::size_t first, std::span<Bytes> results) {
+        // Not committed yet: a reader still sees the state before this txn.
+        visible_at_hand_over.push_back(queued_messages(hooked));
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            handed[first + i] = std::move(results[i]);
+            ++calls[first + i];
+        }
+    });
+    REQUIRE(outcome.has_value());
+    CHECK(outcome->results.empty());
+    REQUIRE(hooked.env().map_size_bytes() > (256u << 10));
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        INFO("entry " << i);
+        CHECK(calls[i] == 1);
+        CHECK(handed[i] == expected.results[i]);
+    }
+    // One hand-over per txn, each before its commit: the first saw an empty state, the second
+    // only the first txn's 64 messages.
+    REQUIRE(visible_at_hand_over.size() == (entries.size() + 63) / 64);
+    CHECK(visible_at_hand_over[0] == 0);
+    CHECK(visible_at_hand_over[1] == 64);
+    CHECK(queued_messages(hooked) == 250);
+    CHECK(hooked.applied_index() == LogIndex{entries.size()});
+}
+
+}  // namespace
+}  // namespace queen::engine

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -77,6 +78,18 @@ public:
     /// (reopen the Engine). Map growth is handled inside (the batch is rerun).
     [[nodiscard]] Result<ApplyOutcome> apply(std::span<const Entry> entries);
 
+    /// Receives the results of entries [first, first + results.size()) of an apply() call once
+    /// they ran and before their LMDB write txn commits (it may move them out). The entries are
+    /// committed in the log, so their answers may leave before LMDB has them: after a crash, or
+    /// a failed commit, replay gives the same results. Called once per entry, even when a map
+    /// growth reruns the txn.
+    using BeforeCommit = std::function<void(std::size_t first, std::span<Bytes> results)>;
+    /// As apply(), but results go to `before_commit` (ApplyOutcome::results stays empty), so the
+    /// answers need not wait for the commit's fdatasync. Errors: as apply(); results already
+    /// handed over stay valid (see BeforeCommit).
+    [[nodiscard]] Result<ApplyOutcome> apply(std::span<const Entry> entries,
+                                             const BeforeCommit& before_commit);
+
     /// Decodes and applies commands directly (tests and tools): assigns indexes after
     /// applied_index() and uses `now` for each. Errors: as apply().
     [[nodiscard]] Result<std::vector<CommandResult>> apply_commands(
@@ -117,6 +130,8 @@ public:
 private:
     struct Impl;
     explicit Engine(std::unique_ptr<Impl> impl) noexcept;
+    [[nodiscard]] Result<ApplyOutcome> apply_entries(std::span<const Entry> entries,
+                                                     const BeforeCommit* before_commit);
     std::unique_ptr<Impl> impl_;
 };
 
