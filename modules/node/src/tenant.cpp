@@ -113,6 +113,8 @@ Status Tenant::replay() {
     reported_through_ = engine_->applied_index();
     committed_through_ = reported_through_;
     last_appended_ = reported_through_;
+    answered_through_ = reported_through_;
+    visible_through_ = reported_through_;
     if (replayed > 0) {
         QUEEN_LOG(logger_, Level::info, "tenant.replayed",
                   "tenant=" << name_ << " entries=" << replayed);
@@ -196,7 +198,16 @@ void Tenant::on_committed(const Status& status) {
 
 Status Tenant::read(const std::function<void(const engine::Engine&)>& read) const {
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
+        // Answers leave before their LMDB commit: wait for the commit of everything answered so
+        // far (one commit at most), so a read never misses a write its client was told about.
+        // The applier itself never waits (a completion reading the state would wait for itself).
+        const LogIndex target = answered_through_;
+        if (visible_through_ < target && std::this_thread::get_id() != applier_id_) {
+            ++readers_waiting_;
+            visible_ready_.wait(lock, [&] { return visible_through_ >= target || poison_; });
+            --readers_waiting_;
+        }
         if (poison_) {
             return Error{Errc::poisoned, poison_->message()};
         }
@@ -206,6 +217,10 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
 }
 
 void Tenant::run_applier() {
+    {
+        std::lock_guard lock(mutex_);
+        applier_id_ = std::this_thread::get_id();
+    }
     std::vector<InFlight> ready;
     std::unique_lock lock(mutex_);
     while (true) {
@@ -254,6 +269,7 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
             name_);
     }
     engine::ApplyOutcome outcome;
+    std::size_t answered = 0;  // entries of `ready` answered so far (in order)
     if (!failure) {
         entries_.clear();
         for (const auto& entry : ready) {
@@ -261,13 +277,40 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
             QUEEN_ASSERT(view.has_value(), "the tenant encoded this envelope itself");
             entries_.push_back(engine::Entry{entry.index, view->timestamp, view->command});
         }
-        auto applied = engine_->apply(entries_);
+        // The entries are durable in the log, so their answers leave before LMDB's commit (and
+        // its fdatasync): replay after a crash or a failed commit gives the same results. Reads
+        // wait for the commit (read()), so a client never reads older state than it was told.
+        auto applied = engine_->apply(entries_, [&](std::size_t first, std::span<Bytes> results) {
+            QUEEN_ASSERT(first == answered, "results are handed over in order, once");
+            {
+                std::lock_guard lock(mutex_);
+                answered_through_ = ready[first + results.size() - 1].index;
+            }
+            for (std::size_t i = 0; i < results.size(); ++i) {
+                InFlight& entry = ready[first + i];
+                if (entry.done) {
+                    auto decoded = engine::decode_result(results[i]);
+                    QUEEN_ASSERT(decoded.has_value(), "the engine decodes its own results");
+                    entry.done(std::move(*decoded));
+                }
+            }
+            answered = first + results.size();
+        });
         if (applied) {
             outcome = std::move(*applied);
-            QUEEN_ASSERT(outcome.results.size() == entries_.size(), "one result per applied entry");
+            QUEEN_ASSERT(answered == entries_.size(), "one result per applied entry");
             applied_index_.store(entries_.back().index.value(), std::memory_order_release);
             entries_applied_total_.fetch_add(entries_.size(), std::memory_order_relaxed);
             apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
+            bool has_readers = false;
+            {
+                std::lock_guard lock(mutex_);
+                visible_through_ = entries_.back().index;
+                has_readers = readers_waiting_ > 0;
+            }
+            if (has_readers) {
+                visible_ready_.notify_all();
+            }
         } else {
             failure = prefixed(applied.error(), name_);
         }
@@ -275,19 +318,12 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
     if (failure) {
         poison(*failure);
         const Error answer{Errc::poisoned, failure->message()};
-        for (auto& entry : ready) {
-            if (entry.done) {
-                entry.done(answer);
+        for (std::size_t i = answered; i < ready.size(); ++i) {
+            if (ready[i].done) {
+                ready[i].done(answer);
             }
         }
         return;
-    }
-    for (std::size_t at = 0; at < ready.size(); ++at) {
-        if (ready[at].done) {
-            auto decoded = engine::decode_result(outcome.results[at]);
-            QUEEN_ASSERT(decoded.has_value(), "the engine decodes its own results");
-            ready[at].done(std::move(*decoded));
-        }
     }
     std::string last_queue;
     for (const auto& wakeup : outcome.wakeups) {
@@ -372,6 +408,7 @@ void Tenant::poison(const Error& error) {
               "tenant=" << name_ << " error=\"" << error.message() << "\"");
     // Commands already in the log are answered by the applier as their commits are reported.
     maintenance_wakeup_.notify_all();
+    visible_ready_.notify_all();
 }
 
 Status Tenant::stop() {

@@ -71,6 +71,8 @@ public:
     /// Errc::cancelled (stopping). An error found before the append is given on this thread.
     void submit(engine::Command command, api::Backend::Completion done);
 
+    /// Runs `read` on the engine once everything already answered is readable (the applier
+    /// answers before LMDB commits; this waits for that commit, at most one).
     /// Errors: Errc::poisoned.
     [[nodiscard]] Status read(const std::function<void(const engine::Engine&)>& read) const;
 
@@ -122,6 +124,11 @@ private:
     LogIndex reported_through_;          // highest index whose commit outcome is known
     LogIndex committed_through_;         // highest index reported committed (ok)
     std::optional<Error> commit_error_;  // the first commit failure reported
+    LogIndex answered_through_;          // highest index whose answer was handed out
+    LogIndex visible_through_;           // highest index committed to LMDB (readable)
+    mutable std::condition_variable visible_ready_;  // readers: visible_through_ advanced
+    mutable int readers_waiting_ = 0;
+    std::thread::id applier_id_;
     std::optional<Error> poison_;
     bool stopping_ = false;
     bool is_applier_waiting_ = false;

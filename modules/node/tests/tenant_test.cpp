@@ -77,6 +77,9 @@ TEST_CASE("node: concurrent submits are applied exactly once and survive a resta
             worker.join();
         }
         CHECK(queued.load() == threads * per_thread);
+        // Answers leave before the LMDB commit; a read waits for the commit of everything
+        // answered, so after it the state holds every answered push.
+        REQUIRE((*tenant)->read([](const queen::engine::Engine&) {}));
         applied = (*tenant)->health().applied_index;
         CHECK(applied >= static_cast<std::uint64_t>(threads * per_thread));
         REQUIRE((*tenant)->stop().has_value());
