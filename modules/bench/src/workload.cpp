@@ -253,17 +253,17 @@ void transaction_loop(Run& run, std::int64_t worker, std::int64_t deadline_ns, H
     request.batch = run.options.batch;
     request.is_wait = true;
     request.timeout_ms = run.options.pop_wait_ms;
+    client::PopResult popped;  // reused: pop_into keeps its messages' storage
     while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
         if (run.target != 0 && run.transactions_claimed.load(relaxed) >= run.target) {
             break;
         }
         const std::int64_t start_ns = run.clock.monotonic_ns();
-        auto popped = run.client.pop(request);
-        if (!popped) {
+        if (!run.client.pop_into(request, popped)) {
             run.count_error();
             continue;
         }
-        if (popped->messages.empty()) {
+        if (popped.messages.empty()) {
             run.empty_pops.fetch_add(1, relaxed);
             continue;  // a lease still held (a retried pop): it comes back after its expiry
         }
@@ -275,7 +275,7 @@ void transaction_loop(Run& run, std::int64_t worker, std::int64_t deadline_ns, H
         client::TransactionRequest transaction;
         client::TransactionPush push;
         std::uint64_t bytes = 0;
-        for (const client::Message& message : popped->messages) {
+        for (const client::Message& message : popped.messages) {
             transaction.operations.emplace_back(Ack::of(message));
             PushItem item;
             item.queue = run.options.queue;

@@ -359,23 +359,30 @@ void Client::append_uuid_v7(std::string& out) {
 
 queen::Result<HttpResponse> Client::perform(const HttpRequest& request, Connection* dedicated,
                                             bool is_retried) {
+    HttpResponse response;
+    QUEEN_TRY(perform_into(request, dedicated, response, is_retried));
+    return response;
+}
+
+queen::Status Client::perform_into(const HttpRequest& request, Connection* dedicated,
+                                   HttpResponse& response, bool is_retried) {
     for (std::uint32_t attempt = 0;; ++attempt) {
-        queen::Result<HttpResponse> response = queen::Error{Errc::cancelled, "not sent"};
+        queen::Status exchanged = queen::Error{Errc::cancelled, "not sent"};
         if (dedicated != nullptr) {
-            response = dedicated->request(request);
+            exchanged = dedicated->request_into(request, response);
         } else {
             QUEEN_TRY(auto lease, pool_.acquire(options_.pool_wait_ms));
-            response = lease->request(request);
+            exchanged = lease->request_into(request, response);
         }
         queen::Error error;
-        if (response) {
-            if (response->status >= 200 && response->status < 300) {
-                return response;
+        if (exchanged) {
+            if (response.status >= 200 && response.status < 300) {
+                return {};
             }
-            error = make_http_error(response->status,
-                                    describe(request) + ": " + error_message_of(*response));
+            error = make_http_error(response.status,
+                                    describe(request) + ": " + error_message_of(response));
         } else {
-            error = std::move(response).error();
+            error = std::move(exchanged).error();
         }
         if (!is_retried || !request.is_idempotent || !is_retryable(error) ||
             attempt >= options_.retry_attempts) {
@@ -452,6 +459,27 @@ private:
     std::string& text_;
 };
 
+// An answer buffer per thread for the hot paths (push, pop, ack, transaction), like ScratchBody.
+class ScratchResponse {
+public:
+    ScratchResponse() : response_(buffer()) {}
+    ~ScratchResponse() {
+        if (response_.body.capacity() > body_buffer_bytes_kept) {
+            std::string{}.swap(response_.body);
+        }
+    }
+    ScratchResponse(const ScratchResponse&) = delete;
+    ScratchResponse& operator=(const ScratchResponse&) = delete;
+    HttpResponse& response() noexcept { return response_; }
+
+private:
+    static HttpResponse& buffer() {
+        thread_local HttpResponse response;
+        return response;
+    }
+    HttpResponse& response_;
+};
+
 // Empties `result` for reuse: every field back to its default, string capacity kept.
 void reset_push_result(PushResult& result) {
     result.status = PushStatus::failed;
@@ -504,7 +532,9 @@ queen::Status Client::push_into(std::span<const PushItem> items, std::vector<Pus
     }
     body += "]}";
     HttpRequest http{"POST", "/api/v1/push", body, true, true, 0};
-    QUEEN_TRY(auto response, perform(http, nullptr));
+    ScratchResponse scratch_response;
+    HttpResponse& response = scratch_response.response();
+    QUEEN_TRY(perform_into(http, nullptr, response));
     JsonCursor cursor{response.body};
     if (cursor.peek() != '[') {
         QUEEN_TRY(auto answer, scan_body(http, response.body));
@@ -660,7 +690,9 @@ queen::Status Client::pop_on(const PopRequest& request, Connection* dedicated, P
     if (request.is_wait) {
         http.timeout_ms = request.timeout_ms + options_.pop_wait_margin_ms;
     }
-    QUEEN_TRY(auto response, perform(http, dedicated));
+    ScratchResponse scratch_response;
+    HttpResponse& response = scratch_response.response();
+    QUEEN_TRY(perform_into(http, dedicated, response));
     // Reset the answer in place; messages keep their strings' storage for reuse.
     std::size_t message_count = 0;
     const auto finish = [&result, &message_count] { result.messages.resize(message_count); };
@@ -866,7 +898,9 @@ queen::Result<std::vector<AckResult>> Client::ack_batch(std::span<const Ack> ack
     append_json_string_or_null(body, consumer_group);
     body += '}';
     HttpRequest http{"POST", "/api/v1/ack/batch", body, true, true, 0};
-    QUEEN_TRY(auto response, perform(http, nullptr));
+    ScratchResponse scratch_response;
+    HttpResponse& response = scratch_response.response();
+    QUEEN_TRY(perform_into(http, nullptr, response));
     JsonCursor cursor{response.body};
     if (cursor.peek() != '[') {
         QUEEN_TRY(auto answer, scan_body(http, response.body));
@@ -970,7 +1004,9 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
     }
     body += "]}";
     HttpRequest http{"POST", "/api/v1/transaction", body, true, false, 0};
-    QUEEN_TRY(auto response, perform(http, nullptr));
+    ScratchResponse scratch_response;
+    HttpResponse& response = scratch_response.response();
+    QUEEN_TRY(perform_into(http, nullptr, response));
     QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
     if (!answer.is_object()) {
         return shape_error(http, "expected an object");

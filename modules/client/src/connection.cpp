@@ -37,7 +37,9 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
 
 // What the parser callbacks fill in.
 struct ParseState {
-    HttpResponse response;
+    explicit ParseState(HttpResponse& target) : response(target) {}
+    HttpResponse& response;        // reused: its strings keep their storage
+    std::size_t header_count = 0;  // entries of response.headers filled so far
     std::size_t body_size_bytes_max = 0;
     bool is_complete = false;
     bool is_too_large = false;
@@ -50,26 +52,33 @@ ParseState& state_of(http_parser* parser) {
 
 int on_header_field(http_parser* parser, const char* at, std::size_t length) {
     auto& state = state_of(parser);
-    if (state.response.headers.empty() || state.is_last_header_value) {
-        state.response.headers.push_back({});
+    auto& headers = state.response.headers;
+    if (state.header_count == 0 || state.is_last_header_value) {
+        if (state.header_count == headers.size()) {
+            headers.emplace_back();
+        }
+        Header& header = headers[state.header_count++];
+        header.name.clear();
+        header.value.clear();
         state.is_last_header_value = false;
     }
-    state.response.headers.back().name.append(at, length);
+    headers[state.header_count - 1].name.append(at, length);
     return 0;
 }
 
 int on_header_value(http_parser* parser, const char* at, std::size_t length) {
     auto& state = state_of(parser);
-    if (state.response.headers.empty()) {
+    if (state.header_count == 0) {
         return 1;
     }
     state.is_last_header_value = true;
-    state.response.headers.back().value.append(at, length);
+    state.response.headers[state.header_count - 1].value.append(at, length);
     return 0;
 }
 
 int on_headers_complete(http_parser* parser) {
     auto& state = state_of(parser);
+    state.response.headers.resize(state.header_count);
     // With a Content-Length, size the body once instead of growing it read by read.
     const std::uint64_t length = parser->content_length;
     if (length != ULLONG_MAX && length <= state.body_size_bytes_max) {
@@ -318,6 +327,12 @@ bool Connection::is_idle_connection_dead() const noexcept {
 }
 
 queen::Result<HttpResponse> Connection::request(const HttpRequest& request) {
+    HttpResponse response;
+    QUEEN_TRY(request_into(request, response));
+    return response;
+}
+
+queen::Status Connection::request_into(const HttpRequest& request, HttpResponse& response) {
     const std::int64_t timeout_ms =
         request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms;
     const std::int64_t start_ns = clock_.monotonic_ns();
@@ -338,24 +353,23 @@ queen::Result<HttpResponse> Connection::request(const HttpRequest& request) {
             QUEEN_TRY(open(connect_deadline_ns));
         }
         bool is_nothing_received = true;
-        auto response = exchange(request, deadline_ns, is_nothing_received);
-        if (response) {
-            return response;
+        auto exchanged = exchange(request, deadline_ns, is_nothing_received, response);
+        if (exchanged) {
+            return exchanged;
         }
         close();
         // A reused connection the server closed between our check and our write looks exactly
         // like this; a fresh connection failing the same way is a real failure.
         const bool is_stale =
-            is_reused && is_nothing_received && response.error().is(Errc::connection_closed);
+            is_reused && is_nothing_received && exchanged.error().is(Errc::connection_closed);
         if (!is_stale || !request.is_idempotent || attempt > 0) {
-            return response;
+            return exchanged;
         }
     }
 }
 
-queen::Result<HttpResponse> Connection::exchange(const HttpRequest& request,
-                                                 std::int64_t deadline_ns,
-                                                 bool& is_nothing_received) {
+queen::Status Connection::exchange(const HttpRequest& request, std::int64_t deadline_ns,
+                                   bool& is_nothing_received, HttpResponse& response) {
     const auto fail = [&](Errc code, const std::string& why) {
         return queen::Error{
             code, std::string{request.method} + " " + std::string{request.target} + ": " + why};
@@ -411,7 +425,9 @@ queen::Result<HttpResponse> Connection::exchange(const HttpRequest& request,
         }
     }
 
-    ParseState state;
+    response.status = 0;
+    response.body.clear();
+    ParseState state{response};
     state.body_size_bytes_max = options_.response_size_bytes_max;
     http_parser parser{};
     http_parser_init(&parser, HTTP_RESPONSE);
@@ -479,7 +495,7 @@ queen::Result<HttpResponse> Connection::exchange(const HttpRequest& request,
     if (!http_should_keep_alive(&parser)) {
         close();
     }
-    return std::move(state.response);
+    return {};
 }
 
 ConnectionPool::ConnectionPool(Endpoint endpoint, ConnectionOptions options,

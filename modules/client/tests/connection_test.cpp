@@ -95,6 +95,39 @@ TEST_CASE("client: requests carry method, target, headers and a Content-Length b
     CHECK(server.last_request().header("Content-Length").empty());
 }
 
+TEST_CASE("client: request_into reuses one response and replaces all of it",
+          "[client][connection]") {
+    TestServer server;
+    int call = 0;
+    server.set_handler([&call](const RecordedRequest&) {
+        ++call;
+        if (call == 1) {
+            return json_reply(200, std::string(5000, 'x'), "X-One: first value of some length\r\n");
+        }
+        if (call == 2) {
+            return json_reply(201, "[]");
+        }
+        return queen::client::testing::no_content_reply();
+    });
+    Connection connection{local(server.port()), {}, queen::SystemClock::instance()};
+    queen::client::HttpResponse response;
+    REQUIRE(connection.request_into(get("/a"), response));
+    CHECK(response.status == 200);
+    CHECK(response.body.size() == 5000);
+    CHECK(response.header("x-one") == "first value of some length");
+    REQUIRE(response.headers.size() == 3);
+    REQUIRE(connection.request_into(get("/b"), response));
+    CHECK(response.status == 201);
+    CHECK(response.body == "[]");
+    CHECK_FALSE(response.header("X-One").has_value());
+    CHECK(response.header("Content-Length") == "2");
+    CHECK(response.headers.size() == 2);
+    REQUIRE(connection.request_into(get("/c"), response));
+    CHECK(response.status == 204);
+    CHECK(response.body.empty());
+    CHECK(response.headers.empty());
+}
+
 TEST_CASE("client: keep-alive reuses one TCP connection", "[client][connection]") {
     TestServer server;
     Connection connection{local(server.port()), {}, queen::SystemClock::instance()};

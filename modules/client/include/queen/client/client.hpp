@@ -167,6 +167,8 @@ private:
     struct Call;
     queen::Result<HttpResponse> perform(const HttpRequest& request, Connection* dedicated,
                                         bool is_retried = true);
+    queen::Status perform_into(const HttpRequest& request, Connection* dedicated,
+                               HttpResponse& response, bool is_retried = true);
     queen::Status pop_on(const PopRequest& request, Connection* dedicated, PopResult& result);
     void append_uuid_v7(std::string& out);  // generate_uuid_v7() without a temporary
 

@@ -78,6 +78,10 @@ public:
     /// connection_closed, Errc::bad_response (not HTTP, or larger than response_size_bytes_max),
     /// Errc::cancelled (after abort()).
     [[nodiscard]] queen::Result<HttpResponse> request(const HttpRequest& request);
+    /// request() into `response`, reusing the storage of its body and headers from an earlier
+    /// call (a request loop stops allocating per answer). Errors: as request(); `response` is
+    /// then unspecified but valid.
+    [[nodiscard]] queen::Status request_into(const HttpRequest& request, HttpResponse& response);
 
     /// Closes the socket; the next request() connects again.
     void close() noexcept;
@@ -91,8 +95,8 @@ public:
 private:
     struct Attempt;
     queen::Status open(std::int64_t deadline_ns);
-    queen::Result<HttpResponse> exchange(const HttpRequest& request, std::int64_t deadline_ns,
-                                         bool& is_nothing_received);
+    queen::Status exchange(const HttpRequest& request, std::int64_t deadline_ns,
+                           bool& is_nothing_received, HttpResponse& response);
     [[nodiscard]] bool is_idle_connection_dead() const noexcept;
     int wait_fd(short events, std::int64_t deadline_ns) const;
 
