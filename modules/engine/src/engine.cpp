@@ -182,13 +182,26 @@ struct Engine::Impl {
     }
 
     /// Applies one batch in one write txn. On failure nothing of it is applied.
-    /// `before_commit` (may be null) gets the results before the commit; `handed` says whether
-    /// an earlier run of this same batch already handed them over (a map growth rerun).
+    /// `before_commit` (may be null) gets the results before the commit, typed (never encoded
+    /// unless a client session caches them); `handed` says whether an earlier run of this same
+    /// batch already handed them over (a map growth rerun).
     Result<ApplyOutcome> apply_batch(std::span<const Entry> entries, std::size_t first,
                                      const Engine::BeforeCommit* before_commit, bool& handed) {
         QUEEN_TRY(auto txn, env.begin_write());
         ApplyOutcome outcome;
-        outcome.results.reserve(entries.size());
+        std::vector<CommandResult> typed;
+        if (before_commit != nullptr) {
+            typed.reserve(entries.size());
+        } else {
+            outcome.results.reserve(entries.size());
+        }
+        auto emit = [&](CommandResult&& result) {
+            if (before_commit != nullptr) {
+                typed.push_back(std::move(result));
+            } else {
+                outcome.results.push_back(encode_result(result));
+            }
+        };
         LogIndex index = applied_index;
         TimestampMs now = last_now;
         for (const Entry& entry : entries) {
@@ -200,8 +213,7 @@ struct Engine::Impl {
             now = std::max(now, entry.timestamp);
             auto command = decode_command(entry.command);
             if (!command) {
-                outcome.results.push_back(encode_result(
-                    error_result(ErrorResult::Code::malformed, command.error().context)));
+                emit(error_result(ErrorResult::Code::malformed, command.error().context));
                 continue;
             }
             const auto session_key = store::u64be_key(command->client_id);
@@ -210,15 +222,21 @@ struct Engine::Impl {
                 if (raw) {
                     QUEEN_TRY(auto session, decode_session(*raw));
                     if (command->client_seq == session.last_seq) {
-                        outcome.results.push_back(std::move(session.result));
+                        if (before_commit != nullptr) {
+                            auto cached = decode_result(session.result);
+                            QUEEN_ASSERT(cached.has_value(), "the engine decodes its own results");
+                            typed.push_back(std::move(*cached));
+                        } else {
+                            outcome.results.push_back(std::move(session.result));
+                        }
                         continue;
                     }
                     if (command->client_seq < session.last_seq) {
-                        outcome.results.push_back(encode_result(error_result(
-                            ErrorResult::Code::stale_request,
-                            "client " + std::to_string(command->client_id) + " seq " +
-                                std::to_string(command->client_seq) + " is older than " +
-                                std::to_string(session.last_seq))));
+                        emit(error_result(ErrorResult::Code::stale_request,
+                                          "client " + std::to_string(command->client_id) + " seq " +
+                                              std::to_string(command->client_seq) +
+                                              " is older than " +
+                                              std::to_string(session.last_seq)));
                         continue;
                     }
                 }
@@ -227,20 +245,16 @@ struct Engine::Impl {
             if (std::holds_alternative<queues::Sweep>(command->body)) {
                 QUEEN_TRY(expire_sessions(txn, now));
             }
-            Bytes encoded = encode_result(result);
             if (command->client_id != 0) {
                 QUEEN_TRY(txn.put(sessions, session_key,
-                                  encode_session(command->client_seq, now, encoded)));
+                                  encode_session(command->client_seq, now, encode_result(result))));
             }
-            outcome.results.push_back(std::move(encoded));
+            emit(std::move(result));
         }
         QUEEN_TRY(txn.put(meta, as_bytes(applied_key), encode_applied(index, now)));
-        if (before_commit != nullptr) {
-            if (!handed) {
-                handed = true;
-                (*before_commit)(first, outcome.results);
-            }
-            outcome.results.clear();
+        if (before_commit != nullptr && !handed) {
+            handed = true;
+            (*before_commit)(first, typed);
         }
         QUEEN_TRY(txn.commit());
         applied_index = index;

@@ -83,10 +83,10 @@ public:
     /// committed in the log, so their answers may leave before LMDB has them: after a crash, or
     /// a failed commit, replay gives the same results. Called once per entry, even when a map
     /// growth reruns the txn.
-    using BeforeCommit = std::function<void(std::size_t first, std::span<Bytes> results)>;
-    /// As apply(), but results go to `before_commit` (ApplyOutcome::results stays empty), so the
-    /// answers need not wait for the commit's fdatasync. Errors: as apply(); results already
-    /// handed over stay valid (see BeforeCommit).
+    using BeforeCommit = std::function<void(std::size_t first, std::span<CommandResult> results)>;
+    /// As apply(), but the results go to `before_commit`, typed (ApplyOutcome::results stays
+    /// empty), so the answers need not wait for the commit's fdatasync nor pay an encode and a
+    /// decode. Errors: as apply(); results already handed over stay valid (see BeforeCommit).
     [[nodiscard]] Result<ApplyOutcome> apply(std::span<const Entry> entries,
                                              const BeforeCommit& before_commit);
 
