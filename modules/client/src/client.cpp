@@ -186,19 +186,18 @@ bool read_ack_result(JsonCursor& cursor, AckResult& result) {
     std::string_view key;
     std::string_view raw;
     while (cursor.next_member(key, is_first)) {
-        if (!cursor.read_value(raw)) {
-            return false;
-        }
         if (key == "transactionId") {
-            assign_text(result.transaction_id, raw);
+            cursor.read_text(result.transaction_id);
+        } else if (key == "error") {
+            cursor.read_text(result.error);
+        } else if (key == "queueName") {
+            cursor.read_text(result.queue_name);
+        } else if (key == "partitionName") {
+            cursor.read_text(result.partition_name);
+        } else if (!cursor.read_value(raw)) {
+            return false;
         } else if (key == "success") {
             result.is_success = raw_to_bool(raw);
-        } else if (key == "error") {
-            assign_text(result.error, raw);
-        } else if (key == "queueName") {
-            assign_text(result.queue_name, raw);
-        } else if (key == "partitionName") {
-            assign_text(result.partition_name, raw);
         } else if (key == "leaseReleased") {
             result.is_lease_released =
                 json::raw_is_null(raw) ? std::nullopt : std::optional<bool>{raw_to_bool(raw)};
@@ -568,37 +567,39 @@ queen::Status Client::push_into(std::span<const PushItem> items, std::vector<Pus
         bool is_first = true;
         std::string_view key;
         std::string_view raw;
-        while (cursor.next_member(key, is_first) && cursor.read_value(raw)) {
+        while (cursor.next_member(key, is_first)) {
             if (key == "status") {
-                has_status = !raw.empty() && raw.front() == '"';
-                assign_text(status, raw);
+                has_status = cursor.peek() == '"';
+                cursor.read_text(status);
             } else if (key == "message_id") {
                 has_snake_message = true;
-                assign_text(result.message_id, raw);
+                cursor.read_text(result.message_id);
             } else if (key == "messageId" && !has_snake_message) {
-                assign_text(result.message_id, raw);
+                cursor.read_text(result.message_id);
             } else if (key == "transaction_id") {
                 has_snake_transaction = true;
-                assign_text(result.transaction_id, raw);
+                cursor.read_text(result.transaction_id);
             } else if (key == "transactionId" && !has_snake_transaction) {
-                assign_text(result.transaction_id, raw);
+                cursor.read_text(result.transaction_id);
             } else if (key == "partition_id") {
                 has_snake_partition = true;
-                assign_text(result.partition_id, raw);
+                cursor.read_text(result.partition_id);
             } else if (key == "partitionId" && !has_snake_partition) {
-                assign_text(result.partition_id, raw);
+                cursor.read_text(result.partition_id);
             } else if (key == "trace_id") {
                 has_snake_trace = true;
-                assign_text(result.trace_id, raw);
+                cursor.read_text(result.trace_id);
             } else if (key == "traceId" && !has_snake_trace) {
-                assign_text(result.trace_id, raw);
+                cursor.read_text(result.trace_id);
             } else if (key == "queueName") {
                 has_queue_name = true;
-                assign_text(result.queue_name, raw);
+                cursor.read_text(result.queue_name);
             } else if (key == "queue" && !has_queue_name) {
-                assign_text(result.queue_name, raw);
+                cursor.read_text(result.queue_name);
             } else if (key == "error") {
-                assign_text(result.error, raw);
+                cursor.read_text(result.error);
+            } else {
+                cursor.skip_value();
             }
         }
         if (!cursor.is_ok()) {
@@ -763,31 +764,37 @@ queen::Status Client::pop_on(const PopRequest& request, Connection* dedicated, P
             std::uint8_t flags = 0;
             message.data_json = "null";
             bool is_first_field = true;
-            while (cursor.next_member(key, is_first_field) && cursor.read_value(raw)) {
+            while (cursor.next_member(key, is_first_field)) {
                 if (key == "id") {
-                    assign_text(message.id, raw);
+                    cursor.read_text(message.id);
                 } else if (key == "transactionId") {
-                    assign_text(message.transaction_id, raw);
+                    cursor.read_text(message.transaction_id);
                 } else if (key == "traceId") {
-                    assign_text(message.trace_id, raw);
+                    cursor.read_text(message.trace_id);
                 } else if (key == "data") {
-                    message.data_json.assign(raw);  // the payload, byte for byte
+                    if (cursor.read_value(raw)) {
+                        message.data_json.assign(raw);  // the payload, byte for byte
+                    }
                 } else if (key == "producerSub") {
-                    assign_text(message.producer_sub, raw);
+                    cursor.read_text(message.producer_sub);
                 } else if (key == "createdAt") {
-                    assign_text(message.created_at, raw);
+                    cursor.read_text(message.created_at);
                 } else if (key == "partitionId") {
-                    assign_text(message.partition_id, raw);
+                    cursor.read_text(message.partition_id);
                 } else if (key == "partition") {
-                    assign_text(message.partition, raw);
+                    cursor.read_text(message.partition);
                 } else if (key == "leaseId") {
                     flags |= has_lease_flag;
-                    assign_text(message.lease_id, raw);
+                    cursor.read_text(message.lease_id);
                 } else if (key == "consumerGroup") {
                     flags |= has_group_flag;
-                    assign_text(message.consumer_group, raw);
+                    cursor.read_text(message.consumer_group);
                 } else if (key == "retryCount") {
-                    message.retry_count = raw_to_integer(raw);
+                    if (cursor.read_value(raw)) {
+                        message.retry_count = raw_to_integer(raw);
+                    }
+                } else {
+                    cursor.skip_value();
                 }
             }
             message_flags.push_back(flags);

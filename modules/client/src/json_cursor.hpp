@@ -39,18 +39,15 @@ public:
         if (!separate('}', is_first)) {
             return false;
         }
-        std::string_view raw;
-        if (peek() != '"' || !read_value(raw)) {
+        if (peek() != '"') {
             return fail();
         }
-        const std::string_view body = raw.substr(1, raw.size() - 2);
-        if (body.find('\\') == std::string_view::npos) {
-            key = body;
-        } else {
-            if (!json::decode_json_string(raw, key_buffer_)) {
-                return fail();
-            }
-            key = key_buffer_;
+        std::size_t end = 0;
+        if (find_plain_string_end(end)) {
+            key = text_.substr(pos_ + 1, end - pos_ - 1);
+            pos_ = end + 1;
+        } else if (!read_key(key)) {
+            return false;
         }
         if (peek() != ':') {
             return fail();
@@ -61,6 +58,10 @@ public:
     /// Inside an array: true when another element follows (the cursor sits on it); false at the
     /// closing ']' (consumed) or on failure.
     bool next_element(bool& is_first) { return separate(']', is_first); }
+
+    /// Consumes one scalar into `out` as text, reusing its storage (the rule of assign_text(): a
+    /// string decoded, null as "", other values as their raw text).
+    bool read_text(std::string& out);
 
     /// Consumes one whole value (validated) and returns its raw span.
     bool read_value(std::string_view& raw) noexcept {
@@ -86,6 +87,40 @@ public:
     }
 
 private:
+    /// The fast path of the strings an answer is made of (keys, ids, times): when the string at
+    /// the cursor holds only printable ASCII without escapes up to its closing quote, `end` is
+    /// that quote's position. Such strings are valid JSON by construction; anything else (an
+    /// escape, a control byte, UTF-8, no closing quote) returns false for the full scanner.
+    [[nodiscard]] bool find_plain_string_end(std::size_t& end) const noexcept {
+        const char* data = text_.data();
+        for (std::size_t i = pos_ + 1; i < text_.size(); ++i) {
+            const auto c = static_cast<unsigned char>(data[i]);
+            if (c == '"') {
+                end = i;
+                return true;
+            }
+            if (c == '\\' || c < 0x20 || c >= 0x80) {
+                return false;
+            }
+        }
+        return false;
+    }
+    bool read_key(std::string_view& key) {
+        std::string_view raw;
+        if (!read_value(raw)) {
+            return false;
+        }
+        const std::string_view body = raw.substr(1, raw.size() - 2);
+        if (body.find('\\') == std::string_view::npos) {
+            key = body;
+        } else {
+            if (!json::decode_json_string(raw, key_buffer_)) {
+                return fail();
+            }
+            key = key_buffer_;
+        }
+        return true;
+    }
     bool enter(char open) noexcept {
         if (peek() != open) {
             return fail();
@@ -142,6 +177,21 @@ inline void assign_text(std::string& out, std::string_view raw) {
         return;
     }
     out.assign(raw);
+}
+
+inline bool JsonCursor::read_text(std::string& out) {
+    std::size_t end = 0;
+    if (peek() == '"' && find_plain_string_end(end)) {
+        out.assign(text_.data() + pos_ + 1, end - pos_ - 1);
+        pos_ = end + 1;
+        return true;
+    }
+    std::string_view raw;
+    if (!read_value(raw)) {
+        return false;
+    }
+    assign_text(out, raw);
+    return true;
 }
 
 }  // namespace queen::client::detail

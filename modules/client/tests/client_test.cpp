@@ -7,7 +7,9 @@
 #include <set>
 #include <thread>
 
+#include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
 #include "test_server.hpp"
 
 namespace {
@@ -896,4 +898,75 @@ TEST_CASE("client: answers the one-pass reader rejects are bad_response", "[clie
     auto pushed = client.push(items);
     REQUIRE(pushed);
     CHECK((*pushed)[0].status == PushStatus::queued);
+}
+
+TEST_CASE("client: pop answers with random strings decode like nlohmann, and corrupt ones fail",
+          "[client][api][pop]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    // Plain ASCII takes the cursor's fast path; quotes, backslashes, control characters and
+    // UTF-8 take the full scanner.
+    const std::vector<std::string> pieces = {"a",
+                                             "Z",
+                                             "0",
+                                             "-",
+                                             " ",
+                                             "~",
+                                             "\x7f",
+                                             "\"",
+                                             "\\",
+                                             "\n",
+                                             "\t",
+                                             "\x01",
+                                             "\xc3\xa9",
+                                             "\xe2\x82\xac",
+                                             "\xf0\x9f\x98\x80",
+                                             "/"};
+    const auto random_text = [&] {
+        std::string text;
+        for (std::uint64_t n = rng.below(12); n > 0; --n) {
+            text += pieces[rng.below(pieces.size())];
+        }
+        return text;
+    };
+    TestServer server;
+    Client client{options_for(server)};
+    PopRequest request;
+    request.queue = "q";
+    for (int round = 0; round < 200; ++round) {
+        INFO("round=" << round);
+        json answer = {{"queue", "q"}, {"leaseId", random_text()}, {"messages", json::array()}};
+        const std::uint64_t count = 1 + rng.below(3);
+        for (std::uint64_t i = 0; i < count; ++i) {
+            answer["messages"].push_back({{"id", random_text()},
+                                          {"transactionId", "t" + random_text()},
+                                          {"partitionId", "p" + random_text()},
+                                          {random_text(), random_text()},
+                                          {"data", {{"k", random_text()}}}});
+        }
+        const bool is_ascii = rng.below(2) == 0;
+        std::string body = answer.dump(rng.below(2) == 0 ? -1 : 1, ' ', is_ascii);
+        server.reply_always(json_reply(200, body));
+        auto result = client.pop(request);
+        REQUIRE(result);
+        REQUIRE(result->messages.size() == count);
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const json& expected = answer["messages"][i];
+            const Message& message = result->messages[i];
+            CHECK(message.id == expected["id"].get<std::string>());
+            CHECK(message.transaction_id == expected["transactionId"].get<std::string>());
+            CHECK(message.partition_id == expected["partitionId"].get<std::string>());
+            CHECK(json::parse(message.data_json) == expected["data"]);
+        }
+        // One byte changed: whenever nlohmann rejects the text, so does the client.
+        const std::size_t at = rng.below(body.size());
+        body[at] = static_cast<char>(rng.below(256));
+        server.reply_always(json_reply(200, body));
+        auto corrupt = client.pop(request);
+        if (!json::accept(body)) {
+            REQUIRE_FALSE(corrupt);
+            CHECK(corrupt.error().is(Errc::bad_response));
+        }
+    }
 }
