@@ -280,22 +280,21 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
         // The entries are durable in the log, so their answers leave before LMDB's commit (and
         // its fdatasync): replay after a crash or a failed commit gives the same results. Reads
         // wait for the commit (read()), so a client never reads older state than it was told.
-        auto applied = engine_->apply(entries_, [&](std::size_t first, std::span<Bytes> results) {
-            QUEEN_ASSERT(first == answered, "results are handed over in order, once");
-            {
-                std::lock_guard lock(mutex_);
-                answered_through_ = ready[first + results.size() - 1].index;
-            }
-            for (std::size_t i = 0; i < results.size(); ++i) {
-                InFlight& entry = ready[first + i];
-                if (entry.done) {
-                    auto decoded = engine::decode_result(results[i]);
-                    QUEEN_ASSERT(decoded.has_value(), "the engine decodes its own results");
-                    entry.done(std::move(*decoded));
+        auto applied = engine_->apply(
+            entries_, [&](std::size_t first, std::span<engine::CommandResult> results) {
+                QUEEN_ASSERT(first == answered, "results are handed over in order, once");
+                {
+                    std::lock_guard lock(mutex_);
+                    answered_through_ = ready[first + results.size() - 1].index;
                 }
-            }
-            answered = first + results.size();
-        });
+                for (std::size_t i = 0; i < results.size(); ++i) {
+                    InFlight& entry = ready[first + i];
+                    if (entry.done) {
+                        entry.done(std::move(results[i]));
+                    }
+                }
+                answered = first + results.size();
+            });
         if (applied) {
             outcome = std::move(*applied);
             QUEEN_ASSERT(answered == entries_.size(), "one result per applied entry");
