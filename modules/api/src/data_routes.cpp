@@ -226,14 +226,22 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    auto body = body_or_reply(context, request, responder, tenant);
-    if (!body) {
-        return;
+    std::optional<queues::Transaction> command;
+    if (request.body.size() <= context.options.json_body_bytes_max) {
+        command = parse_transaction_fast(request.body, context.options, context.random,
+                                         context.backend.wall_ms());
     }
-    auto command =
-        parse_transaction(*body, context.options, context.random, context.backend.wall_ms());
-    if (!parsed_or_reply(context, command, responder, tenant)) {
-        return;
+    if (!command) {
+        auto body = body_or_reply(context, request, responder, tenant);
+        if (!body) {
+            return;
+        }
+        auto slow =
+            parse_transaction(*body, context.options, context.random, context.backend.wall_ms());
+        if (!parsed_or_reply(context, slow, responder, tenant)) {
+            return;
+        }
+        command = std::move(*slow);
     }
     std::vector<queues::PushItem*> pushes;
     for (queues::TransactionOp& op : command->ops) {

@@ -58,6 +58,12 @@ struct ParsedPush {
 [[nodiscard]] std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
                                                         const ApiOptions& options);
 
+/// The fast path of parse_transaction over the raw body, with the contract of parse_push_fast.
+[[nodiscard]] std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
+                                                                        const ApiOptions& options,
+                                                                        RandomSource& random,
+                                                                        std::int64_t now_ms);
+
 /// The long-poll part of a pop request.
 struct PopWait {
     bool is_enabled = false;

@@ -151,23 +151,36 @@ bool first_time(bool& seen) noexcept {
     return true;
 }
 
+/// Where a push item sits and how its payload defaults: /push items are at depth 3 with a null
+/// default; transaction push items have {} and, when flat, may name it `data` instead.
+struct ItemShape {
+    int depth = 3;
+    std::string_view default_payload = "null";
+    bool has_data_key = false;
+};
+
 std::optional<queues::PushItem> push_item_fast(std::string_view text, std::size_t& pos,
                                                int depth_max, const ApiOptions& options,
                                                RandomSource& random, std::int64_t now_ms,
-                                               bool& has_client_id) {
+                                               const ItemShape& shape, bool& has_client_id) {
     queues::PushItem out;
     bool seen_queue = false, seen_partition = false, seen_transaction = false, seen_trace = false,
-         seen_payload = false;
+         seen_payload = false, seen_data = false;
     std::optional<std::string> queue, partition, transaction_id, trace_id;
-    std::string_view payload = "null";
+    std::string_view payload = shape.default_payload;
+    std::string_view data;
     const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
         std::string_view raw;
-        if (!raw_value(text, at, 4, depth_max, raw)) {
+        if (!raw_value(text, at, shape.depth + 1, depth_max, raw)) {
             return false;
         }
         if (key == "payload") {
             payload = raw;
             return first_time(seen_payload);
+        }
+        if (key == "data" && shape.has_data_key) {
+            data = raw;
+            return first_time(seen_data);
         }
         if (key == "queue") {
             return first_time(seen_queue) && optional_string(raw, queue);
@@ -185,6 +198,9 @@ std::optional<queues::PushItem> push_item_fast(std::string_view text, std::size_
     });
     if (!walked || !queue || queue->size() > options.name_bytes_max) {
         return std::nullopt;
+    }
+    if (!seen_payload && seen_data) {
+        payload = data;
     }
     out.queue = std::move(*queue);
     if (partition) {
@@ -300,8 +316,8 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
                 return false;
             }
             bool has_client_id = false;
-            auto item =
-                push_item_fast(body, element, depth_max, options, random, now_ms, has_client_id);
+            auto item = push_item_fast(body, element, depth_max, options, random, now_ms,
+                                       ItemShape{}, has_client_id);
             if (!item) {
                 return false;
             }
@@ -371,6 +387,104 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
                 item.group = *top_group;
             }
         }
+    }
+    skip_whitespace(body, pos);
+    if (pos != body.size()) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
+                                                          const ApiOptions& options,
+                                                          RandomSource& random,
+                                                          std::int64_t now_ms) {
+    const int depth_max = static_cast<int>(options.json_depth_max);
+    queues::Transaction out;
+    bool seen_operations = false;
+    std::size_t pos = 0;
+    skip_whitespace(body, pos);
+    const auto add = [&](queues::TransactionOp op) {
+        if (out.ops.size() >= options.transaction_operations_max) {
+            return false;
+        }
+        out.ops.push_back(std::move(op));
+        return true;
+    };
+    const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
+        if (key != "operations") {
+            return skip_value(body, at, 2, depth_max);
+        }
+        if (!first_time(seen_operations) || depth_max < 3) {
+            return false;
+        }
+        return for_elements(body, at, [&](std::size_t& element) {
+            // First find the type and the items (they may come after the other fields), then
+            // read the operation again as the kind it is.
+            const std::size_t start = element;
+            bool seen_type = false, seen_items = false;
+            std::optional<std::string> type;
+            std::string_view items = "null";
+            const bool scanned =
+                for_members(body, element, [&](std::string_view k, std::size_t& v) {
+                    std::string_view raw;
+                    if (!raw_value(body, v, 4, depth_max, raw)) {
+                        return false;
+                    }
+                    if (k == "type") {
+                        return first_time(seen_type) && optional_string(raw, type);
+                    }
+                    if (k == "items") {
+                        items = raw;
+                        return first_time(seen_items);
+                    }
+                    return true;
+                });
+            if (!scanned || !type) {
+                return false;
+            }
+            std::size_t again = start;
+            queues::TransactionOp op;
+            if (*type == "ack") {
+                op.kind = queues::TransactionOp::Kind::ack;
+                auto ack = ack_item_fast(body, again, 3, depth_max, options);
+                if (!ack) {
+                    return false;
+                }
+                op.ack = std::move(*ack);
+                return add(std::move(op));
+            }
+            if (*type != "push") {
+                return false;
+            }
+            op.kind = queues::TransactionOp::Kind::push;
+            bool has_client_id = false;
+            if (items == "null") {
+                // A flat push: {type, queue, partition, payload|data, transactionId, traceId}.
+                auto item = push_item_fast(body, again, depth_max, options, random, now_ms,
+                                           ItemShape{3, "{}", true}, has_client_id);
+                if (!item) {
+                    return false;
+                }
+                op.push = std::move(*item);
+                return add(std::move(op));
+            }
+            std::size_t in_items = static_cast<std::size_t>(items.data() - body.data());
+            return for_elements(body, in_items, [&](std::size_t& item_at) {
+                auto item = push_item_fast(body, item_at, depth_max, options, random, now_ms,
+                                           ItemShape{5, "{}", false}, has_client_id);
+                if (!item) {
+                    return false;
+                }
+                queues::TransactionOp push_op;
+                push_op.kind = queues::TransactionOp::Kind::push;
+                push_op.push = std::move(*item);
+                return add(std::move(push_op));
+            });
+        });
+    });
+    if (!walked || !seen_operations || out.ops.empty()) {
+        return std::nullopt;
     }
     skip_whitespace(body, pos);
     if (pos != body.size()) {

@@ -280,6 +280,102 @@ TEST_CASE("api: the ack fast path agrees with the DOM path", "[api][parse]") {
     CHECK(slow_only > 10);
 }
 
+std::string transaction_body(Rng& rng) {
+    std::string out = "{" + space(rng) + "\"operations\":" + space(rng) + "[";
+    const auto n = rng.below(4);
+    for (std::uint64_t i = 0; i < n; ++i) {
+        std::string op;
+        switch (rng.below(5)) {
+            case 0: {  // ack: an ack item with a type
+                op = ack_item(rng);
+                op.insert(1, "\"type\":\"ack\",");
+                break;
+            }
+            case 1: {  // push with items
+                op = "{\"type\":\"push\",\"items\":[";
+                const auto items = rng.below(3);
+                for (std::uint64_t k = 0; k < items; ++k) {
+                    op += (k ? "," : "") + item(rng);
+                }
+                op += "]}";
+                break;
+            }
+            case 2: {  // flat push, payload or data or neither, type anywhere
+                op = item(rng);
+                if (rng.chance(0.3)) {
+                    op.insert(1, "\"data\":" + payload_value(rng, 0) + ",");
+                }
+                op.insert(op.size() - 1, std::string(op.size() > 2 ? "," : "") +
+                                             "\"type\":\"push\"" +
+                                             (rng.chance(0.2) ? ",\"items\":null" : ""));
+                break;
+            }
+            case 3: op = pick(rng, {"{\"type\":\"other\"}", "{\"type\":null}", "[]", "{}"}); break;
+            default: op = "{\"type\":\"push\",\"items\":" + pick(rng, {"[]", "{}", "3"}) + "}";
+        }
+        out += (i ? "," + space(rng) : "") + op;
+    }
+    out += "]" + space(rng) + "}";
+    if (rng.chance(0.1) && !out.empty()) {
+        out[rng.below(out.size())] = static_cast<char>(rng.below(256));
+    }
+    return out;
+}
+
+TEST_CASE("api: the transaction fast path agrees with the DOM path", "[api][parse]") {
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    ApiOptions options;
+    options.name_bytes_max = 64;
+    options.payload_bytes_max = 200;
+    options.transaction_operations_max = 4;
+    options.json_depth_max = 8;
+    std::size_t fast_hits = 0;
+    std::size_t slow_only = 0;
+    for (int round = 0; round < 20'000; ++round) {
+        const std::string text = transaction_body(rng);
+        INFO("body: " << text);
+        SeededRandom random_fast(static_cast<std::uint64_t>(round));
+        SeededRandom random_slow(static_cast<std::uint64_t>(round));
+        auto fast = parse_transaction_fast(text, options, random_fast, 1'700'000'000'000);
+        auto dom = parse_body(text, options.json_depth_max);
+        Result<queues::Transaction> slow =
+            dom ? parse_transaction(*dom, options, random_slow, 1'700'000'000'000)
+                : Result<queues::Transaction>(dom.error());
+        if (!fast) {
+            slow_only += slow.has_value() ? 1 : 0;
+            continue;
+        }
+        ++fast_hits;
+        REQUIRE(slow.has_value());
+        REQUIRE(fast->ops.size() == slow->ops.size());
+        for (std::size_t i = 0; i < fast->ops.size(); ++i) {
+            const auto& a = fast->ops[i];
+            const auto& b = slow->ops[i];
+            REQUIRE(a.kind == b.kind);
+            if (a.kind == queues::TransactionOp::Kind::push) {
+                CHECK(a.push.queue == b.push.queue);
+                CHECK(a.push.partition == b.push.partition);
+                CHECK(a.push.transaction_id == b.push.transaction_id);
+                CHECK(a.push.trace_id == b.push.trace_id);
+                const std::string pa(a.push.payload.begin(), a.push.payload.end());
+                const std::string pb(b.push.payload.begin(), b.push.payload.end());
+                CHECK(nlohmann::json::parse(pa) == nlohmann::json::parse(pb));
+            } else {
+                CHECK(a.ack.partition == b.ack.partition);
+                CHECK(a.ack.transaction_id == b.ack.transaction_id);
+                CHECK(a.ack.status == b.ack.status);
+                CHECK(a.ack.error == b.ack.error);
+                CHECK(a.ack.lease == b.ack.lease);
+                CHECK(a.ack.group == b.ack.group);
+            }
+        }
+    }
+    CHECK(fast_hits > 1'000);
+    CHECK(slow_only > 10);
+}
+
 TEST_CASE("api: the push fast path keeps payload text and removes only token whitespace",
           "[api][parse]") {
     SeededRandom random(1);
