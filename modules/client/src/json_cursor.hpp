@@ -22,6 +22,11 @@ public:
     [[nodiscard]] bool is_ok() const noexcept { return is_ok_; }
     /// The next non-whitespace byte, or '\0' at the end (or after a failure).
     [[nodiscard]] char peek() noexcept {
+        // Compact answers rarely have whitespace between tokens: skip the call when the next byte
+        // is already a token (every JSON token starts above the space character).
+        if (is_ok_ && pos_ < text_.size() && static_cast<unsigned char>(text_[pos_]) > ' ') {
+            return text_[pos_];
+        }
         json::scan::skip_whitespace(text_, pos_);
         return is_ok_ && pos_ < text_.size() ? text_[pos_] : '\0';
     }
