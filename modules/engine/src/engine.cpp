@@ -2,6 +2,7 @@
 #include "queen/engine/engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 
 #include "queen/core/assert.hpp"
@@ -153,7 +154,9 @@ struct Engine::Impl {
     store::Table sessions;
     queues::QueueState queues;
     Options options;
-    LogIndex applied_index;
+    LogIndex applied_index;  ///< applier thread only
+    /// applied_index as of the last commit, for other threads (applied_index(), sync()).
+    std::atomic<std::uint64_t> committed_index{0};
     TimestampMs last_now{0};
     bool is_poisoned = false;
 
@@ -258,6 +261,7 @@ struct Engine::Impl {
         }
         QUEEN_TRY(txn.commit());
         applied_index = index;
+        committed_index.store(index.value(), std::memory_order_release);
         last_now = now;
         return outcome;
     }
@@ -324,6 +328,7 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
                 return Error{queen::Errc::corruption, "engine: undecodable applied_index record"};
             }
             impl->applied_index = LogIndex{index};
+            impl->committed_index.store(index, std::memory_order_release);
             impl->last_now = TimestampMs{last_now};
         }
     }
@@ -331,7 +336,7 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
 }
 
 LogIndex Engine::applied_index() const noexcept {
-    return impl_->applied_index;
+    return LogIndex{impl_->committed_index.load(std::memory_order_acquire)};
 }
 
 Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries) {
@@ -409,7 +414,8 @@ Result<std::vector<CommandResult>> Engine::apply_commands(std::span<const Comman
 }
 
 Result<LogIndex> Engine::sync() {
-    const LogIndex index = impl_->applied_index;
+    // Read before the flush: everything committed up to here is durable once it returns.
+    const LogIndex index{impl_->committed_index.load(std::memory_order_acquire)};
     QUEEN_TRY(impl_->env.sync(true));
     return index;
 }

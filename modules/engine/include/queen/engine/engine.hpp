@@ -54,7 +54,7 @@ struct ApplyOutcome {
 /// applied_index + 1; replay reproduces the same state because apply depends only on the
 /// entries (their timestamps are "now") and on LMDB.
 ///
-/// Thread-safety: apply() and next_due() from one thread (the tenant's applier); read() and
+/// Thread-safety: apply() and next_due() from one thread (the tenant's applier); read(), sync() and
 /// applied_index() from any thread.
 class Engine {
 public:
@@ -97,7 +97,8 @@ public:
 
     /// Flushes LMDB to disk and returns the applied index that is durable now. With
     /// SyncMode::no_sync or no_meta_sync the node calls it before compacting its log: never
-    /// drop log entries above the returned index. Applier thread (no apply concurrently).
+    /// drop log entries above the returned index. Any thread, also while an apply runs (the
+    /// returned index is the one committed before the flush began).
     /// Errors: those of Env::sync (a failed flush poisons the Env: reopen).
     [[nodiscard]] Result<LogIndex> sync();
 
