@@ -1014,31 +1014,68 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
     ScratchResponse scratch_response;
     HttpResponse& response = scratch_response.response();
     QUEEN_TRY(perform_into(http, nullptr, response));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
+    JsonCursor cursor{response.body};
+    if (cursor.peek() != '{') {
+        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
         return shape_error(http, "expected an object");
     }
-    if (!boolean_of(answer, "success")) {
-        const std::string why = text_of(answer, "error");
+    cursor.enter_object();
+    TransactionResult result;
+    bool is_success = false;
+    std::string why;
+    bool is_first = true;
+    std::string_view key;
+    std::string_view raw;
+    while (cursor.next_member(key, is_first)) {
+        if (key == "transactionId") {
+            cursor.read_text(result.transaction_id);
+        } else if (key == "error") {
+            cursor.read_text(why);
+        } else if (key == "results" && cursor.peek() == '[') {
+            cursor.enter_array();
+            bool is_first_entry = true;
+            while (cursor.next_element(is_first_entry)) {
+                TransactionOperationResult& r = result.results.emplace_back();
+                if (cursor.peek() != '{') {
+                    cursor.skip_value();  // lenient, like the other answers: an empty result
+                    continue;
+                }
+                cursor.enter_object();
+                bool is_first_field = true;
+                while (cursor.next_member(key, is_first_field)) {
+                    if (key == "type") {
+                        cursor.read_text(r.type);
+                    } else if (key == "transactionId") {
+                        cursor.read_text(r.transaction_id);
+                    } else if (key == "messageId") {
+                        cursor.read_text(r.message_id);
+                    } else if (key == "partitionId") {
+                        cursor.read_text(r.partition_id);
+                    } else if (key == "queueName") {
+                        cursor.read_text(r.queue_name);
+                    } else if (key == "error") {
+                        cursor.read_text(r.error);
+                    } else if (!cursor.read_value(raw)) {
+                        break;
+                    } else if (key == "success") {
+                        r.is_success = raw_to_bool(raw);
+                    } else if (key == "dlq") {
+                        r.is_dlq = raw_to_bool(raw);
+                    }
+                }
+            }
+        } else if (!cursor.read_value(raw)) {
+            break;
+        } else if (key == "success") {
+            is_success = raw_to_bool(raw);
+        }
+    }
+    if (!cursor.is_ok() || !cursor.is_at_end()) {
+        return walk_error(http, response.body, "malformed transaction answer");
+    }
+    if (!is_success) {
         return queen::Error{Errc::rejected, describe(http) + ": rolled back: " +
                                                 (why.empty() ? "no reason given" : why)};
-    }
-    TransactionResult result;
-    result.transaction_id = text_of(answer, "transactionId");
-    if (const auto results = answer.find("results");
-        results != answer.end() && results->is_array()) {
-        for (const Json& entry : *results) {
-            TransactionOperationResult r;
-            r.type = text_of(entry, "type");
-            r.is_success = boolean_of(entry, "success");
-            r.transaction_id = text_of(entry, "transactionId");
-            r.message_id = text_of(entry, "messageId");
-            r.partition_id = text_of(entry, "partitionId");
-            r.queue_name = text_of(entry, "queueName");
-            r.error = text_of(entry, "error");
-            r.is_dlq = boolean_of(entry, "dlq");
-            result.results.push_back(std::move(r));
-        }
     }
     return result;
 }
