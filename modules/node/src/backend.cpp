@@ -76,8 +76,8 @@ api::NodeStatus NodeBackend::node_status() const {
                               Kind::gauge,
                               {},
                               static_cast<double>(waiters_.parked())});
-    if (http_server_ != nullptr) {
-        const auto m = http_server_->metrics();
+    if (const http::Server* http_server = http_server_.load(std::memory_order_acquire)) {
+        const auto m = http_server->metrics();
         auto add = [&](const char* name, const char* help, Kind kind, std::uint64_t value,
                        std::vector<std::pair<std::string, std::string>> labels = {}) {
             status.metrics.push_back(

@@ -1,6 +1,7 @@
 // modules/node/src/backend.hpp — the node's implementation of api::Backend over its tenants.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,7 +28,9 @@ public:
           tenants_(tenants),
           started_ms_(clock.monotonic_ns() / 1'000'000) {}
 
-    void set_http_server(const http::Server* server) { http_server_ = server; }
+    void set_http_server(const http::Server* server) {
+        http_server_.store(server, std::memory_order_release);
+    }
 
     void submit(std::string_view tenant, engine::Command command, Completion done) override;
     Status read(std::string_view tenant,
@@ -45,7 +48,8 @@ private:
     Waiters& waiters_;
     std::map<std::string, std::unique_ptr<Tenant>, std::less<>>& tenants_;
     std::int64_t started_ms_;
-    const http::Server* http_server_ = nullptr;
+    /// Set once the HTTP server runs, read by its I/O threads (status and metrics).
+    std::atomic<const http::Server*> http_server_{nullptr};
 };
 
 }  // namespace queen::node::detail
