@@ -14,101 +14,20 @@ namespace {
 using json::scan::skip_value;
 using json::scan::skip_whitespace;
 
-/// The text of the key at text[pos] (a '"'), which must be plain printable ASCII without escapes
-/// (every key this API reads is); moves `pos` past its closing quote. False declines.
-bool read_key(std::string_view text, std::size_t& pos, std::string_view& key) noexcept {
-    if (pos >= text.size() || text[pos] != '"') {
-        return false;
-    }
-    const std::size_t start = pos + 1;
-    std::size_t end = start;
-    while (end < text.size() && text[end] != '"') {
-        const auto c = static_cast<unsigned char>(text[end]);
-        if (c == '\\' || c < 0x20 || c >= 0x80) {
-            return false;
-        }
-        ++end;
-    }
-    if (end >= text.size()) {
-        return false;
-    }
-    key = text.substr(start, end - start);
-    pos = end + 1;
-    return true;
-}
-
 /// Walks the object at text[pos]: visit(key, pos) reads the value at `pos` and moves past it.
+/// `key` is the key's text; a key with escapes declines (no key this API reads has one).
 template <class Visit>
 bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
-    if (pos >= text.size() || text[pos] != '{') {
-        return false;
-    }
-    ++pos;
-    skip_whitespace(text, pos);
-    if (pos < text.size() && text[pos] == '}') {
-        ++pos;
-        return true;
-    }
-    for (;;) {
-        std::string_view key;
-        if (!read_key(text, pos, key)) {
-            return false;
-        }
-        skip_whitespace(text, pos);
-        if (pos >= text.size() || text[pos] != ':') {
-            return false;
-        }
-        ++pos;
-        skip_whitespace(text, pos);
-        if (!visit(key, pos)) {
-            return false;
-        }
-        skip_whitespace(text, pos);
-        if (pos >= text.size()) {
-            return false;
-        }
-        if (text[pos] == '}') {
-            ++pos;
-            return true;
-        }
-        if (text[pos] != ',') {
-            return false;
-        }
-        ++pos;
-        skip_whitespace(text, pos);
-    }
+    return json::scan::walk_object(text, pos, [&](std::string_view literal, std::size_t& at) {
+        const std::string_view key = literal.substr(1, literal.size() - 2);
+        return key.find('\\') == std::string_view::npos && visit(key, at);
+    });
 }
 
 /// Walks the array at text[pos]: visit(pos) reads the element at `pos` and moves past it.
 template <class Visit>
 bool for_elements(std::string_view text, std::size_t& pos, Visit&& visit) {
-    if (pos >= text.size() || text[pos] != '[') {
-        return false;
-    }
-    ++pos;
-    skip_whitespace(text, pos);
-    if (pos < text.size() && text[pos] == ']') {
-        ++pos;
-        return true;
-    }
-    for (;;) {
-        if (!visit(pos)) {
-            return false;
-        }
-        skip_whitespace(text, pos);
-        if (pos >= text.size()) {
-            return false;
-        }
-        if (text[pos] == ']') {
-            ++pos;
-            return true;
-        }
-        if (text[pos] != ',') {
-            return false;
-        }
-        ++pos;
-        skip_whitespace(text, pos);
-    }
+    return json::scan::walk_array(text, pos, visit);
 }
 
 /// Reads the value at `pos` (nesting depth `depth`) as a raw span.

@@ -57,76 +57,116 @@ std::size_t copy_compact(std::string_view raw, char* out) noexcept;
 void append_quoted(std::string& out, std::string_view text);
 }  // namespace scan
 
+namespace scan {
+
+/// Walks the array at text[pos] (a '['): visit(pos) reads one element starting at `pos` and
+/// moves `pos` past it, or returns false to stop. On success `pos` is past the closing ']'.
+/// False on malformed input or when visit returned false.
 template <class Visit>
-bool for_each_member(std::string_view raw, Visit&& visit) {
-    std::size_t pos = 0;
-    if (raw.empty() || raw[0] != '{') {
+bool walk_array(std::string_view text, std::size_t& pos, Visit&& visit) {
+    if (pos >= text.size() || text[pos] != '[') {
         return false;
     }
     ++pos;
-    scan::skip_whitespace(raw, pos);
-    if (pos < raw.size() && raw[pos] == '}') {
+    skip_whitespace(text, pos);
+    if (pos < text.size() && text[pos] == ']') {
+        ++pos;
         return true;
     }
-    std::string key;
     for (;;) {
-        const std::size_t key_start = pos;
-        if (!scan::skip_value(raw, pos, 1) || raw[key_start] != '"') {
+        if (!visit(pos)) {
             return false;
         }
-        if (!decode_json_string(raw.substr(key_start, pos - key_start), key)) {
+        skip_whitespace(text, pos);
+        if (pos >= text.size()) {
             return false;
         }
-        scan::skip_whitespace(raw, pos);
-        if (pos >= raw.size() || raw[pos] != ':') {
+        if (text[pos] == ']') {
+            ++pos;
+            return true;
+        }
+        if (text[pos] != ',') {
             return false;
         }
         ++pos;
-        scan::skip_whitespace(raw, pos);
-        const std::size_t value_start = pos;
-        if (!scan::skip_value(raw, pos, 1)) {
-            return false;
-        }
-        if (!visit(std::string_view{key}, raw.substr(value_start, pos - value_start))) {
-            return false;
-        }
-        scan::skip_whitespace(raw, pos);
-        if (pos < raw.size() && raw[pos] == ',') {
-            ++pos;
-            scan::skip_whitespace(raw, pos);
-            continue;
-        }
-        return pos < raw.size() && raw[pos] == '}';
+        skip_whitespace(text, pos);
     }
+}
+
+/// Walks the object at text[pos] (a '{'): visit(key_literal, pos) gets each key as its validated
+/// literal (quotes included, escapes not decoded), reads the value starting at `pos` and moves
+/// `pos` past it, or returns false to stop. On success `pos` is past the closing '}'.
+template <class Visit>
+bool walk_object(std::string_view text, std::size_t& pos, Visit&& visit) {
+    if (pos >= text.size() || text[pos] != '{') {
+        return false;
+    }
+    ++pos;
+    skip_whitespace(text, pos);
+    if (pos < text.size() && text[pos] == '}') {
+        ++pos;
+        return true;
+    }
+    for (;;) {
+        const std::size_t key_start = pos;
+        if (pos >= text.size() || text[pos] != '"' || !skip_value(text, pos, 1)) {
+            return false;
+        }
+        const std::string_view key = text.substr(key_start, pos - key_start);
+        skip_whitespace(text, pos);
+        if (pos >= text.size() || text[pos] != ':') {
+            return false;
+        }
+        ++pos;
+        skip_whitespace(text, pos);
+        if (!visit(key, pos)) {
+            return false;
+        }
+        skip_whitespace(text, pos);
+        if (pos >= text.size()) {
+            return false;
+        }
+        if (text[pos] == '}') {
+            ++pos;
+            return true;
+        }
+        if (text[pos] != ',') {
+            return false;
+        }
+        ++pos;
+        skip_whitespace(text, pos);
+    }
+}
+
+}  // namespace scan
+
+template <class Visit>
+bool for_each_member(std::string_view raw, Visit&& visit) {
+    std::size_t pos = 0;
+    std::string key;
+    return scan::walk_object(raw, pos, [&](std::string_view literal, std::size_t& at) {
+        if (!decode_json_string(literal, key)) {
+            return false;
+        }
+        const std::size_t value_start = at;
+        if (!scan::skip_value(raw, at, 1)) {
+            return false;
+        }
+        return static_cast<bool>(
+            visit(std::string_view{key}, raw.substr(value_start, at - value_start)));
+    });
 }
 
 template <class Visit>
 bool for_each_element(std::string_view raw, Visit&& visit) {
     std::size_t pos = 0;
-    if (raw.empty() || raw[0] != '[') {
-        return false;
-    }
-    ++pos;
-    scan::skip_whitespace(raw, pos);
-    if (pos < raw.size() && raw[pos] == ']') {
-        return true;
-    }
-    for (;;) {
-        const std::size_t start = pos;
-        if (!scan::skip_value(raw, pos, 1)) {
+    return scan::walk_array(raw, pos, [&](std::size_t& at) {
+        const std::size_t start = at;
+        if (!scan::skip_value(raw, at, 1)) {
             return false;
         }
-        if (!visit(raw.substr(start, pos - start))) {
-            return false;
-        }
-        scan::skip_whitespace(raw, pos);
-        if (pos < raw.size() && raw[pos] == ',') {
-            ++pos;
-            scan::skip_whitespace(raw, pos);
-            continue;
-        }
-        return pos < raw.size() && raw[pos] == ']';
-    }
+        return static_cast<bool>(visit(raw.substr(start, at - start)));
+    });
 }
 
 }  // namespace queen::json
