@@ -11,7 +11,6 @@
 
 namespace queen::client {
 
-using detail::append_json_string;
 using detail::append_json_string_or_null;
 using detail::assign_text;
 using detail::boolean_of;
@@ -510,9 +509,10 @@ queen::Status Client::push_into(std::span<const PushItem> items, std::vector<Pus
         }
         body += i == 0 ? "{" : ",{";
         body += R"("queue":)";
-        append_json_string(body, item.queue);
+        json::scan::append_quoted(body, item.queue);
         body += R"(,"partition":)";
-        append_json_string(body, item.partition.empty() ? default_partition : item.partition);
+        json::scan::append_quoted(body,
+                                  item.partition.empty() ? default_partition : item.partition);
         body += R"(,"payload":)";
         body += item.payload_json.empty() ? "null" : item.payload_json;
         body += R"(,"transactionId":)";
@@ -521,11 +521,11 @@ queen::Status Client::push_into(std::span<const PushItem> items, std::vector<Pus
             append_uuid_v7(body);  // hex digits and dashes: nothing to escape
             body += '"';
         } else {
-            append_json_string(body, item.transaction_id);
+            json::scan::append_quoted(body, item.transaction_id);
         }
         if (!item.trace_id.empty()) {
             body += R"(,"traceId":)";
-            append_json_string(body, item.trace_id);
+            json::scan::append_quoted(body, item.trace_id);
         }
         body += '}';
     }
@@ -842,11 +842,11 @@ namespace {
 
 void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
     out += R"("transactionId":)";
-    append_json_string(out, ack.transaction_id);
+    json::scan::append_quoted(out, ack.transaction_id);
     out += R"(,"partitionId":)";
-    append_json_string(out, ack.partition_id);
+    json::scan::append_quoted(out, ack.partition_id);
     out += R"(,"status":)";
-    append_json_string(out, to_string(ack.status));
+    json::scan::append_quoted(out, to_string(ack.status));
     out += R"(,"error":)";
     append_json_string_or_null(out, ack.error);
     if (is_group_included) {
@@ -855,7 +855,7 @@ void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included)
     }
     if (!ack.lease_id.empty()) {
         out += R"(,"leaseId":)";
-        append_json_string(out, ack.lease_id);
+        json::scan::append_quoted(out, ack.lease_id);
     }
 }
 
@@ -980,18 +980,18 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
                 }
                 body += i == 0 ? "{" : ",{";
                 body += R"("queue":)";
-                append_json_string(body, item.queue);
+                json::scan::append_quoted(body, item.queue);
                 body += R"(,"partition":)";
-                append_json_string(body,
-                                   item.partition.empty() ? default_partition : item.partition);
+                json::scan::append_quoted(
+                    body, item.partition.empty() ? default_partition : item.partition);
                 body += R"(,"payload":)";
                 body += item.payload_json.empty() ? "null" : item.payload_json;
                 body += R"(,"transactionId":)";
-                append_json_string(
+                json::scan::append_quoted(
                     body, item.transaction_id.empty() ? generate_uuid_v7() : item.transaction_id);
                 if (!item.trace_id.empty()) {
                     body += R"(,"traceId":)";
-                    append_json_string(body, item.trace_id);
+                    json::scan::append_quoted(body, item.trace_id);
                 }
                 body += '}';
             }
@@ -1007,7 +1007,7 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
         if (i > 0) {
             body += ',';
         }
-        append_json_string(body, request.required_leases[i]);
+        json::scan::append_quoted(body, request.required_leases[i]);
     }
     body += "]}";
     HttpRequest http{"POST", "/api/v1/transaction", body, true, false, 0};
@@ -1085,13 +1085,13 @@ queen::Result<std::string> Client::trace(const TraceEvent& event) {
         return queen::Error{Errc::invalid_argument, "trace: data is not JSON"};
     }
     std::string body = R"({"transactionId":)";
-    append_json_string(body, event.transaction_id);
+    json::scan::append_quoted(body, event.transaction_id);
     body += R"(,"partitionId":)";
-    append_json_string(body, event.partition_id);
+    json::scan::append_quoted(body, event.partition_id);
     body += R"(,"consumerGroup":)";
     append_json_string_or_null(body, event.consumer_group);
     body += R"(,"eventType":)";
-    append_json_string(body, event.event_type);
+    json::scan::append_quoted(body, event.event_type);
     body += R"(,"traceNames":)";
     if (event.trace_names.empty()) {
         body += "null";
@@ -1101,7 +1101,7 @@ queen::Result<std::string> Client::trace(const TraceEvent& event) {
             if (i > 0) {
                 body += ',';
             }
-            append_json_string(body, event.trace_names[i]);
+            json::scan::append_quoted(body, event.trace_names[i]);
         }
         body += ']';
     }
@@ -1364,7 +1364,7 @@ queen::Result<SubscriptionUpdateResult> Client::update_subscription_timestamp(
     std::string_view group, std::string_view timestamp) {
     const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/subscription";
     std::string body = R"({"subscriptionTimestamp":)";
-    append_json_string(body, timestamp);
+    json::scan::append_quoted(body, timestamp);
     body += '}';
     HttpRequest http{"POST", target, body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
@@ -1389,7 +1389,7 @@ queen::Result<SeekResult> Client::seek(std::string_view group, std::string_view 
         body = R"({"toEnd":true})";
     } else {
         body = R"({"timestamp":)";
-        append_json_string(body, seek_target.timestamp);
+        json::scan::append_quoted(body, seek_target.timestamp);
         body += '}';
     }
     HttpRequest http{"POST", target, body, true, true, 0};

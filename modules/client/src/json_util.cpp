@@ -3,42 +3,15 @@
 
 #include <charconv>
 
-namespace queen::client::detail {
+#include "queen/core/json_scan.hpp"
 
-void append_json_string(std::string& out, std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out.push_back('"');
-    std::size_t run_start = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            continue;
-        }
-        out.append(text.substr(run_start, i - run_start));
-        run_start = i + 1;
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            default:
-                out += "\\u00";
-                out.push_back(hex[c >> 4]);
-                out.push_back(hex[c & 0xf]);
-        }
-    }
-    out.append(text.substr(run_start));
-    out.push_back('"');
-}
+namespace queen::client::detail {
 
 void append_json_string_or_null(std::string& out, std::string_view text) {
     if (text.empty()) {
         out += "null";
     } else {
-        append_json_string(out, text);
+        json::scan::append_quoted(out, text);
     }
 }
 

@@ -1,5 +1,6 @@
-// client/src/json_util.hpp — the client's JSON edge: lenient field readers over nlohmann::json and
-// a fast string escaper for hand-built request bodies. nlohmann exceptions never leave src/.
+// client/src/json_util.hpp — the client's JSON edge: lenient field readers over nlohmann::json
+// (strings of hand-built request bodies are quoted by queen::json::scan::append_quoted). nlohmann
+// exceptions never leave src/.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,6 @@ namespace queen::client::detail {
 
 using Json = nlohmann::json;
 
-/// Appends `text` as a JSON string literal (quotes included), escaping as RFC 8259 requires.
-void append_json_string(std::string& out, std::string_view text);
 /// Appends `text` as a JSON string, or `null` when it is empty.
 void append_json_string_or_null(std::string& out, std::string_view text);
 

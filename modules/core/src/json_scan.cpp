@@ -289,67 +289,14 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_ma
         case 't': return skip_literal(text, pos, "true");
         case 'f': return skip_literal(text, pos, "false");
         case 'n': return skip_literal(text, pos, "null");
-        case '[': {
-            ++pos;
-            skip_whitespace(text, pos);
-            if (pos < text.size() && text[pos] == ']') {
-                ++pos;
-                return true;
-            }
-            for (;;) {
-                if (!skip_value(text, pos, depth + 1, depth_max)) {
-                    return false;
-                }
-                skip_whitespace(text, pos);
-                if (pos >= text.size()) {
-                    return false;
-                }
-                if (text[pos] == ']') {
-                    ++pos;
-                    return true;
-                }
-                if (text[pos] != ',') {
-                    return false;
-                }
-                ++pos;
-                skip_whitespace(text, pos);
-            }
-        }
-        case '{': {
-            ++pos;
-            skip_whitespace(text, pos);
-            if (pos < text.size() && text[pos] == '}') {
-                ++pos;
-                return true;
-            }
-            for (;;) {
-                if (pos >= text.size() || text[pos] != '"' || !skip_string(text, pos)) {
-                    return false;
-                }
-                skip_whitespace(text, pos);
-                if (pos >= text.size() || text[pos] != ':') {
-                    return false;
-                }
-                ++pos;
-                skip_whitespace(text, pos);
-                if (!skip_value(text, pos, depth + 1, depth_max)) {
-                    return false;
-                }
-                skip_whitespace(text, pos);
-                if (pos >= text.size()) {
-                    return false;
-                }
-                if (text[pos] == '}') {
-                    ++pos;
-                    return true;
-                }
-                if (text[pos] != ',') {
-                    return false;
-                }
-                ++pos;
-                skip_whitespace(text, pos);
-            }
-        }
+        case '[':
+            return walk_array(text, pos, [&](std::size_t& at) {
+                return skip_value(text, at, depth + 1, depth_max);
+            });
+        case '{':
+            return walk_object(text, pos, [&](std::string_view, std::size_t& at) {
+                return skip_value(text, at, depth + 1, depth_max);
+            });
         default: return skip_number(text, pos);
     }
 }

@@ -2,6 +2,7 @@
 #include <array>
 #include <charconv>
 
+#include "queen/core/json_scan.hpp"
 #include "queen/http/request.hpp"
 #include "queen/http/response.hpp"
 
@@ -163,29 +164,9 @@ std::string_view reason_phrase(int status) noexcept {
 }
 
 std::string json_quote(std::string_view text) {
-    static constexpr char digits[] = "0123456789abcdef";
     std::string out;
     out.reserve(text.size() + 2);
-    out.push_back('"');
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (byte < 0x20) {
-                    out += "\\u00";
-                    out.push_back(digits[byte >> 4]);
-                    out.push_back(digits[byte & 0x0f]);
-                } else {
-                    out.push_back(c);
-                }
-        }
-    }
-    out.push_back('"');
+    json::scan::append_quoted(out, text);
     return out;
 }
 

@@ -31,8 +31,9 @@ struct Response {
 /// The reason phrase of a status code ("OK", "Not Found"); "Unknown" for unlisted codes.
 [[nodiscard]] std::string_view reason_phrase(int status) noexcept;
 
-/// `text` as a JSON string literal including the quotes; control characters are escaped as
-/// \uXXXX and invalid UTF-8 passes through unchanged.
+/// `text` as a JSON string literal including the quotes (queen::json::scan::append_quoted:
+/// two-character escapes where JSON has them, \u00XX for other control characters; other bytes,
+/// invalid UTF-8 included, pass through unchanged).
 [[nodiscard]] std::string json_quote(std::string_view text);
 
 }  // namespace queen::http
