@@ -17,9 +17,19 @@ namespace queen::store {
 namespace detail {
 
 EnvState::~EnvState() {
-    if (env != nullptr) {
-        mdb_env_close(env);
+    if (env == nullptr) {
+        return;
     }
+    if (pin != nullptr) {
+        // A final checkpoint, so the next open has nothing to undo. On failure the next open
+        // goes back to the previous checkpoint, which is still whole.
+        if (!is_poisoned.load(std::memory_order_acquire)) {
+            (void)checkpoint();
+        }
+        mdb_txn_abort(pin);
+        pin = nullptr;
+    }
+    mdb_env_close(env);
 }
 
 queen::Result<void> EnvState::check_poisoned() const {
@@ -256,8 +266,13 @@ queen::Result<std::unique_ptr<detail::EnvState>> open_state(const std::filesyste
         flags |= MDB_RDONLY;
     } else if (options.sync_mode == SyncMode::no_meta_sync) {
         flags |= MDB_NOMETASYNC;
-    } else if (options.sync_mode == SyncMode::no_sync) {
+    } else if (options.sync_mode == SyncMode::no_sync ||
+               options.sync_mode == SyncMode::checkpoint) {
         flags |= MDB_NOSYNC;
+    }
+    const bool has_checkpoints = !is_read_only && options.sync_mode == SyncMode::checkpoint;
+    if (has_checkpoints) {
+        QUEEN_TRY(detail::restore_checkpoint(dir));
     }
     rc = mdb_env_open(state->env, strip_trailing_separator(dir.string()).c_str(), flags, 0644);
     if (rc != MDB_SUCCESS) {
@@ -272,6 +287,16 @@ queen::Result<std::unique_ptr<detail::EnvState>> open_state(const std::filesyste
         }
     }
     state->refresh_map_size();
+    if (has_checkpoints) {
+        MDB_stat stat{};
+        rc = mdb_env_stat(state->env, &stat);
+        if (rc != MDB_SUCCESS) {
+            return detail::lmdb_error(rc, where + ": stat");
+        }
+        state->page_size = stat.ms_psize;
+        // From here on a crash comes back to at least this point, never to a torn file.
+        QUEEN_TRY(state->checkpoint());
+    }
     return state;
 }
 
@@ -463,6 +488,9 @@ queen::Result<void> Env::sync(bool force) {
     if (state_->is_read_only) {
         return {};
     }
+    if (state_->options.sync_mode == SyncMode::checkpoint) {
+        return force ? state_->checkpoint() : queen::Result<void>{};
+    }
     const int rc = mdb_env_sync(state_->env, force ? 1 : 0);
     if (rc != MDB_SUCCESS) {
         // Never retry a failed fsync: the kernel may have dropped the dirty pages.
@@ -478,6 +506,10 @@ queen::Result<EnvStats> Env::stats() const {
     EnvStats out;
     out.sync_mode = state_->options.sync_mode;
     out.is_read_only = state_->is_read_only;
+    {
+        const std::lock_guard checkpoint_lock(state_->checkpoint_mutex);
+        out.checkpoint_txn_id = state_->pin != nullptr ? state_->pinned_txn_id : 0;
+    }
     std::error_code ec;
     const auto file_size = std::filesystem::file_size(state_->path / "data.mdb", ec);
     out.file_size_bytes = ec ? 0 : file_size;

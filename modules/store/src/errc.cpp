@@ -87,19 +87,21 @@ std::string_view to_string(SyncMode mode) noexcept {
         case SyncMode::durable: return "durable";
         case SyncMode::no_meta_sync: return "no_meta_sync";
         case SyncMode::no_sync: return "no_sync";
+        case SyncMode::checkpoint: return "checkpoint";
     }
     return "unknown";
 }
 
 queen::Result<SyncMode> parse_sync_mode(std::string_view text) {
-    for (const SyncMode mode : {SyncMode::durable, SyncMode::no_meta_sync, SyncMode::no_sync}) {
+    for (const SyncMode mode :
+         {SyncMode::durable, SyncMode::no_meta_sync, SyncMode::no_sync, SyncMode::checkpoint}) {
         if (text == to_string(mode)) {
             return mode;
         }
     }
-    return queen::Error{
-        Errc::invalid_argument,
-        "sync mode '" + std::string(text) + "' is not one of durable, no_meta_sync, no_sync"};
+    return queen::Error{Errc::invalid_argument,
+                        "sync mode '" + std::string(text) +
+                            "' is not one of durable, no_meta_sync, no_sync, checkpoint"};
 }
 
 queen::Result<void> Options::validate() const {
@@ -132,7 +134,7 @@ queen::Result<void> Options::validate() const {
         return bad("readers_max", readers_max, "must be in [1, 65536]");
     }
     if (sync_mode != SyncMode::durable && sync_mode != SyncMode::no_meta_sync &&
-        sync_mode != SyncMode::no_sync) {
+        sync_mode != SyncMode::no_sync && sync_mode != SyncMode::checkpoint) {
         return bad("sync_mode", static_cast<std::uint64_t>(sync_mode), "unknown sync mode");
     }
     return {};

@@ -63,6 +63,17 @@ struct EnvState {
     std::map<std::string, Table, std::less<>> tables_by_name;
     std::vector<std::string> names_by_id;
 
+    // Checkpoints (SyncMode::checkpoint). `pin` is a read txn on the snapshot whose meta page
+    // `checkpoint.meta` holds, so no later txn reuses that snapshot's pages (LMDB reuses a
+    // freed page only when no reader is older than the txn that freed it). It is not counted
+    // in live_txns: it is never read through, so a map resize may run while it is open (LMDB
+    // 0.9 refuses a resize only under a write txn; an idle read txn holds no pointer into the
+    // map). Both are guarded by checkpoint_mutex, which is never taken under gate_mutex.
+    std::mutex checkpoint_mutex;
+    MDB_txn* pin = nullptr;
+    std::uint64_t pinned_txn_id = 0;
+    std::uint32_t page_size = 0;
+
     EnvState() = default;
     EnvState(const EnvState&) = delete;
     EnvState& operator=(const EnvState&) = delete;
@@ -86,6 +97,13 @@ struct EnvState {
     /// Adopts a map size another process set (MDB_MAP_RESIZED): the caller holds no slot.
     queen::Result<void> adopt_resized_map();
 
+    /// SyncMode::checkpoint: pins the last committed snapshot (briefly taking the writer role),
+    /// copies its meta page, fdatasyncs data.mdb, saves the page in checkpoint.meta (written to
+    /// a temporary file, fdatasync'ed, renamed, directory fsync'ed), then drops the previous
+    /// pin. No-op when nothing was committed since the last one. Caller holds no txn slot.
+    /// Errors: Errc::poisoned; a failed flush or write (Errc::io, Errc::disk_full) poisons.
+    queen::Result<void> checkpoint();
+
     /// "'name'" of a table, for error contexts.
     std::string table_label(std::uint32_t dbi) const;
     void refresh_map_size() noexcept;
@@ -94,6 +112,14 @@ private:
     /// Runs mdb_env_set_mapsize(env, size) once no txn is alive. Caller holds no slot.
     int resize(std::uint64_t size_bytes);
 };
+
+/// SyncMode::checkpoint, before mdb_env_open: when `dir` holds checkpoint.meta, writes its meta
+/// page back into both meta slots of data.mdb (the other slot as the txn before it) and
+/// fdatasyncs, so LMDB opens exactly the checkpointed snapshot. Nothing to do when the file is
+/// already in that state or there is no checkpoint; a checkpoint without data.mdb is removed.
+/// Errors: Errc::corruption (checkpoint.meta damaged, or data.mdb shorter than the snapshot),
+/// Errc::io, Errc::permission_denied.
+queen::Result<void> restore_checkpoint(const std::filesystem::path& dir);
 
 struct TxnState {
     EnvState* env = nullptr;

@@ -36,6 +36,8 @@ struct EnvStats {
     std::uint64_t file_size_bytes = 0;  ///< size of data.mdb
     std::uint64_t free_pages = 0;       ///< pages on LMDB's free list (reusable)
     SyncMode sync_mode = SyncMode::durable;
+    /// SyncMode::checkpoint: the txn the last checkpoint saved (a crash comes back to it).
+    std::uint64_t checkpoint_txn_id = 0;
     bool is_read_only = false;
     TableStats main;                 ///< the unnamed table that holds the table names
     std::vector<TableStats> tables;  ///< every named table in the file, sorted by name
@@ -117,7 +119,11 @@ public:
 
     /// Flushes committed txns to disk (mdb_env_sync). With `force`, also under no_meta_sync and
     /// no_sync: on success every txn committed before the call is durable. Without it, only
-    /// what the sync mode owes is flushed (nothing in no_sync mode). Read-only: no-op.
+    /// what the sync mode owes is flushed (nothing in no_sync and checkpoint modes). Read-only:
+    /// no-op. SyncMode::checkpoint: `force` takes a checkpoint (see SyncMode): on success every
+    /// txn committed before the call survives any crash; it blocks a writer only while the
+    /// snapshot is pinned, never during the flush. Precondition there: the calling thread holds
+    /// no WriteTxn of this Env.
     /// Errors: Errc::poisoned; a failed flush (Errc::io, Errc::disk_full) poisons the Env.
     [[nodiscard]] queen::Result<void> sync(bool force = true);
 

@@ -22,9 +22,17 @@ enum class SyncMode : std::uint8_t {
     /// order). A process crash (SIGKILL) loses nothing that was committed: pages are in the
     /// page cache. Never combined with MDB_WRITEMAP (we never use it).
     no_sync,
+    /// MDB_NOSYNC commits plus power-loss-safe checkpoints: nothing is flushed on commit;
+    /// Env::sync(true) is a checkpoint (fdatasync of the data file, then the meta page of the
+    /// last committed txn is saved in `checkpoint.meta` next to data.mdb), and a read txn pins
+    /// that snapshot so no later txn reuses its pages. Every open that finds a checkpoint puts
+    /// its meta page back first, so after any crash (process or machine) the environment is
+    /// exactly the last checkpoint: never corrupt, and the txns after it are the caller's to
+    /// redo (the engine replays them from its log). Closing the Env takes a final checkpoint.
+    checkpoint,
 };
 
-/// "durable", "no_meta_sync" or "no_sync".
+/// "durable", "no_meta_sync", "no_sync" or "checkpoint".
 [[nodiscard]] std::string_view to_string(SyncMode mode) noexcept;
 /// Parses the names to_string() returns. Errors: store::Errc::invalid_argument (names the input).
 [[nodiscard]] queen::Result<SyncMode> parse_sync_mode(std::string_view text);
