@@ -122,7 +122,8 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_enum("store.sync_mode", &c.store.sync_mode,
                     {{"durable", store::SyncMode::durable},
                      {"no_meta_sync", store::SyncMode::no_meta_sync},
-                     {"no_sync", store::SyncMode::no_sync}},
+                     {"no_sync", store::SyncMode::no_sync},
+                     {"checkpoint", store::SyncMode::checkpoint}},
                     "How LMDB commits reach the disk; the log is the durability point either way.");
 
     schema.add_section("tenant", "How a tenant batches, applies and maintains its state.");

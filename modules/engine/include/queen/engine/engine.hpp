@@ -95,8 +95,8 @@ public:
     [[nodiscard]] Result<std::vector<CommandResult>> apply_commands(
         std::span<const Command> commands, TimestampMs now);
 
-    /// Flushes LMDB to disk and returns the applied index that is durable now. With
-    /// SyncMode::no_sync or no_meta_sync the node calls it before compacting its log: never
+    /// Flushes LMDB to disk (SyncMode::checkpoint: takes a checkpoint) and returns the applied
+    /// index that is durable now. The node calls it before compacting its log: never
     /// drop log entries above the returned index. Any thread, also while an apply runs (the
     /// returned index is the one committed before the flush began).
     /// Errors: those of Env::sync (a failed flush poisons the Env: reopen).

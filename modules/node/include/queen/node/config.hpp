@@ -52,11 +52,13 @@ struct NodeConfig {
     NodeOptions node;
     http::ServerOptions http;
     log::Options log;
-    /// LMDB commits sync data pages but not the meta page: the log is the durability point, and
-    /// the tenant forces a full sync before it compacts the log (docs/architecture.md, section 4).
+    /// LMDB commits sync nothing; every tenant.state_sync_interval_ms the tenant takes an LMDB
+    /// checkpoint (power-loss safe, store::SyncMode::checkpoint) and only then compacts the log
+    /// up to it. The log is the durability point: a crash replays it from the checkpoint
+    /// (docs/architecture.md, section 4).
     store::Options store = [] {
         store::Options options;
-        options.sync_mode = store::SyncMode::no_meta_sync;
+        options.sync_mode = store::SyncMode::checkpoint;
         return options;
     }();
     TenantOptions tenant;
