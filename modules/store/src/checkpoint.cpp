@@ -324,4 +324,14 @@ queen::Result<void> restore_checkpoint(const std::filesystem::path& dir) {
     return {};
 }
 
+queen::Result<void> remove_checkpoint(const std::filesystem::path& dir) {
+    const auto checkpoint_path = dir / checkpoint_name;
+    std::error_code ec;
+    if (!std::filesystem::remove(checkpoint_path, ec)) {
+        return ec ? errno_error(ec.value(), "removing " + checkpoint_path.string())
+                  : queen::Result<void>{};
+    }
+    return sync_directory(dir);
+}
+
 }  // namespace queen::store::detail

@@ -271,8 +271,14 @@ queen::Result<std::unique_ptr<detail::EnvState>> open_state(const std::filesyste
         flags |= MDB_NOSYNC;
     }
     const bool has_checkpoints = !is_read_only && options.sync_mode == SyncMode::checkpoint;
-    if (has_checkpoints) {
+    if (!is_read_only) {
+        // Whatever the mode now: if the last writer ran in checkpoint mode, its checkpoint is
+        // the last state known whole. Other modes then drop the file, which would otherwise
+        // name a snapshot whose pages they reuse.
         QUEEN_TRY(detail::restore_checkpoint(dir));
+        if (!has_checkpoints) {
+            QUEEN_TRY(detail::remove_checkpoint(dir));
+        }
     }
     rc = mdb_env_open(state->env, strip_trailing_separator(dir.string()).c_str(), flags, 0644);
     if (rc != MDB_SUCCESS) {

@@ -120,6 +120,9 @@ private:
 /// Errors: Errc::corruption (checkpoint.meta damaged, or data.mdb shorter than the snapshot),
 /// Errc::io, Errc::permission_denied.
 queen::Result<void> restore_checkpoint(const std::filesystem::path& dir);
+/// Removes checkpoint.meta (after restore_checkpoint, when opening in another mode) and
+/// fsyncs the directory. Errors: Errc::io, Errc::permission_denied.
+queen::Result<void> remove_checkpoint(const std::filesystem::path& dir);
 
 struct TxnState {
     EnvState* env = nullptr;

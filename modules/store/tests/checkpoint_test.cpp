@@ -175,6 +175,57 @@ TEST_CASE("checkpoint: a process crash comes back to the last checkpoint", "[sto
     CHECK(dump(env) == at_checkpoint);
 }
 
+TEST_CASE("checkpoint: another mode restores the checkpoint once, then drops it",
+          "[store][checkpoint]") {
+    const testing::TempDir dir;
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    Model model;
+    {
+        auto env = must(Env::open(dir.path(), checkpoint_options()));
+        open_tables(env);
+        for (int i = 0; i < 30; ++i) {
+            random_txn(env, rng, model);
+        }
+    }
+    const auto seed_after = rng.next();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // commits after the checkpoint, then dies
+        auto env = Env::open(dir.path(), checkpoint_options());
+        Rng child_rng(seed_after);
+        Model child_model = model;
+        for (const char* name : table_names) {
+            if (!env || !env->open_table(name)) {
+                ::_exit(3);
+            }
+        }
+        for (int i = 0; i < 30; ++i) {
+            random_txn(*env, child_rng, child_model);
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    Options other = checkpoint_options();
+    other.sync_mode = SyncMode::no_meta_sync;
+    {
+        auto env = must(Env::open(dir.path(), other));
+        open_tables(env);
+        CHECK(dump(env) == model);
+        CHECK_FALSE(fs::exists(dir.path() / "checkpoint.meta"));
+        for (int i = 0; i < 30; ++i) {
+            random_txn(env, rng, model);
+        }
+    }
+    // Back in checkpoint mode: nothing stale is restored over the no_meta_sync commits.
+    auto env = must(Env::open(dir.path(), checkpoint_options()));
+    open_tables(env);
+    CHECK(dump(env) == model);
+}
+
 TEST_CASE("checkpoint: a power loss with any subset of later page writes comes back whole",
           "[store][checkpoint]") {
     const std::uint64_t seed = testing::seed_from_env();
