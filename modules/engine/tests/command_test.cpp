@@ -125,6 +125,8 @@ TEST_CASE("engine: every command round-trips through the codec", "[engine][codec
         Command command{rng.next(), rng.next(), random_body(rng)};
         const Bytes encoded = encode_command(command);
         REQUIRE(encoded[0] == command_format_version);
+        // The encoder sizes its buffer exactly once (libstdc++ reserves exactly what is asked).
+        REQUIRE(encoded.capacity() == encoded.size());
         auto decoded = decode_command(encoded);
         REQUIRE(decoded.has_value());
         REQUIRE(decoded->client_id == command.client_id);
@@ -162,6 +164,7 @@ TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
           CommandResult{ErrorResult{ErrorResult::Code::stale_request, "old"}},
           CommandResult{SweepResult{1, 2, 3, 4, false}}}) {
         const Bytes encoded = encode_result(result);
+        REQUIRE(encoded.capacity() == encoded.size());  // sized exactly once
         auto decoded = decode_result(encoded);
         REQUIRE(decoded.has_value());
         REQUIRE(decoded->index() == result.index());

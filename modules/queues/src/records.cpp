@@ -38,6 +38,51 @@ private:
     ByteWriter out_;
 };
 
+/// Counts the bytes Writer would produce (to size the buffer once).
+class Sizer {
+public:
+    void operator()(bool& /*value*/) { size_ += 1; }
+    void operator()(std::uint32_t& value) { size_ += varint_size(value); }
+    void operator()(std::uint64_t& value) { size_ += varint_size(value); }
+    void operator()(std::int64_t& value) {
+        size_ += varint_size((static_cast<std::uint64_t>(value) << 1) ^
+                             static_cast<std::uint64_t>(value >> 63));
+    }
+    void operator()(std::string& value) { blob(value.size()); }
+    void operator()(Bytes& value) { blob(value.size()); }
+    template <class Tag, class Rep>
+    void operator()(StrongInt<Tag, Rep>& value) {
+        Rep raw = value.value();
+        (*this)(raw);
+    }
+    template <class E>
+    requires std::is_enum_v<E>
+    void enumeration(E& /*value*/, E /*max*/) { size_ += 1; }
+    void operator()(std::vector<std::string>& values) {
+        size_ += varint_size(values.size());
+        for (auto& value : values) {
+            (*this)(value);
+        }
+    }
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { fields(*this, value); }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+    static std::size_t varint_size(std::uint64_t value) noexcept {
+        std::size_t n = 1;
+        while (value >= 0x80) {
+            value >>= 7;
+            ++n;
+        }
+        return n;
+    }
+
+private:
+    void blob(std::size_t length) { size_ += varint_size(length) + length; }
+    std::size_t size_ = 0;
+};
+
 class Reader {
 public:
     explicit Reader(ByteSpan in) : in_(in) {}
@@ -209,11 +254,20 @@ void fields(A& a, PushItem& v) {
 }
 
 template <class T>
-Bytes encode_any(const T& record) {
-    Bytes out;
+void encode_any_into(Bytes& out, const T& record) {
+    Sizer sizer;
+    sizer(const_cast<T&>(record));  // the sizer and the writer only read
+    out.clear();
+    out.reserve(1 + sizer.size());
     out.push_back(record_format_version);
     Writer writer(out);
-    writer(const_cast<T&>(record));  // the writer only reads
+    writer(const_cast<T&>(record));
+}
+
+template <class T>
+Bytes encode_any(const T& record) {
+    Bytes out;
+    encode_any_into(out, record);
     return out;
 }
 
@@ -265,6 +319,33 @@ Bytes encode(const TraceRecord& record) {
 }
 Bytes encode(const PushItem& record) {
     return encode_any(record);
+}
+
+void encode_into(Bytes& out, const PartitionRecord& record) {
+    encode_any_into(out, record);
+}
+void encode_into(Bytes& out, const CursorRecord& record) {
+    encode_any_into(out, record);
+}
+
+void encode_message_into(Bytes& out, TimestampMs created_at, const PushItem& item) {
+    // Field order and encodings of fields(MessageRecord).
+    const auto zigzag = [](std::int64_t value) {
+        return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
+    };
+    const auto blob_size = [](std::size_t length) { return Sizer::varint_size(length) + length; };
+    out.clear();
+    out.reserve(1 + Sizer::varint_size(zigzag(created_at.value())) +
+                blob_size(item.transaction_id.size()) + blob_size(item.trace_id.size()) +
+                blob_size(item.producer_sub.size()) + 1 + blob_size(item.payload.size()));
+    out.push_back(record_format_version);
+    ByteWriter writer(out);
+    writer.svarint(created_at.value());
+    writer.str(item.transaction_id);
+    writer.str(item.trace_id);
+    writer.str(item.producer_sub);
+    writer.u8(item.is_encrypted ? 1 : 0);
+    writer.blob(item.payload);
 }
 
 Result<MetaRecord> decode_meta(ByteSpan bytes) {

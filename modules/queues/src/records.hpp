@@ -2,6 +2,7 @@
 // Values start with a format byte (1); integers are varints, strings varint-length-prefixed.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -118,6 +119,15 @@ Bytes encode(const DlqRecord& record);
 Bytes encode(const TraceRecord& record);
 Bytes encode(const PushItem& record);
 
+/// Encoders into a caller-owned buffer (cleared first; its capacity is reused, so a hot path
+/// encodes without allocating). Same bytes as encode().
+void encode_into(Bytes& out, const PartitionRecord& record);
+void encode_into(Bytes& out, const CursorRecord& record);
+/// The MessageRecord of a pushed item: the bytes of encode(MessageRecord{created_at,
+/// item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted, item.payload}),
+/// without copying the item's fields into a record first.
+void encode_message_into(Bytes& out, TimestampMs created_at, const PushItem& item);
+
 /// Decoders. Errors: Errc::corruption naming the record kind.
 Result<MetaRecord> decode_meta(ByteSpan bytes);
 Result<QueueRecord> decode_queue(ByteSpan bytes);
@@ -132,6 +142,12 @@ Result<PushItem> decode_push_item(ByteSpan bytes);
 
 /// Small fixed-width values (ids) stored little-endian.
 Bytes encode_u64(std::uint64_t value);
+/// encode_u64 without allocating.
+inline std::array<Byte, 8> encode_u64_fixed(std::uint64_t value) {
+    std::array<Byte, 8> out{};
+    store_le<std::uint64_t>(out.data(), value);
+    return out;
+}
 Result<std::uint64_t> decode_u64(ByteSpan bytes);
 
 // Keys (big-endian so byte order = numeric order).

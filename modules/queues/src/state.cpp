@@ -21,8 +21,7 @@ constexpr std::string_view meta_state_key = "state";
 // ------------------------------------------------------------------------------------------
 // Journaled storage writes. Outside an atomic entry they go straight to the txn.
 
-Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
-                 const Bytes& value) {
+Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key, ByteSpan value) {
     if (s.journal.is_active) {
         QUEEN_TRY(auto old, txn.get(table, key));
         s.journal.store.push_back(
@@ -30,6 +29,17 @@ Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan ke
              old ? std::optional<Bytes>(Bytes(old->begin(), old->end())) : std::nullopt});
     }
     return txn.put(table, key, value);
+}
+
+/// Stores `value` unless `key` is present (one B-tree descent); returns the stored value when
+/// it is (nothing written; the span is valid until the next write of the txn).
+Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,
+                                              ByteSpan key, ByteSpan value) {
+    QUEEN_TRY(auto existing, txn.put_if_absent(table, key, value));
+    if (!existing && s.journal.is_active) {
+        s.journal.store.push_back({table, Bytes(key.begin(), key.end()), std::nullopt});
+    }
+    return existing;
 }
 
 Result<void> save_meta(State& s, store::WriteTxn& txn) {
@@ -69,7 +79,8 @@ Result<void> flush_partitions(State& s, store::WriteTxn& txn) {
         record->last_sequence = mem.last_sequence;
         record->last_created_at = TimestampMs{mem.last_created_ms};
         record->message_count = mem.message_count;
-        QUEEN_TRY(put(s, txn, s.tables.partitions, key.span(), detail::encode(*record)));
+        detail::encode_into(s.scratch, *record);
+        QUEEN_TRY(put(s, txn, s.tables.partitions, key.span(), s.scratch));
     }
     s.dirty_partitions.clear();
     return {};
@@ -140,7 +151,7 @@ std::string derive_task(std::string_view queue) {
 }
 
 std::optional<std::uint32_t> find_queue(const State& s, std::string_view name) {
-    auto it = s.queue_ids.find(std::string(name));
+    auto it = s.queue_ids.find(name);
     if (it == s.queue_ids.end()) {
         return std::nullopt;
     }
@@ -207,7 +218,7 @@ Result<std::uint64_t> get_or_create_partition(State& s, store::WriteTxn& txn, st
 }
 
 Result<std::uint32_t> get_or_create_group(State& s, store::WriteTxn& txn, std::string_view name) {
-    if (auto it = s.group_ids.find(std::string(name)); it != s.group_ids.end()) {
+    if (auto it = s.group_ids.find(name); it != s.group_ids.end()) {
         return it->second;
     }
     const std::uint32_t gid = s.meta.next_group_id++;
@@ -231,8 +242,9 @@ Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn
 
 Result<void> write_cursor(State& s, store::WriteTxn& txn, std::uint64_t pid, std::uint32_t gid,
                           const CursorRecord& record) {
+    detail::encode_into(s.scratch, record);
     return put(s, txn, s.tables.cursors, detail::cursor_key(PartitionId{pid}, GroupId{gid}).span(),
-               detail::encode(record));
+               s.scratch);
 }
 
 Result<std::optional<MessageRecord>> read_message(const State& s, const store::Txn& txn,
@@ -370,6 +382,8 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
     const auto prefix = detail::partition_key(PartitionId{pid});
     const std::int64_t delay_ms = options.delayed_processing_s * 1000;
     std::int64_t delayed_until = 0;
+    take.messages.reserve(
+        static_cast<std::size_t>(std::min<std::uint64_t>(budget, mem.last_sequence - from + 1)));
     QUEEN_TRY(auto entry, it.seek(detail::message_key(PartitionId{pid}, from).span()));
     while (entry && detail::has_prefix(entry->key, prefix.span()) &&
            take.messages.size() < budget) {
@@ -504,8 +518,22 @@ Result<std::vector<std::uint64_t>> queue_partitions(const State& s, const store:
 // ------------------------------------------------------------------------------------------
 // Push of one item.
 
+/// The queue and partition of the previous item of one apply: consecutive items of a push
+/// usually name the same ones, and this saves the partition-name lookup in LMDB. Valid for one
+/// apply call (nothing in a push deletes queues or partitions; a rolled-back transaction
+/// returns from its apply).
+struct PushMemo {
+    std::string queue;
+    std::uint32_t qid = 0;  ///< 0 = nothing memoized
+    std::string partition;
+    std::uint64_t pid = 0;  ///< 0 = no partition memoized for `qid`
+    /// `pid` was marked ready for every group by this apply (nothing in a push or a
+    /// transaction makes a partition idle again, so once is enough).
+    bool is_marked_ready = false;
+};
+
 Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem& item,
-                                 TimestampMs now, bool is_transaction) {
+                                 TimestampMs now, bool is_transaction, PushMemo& memo) {
     PushItemResult result;
     result.transaction_id = item.transaction_id;
     result.queue = item.queue;
@@ -537,37 +565,59 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
         return result;
     }
     std::uint32_t qid = 0;
-    if (auto found = find_queue(s, item.queue)) {
-        qid = *found;
+    if (memo.qid != 0 && memo.queue == item.queue) {
+        qid = memo.qid;
     } else {
-        QUEEN_TRY(qid, create_queue(s, txn, item.queue, derive_namespace(item.queue),
-                                    derive_task(item.queue), QueueOptions{}, now));
+        if (auto found = find_queue(s, item.queue)) {
+            qid = *found;
+        } else {
+            QUEEN_TRY(qid, create_queue(s, txn, item.queue, derive_namespace(item.queue),
+                                        derive_task(item.queue), QueueOptions{}, now));
+        }
+        memo.queue.assign(item.queue);
+        memo.qid = qid;
+        memo.pid = 0;
+        memo.is_marked_ready = false;
     }
     std::uint64_t pid = 0;
-    QUEEN_TRY(pid, get_or_create_partition(s, txn, qid, item.partition, now));
+    if (memo.pid != 0 && memo.partition == item.partition) {
+        pid = memo.pid;
+    } else {
+        QUEEN_TRY(pid, get_or_create_partition(s, txn, qid, item.partition, now));
+        memo.partition.assign(item.partition);
+        memo.pid = pid;
+        memo.is_marked_ready = false;
+    }
     const auto txid = detail::txid_key(PartitionId{pid}, item.transaction_id);
-    QUEEN_TRY(auto existing, txn.get(s.tables.transaction_ids, txid.span()));
+    QueueMem& q = s.queues.at(qid);
+    const bool is_full =
+        q.options.max_size > 0 && q.message_count >= static_cast<std::uint64_t>(q.options.max_size);
+    const std::uint64_t seq = s.partitions[pid].last_sequence + 1;
+    // The dedupe check: a duplicate is reported before a full queue is.
+    std::optional<ByteSpan> existing;
+    if (is_full) {
+        QUEEN_TRY(existing, txn.get(s.tables.transaction_ids, txid.span()));
+    } else {
+        // One descent checks and claims the transaction id; the message follows below.
+        const auto seq_value = detail::encode_u64_fixed(seq);
+        QUEEN_TRY(existing,
+                  put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value));
+    }
     if (existing) {
-        QUEEN_TRY(auto seq, detail::decode_u64(*existing));
+        QUEEN_TRY(auto existing_seq, detail::decode_u64(*existing));
         result.status = PushStatus::duplicate;
-        result.message_id = MessageId{PartitionId{pid}, Sequence{seq}};
+        result.message_id = MessageId{PartitionId{pid}, Sequence{existing_seq}};
         return result;
     }
-    QueueMem& q = s.queues.at(qid);
-    if (q.options.max_size > 0 &&
-        q.message_count >= static_cast<std::uint64_t>(q.options.max_size)) {
+    if (is_full) {
         result.error = "queue '" + item.queue + "' is full: maxSize is " +
                        std::to_string(q.options.max_size) + " messages";
         return result;
     }
     PartitionMem& mem = touch_partition(s, pid);
-    const std::uint64_t seq = mem.last_sequence + 1;
-    MessageRecord message{
-        now,         item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted,
-        item.payload};
+    detail::encode_message_into(s.scratch, now, item);
     QUEEN_TRY(put(s, txn, s.tables.messages, detail::message_key(PartitionId{pid}, seq).span(),
-                  detail::encode(message)));
-    QUEEN_TRY(put(s, txn, s.tables.transaction_ids, txid.span(), detail::encode_u64(seq)));
+                  s.scratch));
     if (mem.message_count == 0) {
         mem.first_sequence = seq;
     }
@@ -576,8 +626,15 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     mem.message_count++;
     touch_queue_count(s, qid);
     q.message_count++;
-    mark_ready(s, qid, 0, pid);
-    s.wakeups.push_back({item.queue, item.partition});
+    if (!memo.is_marked_ready) {
+        mark_ready(s, qid, 0, pid);
+        memo.is_marked_ready = true;
+    }
+    // Consecutive pushes to one partition need one wakeup (take_wakeups dedupes the rest).
+    if (s.wakeups.empty() || s.wakeups.back().partition != item.partition ||
+        s.wakeups.back().queue != item.queue) {
+        s.wakeups.push_back({item.queue, item.partition});
+    }
     result.status = PushStatus::queued;
     result.message_id = MessageId{PartitionId{pid}, Sequence{seq}};
     return result;
@@ -591,6 +648,33 @@ struct AckContext {
     std::string failure;  ///< set when a transaction must abort
 };
 
+/// What the items of one Ack apply share (they come sorted by partition, group, sequence):
+/// the last partition's name, and its cursor record, written back once per (partition, group)
+/// instead of once per item. Not used inside an atomic entry (its writes must be journaled in
+/// order).
+class AckMemo {
+public:
+    /// The name of partition `pid` (read from LMDB on a change of partition).
+    Result<std::string_view> partition_name(const State& s, const store::Txn& txn,
+                                            std::uint64_t pid);
+    /// The cursor of (pid, gid), from memory when it is the memoized pair; writes the previous
+    /// pair's record first when it changed.
+    Result<std::optional<CursorRecord>> read_cursor(State& s, store::WriteTxn& txn,
+                                                    std::uint64_t pid, std::uint32_t gid);
+    /// Records the new cursor of the memoized pair (read_cursor was called for it).
+    void write_cursor(std::uint64_t pid, std::uint32_t gid, const CursorRecord& record);
+    /// Writes the memoized cursor if it changed. Call before the apply returns.
+    Result<void> flush(State& s, store::WriteTxn& txn);
+
+private:
+    std::uint64_t name_pid_ = 0;
+    std::string name_;
+    std::uint64_t cursor_pid_ = 0;  ///< 0 = no cursor memoized
+    std::uint32_t cursor_gid_ = 0;
+    std::optional<CursorRecord> cursor_;
+    bool is_dirty_ = false;
+};
+
 Result<void> add_to_dlq(State& s, store::WriteTxn& txn, std::uint32_t qid, std::uint64_t pid,
                         std::uint64_t seq, std::uint32_t gid, std::string error,
                         std::uint32_t retry_count, MessageRecord message, TimestampMs now) {
@@ -601,8 +685,46 @@ Result<void> add_to_dlq(State& s, store::WriteTxn& txn, std::uint32_t qid, std::
     return put(s, txn, s.tables.dlq, detail::sequence_key(id).span(), detail::encode(record));
 }
 
-Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& item, TimestampMs now,
-                               AckContext& context) {
+Result<std::string_view> AckMemo::partition_name(const State& s, const store::Txn& txn,
+                                                 std::uint64_t pid) {
+    if (name_pid_ != pid) {
+        QUEEN_TRY(name_, queues::partition_name(s, txn, pid));
+        name_pid_ = pid;
+    }
+    return std::string_view(name_);
+}
+
+Result<std::optional<CursorRecord>> AckMemo::read_cursor(State& s, store::WriteTxn& txn,
+                                                         std::uint64_t pid, std::uint32_t gid) {
+    if (cursor_pid_ != pid || cursor_gid_ != gid) {
+        QUEEN_TRY(flush(s, txn));
+        QUEEN_TRY(cursor_, queues::read_cursor(s, txn, pid, gid));
+        cursor_pid_ = pid;
+        cursor_gid_ = gid;
+    }
+    return cursor_;
+}
+
+void AckMemo::write_cursor(std::uint64_t pid, std::uint32_t gid, const CursorRecord& record) {
+    QUEEN_ASSERT(pid == cursor_pid_ && gid == cursor_gid_, "AckMemo: write of an unread cursor");
+    cursor_ = record;
+    is_dirty_ = true;
+}
+
+Result<void> AckMemo::flush(State& s, store::WriteTxn& txn) {
+    if (is_dirty_) {
+        QUEEN_TRY(queues::write_cursor(s, txn, cursor_pid_, cursor_gid_, *cursor_));
+        is_dirty_ = false;
+    }
+    return {};
+}
+
+/// Acks one item. `found_seq` is the item's sequence looked up by transaction id (0: no such
+/// message; sequences start at 1). `memo` (may be null, and is inside an atomic entry) carries
+/// lookups across the items of one Ack apply.
+Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& item,
+                               std::uint64_t found_seq, TimestampMs now, AckContext& context,
+                               AckMemo* memo) {
     const std::int64_t now_ms = now.value();
     AckItemResult result;
     result.transaction_id = item.transaction_id;
@@ -613,17 +735,20 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
         return result;
     }
     const std::uint32_t qid = s.partitions[pid].queue.value();
-    QUEEN_TRY(auto raw_seq, txn.get(s.tables.transaction_ids,
-                                    detail::txid_key(item.partition, item.transaction_id).span()));
-    if (!raw_seq) {
+    if (found_seq == 0) {
         result.error = "Message not found";
         context.failure = "Message not found: " + item.transaction_id;
         return result;
     }
-    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw_seq));
+    const std::uint64_t seq = found_seq;
     QueueMem& q = s.queues.at(qid);
     result.queue = q.name;
-    QUEEN_TRY(result.partition, partition_name(s, txn, pid));
+    if (memo != nullptr) {
+        QUEEN_TRY(auto name, memo->partition_name(s, txn, pid));
+        result.partition.assign(name);
+    } else {
+        QUEEN_TRY(result.partition, partition_name(s, txn, pid));
+    }
     if (item.status == AckStatus::unknown) {
         context.failure = "Unknown ack status";
         return result;  // success false, error null (spec 5.7)
@@ -635,7 +760,12 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     }
     std::uint32_t gid = 0;
     QUEEN_TRY(gid, get_or_create_group(s, txn, item.group));
-    QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
+    std::optional<CursorRecord> cursor;
+    if (memo != nullptr) {
+        QUEEN_TRY(cursor, memo->read_cursor(s, txn, pid, gid));
+    } else {
+        QUEEN_TRY(cursor, read_cursor(s, txn, pid, gid));
+    }
     CursorRecord record = cursor.value_or(CursorRecord{});
     const bool is_leased = record.is_leased(now_ms);
     if (item.lease.value() != 0) {
@@ -731,7 +861,11 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
             release();
         }
     }
-    QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
+    if (memo != nullptr) {
+        memo->write_cursor(pid, gid, record);
+    } else {
+        QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
+    }
     if (released) {
         mark_ready(s, qid, gid, pid);
         s.wakeups.push_back({q.name, result.partition});
@@ -739,6 +873,18 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     result.success = true;
     result.lease_released = released ? LeaseReleased::yes : LeaseReleased::no;
     return result;
+}
+
+/// ack_item that looks the item's sequence up by its transaction id.
+Result<AckItemResult> ack_item_by_id(State& s, store::WriteTxn& txn, const AckItem& item,
+                                     TimestampMs now, AckContext& context) {
+    QUEEN_TRY(auto raw_seq, txn.get(s.tables.transaction_ids,
+                                    detail::txid_key(item.partition, item.transaction_id).span()));
+    if (!raw_seq) {
+        return ack_item(s, txn, item, 0, now, context, nullptr);
+    }
+    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw_seq));
+    return ack_item(s, txn, item, seq, now, context, nullptr);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1118,8 +1264,9 @@ Result<PushResult> QueueState::apply(store::WriteTxn& txn, const Push& command, 
     State& s = *state_;
     PushResult result;
     result.items.reserve(command.items.size());
+    PushMemo memo;
     for (const auto& item : command.items) {
-        QUEEN_TRY(auto one, push_item(s, txn, item, now, false));
+        QUEEN_TRY(auto one, push_item(s, txn, item, now, false, memo));
         result.items.push_back(std::move(one));
     }
     QUEEN_TRY(flush_partitions(s, txn));
@@ -1224,8 +1371,12 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
         }
         budget -= static_cast<std::uint32_t>(take.messages.size());
         result.partitions_claimed++;
-        for (auto& message : take.messages) {
-            result.messages.push_back(std::move(message));
+        if (result.messages.empty()) {
+            result.messages = std::move(take.messages);
+        } else {
+            for (auto& message : take.messages) {
+                result.messages.push_back(std::move(message));
+            }
         }
         return true;
     };
@@ -1302,10 +1453,13 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
                std::tie(y.partition, y.group, sequences[b]);
     });
     result.items.resize(command.items.size());
+    AckMemo memo;
     for (const std::size_t i : order) {
         AckContext context;
-        QUEEN_TRY(result.items[i], ack_item(s, txn, command.items[i], now, context));
+        const std::uint64_t seq = sequences[i] == UINT64_MAX ? 0 : sequences[i];
+        QUEEN_TRY(result.items[i], ack_item(s, txn, command.items[i], seq, now, context, &memo));
     }
+    QUEEN_TRY(memo.flush(s, txn));
     QUEEN_TRY(flush_partitions(s, txn));
     return result;
 }
@@ -1365,11 +1519,12 @@ Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transact
     }
     begin_atomic(s);
     std::string failure;
+    PushMemo memo;
     for (const auto& op : command.ops) {
         TransactionOpResult one;
         one.kind = op.kind;
         if (op.kind == TransactionOp::Kind::push) {
-            auto pushed = push_item(s, txn, op.push, now, true);
+            auto pushed = push_item(s, txn, op.push, now, true, memo);
             if (!pushed) {
                 (void)rollback_atomic(s, txn);
                 return std::move(pushed).error();
@@ -1389,7 +1544,7 @@ Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transact
         } else {
             AckContext context;
             context.is_transaction = true;
-            auto acked = ack_item(s, txn, op.ack, now, context);
+            auto acked = ack_item_by_id(s, txn, op.ack, now, context);
             if (!acked) {
                 (void)rollback_atomic(s, txn);
                 return std::move(acked).error();
@@ -1664,8 +1819,9 @@ Result<MaintenanceResult> QueueState::apply(store::WriteTxn& txn, const SetMaint
                 QUEEN_TRY(entry, cursor.next());
             }
             QUEEN_TRY(txn.clear(s.tables.buffer));
+            PushMemo memo;
             for (const auto& item : items) {
-                QUEEN_TRY(auto pushed, push_item(s, txn, item, now, false));
+                QUEEN_TRY(auto pushed, push_item(s, txn, item, now, false, memo));
                 (void)pushed;
                 result.drained_messages++;
             }

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -68,14 +70,24 @@ struct Journal {
     std::vector<StoreUndo> store;
 };
 
+/// Transparent string hash: the name maps are searched with string_views (no temporary
+/// std::string per lookup).
+struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept {
+        return std::hash<std::string_view>{}(name);
+    }
+};
+using NameIds = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
+
 struct State {
     Options options;
     Tables tables;
     MetaRecord meta;
     std::vector<PartitionMem> partitions{1};  ///< index 0 unused
     std::map<std::uint32_t, QueueMem> queues;
-    std::unordered_map<std::string, std::uint32_t> queue_ids;  ///< lookup only
-    std::unordered_map<std::string, std::uint32_t> group_ids;  ///< lookup only
+    NameIds queue_ids;  ///< lookup only
+    NameIds group_ids;  ///< lookup only
     /// lease id -> (partition, group) it was granted on; may hold stale pairs (checked against
     /// the cursor record before use). Lookup only.
     std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> leases;
@@ -84,6 +96,9 @@ struct State {
     std::set<std::uint64_t> dirty_partitions;
     std::vector<Wakeup> wakeups;
     Journal journal;
+    /// Reused encode buffer of the record being written (its capacity survives across puts;
+    /// the bytes are dead once the put returned).
+    Bytes scratch;
 };
 
 }  // namespace queen::queues::detail

@@ -213,6 +213,27 @@ queen::Result<void> WriteTxn::put(Table table, ByteSpan key, ByteSpan value, Put
     return state_->fail(rc, "put into " + state_->env->table_label(table.id()), is_append(flags));
 }
 
+queen::Result<std::optional<ByteSpan>> WriteTxn::put_if_absent(Table table, ByteSpan key,
+                                                               ByteSpan value) {
+    QUEEN_ASSERT(state_ != nullptr, "put_if_absent on a moved-from txn");
+    QUEEN_TRY(state_->check_usable());
+    QUEEN_ASSERT(table.is_valid(), "put_if_absent with an invalid Table");
+    QUEEN_ASSERT(!has_flag(table.flags(), TableFlags::dupsort),
+                 "put_if_absent is not allowed in dupsort tables");
+    MDB_val key_val = detail::to_val(key);
+    MDB_val value_val = detail::to_val(value);
+    const int rc = mdb_put(state_->txn, table.id(), &key_val, &value_val, MDB_NOOVERWRITE);
+    if (rc == MDB_SUCCESS) [[likely]] {
+        return std::optional<ByteSpan>{};
+    }
+    if (rc == MDB_KEYEXIST) {
+        // LMDB points the data argument at the stored value.
+        return std::optional<ByteSpan>{
+            ByteSpan(static_cast<const Byte*>(value_val.mv_data), value_val.mv_size)};
+    }
+    return state_->fail(rc, "put into " + state_->env->table_label(table.id()));
+}
+
 queen::Result<MutableByteSpan> WriteTxn::reserve(Table table, ByteSpan key, std::size_t size_bytes,
                                                  PutFlags flags) {
     QUEEN_ASSERT(state_ != nullptr, "reserve on a moved-from txn");

@@ -93,6 +93,30 @@ TEST_CASE("store: no_overwrite reports key_exists and the txn stays usable", "[s
     CHECK(read(reader, f.table, "other") == "3");
 }
 
+TEST_CASE("store: put_if_absent inserts once, then returns the stored value", "[store][txn]") {
+    Fixture f;
+    auto txn = must(f.env.begin_write());
+    CHECK_FALSE(must(txn.put_if_absent(f.table, bytes("k"), bytes("first"))).has_value());
+    auto existing = must(txn.put_if_absent(f.table, bytes("k"), bytes("second")));
+    REQUIRE(existing.has_value());
+    CHECK(text(*existing) == "first");
+    CHECK(read(txn, f.table, "k") == "first");
+    auto error = must_fail(txn.put_if_absent(f.table, ByteSpan{}, bytes("v")));
+    CHECK(error.is(Errc::key_too_large));
+    must(txn.commit());
+
+    auto again = must(f.env.begin_write());
+    existing = must(again.put_if_absent(f.table, bytes("k"), bytes("third")));
+    REQUIRE(existing.has_value());
+    CHECK(text(*existing) == "first");
+    CHECK_FALSE(must(again.put_if_absent(f.table, bytes("k2"), bytes("x"))).has_value());
+    must(again.commit());
+    auto reader = must(f.env.begin_read());
+    CHECK(read(reader, f.table, "k") == "first");
+    CHECK(read(reader, f.table, "k2") == "x");
+    CHECK(must(reader.stats(f.table)).entries == 2);
+}
+
 TEST_CASE("store: append accepts increasing keys and rejects others without harm", "[store][txn]") {
     Fixture f;
     auto txn = must(f.env.begin_write());

@@ -192,6 +192,13 @@ public:
     /// Errc::txn_failed, Errc::poisoned, Errc::disk_full, Errc::io.
     [[nodiscard]] queen::Result<void> put(Table table, ByteSpan key, ByteSpan value,
                                           PutFlags flags = PutFlags::none);
+    /// Stores `value` under `key` only when the key is absent (MDB_NOOVERWRITE), in one B-tree
+    /// descent: a dedupe check and an insert in one call. Returns std::nullopt when it stored
+    /// the value, or the value already stored under `key` (nothing written; the span is valid
+    /// as Entry says). Not for dupsort tables (asserted).
+    /// Errors: as put(), except that an existing key is not an error.
+    [[nodiscard]] queen::Result<std::optional<ByteSpan>> put_if_absent(Table table, ByteSpan key,
+                                                                       ByteSpan value);
     /// MDB_RESERVE: makes room for a `size_bytes` value under `key` and returns it, so the
     /// caller encodes the value in place (no copy). The span is valid until the next write of
     /// this txn or its end; its content is undefined until written. Not for dupsort tables
