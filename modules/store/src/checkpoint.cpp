@@ -1,5 +1,5 @@
 // modules/store/src/checkpoint.cpp — SyncMode::checkpoint: power-loss-safe LMDB without an
-// fdatasync per commit (docs/engine.md, "LMDB checkpoints").
+// fdatasync per commit (modules/store/README.md, "Checkpoints").
 //
 // Commits run with MDB_NOSYNC, so after a power loss data.mdb may hold any mix of the pages
 // written since the last flush, including a meta page that points at pages that never reached
