@@ -166,6 +166,31 @@ std::string format_iso(std::int64_t ms, bool microseconds) {
     const auto minutes = static_cast<int>(ms_of_day / 60'000 % 60);
     const auto seconds = static_cast<int>(ms_of_day / 1000 % 60);
     const auto millis = static_cast<int>(ms_of_day % 1000);
+    if (civil.year >= 0 && civil.year <= 9999) {
+        // Every pop answer carries two of these: plain digits, no printf.
+        std::string out(microseconds ? 27 : 24, '0');
+        const auto put = [&out](std::size_t at, std::size_t width, std::int64_t value) {
+            for (std::size_t i = width; i > 0; --i) {
+                out[at + i - 1] = static_cast<char>('0' + value % 10);
+                value /= 10;
+            }
+        };
+        put(0, 4, civil.year);
+        out[4] = '-';
+        put(5, 2, civil.month);
+        out[7] = '-';
+        put(8, 2, civil.day);
+        out[10] = 'T';
+        put(11, 2, hours);
+        out[13] = ':';
+        put(14, 2, minutes);
+        out[16] = ':';
+        put(17, 2, seconds);
+        out[19] = '.';
+        put(20, 3, millis);
+        out.back() = 'Z';  // the microsecond digits, when asked for, stay "000"
+        return out;
+    }
     std::array<char, 64> buffer{};
     const int written =
         std::snprintf(buffer.data(), buffer.size(), "%04lld-%02u-%02uT%02d:%02d:%02d.%03d%sZ",

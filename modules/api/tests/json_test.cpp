@@ -34,6 +34,11 @@ TEST_CASE("api: ISO-8601 formatting and parsing round-trip", "[api][json]") {
     CHECK(format_iso_ms(1'700'000'000'123) == "2023-11-14T22:13:20.123Z");
     CHECK(format_iso_us(1'700'000'000'123) == "2023-11-14T22:13:20.123000Z");
     CHECK(format_iso_ms(-1) == "1969-12-31T23:59:59.999Z");
+    // The digit path covers years 0..9999; outside it the printf form is kept.
+    CHECK(format_iso_ms(253'402'300'799'999) == "9999-12-31T23:59:59.999Z");
+    CHECK(format_iso_us(253'402'300'800'000) == "10000-01-01T00:00:00.000000Z");
+    CHECK(format_iso_ms(-62'167'219'200'000) == "0000-01-01T00:00:00.000Z");
+    CHECK(format_iso_ms(-62'167'219'200'001) == "-001-12-31T23:59:59.999Z");
     CHECK(parse_iso("2023-11-14T22:13:20.123Z") == 1'700'000'000'123);
     CHECK(parse_iso("2023-11-14T22:13:20.123456Z") == 1'700'000'000'123);
     CHECK(parse_iso("2023-11-14T23:13:20.123+01:00") == 1'700'000'000'123);
