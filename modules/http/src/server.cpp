@@ -156,8 +156,6 @@ public:
             peer_port_ = peer.port();
         }
         socket_.set_option(tcp::no_delay(true), ec);
-        // Reads after a readiness wait use read_some, which must never block the loop.
-        socket_.non_blocking(true, ec);
     }
 
     void start() {
@@ -239,37 +237,10 @@ private:
             return;  // resumes when answers leave (pipelining limit)
         }
         is_reading_ = true;
-        if (is_drained_) {
-            // The last read emptied the socket and the event loop has not polled since, so a
-            // read now could only say EAGAIN: wait for readiness instead (one syscall less per
-            // request). The loop's next epoll_wait reports any byte that arrived since the read.
-            socket_.async_wait(
-                tcp::socket::wait_read,
-                [self = shared_from_this()](asio::error_code ec) { self->on_readable(ec); });
-            return;
-        }
         socket_.async_read_some(asio::buffer(read_buffer_),
                                 [self = shared_from_this()](asio::error_code ec, std::size_t n) {
                                     self->on_read(ec, n);
                                 });
-    }
-
-    /// The socket became readable: one non-blocking read, then as on_read().
-    void on_readable(asio::error_code ec) {
-        if (!ec && !is_closed_) {
-            const std::size_t bytes_read = socket_.read_some(asio::buffer(read_buffer_), ec);
-            if (ec == asio::error::would_block || ec == asio::error::try_again) {
-                // A stale readiness report: the socket is empty now, wait again.
-                is_reading_ = false;
-                is_drained_ = true;
-                do_read();
-                is_drained_ = false;
-                return;
-            }
-            on_read(ec, bytes_read);
-            return;
-        }
-        on_read(ec, 0);
     }
 
     void on_read(asio::error_code ec, std::size_t bytes_read) {
@@ -277,10 +248,6 @@ private:
         if (is_closed_) {
             return;
         }
-        // A read shorter than the buffer took everything the socket held (TCP returns what is
-        // queued up to the buffer size). This holds until the loop polls again, i.e. for the
-        // rest of this handler: do_read() below may then wait instead of reading.
-        is_drained_ = !ec && bytes_read < read_buffer_.size();
         if (ec) {
             // EOF or reset: the client is gone, parked requests are cancelled.
             abort(ec == asio::error::eof ? "eof" : "read_error");
@@ -292,7 +259,6 @@ private:
             process_input();
         }
         do_read();
-        is_drained_ = false;
         update_timer(true);
     }
 
@@ -588,8 +554,6 @@ private:
     Phase timer_phase_ = Phase::none;
     std::uint64_t timer_generation_ = 0;
     bool is_reading_ = false;
-    /// Only inside a read handler: its read emptied the socket (see on_read).
-    bool is_drained_ = false;
     bool is_writing_ = false;
     bool is_closing_ = false;   // no more requests are parsed
     bool is_draining_ = false;  // final answer sent; discarding input until EOF or linger
