@@ -518,18 +518,54 @@ Result<std::vector<std::uint64_t>> queue_partitions(const State& s, const store:
 // ------------------------------------------------------------------------------------------
 // Push of one item.
 
-/// The queue and partition of the previous item of one apply: consecutive items of a push
-/// usually name the same ones, and this saves the partition-name lookup in LMDB. Valid for one
-/// apply call (nothing in a push deletes queues or partitions; a rolled-back transaction
-/// returns from its apply).
-struct PushMemo {
-    std::string queue;
-    std::uint32_t qid = 0;  ///< 0 = nothing memoized
-    std::string partition;
-    std::uint64_t pid = 0;  ///< 0 = no partition memoized for `qid`
-    /// `pid` was marked ready for every group by this apply (nothing in a push or a
-    /// transaction makes a partition idle again, so once is enough).
-    bool is_marked_ready = false;
+/// The (queue, partition) pairs the items of one apply pushed to: a push request names a few
+/// of them over and over (a producer spreading a batch over its partitions), and this saves a
+/// partition-name lookup in LMDB per item, and the candidate and wakeup bookkeeping after the
+/// first item of each pair. Valid for one apply call: nothing in a push or a transaction
+/// deletes queues or partitions or makes a partition idle, and a rolled-back transaction
+/// returns from its apply.
+class PushMemo {
+public:
+    struct Pair {
+        std::string queue;
+        std::string partition;
+        std::uint32_t qid = 0;
+        std::uint64_t pid = 0;
+        bool is_marked_ready = false;  ///< marked ready for every group by this apply
+        bool has_wakeup = false;       ///< a wakeup for it is pending
+    };
+    static constexpr std::size_t pairs_max = 16;
+
+    /// The pair of `item`, or nullptr when not memoized.
+    Pair* find(const PushItem& item) noexcept {
+        for (Pair& pair : pairs_) {
+            if (pair.partition == item.partition && pair.queue == item.queue) {
+                return &pair;
+            }
+        }
+        return nullptr;
+    }
+    /// Memoizes a pair (replacing the oldest one when full).
+    Pair& add(const PushItem& item, std::uint32_t qid, std::uint64_t pid) {
+        Pair* slot = nullptr;
+        if (pairs_.size() < pairs_max) {
+            slot = &pairs_.emplace_back();
+        } else {
+            slot = &pairs_[victim_];
+            victim_ = (victim_ + 1) % pairs_max;
+        }
+        slot->queue.assign(item.queue);
+        slot->partition.assign(item.partition);
+        slot->qid = qid;
+        slot->pid = pid;
+        slot->is_marked_ready = false;
+        slot->has_wakeup = false;
+        return *slot;
+    }
+
+private:
+    std::vector<Pair> pairs_;
+    std::size_t victim_ = 0;
 };
 
 Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem& item,
@@ -564,30 +600,21 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
         result.status = PushStatus::buffered;
         return result;
     }
-    std::uint32_t qid = 0;
-    if (memo.qid != 0 && memo.queue == item.queue) {
-        qid = memo.qid;
-    } else {
+    PushMemo::Pair* pair = memo.find(item);
+    if (pair == nullptr) {
+        std::uint32_t found_qid = 0;
         if (auto found = find_queue(s, item.queue)) {
-            qid = *found;
+            found_qid = *found;
         } else {
-            QUEEN_TRY(qid, create_queue(s, txn, item.queue, derive_namespace(item.queue),
-                                        derive_task(item.queue), QueueOptions{}, now));
+            QUEEN_TRY(found_qid, create_queue(s, txn, item.queue, derive_namespace(item.queue),
+                                              derive_task(item.queue), QueueOptions{}, now));
         }
-        memo.queue.assign(item.queue);
-        memo.qid = qid;
-        memo.pid = 0;
-        memo.is_marked_ready = false;
+        std::uint64_t found_pid = 0;
+        QUEEN_TRY(found_pid, get_or_create_partition(s, txn, found_qid, item.partition, now));
+        pair = &memo.add(item, found_qid, found_pid);
     }
-    std::uint64_t pid = 0;
-    if (memo.pid != 0 && memo.partition == item.partition) {
-        pid = memo.pid;
-    } else {
-        QUEEN_TRY(pid, get_or_create_partition(s, txn, qid, item.partition, now));
-        memo.partition.assign(item.partition);
-        memo.pid = pid;
-        memo.is_marked_ready = false;
-    }
+    const std::uint32_t qid = pair->qid;
+    const std::uint64_t pid = pair->pid;
     const auto txid = detail::txid_key(PartitionId{pid}, item.transaction_id);
     QueueMem& q = s.queues.at(qid);
     const bool is_full =
@@ -626,14 +653,14 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     mem.message_count++;
     touch_queue_count(s, qid);
     q.message_count++;
-    if (!memo.is_marked_ready) {
+    if (!pair->is_marked_ready) {
         mark_ready(s, qid, 0, pid);
-        memo.is_marked_ready = true;
+        pair->is_marked_ready = true;
     }
-    // Consecutive pushes to one partition need one wakeup (take_wakeups dedupes the rest).
-    if (s.wakeups.empty() || s.wakeups.back().partition != item.partition ||
-        s.wakeups.back().queue != item.queue) {
+    // One wakeup per partition and apply (take_wakeups would drop the copies anyway).
+    if (!pair->has_wakeup) {
         s.wakeups.push_back({item.queue, item.partition});
+        pair->has_wakeup = true;
     }
     result.status = PushStatus::queued;
     result.message_id = MessageId{PartitionId{pid}, Sequence{seq}};

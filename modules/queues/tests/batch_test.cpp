@@ -204,8 +204,11 @@ TEST_CASE("queues: a batch push equals its items pushed one by one", "[queues][p
         for (int i = 0; i < 30; ++i) {
             PushItem item;
             item.queue = rng.below(3) == 0 ? "small" : "big.task.x";
-            // Runs of one partition (the memoized case) broken by switches.
-            item.partition = "p" + std::to_string(rng.below(4) == 0 ? rng.below(3) : 0);
+            // Runs of one partition broken by switches; later rounds use more partitions than
+            // the push memo holds (16 pairs).
+            const std::uint64_t index =
+                round < 3 ? (rng.below(4) == 0 ? rng.below(3) : 0) : rng.below(40);
+            item.partition = "p" + std::to_string(index);
             item.transaction_id = "t" + std::to_string(rng.below(60));  // duplicates too
             item.trace_id = rng.below(2) == 0 ? "trace" : "";
             item.producer_sub = rng.below(2) == 0 ? "sub" : "";
