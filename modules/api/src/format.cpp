@@ -104,13 +104,22 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
     const std::string lease =
         result.lease == queues::LeaseId{0} ? std::string() : queues::format_lease_id(result.lease);
     const queues::PoppedMessage* first = result.messages.empty() ? nullptr : &result.messages[0];
-    JsonWriter out;
+    // Messages of a pop mostly share one partition: its id text is made once.
+    std::string partition_id =
+        first != nullptr ? queues::format_partition_id(first->id.partition) : std::string();
+    queues::PartitionId partition_of_id =
+        first != nullptr ? first->id.partition : queues::PartitionId{};
+    std::size_t capacity = 512;
+    for (const queues::PoppedMessage& message : result.messages) {
+        capacity += 512 + message.payload.size() + message.transaction_id.size() +
+                    message.partition.size() + result.group.size();
+    }
+    JsonWriter out(capacity);
     out.begin_object()
         .field("success", true)
         .field("queue", result.queue)
         .field("partition", first != nullptr ? first->partition : std::string())
-        .field("partitionId",
-               first != nullptr ? queues::format_partition_id(first->id.partition) : std::string())
+        .field("partitionId", partition_id)
         .field("leaseId", lease)
         .field("consumerGroup", result.group);
     if (result.lease != queues::LeaseId{0} && result.lease_expires_at.value() > 0) {
@@ -129,8 +138,12 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
             .key("data")
             .raw(data)
             .field_or_null("producerSub", message.producer_sub)
-            .field("createdAt", format_iso_us(message.created_at.value()))
-            .field("partitionId", queues::format_partition_id(message.id.partition))
+            .field("createdAt", format_iso_us(message.created_at.value()));
+        if (message.id.partition != partition_of_id) {
+            partition_id = queues::format_partition_id(message.id.partition);
+            partition_of_id = message.id.partition;
+        }
+        out.field("partitionId", partition_id)
             .field("partition", message.partition)
             .field("leaseId", lease)
             .field("consumerGroup", result.group)
@@ -167,7 +180,7 @@ std::string format_ack(const queues::AckResult& result) {
 
 std::string format_transaction(const queues::TransactionResult& result,
                                std::string_view transaction_uuid) {
-    JsonWriter out;
+    JsonWriter out(128 + 256 * result.results.size());
     out.begin_object().field("transactionId", transaction_uuid).field("success", result.success);
     if (!result.success) {
         out.field("error", result.error.empty() ? std::string("Transaction failed") : result.error);

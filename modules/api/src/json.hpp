@@ -20,6 +20,10 @@ namespace queen::api::detail {
 /// where a key is due, unbalanced ends) is a programmer error and asserts.
 class JsonWriter {
 public:
+    JsonWriter() = default;
+    /// Reserves `capacity_bytes` up front (an estimate of the output saves the regrowth copies).
+    explicit JsonWriter(std::size_t capacity_bytes) { out_.reserve(capacity_bytes); }
+
     JsonWriter& begin_object();
     JsonWriter& end_object();
     JsonWriter& begin_array();

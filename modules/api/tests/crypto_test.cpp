@@ -1,5 +1,14 @@
 // api/tests/crypto_test.cpp — AES-256-GCM payload cipher: round trip, nonces, tampering, keys.
 #include "crypto.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
 #include "harness.hpp"
 
 namespace queen::api::detail {
@@ -75,6 +84,37 @@ TEST_CASE("api: options validation names the field", "[api][options]") {
     options = ApiOptions{};
     options.pop_timeout_ms_default = options.pop_timeout_ms_max + 1;
     CHECK_FALSE(options.validate().has_value());
+}
+
+TEST_CASE("api: the system random source never repeats bytes, across threads and sizes",
+          "[api][crypto]") {
+    // It hands out RAND_bytes output drawn ahead per thread: no draw may reuse a byte.
+    RandomSource& random = system_random();
+    std::set<std::array<std::uint8_t, 16>> seen;
+    std::mutex mutex;
+    std::size_t draws = 0;
+    const auto draw_many = [&] {
+        for (int i = 0; i < 2'000; ++i) {
+            std::array<std::uint8_t, 16> id{};
+            random.fill(id.data(), id.size());
+            std::array<std::uint8_t, 12> nonce{};
+            random.fill(nonce.data(), nonce.size());
+            std::array<std::uint8_t, 16> wide{};
+            std::memcpy(wide.data(), nonce.data(), nonce.size());
+            std::lock_guard lock(mutex);
+            seen.insert(id);
+            seen.insert(wide);
+            draws += 2;
+        }
+    };
+    std::thread other(draw_many);
+    draw_many();
+    other.join();
+    CHECK(seen.size() == draws);
+    // Draws larger than the per-thread buffer come straight from RAND_bytes.
+    std::vector<std::uint8_t> big(100'000, 0);
+    random.fill(big.data(), big.size());
+    CHECK(std::count(big.begin(), big.end(), std::uint8_t{0}) < 1'000);
 }
 
 }  // namespace

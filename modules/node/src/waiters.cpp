@@ -2,6 +2,7 @@
 #include "waiters.hpp"
 
 #include <chrono>
+#include <limits>
 #include <vector>
 
 namespace queen::node::detail {
@@ -33,7 +34,12 @@ std::unique_ptr<api::WaitToken> Waiters::add(std::string tenant, std::string que
     }
     const std::uint64_t id = next_id_++;
     by_queue_[{tenant, queue}].insert(id);
-    const bool earliest = by_deadline_.empty() || deadline_ms < by_deadline_.begin()->first;
+    // Wake the timer thread only when it sleeps past this deadline: most pops register and
+    // cancel a wait at once, and a wake-up per pop would cost a context switch each.
+    const bool earliest = deadline_ms < timer_sleeps_until_ms_;
+    if (earliest) {
+        timer_sleeps_until_ms_ = deadline_ms;
+    }
     by_deadline_.insert({deadline_ms, id});
     waits_.emplace(id, Wait{std::move(tenant), std::move(queue), deadline_ms, std::move(callback)});
     lock.unlock();
@@ -129,12 +135,16 @@ void Waiters::run_timer() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         if (by_deadline_.empty()) {
+            timer_sleeps_until_ms_ = std::numeric_limits<std::int64_t>::max();
             timer_wakeup_.wait(lock);
             continue;
         }
         const std::int64_t now = now_ms();
         const auto [deadline, id] = *by_deadline_.begin();
         if (deadline > now) {
+            // Cancelled waits leave the set without waking us; we may wake for nothing at their
+            // deadline, and then sleep until the earliest one still parked.
+            timer_sleeps_until_ms_ = deadline;
             timer_wakeup_.wait_for(lock, std::chrono::milliseconds(deadline - now));
             continue;
         }

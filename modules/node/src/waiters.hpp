@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,9 @@ private:
     std::map<std::uint64_t, Wait> waits_;  // by id
     std::map<std::pair<std::string, std::string>, std::set<std::uint64_t>> by_queue_;
     std::set<std::pair<std::int64_t, std::uint64_t>> by_deadline_;  // (deadline, id)
+    /// When the timer thread wakes up by itself (max: never); add() notifies it only for an
+    /// earlier deadline.
+    std::int64_t timer_sleeps_until_ms_ = std::numeric_limits<std::int64_t>::max();
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     std::thread timer_;

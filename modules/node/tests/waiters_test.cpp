@@ -63,3 +63,26 @@ TEST_CASE("node: a wait times out at its deadline, and a cancelled one never fir
     waiters.wake("t", "q");
     CHECK(fired.woken == 0);
 }
+
+TEST_CASE("node: the timer thread is woken for an earlier deadline only, and misses none",
+          "[node][waiters]") {
+    queen::node::detail::Waiters waiters(queen::SystemClock::instance());
+    Fired fired;
+    auto far = waiters.add("t", "far", waiters.now_ms() + 600'000, fired.callback());
+    // The timer sleeps towards `far`: a nearer deadline must wake it.
+    auto near = waiters.add("t", "near", waiters.now_ms() + 20, fired.callback());
+    fired.wait_total(1);
+    CHECK(fired.timed_out == 1);
+    CHECK(waiters.parked() == 1);
+    // A cancelled wait leaves the timer sleeping towards its deadline without a wake-up; a
+    // later deadline added meanwhile (no wake-up either) still fires on time after it.
+    auto cancelled = waiters.add("t", "gone", waiters.now_ms() + 10, fired.callback());
+    cancelled->cancel();
+    auto later = waiters.add("t", "later", waiters.now_ms() + 40, fired.callback());
+    fired.wait_total(2);
+    CHECK(fired.timed_out == 2);
+    CHECK(waiters.parked() == 1);
+    waiters.stop();  // `far` is answered as timed out
+    CHECK(fired.timed_out == 3);
+    CHECK(fired.woken == 0);
+}
