@@ -123,7 +123,7 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
         .field("leaseId", lease)
         .field("consumerGroup", result.group);
     if (result.lease != queues::LeaseId{0} && result.lease_expires_at.value() > 0) {
-        out.field("leaseExpiresAt", format_iso_ms(result.lease_expires_at.value()));
+        out.key("leaseExpiresAt").iso_time(result.lease_expires_at.value(), false);
     } else {
         out.null_field("leaseExpiresAt");
     }
@@ -138,7 +138,8 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
             .key("data")
             .raw(data)
             .field_or_null("producerSub", message.producer_sub)
-            .field("createdAt", format_iso_us(message.created_at.value()));
+            .key("createdAt")
+            .iso_time(message.created_at.value(), true);
         if (message.id.partition != partition_of_id) {
             partition_id = queues::format_partition_id(message.id.partition);
             partition_of_id = message.id.partition;

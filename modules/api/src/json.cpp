@@ -12,6 +12,11 @@
 
 namespace queen::api::detail {
 
+namespace {
+/// Appends `ms` as ISO-8601 UTC text ("YYYY-MM-DDTHH:MM:SS.fff[000]Z"); defined below.
+void append_iso(std::string& target, std::int64_t ms, bool microseconds);
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // JsonWriter
 
@@ -20,47 +25,54 @@ void JsonWriter::prefix() {
         after_key_ = false;
         return;
     }
-    if (!has_items_.empty()) {
-        if (has_items_.back()) {
+    if (depth_ > 0) {
+        const std::uint64_t bit = std::uint64_t{1} << (depth_ - 1);
+        if ((has_items_ & bit) != 0) {
             out_.push_back(',');
         }
-        has_items_.back() = true;
+        has_items_ |= bit;
     } else {
         QUEEN_ASSERT(out_.empty(), "JsonWriter: a second top-level value");
     }
 }
 
-JsonWriter& JsonWriter::begin_object() {
+void JsonWriter::open_container(char bracket) {
     prefix();
-    out_.push_back('{');
-    has_items_.push_back(false);
+    QUEEN_ASSERT(depth_ < depth_max, "JsonWriter: nested deeper than ", depth_max);
+    out_.push_back(bracket);
+    has_items_ &= ~(std::uint64_t{1} << depth_);
+    ++depth_;
+}
+
+void JsonWriter::close_container(char bracket) {
+    QUEEN_ASSERT(depth_ > 0 && !after_key_, "JsonWriter: unbalanced ", bracket);
+    --depth_;
+    out_.push_back(bracket);
+}
+
+JsonWriter& JsonWriter::begin_object() {
+    open_container('{');
     return *this;
 }
 
 JsonWriter& JsonWriter::end_object() {
-    QUEEN_ASSERT(!has_items_.empty() && !after_key_, "JsonWriter: unbalanced end_object");
-    has_items_.pop_back();
-    out_.push_back('}');
+    close_container('}');
     return *this;
 }
 
 JsonWriter& JsonWriter::begin_array() {
-    prefix();
-    out_.push_back('[');
-    has_items_.push_back(false);
+    open_container('[');
     return *this;
 }
 
 JsonWriter& JsonWriter::end_array() {
-    QUEEN_ASSERT(!has_items_.empty() && !after_key_, "JsonWriter: unbalanced end_array");
-    has_items_.pop_back();
-    out_.push_back(']');
+    close_container(']');
     return *this;
 }
 
 JsonWriter& JsonWriter::key(std::string_view name) {
     QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
-    QUEEN_ASSERT(!has_items_.empty(), "JsonWriter: a key outside an object");
+    QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
     prefix();
     json::scan::append_quoted(out_, name);
     out_.push_back(':');
@@ -71,6 +83,14 @@ JsonWriter& JsonWriter::key(std::string_view name) {
 JsonWriter& JsonWriter::string(std::string_view text) {
     prefix();
     json::scan::append_quoted(out_, text);
+    return *this;
+}
+
+JsonWriter& JsonWriter::iso_time(std::int64_t ms, bool microseconds) {
+    prefix();
+    out_.push_back('"');
+    append_iso(out_, ms, microseconds);  // digits and -:.TZ only: nothing to escape
+    out_.push_back('"');
     return *this;
 }
 
@@ -110,7 +130,7 @@ JsonWriter& JsonWriter::raw(std::string_view json_text) {
 }
 
 std::string JsonWriter::take() {
-    QUEEN_ASSERT(has_items_.empty() && !after_key_, "JsonWriter: unclosed containers");
+    QUEEN_ASSERT(depth_ == 0 && !after_key_, "JsonWriter: unclosed containers");
     return std::move(out_);
 }
 
@@ -158,7 +178,7 @@ std::int64_t floor_div(std::int64_t value, std::int64_t divisor) {
     return quotient;
 }
 
-std::string format_iso(std::int64_t ms, bool microseconds) {
+void append_iso(std::string& target, std::int64_t ms, bool microseconds) {
     const std::int64_t days = floor_div(ms, 86'400'000);
     const std::int64_t ms_of_day = ms - days * 86'400'000;
     const Civil civil = civil_from_days(days);
@@ -168,7 +188,9 @@ std::string format_iso(std::int64_t ms, bool microseconds) {
     const auto millis = static_cast<int>(ms_of_day % 1000);
     if (civil.year >= 0 && civil.year <= 9999) {
         // Every pop answer carries two of these: plain digits, no printf.
-        std::string out(microseconds ? 27 : 24, '0');
+        std::array<char, 27> out{};
+        out.fill('0');
+        const std::size_t length = microseconds ? 27 : 24;
         const auto put = [&out](std::size_t at, std::size_t width, std::int64_t value) {
             for (std::size_t i = width; i > 0; --i) {
                 out[at + i - 1] = static_cast<char>('0' + value % 10);
@@ -188,8 +210,9 @@ std::string format_iso(std::int64_t ms, bool microseconds) {
         put(17, 2, seconds);
         out[19] = '.';
         put(20, 3, millis);
-        out.back() = 'Z';  // the microsecond digits, when asked for, stay "000"
-        return out;
+        out[length - 1] = 'Z';  // the microsecond digits, when asked for, stay "000"
+        target.append(out.data(), length);
+        return;
     }
     std::array<char, 64> buffer{};
     const int written =
@@ -198,7 +221,13 @@ std::string format_iso(std::int64_t ms, bool microseconds) {
                       seconds, millis, microseconds ? "000" : "");
     QUEEN_ASSERT(written > 0 && static_cast<std::size_t>(written) < buffer.size(),
                  "format_iso overflow");
-    return std::string(buffer.data(), static_cast<std::size_t>(written));
+    target.append(buffer.data(), static_cast<std::size_t>(written));
+}
+
+std::string format_iso(std::int64_t ms, bool microseconds) {
+    std::string out;
+    append_iso(out, ms, microseconds);
+    return out;
 }
 
 bool read_digits(std::string_view text, std::size_t& at, std::size_t count, int& out) {

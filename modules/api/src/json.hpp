@@ -34,6 +34,9 @@ public:
     JsonWriter& string(std::string_view text);
     /// A string, or null when `text` is empty.
     JsonWriter& string_or_null(std::string_view text);
+    /// `ms` since the epoch as an ISO-8601 string, as format_iso_ms (or format_iso_us when
+    /// `microseconds`) writes it, without a temporary string.
+    JsonWriter& iso_time(std::int64_t ms, bool microseconds);
     JsonWriter& boolean(bool value);
     JsonWriter& null();
     template <class T>
@@ -73,8 +76,12 @@ public:
 
 private:
     void prefix();
+    void open_container(char bracket);
+    void close_container(char bracket);
+    static constexpr std::uint32_t depth_max = 64;
     std::string out_;
-    std::vector<bool> has_items_;  // one per open container
+    std::uint64_t has_items_ = 0;  // bit d: the open container at depth d has an item
+    std::uint32_t depth_ = 0;      // open containers (no allocation per response)
     bool after_key_ = false;
 };
 

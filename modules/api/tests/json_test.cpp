@@ -26,6 +26,16 @@ TEST_CASE("api: JsonWriter places commas and escapes strings", "[api][json]") {
         .end_object();
     const std::string text = out.take();
     CHECK(text == R"({"a":1,"b":"x\"y\n","c":null,"d":[true,null,-7,{"k":[1]}],"e":{}})");
+    // Nesting is tracked without allocation up to 64 levels.
+    JsonWriter deep;
+    for (int i = 0; i < 64; ++i) {
+        deep.begin_array().number(i);
+    }
+    for (int i = 0; i < 64; ++i) {
+        deep.end_array();
+    }
+    const std::string deep_text = deep.take();
+    CHECK(nlohmann::json::parse(deep_text)[1][1][0] == 2);
     CHECK(nlohmann::json::parse(text)["b"] == "x\"y\n");
 }
 
@@ -62,6 +72,9 @@ TEST_CASE("api: ISO-8601 formatting and parsing round-trip", "[api][json]") {
         INFO(ms);
         REQUIRE(parse_iso(format_iso_ms(ms)) == ms);
         REQUIRE(parse_iso(format_iso_us(ms)) == ms);
+        JsonWriter times;
+        times.begin_array().iso_time(ms, false).iso_time(ms, true).end_array();
+        REQUIRE(times.take() == "[\"" + format_iso_ms(ms) + "\",\"" + format_iso_us(ms) + "\"]");
     }
 }
 
