@@ -129,7 +129,7 @@ public:
         const std::uint64_t raw = varint();
         value = static_cast<std::int64_t>(raw >> 1) ^ -static_cast<std::int64_t>(raw & 1);
     }
-    void operator()(std::string& value) { value = std::string(as_chars(blob())); }
+    void operator()(std::string& value) { value.assign(as_chars(blob())); }
     void operator()(Bytes& value) {
         const ByteSpan raw = blob();
         value.assign(raw.begin(), raw.end());
@@ -158,11 +158,13 @@ public:
             in_.fail();
             return;
         }
-        values.clear();
-        values.reserve(static_cast<std::size_t>(count));
-        for (std::uint64_t i = 0; i < count && in_.ok(); ++i) {
-            values.emplace_back();
-            (*this)(values.back());
+        // Elements already there are decoded over (decode_command_into keeps their storage).
+        values.resize(static_cast<std::size_t>(count));
+        for (auto& value : values) {
+            if (!in_.ok()) {
+                break;
+            }
+            (*this)(value);
         }
     }
     template <class T>
@@ -516,7 +518,32 @@ Bytes encode_command(const Command& command) {
     return out;
 }
 
+/// Command types decode_command_into overwrites in place: fields() covers every member.
+template <class T>
+constexpr bool decodes_in_place =
+    std::is_same_v<T, Push> || std::is_same_v<T, Pop> || std::is_same_v<T, Ack>;
+
 Result<Command> decode_command(ByteSpan bytes) {
+    Command command;
+    QUEEN_TRY(decode_command_into(bytes, command));
+    return command;
+}
+
+std::optional<std::size_t> command_index(ByteSpan bytes) {
+    Reader reader(bytes);
+    ByteReader& in = reader.bytes();
+    const std::uint8_t version = in.u8();
+    (void)reader.varint();
+    (void)reader.varint();
+    const std::uint8_t type = in.u8();
+    if (!in.ok() || version != command_format_version || type == 0 ||
+        type > std::variant_size_v<CommandBody>) {
+        return std::nullopt;
+    }
+    return type - 1u;
+}
+
+Result<void> decode_command_into(ByteSpan bytes, Command& out) {
     if (bytes.size() > command_bytes_max) {
         return Error{queen::Errc::invalid_argument,
                      "command: " + std::to_string(bytes.size()) + " bytes is over the limit"};
@@ -528,7 +555,7 @@ Result<Command> decode_command(ByteSpan bytes) {
         return Error{queen::Errc::invalid_argument,
                      "command: unknown format version " + std::to_string(version)};
     }
-    Command command;
+    Command& command = out;
     command.client_id = reader.varint();
     command.client_seq = reader.varint();
     const std::uint8_t type = in.u8();
@@ -537,13 +564,22 @@ Result<Command> decode_command(ByteSpan bytes) {
         return Error{queen::Errc::invalid_argument,
                      "command: unknown command type " + std::to_string(type)};
     }
-    command.body =
-        make_alternative<CommandBody>(type - 1u, std::make_index_sequence<alternatives>{});
+    const bool is_in_place =
+        command.body.index() == type - 1u && std::visit(
+                                                 [](const auto& body) {
+                                                     using T = std::decay_t<decltype(body)>;
+                                                     return decodes_in_place<T>;
+                                                 },
+                                                 command.body);
+    if (!is_in_place) {
+        command.body =
+            make_alternative<CommandBody>(type - 1u, std::make_index_sequence<alternatives>{});
+    }
     std::visit([&](auto& body) { reader(body); }, command.body);
     if (!in.ok() || !in.at_end()) {
         return decode_error("command", reader, in.position());
     }
-    return command;
+    return {};
 }
 
 Bytes encode_result(const CommandResult& result) {

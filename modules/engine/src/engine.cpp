@@ -2,6 +2,7 @@
 #include "queen/engine/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <type_traits>
 
@@ -159,6 +160,12 @@ struct Engine::Impl {
     std::atomic<std::uint64_t> committed_index{0};
     TimestampMs last_now{0};
     bool is_poisoned = false;
+    /// Decode scratch, one command per CommandBody alternative (decode_command_into): pushes,
+    /// pops and acks decode without allocating once these have grown. Entries over
+    /// scratch_bytes_max decode into a temporary instead, so one huge command does not pin its
+    /// memory. Applier thread only.
+    std::array<Command, std::variant_size_v<CommandBody>> scratch;
+    static constexpr std::size_t scratch_bytes_max = std::size_t{256} << 10;
 
     Impl(store::Env e, store::Table m, store::Table s, queues::QueueState q, Options o)
         : env(std::move(e)), meta(m), sessions(s), queues(std::move(q)), options(std::move(o)) {}
@@ -214,9 +221,14 @@ struct Engine::Impl {
             // Time never goes backwards inside the state machine, even if a new leader's clock
             // is behind the old one's: leases and delays stay monotonic.
             now = std::max(now, entry.timestamp);
-            auto command = decode_command(entry.command);
-            if (!command) {
-                emit(error_result(ErrorResult::Code::malformed, command.error().context));
+            Command fresh;
+            Command* command = &fresh;
+            if (const auto type = command_index(entry.command);
+                type && entry.command.size() <= scratch_bytes_max) {
+                command = &scratch[*type];
+            }
+            if (auto decoded = decode_command_into(entry.command, *command); !decoded) {
+                emit(error_result(ErrorResult::Code::malformed, decoded.error().context));
                 continue;
             }
             const auto session_key = store::u64be_key(command->client_id);

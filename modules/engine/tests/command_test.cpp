@@ -1,5 +1,6 @@
 // engine/tests/command_test.cpp — the command and result codec: round trips and bad input.
 #include "queen/engine/command.hpp"
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -138,6 +139,55 @@ TEST_CASE("engine: every command round-trips through the codec", "[engine][codec
         const std::size_t cut = static_cast<std::size_t>(rng.below(encoded.size()));
         REQUIRE_FALSE(decode_command(ByteSpan(encoded.data(), cut)).has_value());
     }
+}
+
+TEST_CASE("engine: decode_command_into a reused scratch per type equals a fresh decode",
+          "[engine][codec]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    std::array<Command, std::variant_size_v<CommandBody>> scratch;
+    Command shared;  // one scratch for every type too
+    for (int i = 0; i < 3000; ++i) {
+        Command command{rng.next(), rng.next(), random_body(rng)};
+        const Bytes encoded = encode_command(command);
+        const auto type = command_index(encoded);
+        REQUIRE(type == command.body.index());
+        Command& reused = scratch[*type];
+        REQUIRE(decode_command_into(encoded, reused).has_value());
+        // Nothing of the command decoded there before survives.
+        REQUIRE(encode_command(reused) == encoded);
+        REQUIRE(decode_command_into(encoded, shared).has_value());
+        REQUIRE(encode_command(shared) == encoded);
+        // A failed decode leaves a valid command that the next decode overwrites.
+        const std::size_t cut = static_cast<std::size_t>(rng.below(encoded.size()));
+        REQUIRE_FALSE(decode_command_into(ByteSpan(encoded.data(), cut), reused).has_value());
+    }
+    REQUIRE_FALSE(command_index(ByteSpan{}).has_value());
+    const Bytes bad_type{command_format_version, 0, 0, 0};
+    REQUIRE_FALSE(command_index(bad_type).has_value());
+
+    // Same-type decodes keep the storage of the scratch's strings and vectors.
+    Push big;
+    PushItem item;
+    item.queue = "q";
+    item.transaction_id = std::string(100, 't');
+    item.payload = Bytes(10'000, 'x');
+    big.items.assign(3, item);
+    Push small;
+    item.transaction_id = "t";
+    item.payload = Bytes(10, 'y');
+    small.items.assign(1, item);
+    Command reused;
+    REQUIRE(decode_command_into(encode_command(Command{1, 1, big}), reused).has_value());
+    const Byte* payload_storage = std::get<Push>(reused.body).items[0].payload.data();
+    REQUIRE(decode_command_into(encode_command(Command{1, 2, small}), reused).has_value());
+    const Push& decoded = std::get<Push>(reused.body);
+    REQUIRE(decoded.items.size() == 1);
+    CHECK(decoded.items[0].payload == Bytes(10, 'y'));
+    CHECK(decoded.items[0].transaction_id == "t");
+    CHECK(decoded.items[0].payload.data() == payload_storage);
+    CHECK(decoded.items.capacity() >= 3);
 }
 
 TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
