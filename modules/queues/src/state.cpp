@@ -643,8 +643,16 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     }
     PartitionMem& mem = touch_partition(s, pid);
     detail::encode_message_into(s.scratch, now, item);
-    QUEEN_TRY(put(s, txn, s.tables.messages, detail::message_key(PartitionId{pid}, seq).span(),
-                  s.scratch));
+    // Sequences only grow, so the key is new: an insert, which inside a transaction also
+    // spares the journal a read of the old value.
+    QUEEN_TRY(auto clash,
+              put_if_absent(s, txn, s.tables.messages,
+                            detail::message_key(PartitionId{pid}, seq).span(), s.scratch));
+    if (clash) {
+        return Error{queen::Errc::corruption, "queues: message " + std::to_string(seq) +
+                                                  " of partition " + std::to_string(pid) +
+                                                  " exists beyond the partition's last sequence"};
+    }
     if (mem.message_count == 0) {
         mem.first_sequence = seq;
     }
