@@ -343,7 +343,10 @@ queen::Status Connection::request_into(const HttpRequest& request, HttpResponse&
             return queen::Error{Errc::cancelled, std::string{request.target} + ": aborted"};
         }
         bool is_reused = fd_ >= 0;
-        if (is_reused && is_idle_connection_dead()) {
+        const bool is_recent =
+            options_.idle_check_after_ms > 0 &&
+            clock_.monotonic_ns() - last_answer_ns_ < options_.idle_check_after_ms * 1'000'000;
+        if (is_reused && !is_recent && is_idle_connection_dead()) {
             close();
             is_reused = false;
         }
@@ -355,6 +358,9 @@ queen::Status Connection::request_into(const HttpRequest& request, HttpResponse&
         bool is_nothing_received = true;
         auto exchanged = exchange(request, deadline_ns, is_nothing_received, response);
         if (exchanged) {
+            if (options_.idle_check_after_ms > 0) {
+                last_answer_ns_ = clock_.monotonic_ns();
+            }
             return exchanged;
         }
         close();

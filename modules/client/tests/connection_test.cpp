@@ -218,6 +218,45 @@ TEST_CASE("client: an idle connection closed by the server is detected before re
     CHECK(connection.connects_total() >= 2);
 }
 
+TEST_CASE("client: idle_check_after_ms skips the liveness check only right after an answer",
+          "[client][connection]") {
+    TestServer server;
+    server.set_handler([](const RecordedRequest& request) {
+        Reply reply = json_reply(200, "{}");
+        reply.is_close_after = request.connection_index < 2;  // no Connection: close header
+        return reply;
+    });
+    queen::ManualClock clock;
+    ConnectionOptions options;
+    options.idle_check_after_ms = 1'000;
+    Connection connection{local(server.port()), options, clock};
+    REQUIRE(connection.request(get("/a")));
+    server.wait_for_requests(1);
+    // Within the window the dead connection is used without a check: a request that must not be
+    // resent fails, as after a server crash.
+    auto unchecked = connection.request(post("/b", "{}", false));
+    REQUIRE_FALSE(unchecked);
+    CHECK(unchecked.error().is(Errc::connection_closed));
+    CHECK(server.requests().size() == 1);
+    // Past the window the check is back: the close is seen before the write and the request
+    // goes out on a new connection.
+    REQUIRE(connection.request(get("/c")));  // connection 1, closed by the server after this
+    server.wait_for_requests(2);
+    clock.advance_ms(2'000);
+    bool is_closed_seen = false;
+    for (int i = 0; i < 1000 && !is_closed_seen; ++i) {
+        auto response = connection.request(post("/d", "{}", false));
+        if (response) {
+            is_closed_seen = true;
+        } else {
+            // The FIN had not arrived yet when we checked: a legitimate race, try again.
+            REQUIRE(response.error().is(Errc::connection_closed));
+            clock.advance_ms(2'000);
+        }
+    }
+    CHECK(is_closed_seen);
+}
+
 TEST_CASE("client: chunked and read-until-close bodies are decoded", "[client][connection]") {
     TestServer server;
     Connection connection{local(server.port()), {}, queen::SystemClock::instance()};
