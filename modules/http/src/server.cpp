@@ -413,7 +413,11 @@ private:
         write_buffer_.clear();
         bool is_close_after = false;
         while (!slots_.empty() && slots_.front().is_ready && !is_close_after) {
-            write_buffer_ += slots_.front().bytes;
+            if (write_buffer_.empty()) {
+                write_buffer_.swap(slots_.front().bytes);  // the usual single answer: no copy
+            } else {
+                write_buffer_ += slots_.front().bytes;
+            }
             is_close_after = slots_.front().is_close_after;
             slots_.pop_front();
         }
