@@ -432,6 +432,10 @@ Result<LogIndex> Engine::sync() {
     return index;
 }
 
+Result<void> Engine::start_writeback() {
+    return impl_->env.start_writeback();
+}
+
 std::vector<std::string> Engine::queues_due(TimestampMs now) const {
     return impl_->queues.queues_due(now);
 }

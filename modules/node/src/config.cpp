@@ -139,6 +139,9 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Period of the retention / ttl / eviction sweep.", 1);
     schema.add_integer("tenant.state_sync_interval_ms", &t.state_sync_interval_ms,
                        "Period of the LMDB flush that lets the log be compacted.", 1);
+    schema.add_integer("tenant.state_writeback_interval_ms", &t.state_writeback_interval_ms,
+                       "Between LMDB checkpoints, how often writeback of dirty pages is started "
+                       "(spreads the disk writes; 0 = never).");
     schema.add_integer("tenant.log_retain_entries", &t.log_retain_entries,
                        "Log entries kept below the last durably applied one.");
 

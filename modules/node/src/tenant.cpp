@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "entry.hpp"
 
@@ -343,12 +344,16 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
 void Tenant::run_maintenance() {
     const std::int64_t sweep_interval = config_.tenant.sweep_interval_ms;
     const std::int64_t sync_interval = config_.tenant.state_sync_interval_ms;
+    const std::int64_t writeback_interval = config_.tenant.state_writeback_interval_ms;
+    constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
     std::int64_t next_sweep = clock_.monotonic_ns() / 1'000'000 + sweep_interval;
     std::int64_t next_sync = clock_.monotonic_ns() / 1'000'000 + sync_interval;
+    std::int64_t next_writeback =
+        writeback_interval > 0 ? clock_.monotonic_ns() / 1'000'000 + writeback_interval : never;
     std::unique_lock lock(mutex_);
     while (!stopping_ && !poison_) {
         const std::int64_t now = clock_.monotonic_ns() / 1'000'000;
-        std::int64_t wait_ms = std::min(next_sweep, next_sync) - now;
+        std::int64_t wait_ms = std::min({next_sweep, next_sync, next_writeback}) - now;
         if (next_due_wall_ms_) {
             wait_ms = std::min(wait_ms, *next_due_wall_ms_ - clock_.wall_ms() + 1);
         }
@@ -373,8 +378,20 @@ void Tenant::run_maintenance() {
             lock.lock();
             continue;
         }
+        if (now >= next_writeback && now < next_sync) {
+            next_writeback = now + writeback_interval;
+            lock.unlock();
+            // Spreads LMDB's disk writes between checkpoints; a failure here is reported by
+            // the next checkpoint's fdatasync, which poisons.
+            (void)engine_->start_writeback();
+            lock.lock();
+            continue;
+        }
         if (now >= next_sync) {
             next_sync = now + sync_interval;
+            if (writeback_interval > 0) {
+                next_writeback = now + writeback_interval;
+            }
             lock.unlock();
             // The engine reports the applied index LMDB now holds durably: the log below it may
             // go (keeping log_retain_entries for lagging readers), never above it.

@@ -1,6 +1,7 @@
 // modules/store/src/env.cpp — Env: opening, tables, txn begin, map growth, sync, stats, copy.
 #include "queen/store/env.hpp"
 
+#include <fcntl.h>
 #include <lmdb.h>
 
 #include <algorithm>
@@ -503,6 +504,22 @@ queen::Result<void> Env::sync(bool force) {
         auto error = detail::lmdb_error(rc, "sync " + state_->path.string());
         state_->poison(error);
         return error;
+    }
+    return {};
+}
+
+queen::Result<void> Env::start_writeback() {
+    QUEEN_TRY(state_->check_poisoned());
+    const SyncMode mode = state_->options.sync_mode;
+    if (state_->is_read_only || (mode != SyncMode::checkpoint && mode != SyncMode::no_sync)) {
+        return {};
+    }
+    int fd = -1;
+    if (const int rc = mdb_env_get_fd(state_->env, &fd); rc != MDB_SUCCESS) {
+        return detail::lmdb_error(rc, "writeback of " + state_->path.string());
+    }
+    if (::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
+        return detail::lmdb_error(errno, "writeback of " + state_->path.string());
     }
     return {};
 }

@@ -324,3 +324,37 @@ TEST_CASE("checkpoint: sync mode name and a fresh environment", "[store][checkpo
 
 }  // namespace
 }  // namespace queen::store::test
+
+namespace queen::store::test {
+namespace {
+
+TEST_CASE("checkpoint: start_writeback between checkpoints changes nothing visible",
+          "[store][checkpoint]") {
+    const testing::TempDir dir;
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    Model model;
+    {
+        auto env = must(Env::open(dir.path(), checkpoint_options()));
+        open_tables(env);
+        for (int i = 0; i < 20; ++i) {
+            random_txn(env, rng, model);
+            must(env.start_writeback());
+        }
+        const auto before = must(env.stats()).checkpoint_txn_id;
+        must(env.start_writeback());
+        CHECK(must(env.stats()).checkpoint_txn_id == before);  // not a checkpoint
+        CHECK(dump(env) == model);
+    }
+    // Another mode: a no-op.
+    Options durable = checkpoint_options();
+    durable.sync_mode = SyncMode::durable;
+    auto env = must(Env::open(dir.path(), durable));
+    open_tables(env);
+    must(env.start_writeback());
+    CHECK(dump(env) == model);
+}
+
+}  // namespace
+}  // namespace queen::store::test

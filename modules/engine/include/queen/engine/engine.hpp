@@ -101,6 +101,9 @@ public:
     /// returned index is the one committed before the flush began).
     /// Errors: those of Env::sync (a failed flush poisons the Env: reopen).
     [[nodiscard]] Result<LogIndex> sync();
+    /// Starts the writeback of LMDB's dirty pages between checkpoints (store::Env::
+    /// start_writeback). Any thread. Errors: those of Env::start_writeback.
+    [[nodiscard]] Result<void> start_writeback();
 
     /// The earliest time a pop may find something it cannot find now (see QueueState).
     [[nodiscard]] std::optional<TimestampMs> next_due() const;

@@ -36,6 +36,9 @@ struct TenantOptions {
     std::uint32_t sweep_interval_ms = 5'000;
     /// How often LMDB is flushed to disk (fsync) so the log below it can be compacted.
     std::uint32_t state_sync_interval_ms = 1'000;
+    /// Between checkpoints, how often the kernel is asked to start writing LMDB's dirty pages
+    /// (spreads the disk writes; 0 = never).
+    std::uint32_t state_writeback_interval_ms = 100;
     /// Log entries kept below the last durably applied index (for followers catching up).
     std::uint64_t log_retain_entries = 100'000;
     /// Validate ranges; errors name the tenant.* key.

@@ -127,6 +127,15 @@ public:
     /// Errors: Errc::poisoned; a failed flush (Errc::io, Errc::disk_full) poisons the Env.
     [[nodiscard]] queen::Result<void> sync(bool force = true);
 
+    /// SyncMode::checkpoint and no_sync: starts the kernel's writeback of data.mdb's dirty
+    /// pages (sync_file_range(SYNC_FILE_RANGE_WRITE)) without waiting for it, so the next
+    /// checkpoint's fdatasync has little left and the disk sees a steady stream instead of one
+    /// burst per checkpoint (bursts delay the log's fdatasync behind them). Promises nothing
+    /// about durability. Other modes and read-only: no-op.
+    /// Errors: Errc::poisoned, Errc::io (a failure that the next sync also reports; does not
+    /// poison).
+    [[nodiscard]] queen::Result<void> start_writeback();
+
     /// Sizes of the environment and of every named table, as one read txn sees them.
     /// Errors: Errc::readers_full, Errc::tables_full (too many tables for the Env's limit),
     /// Errc::poisoned, Errc::io.
