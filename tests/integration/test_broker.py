@@ -2,11 +2,19 @@
 
 Each test starts its own server (fresh data directory) and drives it over real HTTP, checking
 the contract of shared/spec/queen-v1-http-api.md sections 4, 5 and 7."""
+import os
+import re
 import threading
 import time
 import unittest
 
-from harness import ServerTestCase
+from harness import ServerTestCase, wait_until
+
+
+def metric(body, name):
+    """The value of an unlabelled or single-series Prometheus sample `name` (0 when absent)."""
+    found = re.search(r"^" + name + r"(?:\{[^}]*\})? (\S+)$", body, re.M)
+    return float(found.group(1)) if found else 0.0
 
 
 def names(resp):
@@ -411,6 +419,21 @@ class Admin(ServerTestCase):
         self.assertTrue(prom.headers["content-type"].startswith("text/plain"))
         self.assertIn("queen_log_fsync_latency_seconds_bucket", prom.body)
         self.assertEqual(self.client.get("/metrics").status, 200)
+
+    def test_checkpoints_make_the_state_durable(self):
+        # store.sync_mode = checkpoint (default): the maintenance thread takes an LMDB checkpoint
+        # every state_sync_interval_ms; the metrics show it and the data dir holds its meta page.
+        self.client.push("m", ["a"])
+        applied = metric(self.client.get("/metrics/prometheus").body, "queen_tenant_applied_index")
+        self.assertGreaterEqual(applied, 1)
+        wait_until(lambda: metric(self.client.get("/metrics/prometheus").body,
+                                  "queen_state_durable_index") >= applied,
+                   what="a checkpoint covering the push")
+        body = self.client.get("/metrics/prometheus").body
+        self.assertGreaterEqual(metric(body, "queen_state_checkpoints_total"), 1)
+        self.assertGreater(metric(body, "queen_state_checkpoint_seconds_total"), 0)
+        meta = os.path.join(self.server.data_dir, "tenants", "default", "state", "checkpoint.meta")
+        self.assertTrue(os.path.isfile(meta), meta)
 
     def test_encrypted_queue_round_trips_and_is_not_stored_in_clear(self):
         # The fixture starts without a key: such queues must refuse pushes with a clear error.

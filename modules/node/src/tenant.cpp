@@ -395,8 +395,16 @@ void Tenant::run_maintenance() {
             lock.unlock();
             // The engine reports the applied index LMDB now holds durably: the log below it may
             // go (keeping log_retain_entries for lagging readers), never above it.
+            const std::int64_t started_ns = clock_.monotonic_ns();
             auto synced = engine_->sync();
             const std::uint64_t durable = synced ? synced->value() : 0;
+            if (synced) {
+                checkpoints_total_.fetch_add(1, std::memory_order_relaxed);
+                checkpoint_ns_total_.fetch_add(
+                    static_cast<std::uint64_t>(clock_.monotonic_ns() - started_ns),
+                    std::memory_order_relaxed);
+                durable_index_.store(durable, std::memory_order_relaxed);
+            }
             if (!synced) {
                 poison(prefixed(synced.error(), name_));
             } else if (durable > config_.tenant.log_retain_entries) {
@@ -514,6 +522,17 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
     add("queen_apply_batches_total", "LMDB write transactions that applied entries",
         api::MetricSample::Kind::counter,
         static_cast<double>(apply_batches_total_.load(std::memory_order_relaxed)));
+    add("queen_state_checkpoints_total",
+        "LMDB checkpoints (flush + saved meta page) taken by the maintenance thread",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(checkpoints_total_.load(std::memory_order_relaxed)));
+    add("queen_state_checkpoint_seconds_total", "Seconds spent taking LMDB checkpoints",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(checkpoint_ns_total_.load(std::memory_order_relaxed)) / 1e9);
+    add("queen_state_durable_index",
+        "Applied log index the last checkpoint made durable (replay starts above it)",
+        api::MetricSample::Kind::gauge,
+        static_cast<double>(durable_index_.load(std::memory_order_relaxed)));
     add("queen_proposals_rejected_total", "Commands refused because the proposal queue was full",
         api::MetricSample::Kind::counter,
         static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));

@@ -141,6 +141,11 @@ private:
     std::atomic<std::uint64_t> entries_applied_total_{0};
     std::atomic<std::uint64_t> proposals_rejected_total_{0};
     std::atomic<std::uint64_t> apply_batches_total_{0};
+    // LMDB checkpoints (Engine::sync) of the maintenance thread, their time, and the applied
+    // index the last one made durable.
+    std::atomic<std::uint64_t> checkpoints_total_{0};
+    std::atomic<std::uint64_t> checkpoint_ns_total_{0};
+    std::atomic<std::uint64_t> durable_index_{0};
 
     std::thread applier_;
     std::thread maintenance_;
