@@ -418,6 +418,10 @@ class Admin(ServerTestCase):
         self.assertEqual(prom.status, 200)
         self.assertTrue(prom.headers["content-type"].startswith("text/plain"))
         self.assertIn("queen_log_fsync_latency_seconds_bucket", prom.body)
+        # Every series once: a repeated (name, labels) pair is dropped by Prometheus.
+        series = [line.rsplit(" ", 1)[0] for line in prom.body.splitlines()
+                  if line and not line.startswith("#")]
+        self.assertEqual(sorted(set(s for s in series if series.count(s) > 1)), [])
         self.assertEqual(self.client.get("/metrics").status, 200)
 
     def test_checkpoints_make_the_state_durable(self):

@@ -242,7 +242,7 @@ void handle_prometheus(Context& context, const ContextPtr&, Request&, Responder 
             static_cast<double>(status.cpu_user_us));
     out.add("queen_cpu_system_microseconds_total", "System CPU time of the process.", "counter", {},
             static_cast<double>(status.cpu_system_us));
-    counter("queen_http_requests_total", "API requests received.", m.requests);
+    counter("queen_api_requests_total", "Requests that reached an API route handler.", m.requests);
     counter("queen_http_error_responses_total", "API error responses by class.", m.responses_4xx,
             {{"class", "4xx"}});
     counter("queen_http_error_responses_total", "API error responses by class.", m.responses_5xx,

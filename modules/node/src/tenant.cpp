@@ -504,19 +504,11 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         samples.push_back(
             api::MetricSample{std::move(metric), std::move(help), kind, labels, value});
     };
-    const auto health = this->health();
-    add("queen_tenant_applied_index", "Last log index applied to the state",
-        api::MetricSample::Kind::gauge, static_cast<double>(health.applied_index));
-    add("queen_tenant_committed_index", "Last log index committed", api::MetricSample::Kind::gauge,
-        static_cast<double>(health.committed_index));
-    add("queen_log_bytes", "Bytes of log segments on disk", api::MetricSample::Kind::gauge,
-        static_cast<double>(health.log_bytes));
+    // queen_tenant_{applied,committed}_index, queen_log_bytes, queen_state_bytes and
+    // queen_tenant_poisoned come from the tenant's health (api health routes), not from here:
+    // one series each.
     add("queen_log_segments", "Log segment files", api::MetricSample::Kind::gauge,
         static_cast<double>(log_->segment_count()));
-    add("queen_state_bytes", "Bytes of the LMDB data file", api::MetricSample::Kind::gauge,
-        static_cast<double>(health.state_bytes));
-    add("queen_tenant_poisoned", "1 when the tenant stopped after a disk error",
-        api::MetricSample::Kind::gauge, health.is_poisoned ? 1 : 0);
     add("queen_entries_applied_total", "Log entries applied", api::MetricSample::Kind::counter,
         static_cast<double>(entries_applied_total_.load(std::memory_order_relaxed)));
     add("queen_apply_batches_total", "LMDB write transactions that applied entries",
