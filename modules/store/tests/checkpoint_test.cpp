@@ -103,6 +103,30 @@ void open_tables(Env& env) {
     }
 }
 
+/// In a child process: opens `dir` in checkpoint mode, commits `txns` random txns on top of
+/// `from` (seeded), takes no checkpoint and dies without closing anything (a process crash).
+void crash_after_more_txns(const fs::path& dir, const Model& from, std::uint64_t seed, int txns) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        auto env = Env::open(dir, checkpoint_options());
+        Rng child_rng(seed);
+        Model child_model = from;
+        for (const char* name : table_names) {
+            if (!env || !env->open_table(name)) {
+                ::_exit(3);
+            }
+        }
+        for (int i = 0; i < txns; ++i) {
+            random_txn(*env, child_rng, child_model);
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
 TEST_CASE("checkpoint: close and reopen keeps every commit", "[store][checkpoint]") {
     const testing::TempDir dir;
     const std::uint64_t seed = testing::seed_from_env();
@@ -143,31 +167,7 @@ TEST_CASE("checkpoint: a process crash comes back to the last checkpoint", "[sto
         must(env.sync(true));
         at_checkpoint = model;
     }
-    const auto seed_after = rng.next();
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        // Commit more, checkpoint nothing, die without closing anything.
-        auto env = Env::open(dir.path(), checkpoint_options());
-        if (!env) {
-            ::_exit(3);
-        }
-        Rng child_rng(seed_after);
-        Model child_model = at_checkpoint;
-        for (const char* name : table_names) {
-            if (!env->open_table(name)) {
-                ::_exit(4);
-            }
-        }
-        for (int i = 0; i < 40; ++i) {
-            random_txn(*env, child_rng, child_model);
-        }
-        ::_exit(0);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
+    crash_after_more_txns(dir.path(), at_checkpoint, rng.next(), 40);
     auto env = must(Env::open(dir.path(), checkpoint_options()));
     open_tables(env);
     CHECK(dump(env) == at_checkpoint);
@@ -189,26 +189,7 @@ TEST_CASE("checkpoint: another mode restores the checkpoint once, then drops it"
             random_txn(env, rng, model);
         }
     }
-    const auto seed_after = rng.next();
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {  // commits after the checkpoint, then dies
-        auto env = Env::open(dir.path(), checkpoint_options());
-        Rng child_rng(seed_after);
-        Model child_model = model;
-        for (const char* name : table_names) {
-            if (!env || !env->open_table(name)) {
-                ::_exit(3);
-            }
-        }
-        for (int i = 0; i < 30; ++i) {
-            random_txn(*env, child_rng, child_model);
-        }
-        ::_exit(0);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    crash_after_more_txns(dir.path(), model, rng.next(), 30);
     Options other = checkpoint_options();
     other.sync_mode = SyncMode::no_meta_sync;
     {
