@@ -6,175 +6,39 @@
 #include <type_traits>
 #include <utility>
 
+#include "queen/core/field_codec.hpp"
+
 namespace queen::engine {
 namespace {
 
 using namespace queen::queues;
 
-/// Writes each visited field. Integers: unsigned as LEB128 varints, signed as zigzag varints;
-/// bools and enums: one byte; strings and byte blobs: varint length + bytes; vectors: varint
-/// count + elements.
-class Writer {
+/// The codec visitors of queen/core/field_codec.hpp; declared here so argument-dependent lookup
+/// finds this file's fields() overloads through them.
+class Writer : public codec::FieldWriter<Writer> {
 public:
-    explicit Writer(Bytes& out) : out_(out) {}
-    void operator()(bool& value) { out_.u8(value ? 1 : 0); }
-    void operator()(std::uint32_t& value) { out_.varint(value); }
-    void operator()(std::uint64_t& value) { out_.varint(value); }
-    void operator()(std::int64_t& value) { out_.svarint(value); }
-    void operator()(std::string& value) { out_.str(value); }
-    void operator()(Bytes& value) { out_.blob(value); }
-    template <class Tag, class Rep>
-    void operator()(StrongInt<Tag, Rep>& value) {
-        Rep raw = value.value();
-        (*this)(raw);
-    }
-    template <class E>
-    requires std::is_enum_v<E>
-    void enumeration(E& value, E /*max*/) { out_.u8(static_cast<std::uint8_t>(value)); }
-    template <class T>
-    void operator()(std::vector<T>& values) {
-        out_.varint(values.size());
-        for (auto& value : values) {
-            (*this)(value);
-        }
-    }
+    using FieldWriter::FieldWriter;
+    using FieldWriter::operator();
     template <class T>
     requires std::is_class_v<T>
     void operator()(T& value) { fields(*this, value); }
-
-private:
-    ByteWriter out_;
 };
 
-/// Counts the bytes Writer would write, so an encoder sizes its buffer once (a push of 100
-/// messages is ~30 KB: growing it byte by byte reallocates and copies it a dozen times).
-class Sizer {
+class Sizer : public codec::FieldSizer<Sizer> {
 public:
-    void operator()(bool& /*value*/) { size_ += 1; }
-    void operator()(std::uint32_t& value) { size_ += varint_size(value); }
-    void operator()(std::uint64_t& value) { size_ += varint_size(value); }
-    void operator()(std::int64_t& value) {
-        size_ += varint_size((static_cast<std::uint64_t>(value) << 1) ^
-                             static_cast<std::uint64_t>(value >> 63));
-    }
-    void operator()(std::string& value) { size_ += varint_size(value.size()) + value.size(); }
-    void operator()(Bytes& value) { size_ += varint_size(value.size()) + value.size(); }
-    template <class Tag, class Rep>
-    void operator()(StrongInt<Tag, Rep>& value) {
-        Rep raw = value.value();
-        (*this)(raw);
-    }
-    template <class E>
-    requires std::is_enum_v<E>
-    void enumeration(E& /*value*/, E /*max*/) { size_ += 1; }
-    template <class T>
-    void operator()(std::vector<T>& values) {
-        size_ += varint_size(values.size());
-        for (auto& value : values) {
-            (*this)(value);
-        }
-    }
+    using FieldSizer::operator();
     template <class T>
     requires std::is_class_v<T>
     void operator()(T& value) { fields(*this, value); }
-    [[nodiscard]] std::size_t size() const noexcept { return size_; }
-
-    static std::size_t varint_size(std::uint64_t value) noexcept {
-        std::size_t n = 1;
-        for (value >>= 7; value != 0; value >>= 7) {
-            ++n;
-        }
-        return n;
-    }
-
-private:
-    std::size_t size_ = 0;
 };
 
-/// Reads what Writer wrote. Failures are sticky (ByteReader) and checked once at the end.
-class Reader {
+class Reader : public codec::FieldReader<Reader> {
 public:
-    explicit Reader(ByteSpan in) : in_(in) {}
-    /// A varint in its shortest form only: one command has exactly one encoding, so entries
-    /// compare equal byte for byte when their meaning does.
-    std::uint64_t varint() {
-        const std::size_t start = in_.position();
-        const std::uint64_t value = in_.varint();
-        std::size_t shortest = 1;
-        for (std::uint64_t rest = value >> 7; rest != 0; rest >>= 7) {
-            ++shortest;
-        }
-        if (in_.ok() && in_.position() - start != shortest) {
-            in_.fail();
-        }
-        return value;
-    }
-    ByteSpan blob() { return in_.raw(static_cast<std::size_t>(varint())); }
-    void operator()(bool& value) {
-        const std::uint8_t raw = in_.u8();
-        if (raw > 1) {
-            in_.fail();
-        }
-        value = raw == 1;
-    }
-    void operator()(std::uint32_t& value) {
-        const std::uint64_t raw = varint();
-        if (raw > UINT32_MAX) {
-            in_.fail();
-        }
-        value = static_cast<std::uint32_t>(raw);
-    }
-    void operator()(std::uint64_t& value) { value = varint(); }
-    void operator()(std::int64_t& value) {
-        const std::uint64_t raw = varint();
-        value = static_cast<std::int64_t>(raw >> 1) ^ -static_cast<std::int64_t>(raw & 1);
-    }
-    void operator()(std::string& value) { value.assign(as_chars(blob())); }
-    void operator()(Bytes& value) {
-        const ByteSpan raw = blob();
-        value.assign(raw.begin(), raw.end());
-    }
-    template <class Tag, class Rep>
-    void operator()(StrongInt<Tag, Rep>& value) {
-        Rep raw{};
-        (*this)(raw);
-        value = StrongInt<Tag, Rep>{raw};
-    }
-    template <class E>
-    requires std::is_enum_v<E>
-    void enumeration(E& value, E max) {
-        const std::uint8_t raw = in_.u8();
-        if (raw > static_cast<std::uint8_t>(max)) {
-            in_.fail();
-        }
-        value = static_cast<E>(raw);
-    }
-    template <class T>
-    void operator()(std::vector<T>& values) {
-        const std::uint64_t count = varint();
-        // Every element takes at least one byte, so a count above the bytes left is a lie; this
-        // bounds allocation by the input size.
-        if (count > in_.remaining()) {
-            in_.fail();
-            return;
-        }
-        // Elements already there are decoded over (decode_command_into keeps their storage).
-        values.resize(static_cast<std::size_t>(count));
-        for (auto& value : values) {
-            if (!in_.ok()) {
-                break;
-            }
-            (*this)(value);
-        }
-    }
+    using FieldReader::FieldReader;
+    using FieldReader::operator();
     template <class T>
     requires std::is_class_v<T>
     void operator()(T& value) { fields(*this, value); }
-
-    ByteReader& bytes() { return in_; }
-
-private:
-    ByteReader in_;
 };
 
 // Field lists. Appending a field at the end of a struct is still a format change: bump the
@@ -503,7 +367,7 @@ Bytes encode_command(const Command& command) {
     std::visit([&](const auto& body) { sizer(const_cast<std::decay_t<decltype(body)>&>(body)); },
                command.body);
     Bytes out;
-    out.reserve(1 + Sizer::varint_size(command.client_id) + Sizer::varint_size(command.client_seq) +
+    out.reserve(1 + codec::varint_size(command.client_id) + codec::varint_size(command.client_seq) +
                 1 + sizer.size());
     ByteWriter header(out);
     header.u8(command_format_version);

@@ -4,142 +4,37 @@
 
 #include <type_traits>
 
+#include "queen/core/field_codec.hpp"
+
 namespace queen::queues::detail {
 namespace {
 
-class Writer {
+/// The codec visitors of queen/core/field_codec.hpp; declared here so argument-dependent lookup
+/// finds this file's fields() overloads through them.
+class Writer : public codec::FieldWriter<Writer> {
 public:
-    explicit Writer(Bytes& out) : out_(out) {}
-    void operator()(bool& value) { out_.u8(value ? 1 : 0); }
-    void operator()(std::uint32_t& value) { out_.varint(value); }
-    void operator()(std::uint64_t& value) { out_.varint(value); }
-    void operator()(std::int64_t& value) { out_.svarint(value); }
-    void operator()(std::string& value) { out_.str(value); }
-    void operator()(Bytes& value) { out_.blob(value); }
-    template <class Tag, class Rep>
-    void operator()(StrongInt<Tag, Rep>& value) {
-        Rep raw = value.value();
-        (*this)(raw);
-    }
-    template <class E>
-    requires std::is_enum_v<E>
-    void enumeration(E& value, E /*max*/) { out_.u8(static_cast<std::uint8_t>(value)); }
-    void operator()(std::vector<std::string>& values) {
-        out_.varint(values.size());
-        for (auto& value : values) {
-            (*this)(value);
-        }
-    }
+    using FieldWriter::FieldWriter;
+    using FieldWriter::operator();
     template <class T>
     requires std::is_class_v<T>
     void operator()(T& value) { fields(*this, value); }
-
-private:
-    ByteWriter out_;
 };
 
-/// Counts the bytes Writer would produce (to size the buffer once).
-class Sizer {
+class Sizer : public codec::FieldSizer<Sizer> {
 public:
-    void operator()(bool& /*value*/) { size_ += 1; }
-    void operator()(std::uint32_t& value) { size_ += varint_size(value); }
-    void operator()(std::uint64_t& value) { size_ += varint_size(value); }
-    void operator()(std::int64_t& value) {
-        size_ += varint_size((static_cast<std::uint64_t>(value) << 1) ^
-                             static_cast<std::uint64_t>(value >> 63));
-    }
-    void operator()(std::string& value) { blob(value.size()); }
-    void operator()(Bytes& value) { blob(value.size()); }
-    template <class Tag, class Rep>
-    void operator()(StrongInt<Tag, Rep>& value) {
-        Rep raw = value.value();
-        (*this)(raw);
-    }
-    template <class E>
-    requires std::is_enum_v<E>
-    void enumeration(E& /*value*/, E /*max*/) { size_ += 1; }
-    void operator()(std::vector<std::string>& values) {
-        size_ += varint_size(values.size());
-        for (auto& value : values) {
-            (*this)(value);
-        }
-    }
+    using FieldSizer::operator();
     template <class T>
     requires std::is_class_v<T>
     void operator()(T& value) { fields(*this, value); }
-    [[nodiscard]] std::size_t size() const noexcept { return size_; }
-
-    static std::size_t varint_size(std::uint64_t value) noexcept {
-        std::size_t n = 1;
-        while (value >= 0x80) {
-            value >>= 7;
-            ++n;
-        }
-        return n;
-    }
-
-private:
-    void blob(std::size_t length) { size_ += varint_size(length) + length; }
-    std::size_t size_ = 0;
 };
 
-class Reader {
+class Reader : public codec::FieldReader<Reader> {
 public:
-    explicit Reader(ByteSpan in) : in_(in) {}
-    void operator()(bool& value) {
-        const std::uint8_t raw = in_.u8();
-        if (raw > 1) {
-            in_.fail();
-        }
-        value = raw == 1;
-    }
-    void operator()(std::uint32_t& value) {
-        const std::uint64_t raw = in_.varint();
-        if (raw > UINT32_MAX) {
-            in_.fail();
-        }
-        value = static_cast<std::uint32_t>(raw);
-    }
-    void operator()(std::uint64_t& value) { value = in_.varint(); }
-    void operator()(std::int64_t& value) { value = in_.svarint(); }
-    void operator()(std::string& value) { value = std::string(in_.str()); }
-    void operator()(Bytes& value) {
-        const ByteSpan raw = in_.blob();
-        value.assign(raw.begin(), raw.end());
-    }
-    template <class Tag, class Rep>
-    void operator()(StrongInt<Tag, Rep>& value) {
-        Rep raw{};
-        (*this)(raw);
-        value = StrongInt<Tag, Rep>{raw};
-    }
-    template <class E>
-    requires std::is_enum_v<E>
-    void enumeration(E& value, E max) {
-        const std::uint8_t raw = in_.u8();
-        if (raw > static_cast<std::uint8_t>(max)) {
-            in_.fail();
-        }
-        value = static_cast<E>(raw);
-    }
-    void operator()(std::vector<std::string>& values) {
-        const std::uint64_t count = in_.varint();
-        if (count > in_.remaining()) {
-            in_.fail();
-            return;
-        }
-        values.resize(static_cast<std::size_t>(count));
-        for (auto& value : values) {
-            (*this)(value);
-        }
-    }
+    using FieldReader::FieldReader;
+    using FieldReader::operator();
     template <class T>
     requires std::is_class_v<T>
     void operator()(T& value) { fields(*this, value); }
-    ByteReader& bytes() { return in_; }
-
-private:
-    ByteReader in_;
 };
 
 template <class A>
@@ -333,9 +228,9 @@ void encode_message_into(Bytes& out, TimestampMs created_at, const PushItem& ite
     const auto zigzag = [](std::int64_t value) {
         return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
     };
-    const auto blob_size = [](std::size_t length) { return Sizer::varint_size(length) + length; };
+    const auto blob_size = [](std::size_t length) { return codec::varint_size(length) + length; };
     out.clear();
-    out.reserve(1 + Sizer::varint_size(zigzag(created_at.value())) +
+    out.reserve(1 + codec::varint_size(zigzag(created_at.value())) +
                 blob_size(item.transaction_id.size()) + blob_size(item.trace_id.size()) +
                 blob_size(item.producer_sub.size()) + 1 + blob_size(item.payload.size()));
     out.push_back(record_format_version);
