@@ -2,8 +2,6 @@
 // writer, the sizer and the reader; the reader refuses every non-canonical or lying input.
 #include "queen/core/field_codec.hpp"
 
-#include <type_traits>
-
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -47,29 +45,15 @@ void fields(A& a, Record& v) {
     a(v.inners);
 }
 
-class Writer : public queen::codec::FieldWriter<Writer> {
-public:
-    using FieldWriter::FieldWriter;
-    using FieldWriter::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
+struct Fields {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
 };
-class Sizer : public queen::codec::FieldSizer<Sizer> {
-public:
-    using FieldSizer::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-class Reader : public queen::codec::FieldReader<Reader> {
-public:
-    using FieldReader::FieldReader;
-    using FieldReader::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
+using Writer = queen::codec::Writer<Fields>;
+using Sizer = queen::codec::Sizer<Fields>;
+using Reader = queen::codec::Reader<Fields>;
 
 queen::Bytes encode(Record record) {
     Sizer sizer;

@@ -13,37 +13,6 @@ namespace {
 
 using namespace queen::queues;
 
-/// The codec visitors of queen/core/field_codec.hpp; declared here so argument-dependent lookup
-/// finds this file's fields() overloads through them.
-class Writer : public codec::FieldWriter<Writer> {
-public:
-    using FieldWriter::FieldWriter;
-    using FieldWriter::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-
-class Sizer : public codec::FieldSizer<Sizer> {
-public:
-    using FieldSizer::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-
-class Reader : public codec::FieldReader<Reader> {
-public:
-    using FieldReader::FieldReader;
-    using FieldReader::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-
-// Field lists. Appending a field at the end of a struct is still a format change: bump the
-// version and keep decoding the old one.
-
 template <class A>
 void fields(A& a, QueueOptions& v) {
     a(v.lease_time_s);
@@ -320,6 +289,17 @@ void fields(A& a, AddTraceResult& v) {
     a(v.found);
     a(v.trace_id);
 }
+
+/// Runs this file's fields() for a struct; after the last overload so lookup sees them all.
+struct Fields {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
+};
+using Writer = codec::Writer<Fields>;
+using Sizer = codec::Sizer<Fields>;
+using Reader = codec::Reader<Fields>;
 
 /// Builds variant alternative `index` default-constructed (the decoder then fills it).
 template <class Variant, std::size_t... I>

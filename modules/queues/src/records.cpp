@@ -9,34 +9,6 @@
 namespace queen::queues::detail {
 namespace {
 
-/// The codec visitors of queen/core/field_codec.hpp; declared here so argument-dependent lookup
-/// finds this file's fields() overloads through them.
-class Writer : public codec::FieldWriter<Writer> {
-public:
-    using FieldWriter::FieldWriter;
-    using FieldWriter::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-
-class Sizer : public codec::FieldSizer<Sizer> {
-public:
-    using FieldSizer::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-
-class Reader : public codec::FieldReader<Reader> {
-public:
-    using FieldReader::FieldReader;
-    using FieldReader::operator();
-    template <class T>
-    requires std::is_class_v<T>
-    void operator()(T& value) { fields(*this, value); }
-};
-
 template <class A>
 void fields(A& a, QueueOptions& v) {
     a(v.lease_time_s);
@@ -147,6 +119,17 @@ void fields(A& a, PushItem& v) {
     a(v.payload);
     a(v.is_encrypted);
 }
+
+/// Runs this file's fields() for a struct; after the last overload so lookup sees them all.
+struct Fields {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
+};
+using Writer = codec::Writer<Fields>;
+using Sizer = codec::Sizer<Fields>;
+using Reader = codec::Reader<Fields>;
 
 template <class T>
 void encode_any_into(Bytes& out, const T& record) {

@@ -303,12 +303,6 @@ TEST_CASE("checkpoint: sync mode name and a fresh environment", "[store][checkpo
     CHECK(fs::file_size(dir.path() / "checkpoint.meta") > 4096);
 }
 
-}  // namespace
-}  // namespace queen::store::test
-
-namespace queen::store::test {
-namespace {
-
 TEST_CASE("checkpoint: start_writeback between checkpoints changes nothing visible",
           "[store][checkpoint]") {
     const testing::TempDir dir;

@@ -6,18 +6,18 @@
 // encoding), signed as zigzag varints; bools and enums one byte; strings and byte blobs a varint
 // length then the bytes; vectors a varint count then the elements.
 //
-// The visitors are CRTP bases. A module derives one per role, in the namespace that holds its
-// `fields()` overloads (argument-dependent lookup finds them through the derived type), and adds
-// the struct case:
+// A module writes its `fields()` overloads, then one dispatcher struct after the last of them
+// (so ordinary lookup sees every overload) and names the three visitors:
 //
-//     class Writer : public codec::FieldWriter<Writer> {
-//     public:
-//         using FieldWriter::FieldWriter;
-//         using FieldWriter::operator();
-//         template <class T>
-//         requires std::is_class_v<T>
-//         void operator()(T& value) { fields(*this, value); }
+//     struct Fields {
+//         template <class A, class T>
+//         static void visit(A& a, T& value) { fields(a, value); }
 //     };
+//     using Writer = codec::Writer<Fields>;
+//     using Sizer = codec::Sizer<Fields>;
+//     using Reader = codec::Reader<Fields>;
+//
+// FieldWriter, FieldSizer and FieldReader are the CRTP bases those three share.
 #pragma once
 
 #include <cstddef>
@@ -186,6 +186,37 @@ public:
 private:
     Derived& derived() { return static_cast<Derived&>(*this); }
     ByteReader in_;
+};
+
+/// The visitors a module uses; `Fields::visit(visitor, value)` runs the module's fields() for a
+/// struct (see the top of this file).
+template <class Fields>
+class Writer final : public FieldWriter<Writer<Fields>> {
+public:
+    explicit Writer(Bytes& out) : FieldWriter<Writer<Fields>>(out) {}
+    using FieldWriter<Writer<Fields>>::operator();
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { Fields::visit(*this, value); }
+};
+
+template <class Fields>
+class Sizer final : public FieldSizer<Sizer<Fields>> {
+public:
+    using FieldSizer<Sizer<Fields>>::operator();
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { Fields::visit(*this, value); }
+};
+
+template <class Fields>
+class Reader final : public FieldReader<Reader<Fields>> {
+public:
+    explicit Reader(ByteSpan in) : FieldReader<Reader<Fields>>(in) {}
+    using FieldReader<Reader<Fields>>::operator();
+    template <class T>
+    requires std::is_class_v<T>
+    void operator()(T& value) { Fields::visit(*this, value); }
 };
 
 }  // namespace queen::codec
