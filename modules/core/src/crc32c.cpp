@@ -7,6 +7,7 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <nmmintrin.h>
+#include <cstring>
 #endif
 
 namespace queen {
@@ -52,7 +53,9 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware_raw(const Byte* p, std:
                                                              std::uint32_t crc) noexcept {
     std::uint64_t crc64 = crc;
     while (n >= 8) {
-        crc64 = _mm_crc32_u64(crc64, load_le<std::uint64_t>(p));
+        std::uint64_t word = 0;  // x86 is little-endian; load_le's byte loop is not folded here
+        std::memcpy(&word, p, sizeof word);
+        crc64 = _mm_crc32_u64(crc64, word);
         p += 8;
         n -= 8;
     }
