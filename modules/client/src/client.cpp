@@ -7,18 +7,26 @@
 
 #include "json_cursor.hpp"
 #include "json_util.hpp"
+#include "protocol_util.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace queen::client {
 
+using detail::append_ack_fields;
 using detail::append_json_string_or_null;
+using detail::append_query;
 using detail::assign_text;
 using detail::boolean_of;
+using detail::check_raw_not_rejected;
+using detail::describe;
 using detail::integer_of;
 using detail::Json;
 using detail::JsonCursor;
 using detail::optional_boolean_of;
+using detail::parse_ack_result;
 using detail::parse_json;
+using detail::scan_body;
+using detail::shape_error;
 using detail::text_of;
 using detail::text_of_either;
 using json::for_each_element;
@@ -30,53 +38,6 @@ using json::raw_to_text;
 using json::scan_json;
 
 namespace {
-
-std::string describe(const HttpRequest& request) {
-    return std::string{request.method} + " " + std::string{request.target};
-}
-
-queen::Error shape_error(const HttpRequest& request, const std::string& why) {
-    return queen::Error{Errc::bad_response, describe(request) + ": " + why};
-}
-
-// The server's {"error": "..."} text, or "HTTP <status>" with a little of an unexpected body.
-std::string error_message_of(const HttpResponse& response) {
-    try {
-        const Json body = Json::parse(response.body);
-        if (body.is_object() && body.contains("error") && body["error"].is_string()) {
-            return body["error"].get<std::string>();
-        }
-    } catch (const Json::exception&) {
-        // Not JSON: fall through to the status line.
-    }
-    std::string message = "HTTP " + std::to_string(response.status);
-    if (!response.body.empty()) {
-        message += ": " + response.body.substr(0, 200);
-    }
-    return message;
-}
-
-void append_query(std::string& target, bool& is_first, std::string_view key,
-                  std::string_view value) {
-    target += is_first ? '?' : '&';
-    is_first = false;
-    target.append(key).append("=").append(percent_encode(value));
-}
-
-PushStatus push_status_of(std::string_view text, bool& is_known) {
-    is_known = true;
-    if (text == "queued") {
-        return PushStatus::queued;
-    }
-    if (text == "duplicate") {
-        return PushStatus::duplicate;
-    }
-    if (text == "buffered") {
-        return PushStatus::buffered;
-    }
-    is_known = text == "failed";
-    return PushStatus::failed;
-}
 
 QueueOptions queue_options_of(const Json& options) {
     QueueOptions o;
@@ -136,97 +97,6 @@ queen::Status check_not_rejected(const HttpRequest& request, const Json& body) {
                             describe(request) + ": " + (why.empty() ? "success=false" : why)};
     }
     return {};
-}
-
-// The raw-scanner twin of check_not_rejected() for the hot paths.
-queen::Status check_raw_not_rejected(const HttpRequest& request, std::string_view object) {
-    bool has_success = false;
-    bool is_success = true;
-    std::string why;
-    for_each_member(object, [&](std::string_view key, std::string_view raw) {
-        if (key == "success") {
-            has_success = true;
-            is_success = raw_to_bool(raw);
-        } else if (key == "error") {
-            why = raw_to_text(raw);
-        }
-        return true;
-    });
-    if (has_success && !is_success) {
-        return queen::Error{Errc::rejected,
-                            describe(request) + ": " + (why.empty() ? "success=false" : why)};
-    }
-    return {};
-}
-
-queen::Result<std::string_view> scan_body(const HttpRequest& request, std::string_view body) {
-    std::string_view value;
-    if (!scan_json(body, value)) {
-        return shape_error(request, "invalid JSON in the answer");
-    }
-    return value;
-}
-
-// The error of an answer the single-pass walk rejected: invalid JSON, or valid JSON of the
-// wrong shape (`why`).
-queen::Error walk_error(const HttpRequest& request, std::string_view body, const std::string& why) {
-    if (!is_valid_json(body)) {
-        return shape_error(request, "invalid JSON in the answer");
-    }
-    return shape_error(request, why);
-}
-
-// Reads the members of one ack result at the cursor (an object) into `result`.
-bool read_ack_result(JsonCursor& cursor, AckResult& result) {
-    if (!cursor.enter_object()) {
-        return false;
-    }
-    bool is_first = true;
-    std::string_view key;
-    std::string_view raw;
-    while (cursor.next_member(key, is_first)) {
-        if (key == "transactionId") {
-            cursor.read_text(result.transaction_id);
-        } else if (key == "error") {
-            cursor.read_text(result.error);
-        } else if (key == "queueName") {
-            cursor.read_text(result.queue_name);
-        } else if (key == "partitionName") {
-            cursor.read_text(result.partition_name);
-        } else if (!cursor.read_value(raw)) {
-            return false;
-        } else if (key == "success") {
-            result.is_success = raw_to_bool(raw);
-        } else if (key == "leaseReleased") {
-            result.is_lease_released =
-                json::raw_is_null(raw) ? std::nullopt : std::optional<bool>{raw_to_bool(raw)};
-        } else if (key == "dlq") {
-            result.is_dlq = raw_to_bool(raw);
-        }
-    }
-    return cursor.is_ok();
-}
-
-bool parse_ack_result(std::string_view raw, AckResult& result) {
-    return for_each_member(raw, [&](std::string_view key, std::string_view value) {
-        if (key == "transactionId") {
-            result.transaction_id = raw_to_text(value);
-        } else if (key == "success") {
-            result.is_success = raw_to_bool(value);
-        } else if (key == "error") {
-            result.error = raw_to_text(value);
-        } else if (key == "queueName") {
-            result.queue_name = raw_to_text(value);
-        } else if (key == "partitionName") {
-            result.partition_name = raw_to_text(value);
-        } else if (key == "leaseReleased") {
-            result.is_lease_released =
-                json::raw_is_null(value) ? std::nullopt : std::optional<bool>{raw_to_bool(value)};
-        } else if (key == "dlq") {
-            result.is_dlq = raw_to_bool(value);
-        }
-        return true;
-    });
 }
 
 }  // namespace
@@ -298,8 +168,7 @@ Client::Client(ClientOptions options, const queen::Clock& clock)
     : options_(std::move(options)),
       clock_(clock),
       pool_(options_.endpoint, connection_options_of(options_), clock, options_.connections_max),
-      id_rng_(options_.id_seed ^ static_cast<std::uint64_t>(clock.monotonic_ns()) ^
-              (static_cast<std::uint64_t>(clock.wall_ms()) << 20)) {}
+      id_generator_(options_.id_seed, clock) {}
 
 Client::~Client() = default;
 
@@ -323,36 +192,8 @@ std::string Client::generate_uuid_v7() {
 }
 
 void Client::append_uuid_v7(std::string& out) {
-    std::uint64_t random_a = 0;
-    std::uint64_t random_b = 0;
-    {
-        const std::lock_guard lock{id_mutex_};
-        random_a = id_rng_.next();
-        random_b = id_rng_.next();
-    }
-    const auto ms = static_cast<std::uint64_t>(clock_.wall_ms()) & 0xFFFF'FFFF'FFFFULL;
-    const std::uint64_t high = (ms << 16) | 0x7000ULL | (random_a & 0x0FFFULL);
-    const std::uint64_t low = (random_b & 0x3FFF'FFFF'FFFF'FFFFULL) | 0x8000'0000'0000'0000ULL;
-    // 8-4-4-4-12 lowercase hex digits, written by hand: snprintf was a tenth of the bench's CPU.
-    static constexpr char hex[] = "0123456789abcdef";
-    char text[36];
-    std::size_t at = 0;
-    const auto put = [&](std::uint64_t bits, int digits) {
-        for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) {
-            text[at++] = hex[(bits >> shift) & 0xF];
-        }
-    };
-    put(high >> 32, 8);
-    text[at++] = '-';
-    put(high >> 16, 4);
-    text[at++] = '-';
-    put(high, 4);
-    text[at++] = '-';
-    put(low >> 48, 4);
-    text[at++] = '-';
-    put(low, 12);
-    QUEEN_ASSERT(at == sizeof text, "a UUID has 36 characters");
-    out.append(text, sizeof text);
+    const std::lock_guard lock{id_mutex_};
+    id_generator_.append_uuid_v7(out);
 }
 
 queen::Result<HttpResponse> Client::perform(const HttpRequest& request, Connection* dedicated,
@@ -374,11 +215,11 @@ queen::Status Client::perform_into(const HttpRequest& request, Connection* dedic
         }
         queen::Error error;
         if (exchanged) {
-            if (response.status >= 200 && response.status < 300) {
+            auto checked = check_http_status(request, response);
+            if (checked) {
                 return {};
             }
-            error = make_http_error(response.status,
-                                    describe(request) + ": " + error_message_of(response));
+            error = std::move(checked).error();
         } else {
             error = std::move(exchanged).error();
         }
@@ -433,31 +274,31 @@ queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> it
 
 namespace {
 
-// A request body buffer per thread, so a loop of pushes or acks does not allocate its body each
+// A request buffer per thread, so a loop of pushes or acks does not allocate its body each
 // time. Bodies above body_buffer_bytes_kept give their memory back after use.
 constexpr std::size_t body_buffer_bytes_kept = 4 << 20;
 
-class ScratchBody {
+class ScratchRequest {
 public:
-    ScratchBody() : text_(buffer()) { text_.clear(); }
-    ~ScratchBody() {
-        if (text_.capacity() > body_buffer_bytes_kept) {
-            std::string{}.swap(text_);
+    ScratchRequest() : request_(buffer()) {}
+    ~ScratchRequest() {
+        if (request_.body.capacity() > body_buffer_bytes_kept) {
+            std::string{}.swap(request_.body);
         }
     }
-    ScratchBody(const ScratchBody&) = delete;
-    ScratchBody& operator=(const ScratchBody&) = delete;
-    std::string& text() noexcept { return text_; }
+    ScratchRequest(const ScratchRequest&) = delete;
+    ScratchRequest& operator=(const ScratchRequest&) = delete;
+    OwnedRequest& request() noexcept { return request_; }
 
 private:
-    static std::string& buffer() {
-        thread_local std::string text;
-        return text;
+    static OwnedRequest& buffer() {
+        thread_local OwnedRequest request;
+        return request;
     }
-    std::string& text_;
+    OwnedRequest& request_;
 };
 
-// An answer buffer per thread for the hot paths (push, pop, ack, transaction), like ScratchBody.
+// An answer buffer per thread for the hot paths (push, pop, ack, transaction), like ScratchRequest.
 class ScratchResponse {
 public:
     ScratchResponse() : response_(buffer()) {}
@@ -478,154 +319,22 @@ private:
     HttpResponse& response_;
 };
 
-// Empties `result` for reuse: every field back to its default, string capacity kept.
-void reset_push_result(PushResult& result) {
-    result.status = PushStatus::failed;
-    for (std::string* field : {&result.message_id, &result.transaction_id, &result.partition_id,
-                               &result.trace_id, &result.queue_name, &result.error}) {
-        field->clear();
-    }
-}
-
 }  // namespace
 
 queen::Status Client::push_into(std::span<const PushItem> items, std::vector<PushResult>& results) {
-    std::size_t result_count = 0;
-    const auto finish = [&results, &result_count] { results.resize(result_count); };
     if (items.empty()) {
-        finish();
+        results.clear();
         return {};
     }
     // Not reentrant per thread: nothing below pushes again before the body is sent.
-    ScratchBody scratch;
-    std::string& body = scratch.text();
-    body.reserve(64 + items.size() * (160 + items.front().payload_json.size()));
-    body += R"({"items":[)";
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        const PushItem& item = items[i];
-        if (options_.is_payload_validated && !is_valid_json(item.payload_json)) {
-            return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
-                                                            " has a payload that is not JSON"};
-        }
-        body += i == 0 ? "{" : ",{";
-        body += R"("queue":)";
-        json::scan::append_quoted(body, item.queue);
-        body += R"(,"partition":)";
-        json::scan::append_quoted(body,
-                                  item.partition.empty() ? default_partition : item.partition);
-        body += R"(,"payload":)";
-        body += item.payload_json.empty() ? "null" : item.payload_json;
-        body += R"(,"transactionId":)";
-        if (item.transaction_id.empty()) {
-            body += '"';
-            append_uuid_v7(body);  // hex digits and dashes: nothing to escape
-            body += '"';
-        } else {
-            json::scan::append_quoted(body, item.transaction_id);
-        }
-        if (!item.trace_id.empty()) {
-            body += R"(,"traceId":)";
-            json::scan::append_quoted(body, item.trace_id);
-        }
-        body += '}';
-    }
-    body += "]}";
-    HttpRequest http{"POST", "/api/v1/push", body, true, true, 0};
+    ScratchRequest scratch;
+    OwnedRequest& request = scratch.request();
+    QUEEN_TRY(build_push(items, options_.is_payload_validated, *this, request));
+    const HttpRequest http = request.view();
     ScratchResponse scratch_response;
     HttpResponse& response = scratch_response.response();
     QUEEN_TRY(perform_into(http, nullptr, response));
-    JsonCursor cursor{response.body};
-    if (cursor.peek() != '[') {
-        QUEEN_TRY(auto answer, scan_body(http, response.body));
-        QUEEN_TRY(check_raw_not_rejected(http, answer));
-        return shape_error(http, "expected an array of push results");
-    }
-    results.reserve(items.size());
-    std::string why_bad;
-    std::string status;
-    cursor.enter_array();
-    bool is_first_entry = true;
-    while (cursor.next_element(is_first_entry)) {
-        if (result_count == results.size()) {
-            results.emplace_back();
-        }
-        PushResult& result = results[result_count++];
-        reset_push_result(result);
-        bool has_status = false;
-        // snake_case keys are the contract; camelCase spellings are accepted when alone.
-        bool has_snake_message = false;
-        bool has_snake_transaction = false;
-        bool has_snake_partition = false;
-        bool has_snake_trace = false;
-        bool has_queue_name = false;
-        if (cursor.peek() != '{') {
-            why_bad = "a push result without a status";
-            cursor.fail();
-            break;
-        }
-        cursor.enter_object();
-        bool is_first = true;
-        std::string_view key;
-        std::string_view raw;
-        while (cursor.next_member(key, is_first)) {
-            if (key == "status") {
-                has_status = cursor.peek() == '"';
-                cursor.read_text(status);
-            } else if (key == "message_id") {
-                has_snake_message = true;
-                cursor.read_text(result.message_id);
-            } else if (key == "messageId" && !has_snake_message) {
-                cursor.read_text(result.message_id);
-            } else if (key == "transaction_id") {
-                has_snake_transaction = true;
-                cursor.read_text(result.transaction_id);
-            } else if (key == "transactionId" && !has_snake_transaction) {
-                cursor.read_text(result.transaction_id);
-            } else if (key == "partition_id") {
-                has_snake_partition = true;
-                cursor.read_text(result.partition_id);
-            } else if (key == "partitionId" && !has_snake_partition) {
-                cursor.read_text(result.partition_id);
-            } else if (key == "trace_id") {
-                has_snake_trace = true;
-                cursor.read_text(result.trace_id);
-            } else if (key == "traceId" && !has_snake_trace) {
-                cursor.read_text(result.trace_id);
-            } else if (key == "queueName") {
-                has_queue_name = true;
-                cursor.read_text(result.queue_name);
-            } else if (key == "queue" && !has_queue_name) {
-                cursor.read_text(result.queue_name);
-            } else if (key == "error") {
-                cursor.read_text(result.error);
-            } else {
-                cursor.skip_value();
-            }
-        }
-        if (!cursor.is_ok()) {
-            break;
-        }
-        if (!has_status) {
-            why_bad = "a push result without a status";
-            cursor.fail();
-            break;
-        }
-        bool is_known = true;
-        result.status = push_status_of(status, is_known);
-        if (!is_known && result.error.empty()) {
-            result.error = "unknown push status '" + status + "'";
-        }
-    }
-    finish();
-    if (!cursor.is_ok() || !cursor.is_at_end()) {
-        return walk_error(http, response.body,
-                          why_bad.empty() ? "malformed push results" : why_bad);
-    }
-    if (results.size() != items.size()) {
-        return shape_error(http, std::to_string(results.size()) + " results for " +
-                                     std::to_string(items.size()) + " items");
-    }
-    return {};
+    return read_push_answer(http, response, items.size(), results);
 }
 
 queen::Result<PopResult> Client::pop(const PopRequest& request) {
@@ -644,222 +353,16 @@ queen::Status Client::pop_into(const PopRequest& request, PopResult& result) {
     return pop_on(request, nullptr, result);
 }
 
-namespace {
-
-// Empties `message` for reuse: every field back to its default, string capacity kept.
-void reset_message(Message& message) {
-    for (std::string* field :
-         {&message.id, &message.transaction_id, &message.trace_id, &message.data_json,
-          &message.producer_sub, &message.created_at, &message.partition_id, &message.partition,
-          &message.lease_id, &message.consumer_group, &message.queue}) {
-        field->clear();
-    }
-    message.retry_count = 0;
-}
-
-}  // namespace
-
 queen::Status Client::pop_on(const PopRequest& request, Connection* dedicated, PopResult& result) {
-    if (request.batch < 1 || request.partitions < 1 || request.timeout_ms < 0) {
-        return queen::Error{Errc::invalid_argument,
-                            "pop: batch and partitions must be >= 1, timeout_ms >= 0"};
-    }
-    std::string target = "/api/v1/pop/queue/" + percent_encode(request.queue);
-    if (!request.partition.empty()) {
-        target += "/partition/" + percent_encode(request.partition);
-    }
-    bool is_first = true;
-    append_query(target, is_first, "batch", std::to_string(request.batch));
-    append_query(target, is_first, "wait", request.is_wait ? "true" : "false");
-    append_query(target, is_first, "timeout", std::to_string(request.timeout_ms));
-    if (!request.consumer_group.empty()) {
-        append_query(target, is_first, "consumerGroup", request.consumer_group);
-    }
-    if (request.partitions > 1 && request.partition.empty()) {
-        append_query(target, is_first, "partitions", std::to_string(request.partitions));
-    }
-    if (request.is_auto_ack) {
-        append_query(target, is_first, "autoAck", "true");
-    }
-    if (!request.subscription_mode.empty()) {
-        append_query(target, is_first, "subscriptionMode", request.subscription_mode);
-    }
-    if (!request.subscription_from.empty()) {
-        append_query(target, is_first, "subscriptionFrom", request.subscription_from);
-    }
-    HttpRequest http{"GET", target, {}, false, true, 0};
-    if (request.is_wait) {
-        http.timeout_ms = request.timeout_ms + options_.pop_wait_margin_ms;
-    }
+    ScratchRequest scratch;
+    OwnedRequest& owned = scratch.request();
+    QUEEN_TRY(build_pop(request, options_.pop_wait_margin_ms, owned));
+    const HttpRequest http = owned.view();
     ScratchResponse scratch_response;
     HttpResponse& response = scratch_response.response();
     QUEEN_TRY(perform_into(http, dedicated, response));
-    // Reset the answer in place; messages keep their strings' storage for reuse.
-    std::size_t message_count = 0;
-    const auto finish = [&result, &message_count] { result.messages.resize(message_count); };
-    result.queue = request.queue;
-    for (std::string* field : {&result.partition, &result.partition_id, &result.lease_id,
-                               &result.consumer_group, &result.lease_expires_at}) {
-        field->clear();
-    }
-    result.partitions_claimed = 0;
-    if (response.status == 204 || response.body.empty()) {
-        finish();
-        return {};
-    }
-    JsonCursor cursor{response.body};
-    if (cursor.peek() != '{') {
-        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
-        return shape_error(http, "expected an object");
-    }
-    cursor.enter_object();
-    // Per message: whether it named its own lease and group (null counts as named).
-    constexpr std::uint8_t has_lease_flag = 1;
-    constexpr std::uint8_t has_group_flag = 2;
-    std::vector<std::uint8_t> message_flags;
-    bool has_messages = false;
-    bool has_partitions_claimed = false;
-    std::string why_bad;
-    bool is_first_member = true;
-    std::string_view key;
-    std::string_view raw;
-    while (cursor.next_member(key, is_first_member)) {
-        if (key != "messages" || cursor.peek() != '[') {
-            if (!cursor.read_value(raw)) {
-                break;
-            }
-            if (key == "queue") {
-                assign_text(result.queue, raw);
-            } else if (key == "partition") {
-                assign_text(result.partition, raw);
-            } else if (key == "partitionId") {
-                assign_text(result.partition_id, raw);
-            } else if (key == "leaseId") {
-                assign_text(result.lease_id, raw);
-            } else if (key == "consumerGroup") {
-                assign_text(result.consumer_group, raw);
-            } else if (key == "leaseExpiresAt") {
-                assign_text(result.lease_expires_at, raw);
-            } else if (key == "partitionsClaimed") {
-                has_partitions_claimed = true;
-                result.partitions_claimed = raw_to_integer(raw);
-            }
-            continue;
-        }
-        has_messages = true;
-        cursor.enter_array();
-        bool is_first_message = true;
-        while (cursor.next_element(is_first_message)) {
-            if (cursor.peek() != '{') {
-                why_bad = "a message that is not an object";
-                cursor.fail();
-                break;
-            }
-            cursor.enter_object();
-            if (message_count == result.messages.size()) {
-                result.messages.emplace_back();
-            }
-            Message& message = result.messages[message_count++];
-            reset_message(message);
-            std::uint8_t flags = 0;
-            message.data_json = "null";
-            bool is_first_field = true;
-            while (cursor.next_member(key, is_first_field)) {
-                if (key == "id") {
-                    cursor.read_text(message.id);
-                } else if (key == "transactionId") {
-                    cursor.read_text(message.transaction_id);
-                } else if (key == "traceId") {
-                    cursor.read_text(message.trace_id);
-                } else if (key == "data") {
-                    if (cursor.read_value(raw)) {
-                        message.data_json.assign(raw);  // the payload, byte for byte
-                    }
-                } else if (key == "producerSub") {
-                    cursor.read_text(message.producer_sub);
-                } else if (key == "createdAt") {
-                    cursor.read_text(message.created_at);
-                } else if (key == "partitionId") {
-                    cursor.read_text(message.partition_id);
-                } else if (key == "partition") {
-                    cursor.read_text(message.partition);
-                } else if (key == "leaseId") {
-                    flags |= has_lease_flag;
-                    cursor.read_text(message.lease_id);
-                } else if (key == "consumerGroup") {
-                    flags |= has_group_flag;
-                    cursor.read_text(message.consumer_group);
-                } else if (key == "retryCount") {
-                    if (cursor.read_value(raw)) {
-                        message.retry_count = raw_to_integer(raw);
-                    }
-                } else {
-                    cursor.skip_value();
-                }
-            }
-            message_flags.push_back(flags);
-        }
-        if (!cursor.is_ok()) {
-            break;
-        }
-    }
-    finish();
-    if (!cursor.is_ok() || !cursor.is_at_end()) {
-        return walk_error(http, response.body, why_bad.empty() ? "malformed messages" : why_bad);
-    }
-    if (!has_messages) {
-        QUEEN_TRY(auto answer, scan_body(http, response.body));
-        QUEEN_TRY(check_raw_not_rejected(http, answer));
-        return shape_error(http, "no messages array");
-    }
-    // Fields a message leaves out come from the answer (the first claimed partition's).
-    for (std::size_t i = 0; i < result.messages.size(); ++i) {
-        Message& message = result.messages[i];
-        message.queue = result.queue;
-        if ((message_flags[i] & has_lease_flag) == 0) {
-            message.lease_id = result.lease_id;
-        }
-        if ((message_flags[i] & has_group_flag) == 0) {
-            message.consumer_group = result.consumer_group;
-        }
-        if (message.partition_id.empty()) {
-            message.partition_id = result.partition_id;
-        }
-        if (message.partition.empty()) {
-            message.partition = result.partition;
-        }
-        if (message.transaction_id.empty() || message.partition_id.empty()) {
-            return shape_error(http, "a message without transactionId or partitionId");
-        }
-    }
-    if (!has_partitions_claimed) {
-        result.partitions_claimed = result.messages.empty() ? 0 : 1;
-    }
-    return {};
+    return read_pop_answer(http, response, request, result);
 }
-
-namespace {
-
-void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
-    out += R"("transactionId":)";
-    json::scan::append_quoted(out, ack.transaction_id);
-    out += R"(,"partitionId":)";
-    json::scan::append_quoted(out, ack.partition_id);
-    out += R"(,"status":)";
-    json::scan::append_quoted(out, to_string(ack.status));
-    out += R"(,"error":)";
-    append_json_string_or_null(out, ack.error);
-    if (is_group_included) {
-        out += R"(,"consumerGroup":)";
-        append_json_string_or_null(out, ack.consumer_group);
-    }
-    if (!ack.lease_id.empty()) {
-        out += R"(,"leaseId":)";
-        json::scan::append_quoted(out, ack.lease_id);
-    }
-}
-
-}  // namespace
 
 queen::Result<AckResult> Client::ack(const Ack& ack) {
     std::string body = "{";
@@ -892,41 +395,15 @@ queen::Result<std::vector<AckResult>> Client::ack_batch(std::span<const Ack> ack
     if (acks.empty()) {
         return std::vector<AckResult>{};
     }
-    ScratchBody scratch;
-    std::string& body = scratch.text();
-    body.reserve(32 + acks.size() * 192);
-    body += R"({"acknowledgments":[)";
-    for (std::size_t i = 0; i < acks.size(); ++i) {
-        body += i == 0 ? "{" : ",{";
-        append_ack_fields(body, acks[i], true);
-        body += '}';
-    }
-    body += R"(],"consumerGroup":)";
-    append_json_string_or_null(body, consumer_group);
-    body += '}';
-    HttpRequest http{"POST", "/api/v1/ack/batch", body, true, true, 0};
+    ScratchRequest scratch;
+    OwnedRequest& request = scratch.request();
+    build_ack_batch(acks, consumer_group, request);
+    const HttpRequest http = request.view();
     ScratchResponse scratch_response;
     HttpResponse& response = scratch_response.response();
     QUEEN_TRY(perform_into(http, nullptr, response));
-    JsonCursor cursor{response.body};
-    if (cursor.peek() != '[') {
-        QUEEN_TRY(auto answer, scan_body(http, response.body));
-        QUEEN_TRY(check_raw_not_rejected(http, answer));
-        return shape_error(http, "expected an array of ack results");
-    }
     std::vector<AckResult> results;
-    results.reserve(acks.size());
-    cursor.enter_array();
-    bool is_first = true;
-    while (cursor.next_element(is_first) && read_ack_result(cursor, results.emplace_back())) {
-    }
-    if (!cursor.is_ok() || !cursor.is_at_end()) {
-        return walk_error(http, response.body, "malformed ack results");
-    }
-    if (results.size() != acks.size()) {
-        return shape_error(http, std::to_string(results.size()) + " results for " +
-                                     std::to_string(acks.size()) + " acks");
-    }
+    QUEEN_TRY(read_ack_batch_answer(http, response, acks.size(), results));
     return results;
 }
 
@@ -962,121 +439,15 @@ queen::Result<LeaseExtendResult> Client::extend_lease(std::string_view lease_id,
 }
 
 queen::Result<TransactionResult> Client::transaction(const TransactionRequest& request) {
-    if (request.operations.empty()) {
-        return queen::Error{Errc::invalid_argument, "transaction: no operations"};
-    }
-    std::string body = R"({"operations":[)";
-    bool is_first_operation = true;
-    for (const auto& operation : request.operations) {
-        body += is_first_operation ? "{" : ",{";
-        is_first_operation = false;
-        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
-            body += R"("type":"push","items":[)";
-            for (std::size_t i = 0; i < push->items.size(); ++i) {
-                const PushItem& item = push->items[i];
-                if (options_.is_payload_validated && !is_valid_json(item.payload_json)) {
-                    return queen::Error{Errc::invalid_argument,
-                                        "transaction: a push item has a payload that is not JSON"};
-                }
-                body += i == 0 ? "{" : ",{";
-                body += R"("queue":)";
-                json::scan::append_quoted(body, item.queue);
-                body += R"(,"partition":)";
-                json::scan::append_quoted(
-                    body, item.partition.empty() ? default_partition : item.partition);
-                body += R"(,"payload":)";
-                body += item.payload_json.empty() ? "null" : item.payload_json;
-                body += R"(,"transactionId":)";
-                json::scan::append_quoted(
-                    body, item.transaction_id.empty() ? generate_uuid_v7() : item.transaction_id);
-                if (!item.trace_id.empty()) {
-                    body += R"(,"traceId":)";
-                    json::scan::append_quoted(body, item.trace_id);
-                }
-                body += '}';
-            }
-            body += "]}";
-        } else {
-            body += R"("type":"ack",)";
-            append_ack_fields(body, std::get<Ack>(operation), true);
-            body += '}';
-        }
-    }
-    body += R"(],"requiredLeases":[)";
-    for (std::size_t i = 0; i < request.required_leases.size(); ++i) {
-        if (i > 0) {
-            body += ',';
-        }
-        json::scan::append_quoted(body, request.required_leases[i]);
-    }
-    body += "]}";
-    HttpRequest http{"POST", "/api/v1/transaction", body, true, false, 0};
+    ScratchRequest scratch;
+    OwnedRequest& owned = scratch.request();
+    QUEEN_TRY(build_transaction(request, options_.is_payload_validated, *this, owned));
+    const HttpRequest http = owned.view();
     ScratchResponse scratch_response;
     HttpResponse& response = scratch_response.response();
-    QUEEN_TRY(perform_into(http, nullptr, response));
-    JsonCursor cursor{response.body};
-    if (cursor.peek() != '{') {
-        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
-        return shape_error(http, "expected an object");
-    }
-    cursor.enter_object();
+    QUEEN_TRY(perform_into(http, nullptr, response, false));
     TransactionResult result;
-    bool is_success = false;
-    std::string why;
-    bool is_first = true;
-    std::string_view key;
-    std::string_view raw;
-    while (cursor.next_member(key, is_first)) {
-        if (key == "transactionId") {
-            cursor.read_text(result.transaction_id);
-        } else if (key == "error") {
-            cursor.read_text(why);
-        } else if (key == "results" && cursor.peek() == '[') {
-            cursor.enter_array();
-            bool is_first_entry = true;
-            while (cursor.next_element(is_first_entry)) {
-                TransactionOperationResult& r = result.results.emplace_back();
-                if (cursor.peek() != '{') {
-                    cursor.skip_value();  // lenient, like the other answers: an empty result
-                    continue;
-                }
-                cursor.enter_object();
-                bool is_first_field = true;
-                while (cursor.next_member(key, is_first_field)) {
-                    if (key == "type") {
-                        cursor.read_text(r.type);
-                    } else if (key == "transactionId") {
-                        cursor.read_text(r.transaction_id);
-                    } else if (key == "messageId") {
-                        cursor.read_text(r.message_id);
-                    } else if (key == "partitionId") {
-                        cursor.read_text(r.partition_id);
-                    } else if (key == "queueName") {
-                        cursor.read_text(r.queue_name);
-                    } else if (key == "error") {
-                        cursor.read_text(r.error);
-                    } else if (!cursor.read_value(raw)) {
-                        break;
-                    } else if (key == "success") {
-                        r.is_success = raw_to_bool(raw);
-                    } else if (key == "dlq") {
-                        r.is_dlq = raw_to_bool(raw);
-                    }
-                }
-            }
-        } else if (!cursor.read_value(raw)) {
-            break;
-        } else if (key == "success") {
-            is_success = raw_to_bool(raw);
-        }
-    }
-    if (!cursor.is_ok() || !cursor.is_at_end()) {
-        return walk_error(http, response.body, "malformed transaction answer");
-    }
-    if (!is_success) {
-        return queen::Error{Errc::rejected, describe(http) + ": rolled back: " +
-                                                (why.empty() ? "no reason given" : why)};
-    }
+    QUEEN_TRY(read_transaction_answer(http, response, result));
     return result;
 }
 

@@ -3,7 +3,6 @@
 #include "queen/client/connection.hpp"
 
 #include <fcntl.h>
-#include <http_parser.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,108 +16,17 @@
 #include <climits>
 #include <cstring>
 
+#include "http_wire.hpp"
 #include "queen/client/errc.hpp"
 
 namespace queen::client {
 namespace {
 
+using detail::equals_ignoring_case;
+
 // Per connection; small enough for thousands of connections (bench), big enough that a typical
 // answer arrives in one or two reads.
 constexpr std::size_t read_chunk_bytes = 16 * 1024;
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               const auto lower = [](char c) {
-                   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-               };
-               return lower(x) == lower(y);
-           });
-}
-
-// What the parser callbacks fill in.
-struct ParseState {
-    explicit ParseState(HttpResponse& target) : response(target) {}
-    HttpResponse& response;        // reused: its strings keep their storage
-    std::size_t header_count = 0;  // entries of response.headers filled so far
-    std::size_t body_size_bytes_max = 0;
-    bool is_complete = false;
-    bool is_too_large = false;
-    bool is_last_header_value = false;
-};
-
-ParseState& state_of(http_parser* parser) {
-    return *static_cast<ParseState*>(parser->data);
-}
-
-int on_header_field(http_parser* parser, const char* at, std::size_t length) {
-    auto& state = state_of(parser);
-    auto& headers = state.response.headers;
-    if (state.header_count == 0 || state.is_last_header_value) {
-        if (state.header_count == headers.size()) {
-            headers.emplace_back();
-        }
-        Header& header = headers[state.header_count++];
-        header.name.clear();
-        header.value.clear();
-        state.is_last_header_value = false;
-    }
-    headers[state.header_count - 1].name.append(at, length);
-    return 0;
-}
-
-int on_header_value(http_parser* parser, const char* at, std::size_t length) {
-    auto& state = state_of(parser);
-    if (state.header_count == 0) {
-        return 1;
-    }
-    state.is_last_header_value = true;
-    state.response.headers[state.header_count - 1].value.append(at, length);
-    return 0;
-}
-
-int on_headers_complete(http_parser* parser) {
-    auto& state = state_of(parser);
-    state.response.headers.resize(state.header_count);
-    // With a Content-Length, size the body once instead of growing it read by read.
-    const std::uint64_t length = parser->content_length;
-    if (length != ULLONG_MAX && length <= state.body_size_bytes_max) {
-        state.response.body.reserve(static_cast<std::size_t>(length));
-    }
-    return 0;
-}
-
-int on_body(http_parser* parser, const char* at, std::size_t length) {
-    auto& state = state_of(parser);
-    if (state.response.body.size() + length > state.body_size_bytes_max) {
-        state.is_too_large = true;
-        return 1;
-    }
-    state.response.body.append(at, length);
-    return 0;
-}
-
-int on_message_complete(http_parser* parser) {
-    auto& state = state_of(parser);
-    state.is_complete = true;
-    state.response.status = static_cast<int>(parser->status_code);
-    // Stop here: bytes after the response (there should be none) must not start another one.
-    http_parser_pause(parser, 1);
-    return 0;
-}
-
-const http_parser_settings& parser_settings() {
-    static const http_parser_settings settings = [] {
-        http_parser_settings s{};
-        http_parser_settings_init(&s);
-        s.on_header_field = on_header_field;
-        s.on_header_value = on_header_value;
-        s.on_headers_complete = on_headers_complete;
-        s.on_body = on_body;
-        s.on_message_complete = on_message_complete;
-        return s;
-    }();
-    return settings;
-}
 
 std::string describe(const Endpoint& endpoint) {
     return endpoint.host + ":" + std::to_string(endpoint.port);
@@ -192,18 +100,7 @@ queen::Result<Endpoint> parse_url(std::string_view url) {
 
 Connection::Connection(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock)
     : endpoint_(std::move(endpoint)), options_(std::move(options)), clock_(clock) {
-    const bool is_ipv6 = endpoint_.host.find(':') != std::string::npos;
-    head_prefix_ = "Host: " + (is_ipv6 ? "[" + endpoint_.host + "]" : endpoint_.host) + ":" +
-                   std::to_string(endpoint_.port) + "\r\n";
-    bool has_content_type = false;
-    for (const auto& h : options_.headers) {
-        has_content_type = has_content_type || equals_ignoring_case(h.name, "Content-Type");
-        head_prefix_ += h.name + ": " + h.value + "\r\n";
-    }
-    if (!has_content_type) {
-        // The official clients send it on every request, GET included.
-        head_prefix_ += "Content-Type: application/json\r\n";
-    }
+    head_prefix_ = detail::make_head_prefix(endpoint_, options_.headers);
     read_buffer_.resize(read_chunk_bytes);
 }
 
@@ -382,12 +279,7 @@ queen::Status Connection::exchange(const HttpRequest& request, std::int64_t dead
     };
     std::string head;
     head.reserve(64 + request.target.size() + head_prefix_.size());
-    head.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\n");
-    head += head_prefix_;
-    if (request.has_body) {
-        head.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
-    }
-    head += "\r\n";
+    detail::append_request_head(head, request, head_prefix_);
 
     // Send head and body with one syscall when possible.
     iovec parts[2] = {
@@ -431,18 +323,12 @@ queen::Status Connection::exchange(const HttpRequest& request, std::int64_t dead
         }
     }
 
-    response.status = 0;
-    response.body.clear();
-    ParseState state{response};
-    state.body_size_bytes_max = options_.response_size_bytes_max;
-    http_parser parser{};
-    http_parser_init(&parser, HTTP_RESPONSE);
-    parser.data = &state;
-    const auto& settings = parser_settings();
+    detail::ResponseParser parser;
+    parser.start(response, options_.response_size_bytes_max);
     // The answer cannot be there yet right after sending: wait first instead of a recv() that
     // would only say EAGAIN (one syscall less per request).
     bool is_wait_needed = true;
-    while (!state.is_complete) {
+    for (;;) {
         if (is_wait_needed) {
             const int ready = wait_fd(POLLIN, deadline_ns);
             if (ready == 0) {
@@ -467,38 +353,17 @@ queen::Status Connection::exchange(const HttpRequest& request, std::int64_t dead
         if (is_aborted_) {
             return fail(Errc::cancelled, "aborted");
         }
-        if (received == 0) {
-            // EOF completes a body that is delimited by the connection closing.
-            http_parser_execute(&parser, &settings, nullptr, 0);
-            if (state.is_complete) {
-                break;
-            }
-            return fail(Errc::connection_closed, is_nothing_received
-                                                     ? "closed by the server before answering"
-                                                     : "closed by the server mid-response");
-        }
-        is_nothing_received = false;
-        const auto length = static_cast<std::size_t>(received);
-        const std::size_t parsed =
-            http_parser_execute(&parser, &settings, read_buffer_.data(), length);
-        const auto parse_error = HTTP_PARSER_ERRNO(&parser);
-        if (state.is_too_large) {
-            return fail(Errc::bad_response, "response body larger than " +
-                                                std::to_string(options_.response_size_bytes_max) +
-                                                " bytes");
-        }
-        if (parse_error == HPE_PAUSED) {
-            if (parsed != length) {
-                return fail(Errc::bad_response, "unexpected bytes after the response");
-            }
+        const auto step = parser.feed(read_buffer_.data(), static_cast<std::size_t>(received));
+        if (step == detail::ResponseParser::Step::complete) {
             break;
         }
-        if (parse_error != HPE_OK || parsed != length) {
-            return fail(Errc::bad_response,
-                        std::string{"malformed HTTP: "} + http_errno_description(parse_error));
+        if (step != detail::ResponseParser::Step::more) {
+            return fail(detail::error_of(step), detail::describe(step, parser, is_nothing_received,
+                                                                 options_.response_size_bytes_max));
         }
+        is_nothing_received = false;
     }
-    if (!http_should_keep_alive(&parser)) {
+    if (!parser.is_keep_alive()) {
         close();
     }
     return {};

@@ -15,6 +15,7 @@
 
 #include "queen/client/connection.hpp"
 #include "queen/client/errc.hpp"
+#include "queen/client/protocol.hpp"
 #include "queen/client/types.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/result.hpp"
@@ -50,12 +51,12 @@ struct ClientOptions {
 /// - Errc::busy: no pooled connection became free within pool_wait_ms.
 /// Thread-safety: every member may be called from many threads at once; each call borrows one
 /// pooled connection for its duration.
-class Client {
+class Client : private IdSource {
 public:
     /// `clock` measures deadlines and stamps generated ids; it must outlive the client.
     explicit Client(ClientOptions options,
                     const queen::Clock& clock = queen::SystemClock::instance());
-    ~Client();
+    ~Client() override;
     Client(const Client&) = delete;
     Client& operator=(const Client&) = delete;
 
@@ -170,13 +171,13 @@ private:
     queen::Status perform_into(const HttpRequest& request, Connection* dedicated,
                                HttpResponse& response, bool is_retried = true);
     queen::Status pop_on(const PopRequest& request, Connection* dedicated, PopResult& result);
-    void append_uuid_v7(std::string& out);  // generate_uuid_v7() without a temporary
+    void append_uuid_v7(std::string& out) override;  // generated ids for the builders
 
     ClientOptions options_;
     const queen::Clock& clock_;
     ConnectionPool pool_;
     std::mutex id_mutex_;
-    queen::Rng id_rng_;
+    UuidV7Generator id_generator_;  // guarded by id_mutex_
     std::mutex close_mutex_;
     std::condition_variable close_changed_;
     bool is_closed_ = false;

@@ -1,0 +1,188 @@
+// client/src/http_wire.cpp — request heads and the incremental response parser (libhttp-parser).
+#include "http_wire.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+
+namespace queen::client::detail {
+namespace {
+
+ResponseParser& state_of(http_parser* parser) {
+    return *static_cast<ResponseParser*>(parser->data);
+}
+
+int on_header_field(http_parser* parser, const char* at, std::size_t length) {
+    auto& state = state_of(parser);
+    auto& headers = state.response->headers;
+    if (state.header_count == 0 || state.is_last_header_value) {
+        if (state.header_count == headers.size()) {
+            headers.emplace_back();
+        }
+        Header& header = headers[state.header_count++];
+        header.name.clear();
+        header.value.clear();
+        state.is_last_header_value = false;
+    }
+    headers[state.header_count - 1].name.append(at, length);
+    return 0;
+}
+
+int on_header_value(http_parser* parser, const char* at, std::size_t length) {
+    auto& state = state_of(parser);
+    if (state.header_count == 0) {
+        return 1;
+    }
+    state.is_last_header_value = true;
+    state.response->headers[state.header_count - 1].value.append(at, length);
+    return 0;
+}
+
+int on_headers_complete(http_parser* parser) {
+    auto& state = state_of(parser);
+    state.response->headers.resize(state.header_count);
+    // With a Content-Length, size the body once instead of growing it read by read.
+    const std::uint64_t length = parser->content_length;
+    if (length != ULLONG_MAX && length <= state.body_size_bytes_max) {
+        state.response->body.reserve(static_cast<std::size_t>(length));
+    }
+    return 0;
+}
+
+int on_body(http_parser* parser, const char* at, std::size_t length) {
+    auto& state = state_of(parser);
+    if (state.response->body.size() + length > state.body_size_bytes_max) {
+        state.is_too_large = true;
+        return 1;
+    }
+    state.response->body.append(at, length);
+    return 0;
+}
+
+int on_message_complete(http_parser* parser) {
+    auto& state = state_of(parser);
+    state.is_complete = true;
+    state.response->status = static_cast<int>(parser->status_code);
+    // Stop here: bytes after the response (there should be none) must not start another one.
+    http_parser_pause(parser, 1);
+    return 0;
+}
+
+const http_parser_settings& parser_settings() {
+    static const http_parser_settings settings = [] {
+        http_parser_settings s{};
+        http_parser_settings_init(&s);
+        s.on_header_field = on_header_field;
+        s.on_header_value = on_header_value;
+        s.on_headers_complete = on_headers_complete;
+        s.on_body = on_body;
+        s.on_message_complete = on_message_complete;
+        return s;
+    }();
+    return settings;
+}
+
+}  // namespace
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               const auto lower = [](char c) {
+                   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+               };
+               return lower(x) == lower(y);
+           });
+}
+
+std::string make_head_prefix(const Endpoint& endpoint, const std::vector<Header>& headers) {
+    const bool is_ipv6 = endpoint.host.find(':') != std::string::npos;
+    std::string prefix = "Host: " + (is_ipv6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" +
+                         std::to_string(endpoint.port) + "\r\n";
+    bool has_content_type = false;
+    for (const auto& h : headers) {
+        has_content_type = has_content_type || equals_ignoring_case(h.name, "Content-Type");
+        prefix += h.name + ": " + h.value + "\r\n";
+    }
+    if (!has_content_type) {
+        // The official clients send it on every request, GET included.
+        prefix += "Content-Type: application/json\r\n";
+    }
+    return prefix;
+}
+
+void append_request_head(std::string& out, const HttpRequest& request,
+                         std::string_view head_prefix) {
+    out.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\n");
+    out.append(head_prefix);
+    if (request.has_body) {
+        char digits[24];
+        const auto end = std::to_chars(digits, digits + sizeof digits, request.body.size()).ptr;
+        out.append("Content-Length: ").append(digits, end).append("\r\n");
+    }
+    out.append("\r\n");
+}
+
+void ResponseParser::start(HttpResponse& target, std::size_t size_bytes_max) {
+    response = &target;
+    response->status = 0;
+    response->body.clear();
+    header_count = 0;
+    body_size_bytes_max = size_bytes_max;
+    is_complete = false;
+    is_too_large = false;
+    is_last_header_value = false;
+    http_parser_init(&parser_, HTTP_RESPONSE);
+    parser_.data = this;
+}
+
+ResponseParser::Step ResponseParser::feed(const char* data, std::size_t length) {
+    const auto& settings = parser_settings();
+    if (length == 0) {
+        // EOF completes a body that is delimited by the connection closing.
+        http_parser_execute(&parser_, &settings, nullptr, 0);
+        return is_complete ? Step::complete : Step::closed_early;
+    }
+    const std::size_t parsed = http_parser_execute(&parser_, &settings, data, length);
+    const auto parse_error = HTTP_PARSER_ERRNO(&parser_);
+    if (is_too_large) {
+        return Step::too_large;
+    }
+    if (parse_error == HPE_PAUSED) {
+        return parsed == length ? Step::complete : Step::trailing_bytes;
+    }
+    if (parse_error != HPE_OK || parsed != length) {
+        return Step::malformed;
+    }
+    return is_complete ? Step::complete : Step::more;
+}
+
+bool ResponseParser::is_keep_alive() const noexcept {
+    return http_should_keep_alive(&parser_) != 0;
+}
+
+const char* ResponseParser::description() const noexcept {
+    return http_errno_description(HTTP_PARSER_ERRNO(&parser_));
+}
+
+Errc error_of(ResponseParser::Step step) noexcept {
+    return step == ResponseParser::Step::closed_early ? Errc::connection_closed
+                                                      : Errc::bad_response;
+}
+
+std::string describe(ResponseParser::Step step, const ResponseParser& parser,
+                     bool is_nothing_received, std::size_t body_size_bytes_max) {
+    switch (step) {
+        case ResponseParser::Step::too_large:
+            return "response body larger than " + std::to_string(body_size_bytes_max) + " bytes";
+        case ResponseParser::Step::trailing_bytes: return "unexpected bytes after the response";
+        case ResponseParser::Step::malformed:
+            return std::string{"malformed HTTP: "} + parser.description();
+        case ResponseParser::Step::closed_early:
+            return is_nothing_received ? "closed by the server before answering"
+                                       : "closed by the server mid-response";
+        case ResponseParser::Step::more:
+        case ResponseParser::Step::complete: break;
+    }
+    return "no error";
+}
+
+}  // namespace queen::client::detail

@@ -1,0 +1,76 @@
+// client/src/http_wire.hpp — the HTTP/1.1 bytes both connection kinds share: the request head and
+// an incremental response parser over libhttp-parser. Private to the client.
+#pragma once
+
+#include <http_parser.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queen/client/connection.hpp"
+#include "queen/client/errc.hpp"
+
+namespace queen::client::detail {
+
+/// ASCII case-insensitive equality (header names).
+[[nodiscard]] bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept;
+
+/// "Host: host:port\r\n", the option headers, and Content-Type: application/json unless one of
+/// them names a Content-Type: the part of every request head that never changes.
+[[nodiscard]] std::string make_head_prefix(const Endpoint& endpoint,
+                                           const std::vector<Header>& headers);
+
+/// Appends "<method> <target> HTTP/1.1\r\n", `head_prefix`, Content-Length when the request has
+/// a body, and the blank line.
+void append_request_head(std::string& out, const HttpRequest& request,
+                         std::string_view head_prefix);
+
+/// Parses one response, fed in pieces as they arrive. Reuses the storage of the target's body and
+/// headers. Not copyable: the http_parser points back at it.
+class ResponseParser {
+public:
+    enum class Step {
+        more,            ///< needs more bytes
+        complete,        ///< the response is whole (status, headers, body filled in)
+        too_large,       ///< the body passed body_size_bytes_max
+        malformed,       ///< not HTTP (description() says why)
+        trailing_bytes,  ///< bytes followed the complete response
+        closed_early,    ///< end of stream before the response was whole
+    };
+
+    ResponseParser() = default;
+    ResponseParser(const ResponseParser&) = delete;
+    ResponseParser& operator=(const ResponseParser&) = delete;
+
+    /// Starts a response into `target` (status 0, body empty); `target` must outlive the parse.
+    void start(HttpResponse& target, std::size_t body_size_bytes_max);
+    /// Feeds received bytes; `length` 0 means the peer closed the stream (which completes a body
+    /// delimited by the close).
+    Step feed(const char* data, std::size_t length);
+    /// After `complete`: whether the connection may carry another request.
+    [[nodiscard]] bool is_keep_alive() const noexcept;
+    /// After `malformed`: libhttp-parser's description.
+    [[nodiscard]] const char* description() const noexcept;
+
+    // Callback state (public for the C callbacks; not part of the interface).
+    HttpResponse* response = nullptr;
+    std::size_t header_count = 0;  // entries of response->headers filled so far
+    std::size_t body_size_bytes_max = 0;
+    bool is_complete = false;
+    bool is_too_large = false;
+    bool is_last_header_value = false;
+
+private:
+    http_parser parser_{};
+};
+
+/// The error code of a failed parse step (bad_response, or connection_closed for closed_early).
+[[nodiscard]] Errc error_of(ResponseParser::Step step) noexcept;
+/// Why a parse step failed, for the error's context. `is_nothing_received`: no byte of the answer
+/// had arrived before the stream closed.
+[[nodiscard]] std::string describe(ResponseParser::Step step, const ResponseParser& parser,
+                                   bool is_nothing_received, std::size_t body_size_bytes_max);
+
+}  // namespace queen::client::detail

@@ -1,0 +1,776 @@
+// client/src/protocol.cpp — request bodies and answer walks of push, pop, batch ack and
+// transaction (the hot paths: single-pass JsonCursor walks, storage reused across calls).
+#include "queen/client/protocol.hpp"
+
+#include <algorithm>
+
+#include "json_cursor.hpp"
+#include "json_util.hpp"
+#include "protocol_util.hpp"
+#include "queen/client/client.hpp"
+#include "queen/client/errc.hpp"
+#include "queen/core/assert.hpp"
+#include "queen/core/json_scan.hpp"
+
+namespace queen::client {
+namespace detail {
+
+using json::for_each_member;
+using json::is_valid_json;
+using json::raw_to_bool;
+using json::raw_to_text;
+using json::scan_json;
+
+std::string describe(const HttpRequest& request) {
+    return std::string{request.method} + " " + std::string{request.target};
+}
+
+queen::Error shape_error(const HttpRequest& request, const std::string& why) {
+    return queen::Error{Errc::bad_response, describe(request) + ": " + why};
+}
+
+// The server's {"error": "..."} text, or "HTTP <status>" with a little of an unexpected body.
+std::string error_message_of(const HttpResponse& response) {
+    try {
+        const Json body = Json::parse(response.body);
+        if (body.is_object() && body.contains("error") && body["error"].is_string()) {
+            return body["error"].get<std::string>();
+        }
+    } catch (const Json::exception&) {
+        // Not JSON: fall through to the status line.
+    }
+    std::string message = "HTTP " + std::to_string(response.status);
+    if (!response.body.empty()) {
+        message += ": " + response.body.substr(0, 200);
+    }
+    return message;
+}
+
+void append_query(std::string& target, bool& is_first, std::string_view key,
+                  std::string_view value) {
+    target += is_first ? '?' : '&';
+    is_first = false;
+    target.append(key).append("=").append(percent_encode(value));
+}
+
+// The raw-scanner twin of check_not_rejected() (client.cpp) for the hot paths.
+queen::Status check_raw_not_rejected(const HttpRequest& request, std::string_view object) {
+    bool has_success = false;
+    bool is_success = true;
+    std::string why;
+    for_each_member(object, [&](std::string_view key, std::string_view raw) {
+        if (key == "success") {
+            has_success = true;
+            is_success = raw_to_bool(raw);
+        } else if (key == "error") {
+            why = raw_to_text(raw);
+        }
+        return true;
+    });
+    if (has_success && !is_success) {
+        return queen::Error{Errc::rejected,
+                            describe(request) + ": " + (why.empty() ? "success=false" : why)};
+    }
+    return {};
+}
+
+queen::Result<std::string_view> scan_body(const HttpRequest& request, std::string_view body) {
+    std::string_view value;
+    if (!scan_json(body, value)) {
+        return shape_error(request, "invalid JSON in the answer");
+    }
+    return value;
+}
+
+// The error of an answer the single-pass walk rejected: invalid JSON, or valid JSON of the
+// wrong shape (`why`).
+queen::Error walk_error(const HttpRequest& request, std::string_view body, const std::string& why) {
+    if (!is_valid_json(body)) {
+        return shape_error(request, "invalid JSON in the answer");
+    }
+    return shape_error(request, why);
+}
+
+// Reads the members of one ack result at the cursor (an object) into `result`.
+bool read_ack_result(JsonCursor& cursor, AckResult& result) {
+    if (!cursor.enter_object()) {
+        return false;
+    }
+    bool is_first = true;
+    std::string_view key;
+    std::string_view raw;
+    while (cursor.next_member(key, is_first)) {
+        if (key == "transactionId") {
+            cursor.read_text(result.transaction_id);
+        } else if (key == "error") {
+            cursor.read_text(result.error);
+        } else if (key == "queueName") {
+            cursor.read_text(result.queue_name);
+        } else if (key == "partitionName") {
+            cursor.read_text(result.partition_name);
+        } else if (!cursor.read_value(raw)) {
+            return false;
+        } else if (key == "success") {
+            result.is_success = raw_to_bool(raw);
+        } else if (key == "leaseReleased") {
+            result.is_lease_released =
+                json::raw_is_null(raw) ? std::nullopt : std::optional<bool>{raw_to_bool(raw)};
+        } else if (key == "dlq") {
+            result.is_dlq = raw_to_bool(raw);
+        }
+    }
+    return cursor.is_ok();
+}
+
+bool parse_ack_result(std::string_view raw, AckResult& result) {
+    return for_each_member(raw, [&](std::string_view key, std::string_view value) {
+        if (key == "transactionId") {
+            result.transaction_id = raw_to_text(value);
+        } else if (key == "success") {
+            result.is_success = raw_to_bool(value);
+        } else if (key == "error") {
+            result.error = raw_to_text(value);
+        } else if (key == "queueName") {
+            result.queue_name = raw_to_text(value);
+        } else if (key == "partitionName") {
+            result.partition_name = raw_to_text(value);
+        } else if (key == "leaseReleased") {
+            result.is_lease_released =
+                json::raw_is_null(value) ? std::nullopt : std::optional<bool>{raw_to_bool(value)};
+        } else if (key == "dlq") {
+            result.is_dlq = raw_to_bool(value);
+        }
+        return true;
+    });
+}
+
+void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
+    out += R"("transactionId":)";
+    json::scan::append_quoted(out, ack.transaction_id);
+    out += R"(,"partitionId":)";
+    json::scan::append_quoted(out, ack.partition_id);
+    out += R"(,"status":)";
+    json::scan::append_quoted(out, to_string(ack.status));
+    out += R"(,"error":)";
+    append_json_string_or_null(out, ack.error);
+    if (is_group_included) {
+        out += R"(,"consumerGroup":)";
+        append_json_string_or_null(out, ack.consumer_group);
+    }
+    if (!ack.lease_id.empty()) {
+        out += R"(,"leaseId":)";
+        json::scan::append_quoted(out, ack.lease_id);
+    }
+}
+
+}  // namespace detail
+
+using detail::append_ack_fields;
+using detail::append_json_string_or_null;
+using detail::append_query;
+using detail::assign_text;
+using detail::check_raw_not_rejected;
+using detail::describe;
+using detail::JsonCursor;
+using detail::read_ack_result;
+using detail::scan_body;
+using detail::shape_error;
+using detail::walk_error;
+using json::is_valid_json;
+using json::raw_to_bool;
+using json::raw_to_integer;
+
+namespace {
+
+PushStatus push_status_of(std::string_view text, bool& is_known) {
+    is_known = true;
+    if (text == "queued") {
+        return PushStatus::queued;
+    }
+    if (text == "duplicate") {
+        return PushStatus::duplicate;
+    }
+    if (text == "buffered") {
+        return PushStatus::buffered;
+    }
+    is_known = text == "failed";
+    return PushStatus::failed;
+}
+
+// Empties `result` for reuse: every field back to its default, string capacity kept.
+void reset_push_result(PushResult& result) {
+    result.status = PushStatus::failed;
+    for (std::string* field : {&result.message_id, &result.transaction_id, &result.partition_id,
+                               &result.trace_id, &result.queue_name, &result.error}) {
+        field->clear();
+    }
+}
+
+// Empties `message` for reuse: every field back to its default, string capacity kept.
+void reset_message(Message& message) {
+    for (std::string* field :
+         {&message.id, &message.transaction_id, &message.trace_id, &message.data_json,
+          &message.producer_sub, &message.created_at, &message.partition_id, &message.partition,
+          &message.lease_id, &message.consumer_group, &message.queue}) {
+        field->clear();
+    }
+    message.retry_count = 0;
+}
+
+}  // namespace
+
+HttpRequest OwnedRequest::view() const noexcept {
+    return HttpRequest{method, target, body, has_body, is_idempotent, timeout_ms};
+}
+
+UuidV7Generator::UuidV7Generator(std::uint64_t seed, const queen::Clock& clock)
+    : clock_(clock),
+      rng_(seed ^ static_cast<std::uint64_t>(clock.monotonic_ns()) ^
+           (static_cast<std::uint64_t>(clock.wall_ms()) << 20)) {}
+
+void UuidV7Generator::append_uuid_v7(std::string& out) {
+    const std::uint64_t random_a = rng_.next();
+    const std::uint64_t random_b = rng_.next();
+    const auto ms = static_cast<std::uint64_t>(clock_.wall_ms()) & 0xFFFF'FFFF'FFFFULL;
+    const std::uint64_t high = (ms << 16) | 0x7000ULL | (random_a & 0x0FFFULL);
+    const std::uint64_t low = (random_b & 0x3FFF'FFFF'FFFF'FFFFULL) | 0x8000'0000'0000'0000ULL;
+    // 8-4-4-4-12 lowercase hex digits, written by hand: snprintf was a tenth of the bench's CPU.
+    static constexpr char hex[] = "0123456789abcdef";
+    char text[36];
+    std::size_t at = 0;
+    const auto put = [&](std::uint64_t bits, int digits) {
+        for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) {
+            text[at++] = hex[(bits >> shift) & 0xF];
+        }
+    };
+    put(high >> 32, 8);
+    text[at++] = '-';
+    put(high >> 16, 4);
+    text[at++] = '-';
+    put(high, 4);
+    text[at++] = '-';
+    put(low >> 48, 4);
+    text[at++] = '-';
+    put(low, 12);
+    QUEEN_ASSERT(at == sizeof text, "a UUID has 36 characters");
+    out.append(text, sizeof text);
+}
+
+queen::Status check_http_status(const HttpRequest& request, const HttpResponse& response) {
+    if (response.status >= 200 && response.status < 300) {
+        return {};
+    }
+    return make_http_error(response.status,
+                           detail::describe(request) + ": " + detail::error_message_of(response));
+}
+
+queen::Status build_push(std::span<const PushItem> items, bool is_payload_validated, IdSource& ids,
+                         OwnedRequest& out) {
+    if (items.empty()) {
+        return queen::Error{Errc::invalid_argument, "push: no items"};
+    }
+    out.method = "POST";
+    out.target = "/api/v1/push";
+    out.has_body = true;
+    out.is_idempotent = true;
+    out.timeout_ms = 0;
+    std::string& body = out.body;
+    body.clear();
+    body.reserve(64 + items.size() * (160 + items.front().payload_json.size()));
+    body += R"({"items":[)";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const PushItem& item = items[i];
+        if (is_payload_validated && !is_valid_json(item.payload_json)) {
+            return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
+                                                            " has a payload that is not JSON"};
+        }
+        body += i == 0 ? "{" : ",{";
+        body += R"("queue":)";
+        json::scan::append_quoted(body, item.queue);
+        body += R"(,"partition":)";
+        json::scan::append_quoted(body,
+                                  item.partition.empty() ? default_partition : item.partition);
+        body += R"(,"payload":)";
+        body += item.payload_json.empty() ? "null" : item.payload_json;
+        body += R"(,"transactionId":)";
+        if (item.transaction_id.empty()) {
+            body += '"';
+            ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
+            body += '"';
+        } else {
+            json::scan::append_quoted(body, item.transaction_id);
+        }
+        if (!item.trace_id.empty()) {
+            body += R"(,"traceId":)";
+            json::scan::append_quoted(body, item.trace_id);
+        }
+        body += '}';
+    }
+    body += "]}";
+    return {};
+}
+
+queen::Status read_push_answer(const HttpRequest& http, const HttpResponse& response,
+                               std::size_t item_count, std::vector<PushResult>& results) {
+    QUEEN_TRY(check_http_status(http, response));
+    std::size_t result_count = 0;
+    const auto finish = [&results, &result_count] { results.resize(result_count); };
+    JsonCursor cursor{response.body};
+    if (cursor.peek() != '[') {
+        QUEEN_TRY(auto answer, scan_body(http, response.body));
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
+        return shape_error(http, "expected an array of push results");
+    }
+    results.reserve(item_count);
+    std::string why_bad;
+    std::string status;
+    cursor.enter_array();
+    bool is_first_entry = true;
+    while (cursor.next_element(is_first_entry)) {
+        if (result_count == results.size()) {
+            results.emplace_back();
+        }
+        PushResult& result = results[result_count++];
+        reset_push_result(result);
+        bool has_status = false;
+        // snake_case keys are the contract; camelCase spellings are accepted when alone.
+        bool has_snake_message = false;
+        bool has_snake_transaction = false;
+        bool has_snake_partition = false;
+        bool has_snake_trace = false;
+        bool has_queue_name = false;
+        if (cursor.peek() != '{') {
+            why_bad = "a push result without a status";
+            cursor.fail();
+            break;
+        }
+        cursor.enter_object();
+        bool is_first = true;
+        std::string_view key;
+        std::string_view raw;
+        while (cursor.next_member(key, is_first)) {
+            if (key == "status") {
+                has_status = cursor.peek() == '"';
+                cursor.read_text(status);
+            } else if (key == "message_id") {
+                has_snake_message = true;
+                cursor.read_text(result.message_id);
+            } else if (key == "messageId" && !has_snake_message) {
+                cursor.read_text(result.message_id);
+            } else if (key == "transaction_id") {
+                has_snake_transaction = true;
+                cursor.read_text(result.transaction_id);
+            } else if (key == "transactionId" && !has_snake_transaction) {
+                cursor.read_text(result.transaction_id);
+            } else if (key == "partition_id") {
+                has_snake_partition = true;
+                cursor.read_text(result.partition_id);
+            } else if (key == "partitionId" && !has_snake_partition) {
+                cursor.read_text(result.partition_id);
+            } else if (key == "trace_id") {
+                has_snake_trace = true;
+                cursor.read_text(result.trace_id);
+            } else if (key == "traceId" && !has_snake_trace) {
+                cursor.read_text(result.trace_id);
+            } else if (key == "queueName") {
+                has_queue_name = true;
+                cursor.read_text(result.queue_name);
+            } else if (key == "queue" && !has_queue_name) {
+                cursor.read_text(result.queue_name);
+            } else if (key == "error") {
+                cursor.read_text(result.error);
+            } else {
+                cursor.skip_value();
+            }
+        }
+        if (!cursor.is_ok()) {
+            break;
+        }
+        if (!has_status) {
+            why_bad = "a push result without a status";
+            cursor.fail();
+            break;
+        }
+        bool is_known = true;
+        result.status = push_status_of(status, is_known);
+        if (!is_known && result.error.empty()) {
+            result.error = "unknown push status '" + status + "'";
+        }
+    }
+    finish();
+    if (!cursor.is_ok() || !cursor.is_at_end()) {
+        return walk_error(http, response.body,
+                          why_bad.empty() ? "malformed push results" : why_bad);
+    }
+    if (results.size() != item_count) {
+        return shape_error(http, std::to_string(results.size()) + " results for " +
+                                     std::to_string(item_count) + " items");
+    }
+    return {};
+}
+
+queen::Status build_pop(const PopRequest& request, std::int64_t wait_margin_ms, OwnedRequest& out) {
+    if (request.batch < 1 || request.partitions < 1 || request.timeout_ms < 0) {
+        return queen::Error{Errc::invalid_argument,
+                            "pop: batch and partitions must be >= 1, timeout_ms >= 0"};
+    }
+    std::string& target = out.target;
+    target.assign("/api/v1/pop/queue/").append(percent_encode(request.queue));
+    if (!request.partition.empty()) {
+        target += "/partition/" + percent_encode(request.partition);
+    }
+    bool is_first = true;
+    append_query(target, is_first, "batch", std::to_string(request.batch));
+    append_query(target, is_first, "wait", request.is_wait ? "true" : "false");
+    append_query(target, is_first, "timeout", std::to_string(request.timeout_ms));
+    if (!request.consumer_group.empty()) {
+        append_query(target, is_first, "consumerGroup", request.consumer_group);
+    }
+    if (request.partitions > 1 && request.partition.empty()) {
+        append_query(target, is_first, "partitions", std::to_string(request.partitions));
+    }
+    if (request.is_auto_ack) {
+        append_query(target, is_first, "autoAck", "true");
+    }
+    if (!request.subscription_mode.empty()) {
+        append_query(target, is_first, "subscriptionMode", request.subscription_mode);
+    }
+    if (!request.subscription_from.empty()) {
+        append_query(target, is_first, "subscriptionFrom", request.subscription_from);
+    }
+    out.method = "GET";
+    out.body.clear();
+    out.has_body = false;
+    out.is_idempotent = true;
+    out.timeout_ms = request.is_wait ? request.timeout_ms + wait_margin_ms : 0;
+    return {};
+}
+
+queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& response,
+                              const PopRequest& request, PopResult& result) {
+    QUEEN_TRY(check_http_status(http, response));
+    // Reset the answer in place; messages keep their strings' storage for reuse.
+    std::size_t message_count = 0;
+    const auto finish = [&result, &message_count] { result.messages.resize(message_count); };
+    result.queue = request.queue;
+    for (std::string* field : {&result.partition, &result.partition_id, &result.lease_id,
+                               &result.consumer_group, &result.lease_expires_at}) {
+        field->clear();
+    }
+    result.partitions_claimed = 0;
+    if (response.status == 204 || response.body.empty()) {
+        finish();
+        return {};
+    }
+    JsonCursor cursor{response.body};
+    if (cursor.peek() != '{') {
+        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
+        return shape_error(http, "expected an object");
+    }
+    cursor.enter_object();
+    // Per message: whether it named its own lease and group (null counts as named).
+    constexpr std::uint8_t has_lease_flag = 1;
+    constexpr std::uint8_t has_group_flag = 2;
+    std::vector<std::uint8_t> message_flags;
+    bool has_messages = false;
+    bool has_partitions_claimed = false;
+    std::string why_bad;
+    bool is_first_member = true;
+    std::string_view key;
+    std::string_view raw;
+    while (cursor.next_member(key, is_first_member)) {
+        if (key != "messages" || cursor.peek() != '[') {
+            if (!cursor.read_value(raw)) {
+                break;
+            }
+            if (key == "queue") {
+                assign_text(result.queue, raw);
+            } else if (key == "partition") {
+                assign_text(result.partition, raw);
+            } else if (key == "partitionId") {
+                assign_text(result.partition_id, raw);
+            } else if (key == "leaseId") {
+                assign_text(result.lease_id, raw);
+            } else if (key == "consumerGroup") {
+                assign_text(result.consumer_group, raw);
+            } else if (key == "leaseExpiresAt") {
+                assign_text(result.lease_expires_at, raw);
+            } else if (key == "partitionsClaimed") {
+                has_partitions_claimed = true;
+                result.partitions_claimed = raw_to_integer(raw);
+            }
+            continue;
+        }
+        has_messages = true;
+        cursor.enter_array();
+        bool is_first_message = true;
+        while (cursor.next_element(is_first_message)) {
+            if (cursor.peek() != '{') {
+                why_bad = "a message that is not an object";
+                cursor.fail();
+                break;
+            }
+            cursor.enter_object();
+            if (message_count == result.messages.size()) {
+                result.messages.emplace_back();
+            }
+            Message& message = result.messages[message_count++];
+            reset_message(message);
+            std::uint8_t flags = 0;
+            message.data_json = "null";
+            bool is_first_field = true;
+            while (cursor.next_member(key, is_first_field)) {
+                if (key == "id") {
+                    cursor.read_text(message.id);
+                } else if (key == "transactionId") {
+                    cursor.read_text(message.transaction_id);
+                } else if (key == "traceId") {
+                    cursor.read_text(message.trace_id);
+                } else if (key == "data") {
+                    if (cursor.read_value(raw)) {
+                        message.data_json.assign(raw);  // the payload, byte for byte
+                    }
+                } else if (key == "producerSub") {
+                    cursor.read_text(message.producer_sub);
+                } else if (key == "createdAt") {
+                    cursor.read_text(message.created_at);
+                } else if (key == "partitionId") {
+                    cursor.read_text(message.partition_id);
+                } else if (key == "partition") {
+                    cursor.read_text(message.partition);
+                } else if (key == "leaseId") {
+                    flags |= has_lease_flag;
+                    cursor.read_text(message.lease_id);
+                } else if (key == "consumerGroup") {
+                    flags |= has_group_flag;
+                    cursor.read_text(message.consumer_group);
+                } else if (key == "retryCount") {
+                    if (cursor.read_value(raw)) {
+                        message.retry_count = raw_to_integer(raw);
+                    }
+                } else {
+                    cursor.skip_value();
+                }
+            }
+            message_flags.push_back(flags);
+        }
+        if (!cursor.is_ok()) {
+            break;
+        }
+    }
+    finish();
+    if (!cursor.is_ok() || !cursor.is_at_end()) {
+        return walk_error(http, response.body, why_bad.empty() ? "malformed messages" : why_bad);
+    }
+    if (!has_messages) {
+        QUEEN_TRY(auto answer, scan_body(http, response.body));
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
+        return shape_error(http, "no messages array");
+    }
+    // Fields a message leaves out come from the answer (the first claimed partition's).
+    for (std::size_t i = 0; i < result.messages.size(); ++i) {
+        Message& message = result.messages[i];
+        message.queue = result.queue;
+        if ((message_flags[i] & has_lease_flag) == 0) {
+            message.lease_id = result.lease_id;
+        }
+        if ((message_flags[i] & has_group_flag) == 0) {
+            message.consumer_group = result.consumer_group;
+        }
+        if (message.partition_id.empty()) {
+            message.partition_id = result.partition_id;
+        }
+        if (message.partition.empty()) {
+            message.partition = result.partition;
+        }
+        if (message.transaction_id.empty() || message.partition_id.empty()) {
+            return shape_error(http, "a message without transactionId or partitionId");
+        }
+    }
+    if (!has_partitions_claimed) {
+        result.partitions_claimed = result.messages.empty() ? 0 : 1;
+    }
+    return {};
+}
+
+void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group,
+                     OwnedRequest& out) {
+    out.method = "POST";
+    out.target = "/api/v1/ack/batch";
+    out.has_body = true;
+    out.is_idempotent = true;
+    out.timeout_ms = 0;
+    std::string& body = out.body;
+    body.clear();
+    body.reserve(32 + acks.size() * 192);
+    body += R"({"acknowledgments":[)";
+    for (std::size_t i = 0; i < acks.size(); ++i) {
+        body += i == 0 ? "{" : ",{";
+        append_ack_fields(body, acks[i], true);
+        body += '}';
+    }
+    body += R"(],"consumerGroup":)";
+    append_json_string_or_null(body, consumer_group);
+    body += '}';
+}
+
+queen::Status read_ack_batch_answer(const HttpRequest& http, const HttpResponse& response,
+                                    std::size_t ack_count, std::vector<AckResult>& results) {
+    QUEEN_TRY(check_http_status(http, response));
+    JsonCursor cursor{response.body};
+    if (cursor.peek() != '[') {
+        QUEEN_TRY(auto answer, scan_body(http, response.body));
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
+        return shape_error(http, "expected an array of ack results");
+    }
+    results.clear();
+    results.reserve(ack_count);
+    cursor.enter_array();
+    bool is_first = true;
+    while (cursor.next_element(is_first) && read_ack_result(cursor, results.emplace_back())) {
+    }
+    if (!cursor.is_ok() || !cursor.is_at_end()) {
+        return walk_error(http, response.body, "malformed ack results");
+    }
+    if (results.size() != ack_count) {
+        return shape_error(http, std::to_string(results.size()) + " results for " +
+                                     std::to_string(ack_count) + " acks");
+    }
+    return {};
+}
+
+queen::Status build_transaction(const TransactionRequest& request, bool is_payload_validated,
+                                IdSource& ids, OwnedRequest& out) {
+    out.method = "POST";
+    out.target = "/api/v1/transaction";
+    out.has_body = true;
+    out.is_idempotent = false;
+    out.timeout_ms = 0;
+    if (request.operations.empty()) {
+        return queen::Error{Errc::invalid_argument, "transaction: no operations"};
+    }
+    std::string& body = out.body;
+    body.assign(R"({"operations":[)");
+    bool is_first_operation = true;
+    for (const auto& operation : request.operations) {
+        body += is_first_operation ? "{" : ",{";
+        is_first_operation = false;
+        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
+            body += R"("type":"push","items":[)";
+            for (std::size_t i = 0; i < push->items.size(); ++i) {
+                const PushItem& item = push->items[i];
+                if (is_payload_validated && !is_valid_json(item.payload_json)) {
+                    return queen::Error{Errc::invalid_argument,
+                                        "transaction: a push item has a payload that is not JSON"};
+                }
+                body += i == 0 ? "{" : ",{";
+                body += R"("queue":)";
+                json::scan::append_quoted(body, item.queue);
+                body += R"(,"partition":)";
+                json::scan::append_quoted(
+                    body, item.partition.empty() ? default_partition : item.partition);
+                body += R"(,"payload":)";
+                body += item.payload_json.empty() ? "null" : item.payload_json;
+                body += R"(,"transactionId":)";
+                if (item.transaction_id.empty()) {
+                    body += '"';
+                    ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
+                    body += '"';
+                } else {
+                    json::scan::append_quoted(body, item.transaction_id);
+                }
+                if (!item.trace_id.empty()) {
+                    body += R"(,"traceId":)";
+                    json::scan::append_quoted(body, item.trace_id);
+                }
+                body += '}';
+            }
+            body += "]}";
+        } else {
+            body += R"("type":"ack",)";
+            append_ack_fields(body, std::get<Ack>(operation), true);
+            body += '}';
+        }
+    }
+    body += R"(],"requiredLeases":[)";
+    for (std::size_t i = 0; i < request.required_leases.size(); ++i) {
+        if (i > 0) {
+            body += ',';
+        }
+        json::scan::append_quoted(body, request.required_leases[i]);
+    }
+    body += "]}";
+    return {};
+}
+
+queen::Status read_transaction_answer(const HttpRequest& http, const HttpResponse& response,
+                                      TransactionResult& result) {
+    QUEEN_TRY(check_http_status(http, response));
+    JsonCursor cursor{response.body};
+    if (cursor.peek() != '{') {
+        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
+        return shape_error(http, "expected an object");
+    }
+    cursor.enter_object();
+    result.transaction_id.clear();
+    result.results.clear();
+    bool is_success = false;
+    std::string why;
+    bool is_first = true;
+    std::string_view key;
+    std::string_view raw;
+    while (cursor.next_member(key, is_first)) {
+        if (key == "transactionId") {
+            cursor.read_text(result.transaction_id);
+        } else if (key == "error") {
+            cursor.read_text(why);
+        } else if (key == "results" && cursor.peek() == '[') {
+            cursor.enter_array();
+            bool is_first_entry = true;
+            while (cursor.next_element(is_first_entry)) {
+                TransactionOperationResult& r = result.results.emplace_back();
+                if (cursor.peek() != '{') {
+                    cursor.skip_value();  // lenient, like the other answers: an empty result
+                    continue;
+                }
+                cursor.enter_object();
+                bool is_first_field = true;
+                while (cursor.next_member(key, is_first_field)) {
+                    if (key == "type") {
+                        cursor.read_text(r.type);
+                    } else if (key == "transactionId") {
+                        cursor.read_text(r.transaction_id);
+                    } else if (key == "messageId") {
+                        cursor.read_text(r.message_id);
+                    } else if (key == "partitionId") {
+                        cursor.read_text(r.partition_id);
+                    } else if (key == "queueName") {
+                        cursor.read_text(r.queue_name);
+                    } else if (key == "error") {
+                        cursor.read_text(r.error);
+                    } else if (!cursor.read_value(raw)) {
+                        break;
+                    } else if (key == "success") {
+                        r.is_success = raw_to_bool(raw);
+                    } else if (key == "dlq") {
+                        r.is_dlq = raw_to_bool(raw);
+                    }
+                }
+            }
+        } else if (!cursor.read_value(raw)) {
+            break;
+        } else if (key == "success") {
+            is_success = raw_to_bool(raw);
+        }
+    }
+    if (!cursor.is_ok() || !cursor.is_at_end()) {
+        return walk_error(http, response.body, "malformed transaction answer");
+    }
+    if (!is_success) {
+        return queen::Error{Errc::rejected, describe(http) + ": rolled back: " +
+                                                (why.empty() ? "no reason given" : why)};
+    }
+    return {};
+}
+
+}  // namespace queen::client

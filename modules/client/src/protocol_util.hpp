@@ -1,0 +1,41 @@
+// client/src/protocol_util.hpp — answer helpers shared by protocol.cpp (hot paths) and client.cpp
+// (the other endpoints): error texts, raw-scanner checks, ack results. Private to the client.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "json_cursor.hpp"
+#include "queen/client/connection.hpp"
+#include "queen/client/types.hpp"
+#include "queen/core/result.hpp"
+
+namespace queen::client::detail {
+
+/// "<method> <target>", the prefix of every error's context.
+[[nodiscard]] std::string describe(const HttpRequest& request);
+/// Errc::bad_response: "<method> <target>: <why>".
+[[nodiscard]] queen::Error shape_error(const HttpRequest& request, const std::string& why);
+/// The server's {"error": "..."} text, or "HTTP <status>" with a little of an unexpected body.
+[[nodiscard]] std::string error_message_of(const HttpResponse& response);
+/// Appends "?key=value" (first) or "&key=value", the value percent-encoded.
+void append_query(std::string& target, bool& is_first, std::string_view key,
+                  std::string_view value);
+/// A 2xx object that reports failure ({"success": false, "error": ...}) is Errc::rejected.
+[[nodiscard]] queen::Status check_raw_not_rejected(const HttpRequest& request,
+                                                   std::string_view object);
+/// The JSON value of a body. Errors: Errc::bad_response (invalid JSON).
+[[nodiscard]] queen::Result<std::string_view> scan_body(const HttpRequest& request,
+                                                        std::string_view body);
+/// The error of an answer a single-pass walk rejected: invalid JSON, or valid JSON of the wrong
+/// shape (`why`); both Errc::bad_response.
+[[nodiscard]] queen::Error walk_error(const HttpRequest& request, std::string_view body,
+                                      const std::string& why);
+/// Reads one ack result object at the cursor into `result`; false when it is not one.
+bool read_ack_result(JsonCursor& cursor, AckResult& result);
+/// Reads one ack result object from its raw JSON; false when it is not one.
+bool parse_ack_result(std::string_view raw, AckResult& result);
+/// Appends the members of one ack (no braces) to a request body.
+void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included);
+
+}  // namespace queen::client::detail
