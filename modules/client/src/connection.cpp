@@ -2,10 +2,6 @@
 // libhttp-parser; deadlines through poll() and the injected clock.
 #include "queen/client/connection.hpp"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <cstring>
 
 #include "http_wire.hpp"
@@ -22,15 +17,12 @@
 namespace queen::client {
 namespace {
 
+using detail::describe;
 using detail::equals_ignoring_case;
 
 // Per connection; small enough for thousands of connections (bench), big enough that a typical
 // answer arrives in one or two reads.
 constexpr std::size_t read_chunk_bytes = 16 * 1024;
-
-std::string describe(const Endpoint& endpoint) {
-    return endpoint.host + ":" + std::to_string(endpoint.port);
-}
 
 }  // namespace
 
@@ -152,28 +144,13 @@ int Connection::wait_fd(short events, std::int64_t deadline_ns) const {
 }
 
 queen::Status Connection::open(std::int64_t deadline_ns) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* addresses = nullptr;
-    const std::string port = std::to_string(endpoint_.port);
-    if (const int rc = ::getaddrinfo(endpoint_.host.c_str(), port.c_str(), &hints, &addresses);
-        rc != 0) {
-        return queen::Error{Errc::connect_failed,
-                            "resolve " + describe(endpoint_) + ": " + ::gai_strerror(rc)};
-    }
+    QUEEN_TRY(auto addresses, detail::resolve(endpoint_));
     std::string last_error = "no address";
-    for (addrinfo* address = addresses; address != nullptr; address = address->ai_next) {
-        const int fd =
-            ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
-        if (fd < 0) {
-            last_error = std::strerror(errno);
-            continue;
-        }
-        const int flags = ::fcntl(fd, F_GETFL, 0);
-        ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-        int rc = ::connect(fd, address->ai_addr, address->ai_addrlen);
-        if (rc < 0 && errno == EINPROGRESS) {
+    for (const detail::SocketAddress& address : addresses) {
+        int fd = -1;
+        bool is_in_progress = false;
+        int error = detail::start_connect(address, fd, is_in_progress);
+        if (error == 0 && is_in_progress) {
             {
                 const std::lock_guard lock{fd_mutex_};
                 fd_ = fd;
@@ -185,25 +162,20 @@ queen::Status Connection::open(std::int64_t deadline_ns) {
             }
             if (ready == 0) {
                 ::close(fd);
-                ::freeaddrinfo(addresses);
                 return queen::Error{Errc::timeout, "connect " + describe(endpoint_) + ": after " +
                                                        std::to_string(options_.connect_timeout_ms) +
                                                        " ms"};
             }
-            int socket_error = 0;
-            socklen_t length = sizeof socket_error;
-            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &socket_error, &length);
-            rc = socket_error == 0 && ready > 0 ? 0 : -1;
-            errno = socket_error != 0 ? socket_error : errno;
+            error = ready > 0 ? detail::connect_error(fd) : errno;
+            if (error != 0) {
+                ::close(fd);
+            }
         }
-        if (rc < 0) {
-            last_error = std::strerror(errno);
-            ::close(fd);
+        if (error != 0) {
+            last_error = std::strerror(error);
             continue;
         }
-        const int one = 1;
-        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        ::freeaddrinfo(addresses);
+        detail::set_no_delay(fd);
         const std::lock_guard lock{fd_mutex_};
         if (is_aborted_) {
             ::close(fd);
@@ -213,7 +185,6 @@ queen::Status Connection::open(std::int64_t deadline_ns) {
         ++connects_total_;
         return {};
     }
-    ::freeaddrinfo(addresses);
     return queen::Error{Errc::connect_failed, "connect " + describe(endpoint_) + ": " + last_error};
 }
 

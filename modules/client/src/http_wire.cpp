@@ -1,9 +1,17 @@
 // client/src/http_wire.cpp — request heads and the incremental response parser (libhttp-parser).
 #include "http_wire.hpp"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstring>
 
 namespace queen::client::detail {
 namespace {
@@ -83,6 +91,70 @@ const http_parser_settings& parser_settings() {
 }
 
 }  // namespace
+
+queen::Result<std::vector<SocketAddress>> resolve(const Endpoint& endpoint) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const std::string port = std::to_string(endpoint.port);
+    if (const int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found);
+        rc != 0) {
+        return queen::Error{Errc::connect_failed,
+                            "resolve " + describe(endpoint) + ": " + ::gai_strerror(rc)};
+    }
+    std::vector<SocketAddress> addresses;
+    for (const addrinfo* address = found; address != nullptr; address = address->ai_next) {
+        if (address->ai_addrlen <= sizeof(sockaddr_storage)) {
+            SocketAddress& entry = addresses.emplace_back();
+            std::memcpy(&entry.storage, address->ai_addr, address->ai_addrlen);
+            entry.length = address->ai_addrlen;
+        }
+    }
+    ::freeaddrinfo(found);
+    if (addresses.empty()) {
+        return queen::Error{Errc::connect_failed, "resolve " + describe(endpoint) + ": no address"};
+    }
+    return addresses;
+}
+
+int start_connect(const SocketAddress& address, int& fd, bool& is_in_progress) {
+    is_in_progress = false;
+    fd = ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return errno;
+    }
+    // sockaddr_storage is the documented way to hold any address family for connect().
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address.storage), address.length) == 0) {
+        return 0;
+    }
+    if (errno == EINPROGRESS) {
+        is_in_progress = true;
+        return 0;
+    }
+    const int error = errno;
+    ::close(fd);
+    fd = -1;
+    return error;
+}
+
+int connect_error(int fd) noexcept {
+    int socket_error = 0;
+    socklen_t length = sizeof socket_error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &socket_error, &length) != 0) {
+        return errno;
+    }
+    return socket_error;
+}
+
+void set_no_delay(int fd) noexcept {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+std::string describe(const Endpoint& endpoint) {
+    return endpoint.host + ":" + std::to_string(endpoint.port);
+}
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <http_parser.h>
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <string>
@@ -11,8 +12,29 @@
 
 #include "queen/client/connection.hpp"
 #include "queen/client/errc.hpp"
+#include "queen/core/result.hpp"
 
 namespace queen::client::detail {
+
+/// One resolved address of an endpoint.
+struct SocketAddress {
+    sockaddr_storage storage{};
+    socklen_t length = 0;
+};
+
+/// The addresses of `endpoint` (getaddrinfo), in the resolver's order.
+/// Errors: Errc::connect_failed (resolution failed or found nothing).
+[[nodiscard]] queen::Result<std::vector<SocketAddress>> resolve(const Endpoint& endpoint);
+/// Opens a non-blocking, close-on-exec TCP socket into `fd` and starts connecting it to
+/// `address`. Returns 0 (`is_in_progress` when the connect finishes later: wait until writable,
+/// then read connect_error()) or the errno of the failure (no socket is left open).
+[[nodiscard]] int start_connect(const SocketAddress& address, int& fd, bool& is_in_progress);
+/// The outcome of a connect that became writable: 0 when connected, else its errno.
+[[nodiscard]] int connect_error(int fd) noexcept;
+/// Disables Nagle: requests go out whole and at once.
+void set_no_delay(int fd) noexcept;
+/// "host:port", for error contexts.
+[[nodiscard]] std::string describe(const Endpoint& endpoint);
 
 /// ASCII case-insensitive equality (header names).
 [[nodiscard]] bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept;

@@ -1,0 +1,340 @@
+// client/src/multiplexer.cpp — non-blocking keep-alive HTTP/1.1 slots on one epoll set (level
+// triggered), sharing the request head and response parser with the blocking Connection.
+#include "queen/client/multiplexer.hpp"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "http_wire.hpp"
+#include "queen/client/errc.hpp"
+#include "queen/core/assert.hpp"
+
+namespace queen::client {
+namespace {
+
+// Shared by all slots of a multiplexer (one thread reads at a time): a typical answer arrives in
+// one read, and per-slot memory stays small with thousands of slots.
+constexpr std::size_t read_chunk_bytes = 64 * 1024;
+constexpr int events_per_wait_max = 128;
+
+}  // namespace
+
+struct HttpMultiplexer::Slot {
+    enum class State { idle, connecting, sending, receiving };
+
+    explicit Slot(std::size_t position) : index(position) {}
+
+    std::size_t index;
+    int fd = -1;
+    State state = State::idle;
+    std::uint32_t watched = 0;  // events registered with epoll; 0: not registered
+    std::string out;            // head and body of the request in flight
+    std::size_t out_sent = 0;
+    std::string what;  // "<method> <target>", the prefix of its errors
+    HttpResponse response;
+    detail::ResponseParser parser;
+    std::int64_t deadline_ns = 0;
+    bool is_idempotent = true;
+    bool is_reused = false;           // sent on a connection that carried a request before
+    bool is_nothing_received = true;  // no answer byte yet
+    bool is_resent = false;           // already sent once more after a stale connection
+};
+
+HttpMultiplexer::HttpMultiplexer(Endpoint endpoint, ConnectionOptions options,
+                                 const queen::Clock& clock, std::size_t slots)
+    : endpoint_(std::move(endpoint)),
+      options_(std::move(options)),
+      clock_(clock),
+      head_prefix_(detail::make_head_prefix(endpoint_, options_.headers)),
+      epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+      read_buffer_(read_chunk_bytes) {
+    QUEEN_ASSERT(slots > 0, "a multiplexer needs at least one slot");
+    slots_.reserve(slots);
+    for (std::size_t i = 0; i < slots; ++i) {
+        slots_.push_back(std::make_unique<Slot>(i));
+    }
+}
+
+HttpMultiplexer::~HttpMultiplexer() {
+    for (const auto& slot : slots_) {
+        close_socket(*slot);
+    }
+    if (epoll_fd_ >= 0) {
+        ::close(epoll_fd_);
+    }
+}
+
+HttpResponse& HttpMultiplexer::response(std::size_t slot) {
+    QUEEN_ASSERT(slot < slots_.size(), "slot out of range");
+    return slots_[slot]->response;
+}
+
+bool HttpMultiplexer::is_busy(std::size_t slot) const {
+    QUEEN_ASSERT(slot < slots_.size(), "slot out of range");
+    return slots_[slot]->state != Slot::State::idle;
+}
+
+void HttpMultiplexer::close_socket(Slot& slot) noexcept {
+    if (slot.fd >= 0) {
+        ::close(slot.fd);  // also leaves the epoll set: the slot owns the only descriptor
+        slot.fd = -1;
+    }
+    slot.watched = 0;
+}
+
+void HttpMultiplexer::watch(Slot& slot, std::uint32_t events) {
+    if (slot.watched == events) {
+        return;
+    }
+    epoll_event event{};
+    event.events = events;
+    event.data.u64 = slot.index;
+    const int operation = slot.watched == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    const int rc = ::epoll_ctl(epoll_fd_, operation, slot.fd, &event);
+    QUEEN_ASSERT(rc == 0, "epoll_ctl on a socket the slot owns");
+    slot.watched = events;
+}
+
+queen::Status HttpMultiplexer::open(Slot& slot) {
+    if (epoll_fd_ < 0) {
+        return queen::Error{Errc::connect_failed,
+                            "connect " + detail::describe(endpoint_) + ": no epoll instance"};
+    }
+    QUEEN_TRY(auto addresses, detail::resolve(endpoint_));
+    int last_error = 0;
+    for (const detail::SocketAddress& address : addresses) {
+        bool is_in_progress = false;
+        last_error = detail::start_connect(address, slot.fd, is_in_progress);
+        if (last_error != 0) {
+            continue;
+        }
+        detail::set_no_delay(slot.fd);
+        ++connects_total_;
+        slot.state = is_in_progress ? Slot::State::connecting : Slot::State::sending;
+        return {};
+    }
+    return queen::Error{Errc::connect_failed, "connect " + detail::describe(endpoint_) + ": " +
+                                                  std::strerror(last_error)};
+}
+
+queen::Status HttpMultiplexer::begin(Slot& slot, std::vector<Completion>& completed) {
+    slot.out_sent = 0;
+    slot.is_nothing_received = true;
+    slot.parser.start(slot.response, options_.response_size_bytes_max);
+    slot.is_reused = slot.fd >= 0;
+    if (slot.is_reused) {
+        slot.state = Slot::State::sending;
+    } else {
+        QUEEN_TRY(open(slot));
+    }
+    if (slot.state == Slot::State::connecting) {
+        watch(slot, EPOLLOUT);
+        return {};
+    }
+    send_some(slot, completed);
+    return {};
+}
+
+queen::Status HttpMultiplexer::start(std::size_t index, const HttpRequest& request) {
+    if (index >= slots_.size()) {
+        return queen::Error{Errc::invalid_argument, "slot " + std::to_string(index) + " of " +
+                                                        std::to_string(slots_.size())};
+    }
+    Slot& slot = *slots_[index];
+    if (slot.state != Slot::State::idle) {
+        return queen::Error{Errc::invalid_argument,
+                            "slot " + std::to_string(index) + " is busy with " + slot.what};
+    }
+    slot.out.clear();
+    detail::append_request_head(slot.out, request, head_prefix_);
+    if (request.has_body) {
+        slot.out.append(request.body);
+    }
+    slot.what.assign(request.method).append(" ").append(request.target);
+    const std::int64_t timeout_ms =
+        request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms;
+    slot.deadline_ns = clock_.monotonic_ns() + timeout_ms * 1'000'000;
+    slot.is_idempotent = request.is_idempotent;
+    slot.is_resent = false;
+    ++in_flight_;
+    auto begun = begin(slot, pending_);
+    if (!begun) {
+        slot.state = Slot::State::idle;
+        --in_flight_;
+    }
+    return begun;
+}
+
+void HttpMultiplexer::send_some(Slot& slot, std::vector<Completion>& completed) {
+    while (slot.out_sent < slot.out.size()) {
+        const ssize_t sent = ::send(slot.fd, slot.out.data() + slot.out_sent,
+                                    slot.out.size() - slot.out_sent, MSG_NOSIGNAL);
+        if (sent < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                slot.state = Slot::State::sending;
+                watch(slot, EPOLLOUT);
+                return;
+            }
+            fail(slot, Errc::connection_closed, std::strerror(errno), completed);
+            return;
+        }
+        slot.out_sent += static_cast<std::size_t>(sent);
+    }
+    slot.state = Slot::State::receiving;
+    watch(slot, EPOLLIN);
+}
+
+void HttpMultiplexer::receive(Slot& slot, std::vector<Completion>& completed) {
+    for (;;) {
+        const ssize_t received = ::recv(slot.fd, read_buffer_.data(), read_buffer_.size(), 0);
+        if (received < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                fail(slot, Errc::connection_closed, std::strerror(errno), completed);
+            }
+            return;
+        }
+        const auto length = static_cast<std::size_t>(received);
+        const auto step = slot.parser.feed(read_buffer_.data(), length);
+        if (step == detail::ResponseParser::Step::complete) {
+            if (!slot.parser.is_keep_alive()) {
+                close_socket(slot);
+            }
+            finish(slot, {}, completed);
+            return;
+        }
+        if (step != detail::ResponseParser::Step::more) {
+            const std::string why = detail::describe(step, slot.parser, slot.is_nothing_received,
+                                                     options_.response_size_bytes_max);
+            fail(slot, detail::error_of(step), why.c_str(), completed);
+            return;
+        }
+        slot.is_nothing_received = false;
+        if (length < read_buffer_.size()) {
+            return;  // level-triggered: epoll reports the rest when it arrives
+        }
+    }
+}
+
+void HttpMultiplexer::fail(Slot& slot, std::error_code code, const char* why,
+                           std::vector<Completion>& completed) {
+    close_socket(slot);
+    // A reused connection the server closed while idle looks exactly like this; a fresh
+    // connection failing the same way is a real failure.
+    const bool is_stale = slot.is_reused && slot.is_nothing_received && slot.is_idempotent &&
+                          !slot.is_resent && code == make_error_code(Errc::connection_closed);
+    if (is_stale) {
+        slot.is_resent = true;
+        auto begun = begin(slot, completed);
+        if (!begun) {
+            finish(slot, std::move(begun).error(), completed);
+        }
+        return;
+    }
+    finish(slot, queen::Error{code, slot.what + ": " + why}, completed);
+}
+
+void HttpMultiplexer::finish(Slot& slot, queen::Status status, std::vector<Completion>& completed) {
+    slot.state = Slot::State::idle;
+    --in_flight_;
+    completed.push_back(Completion{slot.index, std::move(status)});
+}
+
+void HttpMultiplexer::on_event(Slot& slot, std::uint32_t events,
+                               std::vector<Completion>& completed) {
+    switch (slot.state) {
+        case Slot::State::idle:
+            // An idle keep-alive connection has nothing to read: readable means the server
+            // closed it (or sent junk). Drop it; the next request connects again.
+            close_socket(slot);
+            return;
+        case Slot::State::connecting: {
+            const int error = detail::connect_error(slot.fd);
+            if (error != 0) {
+                close_socket(slot);
+                finish(slot,
+                       queen::Error{Errc::connect_failed, slot.what + ": connect " +
+                                                              detail::describe(endpoint_) + ": " +
+                                                              std::strerror(error)},
+                       completed);
+                return;
+            }
+            send_some(slot, completed);
+            return;
+        }
+        case Slot::State::sending: send_some(slot, completed); return;
+        case Slot::State::receiving:
+            if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+                receive(slot, completed);
+            }
+            return;
+    }
+}
+
+queen::Status HttpMultiplexer::wait(std::int64_t timeout_ns, std::vector<Completion>& completed) {
+    if (timeout_ns < 0) {
+        return queen::Error{Errc::invalid_argument, "wait: negative timeout"};
+    }
+    if (!pending_.empty()) {
+        for (Completion& completion : pending_) {
+            completed.push_back(std::move(completion));
+        }
+        pending_.clear();
+        timeout_ns = 0;
+    }
+    std::int64_t now_ns = clock_.monotonic_ns();
+    std::int64_t deadline_ns_min = INT64_MAX;
+    if (in_flight_ > 0) {
+        for (const auto& slot : slots_) {
+            if (slot->state != Slot::State::idle) {
+                deadline_ns_min = std::min(deadline_ns_min, slot->deadline_ns);
+            }
+        }
+        timeout_ns = std::clamp<std::int64_t>(deadline_ns_min - now_ns, 0, timeout_ns);
+    }
+    epoll_event events[events_per_wait_max];
+    const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                           static_cast<long>(timeout_ns % 1'000'000'000)};
+    const int ready = ::epoll_pwait2(epoll_fd_, events, events_per_wait_max, &timeout, nullptr);
+    for (int i = 0; i < ready; ++i) {
+        on_event(*slots_[events[i].data.u64], events[i].events, completed);
+    }
+    if (in_flight_ > 0) {
+        now_ns = clock_.monotonic_ns();
+        if (now_ns >= deadline_ns_min) {
+            for (const auto& slot : slots_) {
+                if (slot->state != Slot::State::idle && now_ns >= slot->deadline_ns) {
+                    slot->is_resent = true;  // a timeout is final
+                    fail(*slot, Errc::timeout, "no complete response before the deadline",
+                         completed);
+                }
+            }
+        }
+    }
+    return {};
+}
+
+void HttpMultiplexer::close_all(std::vector<Completion>& completed) {
+    for (Completion& completion : pending_) {
+        completed.push_back(std::move(completion));
+    }
+    pending_.clear();
+    for (const auto& slot : slots_) {
+        close_socket(*slot);
+        if (slot->state != Slot::State::idle) {
+            finish(*slot, queen::Error{Errc::cancelled, slot->what + ": closed"}, completed);
+        }
+    }
+}
+
+}  // namespace queen::client
