@@ -1,6 +1,7 @@
 // modules/log/src/format.cpp — encoding and decoding of segment headers and records (format v1).
 #include "queen/log/format.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 
@@ -73,23 +74,18 @@ std::optional<SegmentHeader> decode_segment_header(ByteSpan bytes, std::string* 
 
 void encode_record(Bytes& out, Term term, LogIndex index, RecordType type, ByteSpan payload) {
     QUEEN_ASSERT(payload.size() <= record_payload_size_limit, "record payload over format limit");
-    const std::size_t at = out.size();
-    out.resize(at + record_header_size + payload.size());
-    Byte* p = out.data() + at;
-    store_le<std::uint32_t>(p + 4, static_cast<std::uint32_t>(payload.size()));
-    store_le<std::uint64_t>(p + 8, term.value());
-    store_le<std::uint64_t>(p + 16, index.value());
-    p[24] = type;
-    p[25] = 0;
-    p[26] = 0;
-    p[27] = 0;
-    if (!payload.empty()) {
-        std::memcpy(p + record_header_size, payload.data(), payload.size());
-    }
+    std::array<Byte, record_header_size> header{};
+    store_le<std::uint32_t>(header.data() + 4, static_cast<std::uint32_t>(payload.size()));
+    store_le<std::uint64_t>(header.data() + 8, term.value());
+    store_le<std::uint64_t>(header.data() + 16, index.value());
+    header[24] = type;
+    // CRC of the header after its crc field, then of the payload: the bytes are copied once
+    // (insert, not resize + memcpy, which would zero-fill the payload's room first).
     const std::uint32_t crc =
-        crc32c(ByteSpan{p + record_crc_covered_from,
-                        record_header_size - record_crc_covered_from + payload.size()});
-    store_le<std::uint32_t>(p, crc);
+        crc32c(payload, crc32c(ByteSpan{header}.subspan(record_crc_covered_from)));
+    store_le<std::uint32_t>(header.data(), crc);
+    out.insert(out.end(), header.begin(), header.end());
+    out.insert(out.end(), payload.begin(), payload.end());
 }
 
 RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max) {
