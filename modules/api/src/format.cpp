@@ -1,9 +1,41 @@
 // api/src/format.cpp — command results -> spec section 4 response bodies.
 #include "format.hpp"
 
+#include <array>
+#include <cstring>
+
 #include "json.hpp"
+#include "queen/core/assert.hpp"
 
 namespace queen::api::detail {
+
+void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std::uint64_t low) {
+    // The layout of queues::format_uuid: high (48 bits, 12 digits) | '8' | kind | "00" | low
+    // (64 bits, 16 digits), dashes after digits 8, 12, 16 and 20.
+    QUEEN_ASSERT(high < (std::uint64_t{1} << 48), "uuid high part over 48 bits: ", high);
+    static constexpr char digits[] = "0123456789abcdef";
+    std::array<char, 32> hex{};
+    for (std::size_t i = 0; i < 12; ++i) {
+        hex[i] = digits[(high >> (4 * (11 - i))) & 0xf];
+    }
+    hex[12] = '8';
+    hex[13] = digits[static_cast<unsigned>(kind) & 0xf];
+    hex[14] = '0';
+    hex[15] = '0';
+    for (std::size_t i = 0; i < 16; ++i) {
+        hex[16 + i] = digits[(low >> (4 * (15 - i))) & 0xf];
+    }
+    char* at = out.string_slot(36);
+    std::memcpy(at, hex.data(), 8);
+    at[8] = '-';
+    std::memcpy(at + 9, hex.data() + 8, 4);
+    at[13] = '-';
+    std::memcpy(at + 14, hex.data() + 12, 4);
+    at[18] = '-';
+    std::memcpy(at + 19, hex.data() + 16, 4);
+    at[23] = '-';
+    std::memcpy(at + 24, hex.data() + 20, 12);
+}
 
 std::string missing_key_message(std::string_view what) {
     return std::string(what) +
@@ -59,7 +91,13 @@ std::string format_configure(const queues::ConfigureResult& result) {
 
 std::string format_push(const queues::PushResult& result,
                         const std::vector<bool>& has_client_transaction_id) {
-    JsonWriter out;
+    // A queued item is ~200 bytes plus its strings: one allocation for the whole answer.
+    std::size_t capacity = 16;
+    for (const queues::PushItemResult& item : result.items) {
+        capacity += 224 + item.transaction_id.size() + item.queue.size() + item.trace_id.size() +
+                    item.partition.size() + item.error.size();
+    }
+    JsonWriter out(capacity);
     out.begin_array();
     for (std::size_t i = 0; i < result.items.size(); ++i) {
         const queues::PushItemResult& item = result.items[i];
@@ -68,16 +106,18 @@ std::string format_push(const queues::PushResult& result,
             case queues::PushStatus::queued:
                 out.field("transaction_id", item.transaction_id)
                     .field("status", "queued")
-                    .field("message_id", queues::format_message_id(item.message_id))
-                    .field("partition_id", queues::format_partition_id(item.message_id.partition))
-                    .field_or_null("trace_id", item.trace_id)
-                    .field("queueName", item.queue);
+                    .key("message_id");
+                write_message_id(out, item.message_id);
+                out.key("partition_id");
+                write_partition_id(out, item.message_id.partition);
+                out.field_or_null("trace_id", item.trace_id).field("queueName", item.queue);
                 break;
             case queues::PushStatus::duplicate:
                 out.field("transaction_id", item.transaction_id)
                     .field("status", "duplicate")
-                    .field("message_id", queues::format_message_id(item.message_id))
-                    .field("queueName", item.queue);
+                    .key("message_id");
+                write_message_id(out, item.message_id);
+                out.field("queueName", item.queue);
                 break;
             case queues::PushStatus::buffered:
                 out.field("status", "buffered")
@@ -104,11 +144,6 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
     const std::string lease =
         result.lease == queues::LeaseId{0} ? std::string() : queues::format_lease_id(result.lease);
     const queues::PoppedMessage* first = result.messages.empty() ? nullptr : &result.messages[0];
-    // Messages of a pop mostly share one partition: its id text is made once.
-    std::string partition_id =
-        first != nullptr ? queues::format_partition_id(first->id.partition) : std::string();
-    queues::PartitionId partition_of_id =
-        first != nullptr ? first->id.partition : queues::PartitionId{};
     std::size_t capacity = 512;
     for (const queues::PoppedMessage& message : result.messages) {
         capacity += 512 + message.payload.size() + message.transaction_id.size() +
@@ -118,10 +153,14 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
     out.begin_object()
         .field("success", true)
         .field("queue", result.queue)
-        .field("partition", first != nullptr ? first->partition : std::string())
-        .field("partitionId", partition_id)
-        .field("leaseId", lease)
-        .field("consumerGroup", result.group);
+        .field("partition", first != nullptr ? std::string_view(first->partition) : "")
+        .key("partitionId");
+    if (first != nullptr) {
+        write_partition_id(out, first->id.partition);
+    } else {
+        out.string("");
+    }
+    out.field("leaseId", lease).field("consumerGroup", result.group);
     if (result.lease != queues::LeaseId{0} && result.lease_expires_at.value() > 0) {
         out.key("leaseExpiresAt").iso_time(result.lease_expires_at.value(), false);
     } else {
@@ -129,23 +168,23 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
     }
     out.key("messages").begin_array();
     for (const queues::PoppedMessage& message : result.messages) {
-        QUEEN_TRY(const std::string data,
-                  payload_json(message.payload, message.is_encrypted, cipher));
-        out.begin_object()
-            .field("id", queues::format_message_id(message.id))
-            .field("transactionId", message.transaction_id)
+        out.begin_object().key("id");
+        write_message_id(out, message.id);
+        out.field("transactionId", message.transaction_id)
             .field_or_null("traceId", message.trace_id)
-            .key("data")
-            .raw(data)
-            .field_or_null("producerSub", message.producer_sub)
-            .key("createdAt")
-            .iso_time(message.created_at.value(), true);
-        if (message.id.partition != partition_of_id) {
-            partition_id = queues::format_partition_id(message.id.partition);
-            partition_of_id = message.id.partition;
+            .key("data");
+        if (message.is_encrypted) {
+            QUEEN_TRY(const std::string data, payload_json(message.payload, true, cipher));
+            out.raw(data);
+        } else {
+            out.raw(as_chars(message.payload));  // the stored JSON text as it is
         }
-        out.field("partitionId", partition_id)
-            .field("partition", message.partition)
+        out.field_or_null("producerSub", message.producer_sub)
+            .key("createdAt")
+            .iso_time(message.created_at.value(), true)
+            .key("partitionId");
+        write_partition_id(out, message.id.partition);
+        out.field("partition", message.partition)
             .field("leaseId", lease)
             .field("consumerGroup", result.group)
             .field("retryCount", message.retry_count)
@@ -156,7 +195,12 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
 }
 
 std::string format_ack(const queues::AckResult& result) {
-    JsonWriter out;
+    std::size_t capacity = 16;
+    for (const queues::AckItemResult& item : result.items) {
+        capacity += 160 + item.transaction_id.size() + item.error.size() + item.queue.size() +
+                    item.partition.size();
+    }
+    JsonWriter out(capacity);
     out.begin_array();
     for (std::size_t i = 0; i < result.items.size(); ++i) {
         const queues::AckItemResult& item = result.items[i];
@@ -195,8 +239,10 @@ std::string format_transaction(const queues::TransactionResult& result,
                 .field("success", op.success)
                 .field("transactionId", op.transaction_id);
             if (op.success) {
-                out.field("messageId", queues::format_message_id(op.message_id))
-                    .field("partitionId", queues::format_partition_id(op.message_id.partition));
+                out.key("messageId");
+                write_message_id(out, op.message_id);
+                out.key("partitionId");
+                write_partition_id(out, op.message_id.partition);
             }
             out.field("queueName", op.queue);
             if (!op.error.empty()) {

@@ -21,6 +21,18 @@ namespace queen::api::detail {
 /// The error sentence for a message that needs the key this server does not have.
 [[nodiscard]] std::string missing_key_message(std::string_view what);
 
+/// Writes queues::format_uuid(kind, high, low) as a string value, formatted in place (no
+/// temporary string). `high` fits 48 bits (asserted).
+void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std::uint64_t low);
+/// The message id text of queues::format_message_id as a string value.
+inline void write_message_id(JsonWriter& out, queues::MessageId id) {
+    write_uuid(out, queues::UuidKind::message, id.partition.value(), id.sequence.value());
+}
+/// The partition id text of queues::format_partition_id as a string value.
+inline void write_partition_id(JsonWriter& out, queues::PartitionId id) {
+    write_uuid(out, queues::UuidKind::partition, 0, id.value());
+}
+
 /// 200 body of POST /api/v1/configure (spec 4.1).
 [[nodiscard]] std::string format_configure(const queues::ConfigureResult& result);
 /// The 15 options as the `options` object (shared with the status endpoints).

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "queen/core/assert.hpp"
 #include "queen/core/json_scan.hpp"
@@ -15,6 +16,20 @@ namespace queen::api::detail {
 namespace {
 /// Appends `ms` as ISO-8601 UTC text ("YYYY-MM-DDTHH:MM:SS.fff[000]Z"); defined below.
 void append_iso(std::string& target, std::int64_t ms, bool microseconds);
+
+/// Strings up to this long are checked byte by byte and copied in one step; longer ones go
+/// through the word-at-a-time escaper.
+constexpr std::size_t short_text_max = 64;
+
+/// True when `text` goes between quotes as it is: no '"', '\\' or control byte.
+bool is_plain(std::string_view text) noexcept {
+    for (const char c : text) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') {
+            return false;
+        }
+    }
+    return true;
+}
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -70,20 +85,50 @@ JsonWriter& JsonWriter::end_array() {
     return *this;
 }
 
+char* JsonWriter::grow(std::size_t size) {
+    const std::size_t at = out_.size();
+    out_.resize(at + size);
+    return out_.data() + at;
+}
+
 JsonWriter& JsonWriter::key(std::string_view name) {
     QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
     QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
     prefix();
-    json::scan::append_quoted(out_, name);
-    out_.push_back(':');
+    if (name.size() <= short_text_max && is_plain(name)) {
+        // Every key this API writes: `"name":` in one step.
+        char* at = grow(name.size() + 3);
+        at[0] = '"';
+        std::memcpy(at + 1, name.data(), name.size());
+        at[name.size() + 1] = '"';
+        at[name.size() + 2] = ':';
+    } else {
+        json::scan::append_quoted(out_, name);
+        out_.push_back(':');
+    }
     after_key_ = true;
     return *this;
 }
 
 JsonWriter& JsonWriter::string(std::string_view text) {
     prefix();
-    json::scan::append_quoted(out_, text);
+    if (text.size() <= short_text_max && is_plain(text)) {
+        char* at = grow(text.size() + 2);
+        at[0] = '"';
+        std::memcpy(at + 1, text.data(), text.size());
+        at[text.size() + 1] = '"';
+    } else {
+        json::scan::append_quoted(out_, text);
+    }
     return *this;
+}
+
+char* JsonWriter::string_slot(std::size_t size) {
+    prefix();
+    char* at = grow(size + 2);
+    at[0] = '"';
+    at[size + 1] = '"';
+    return at + 1;
 }
 
 JsonWriter& JsonWriter::iso_time(std::int64_t ms, bool microseconds) {

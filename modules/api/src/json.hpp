@@ -50,6 +50,10 @@ public:
     JsonWriter& number(double value);
     /// Inserts already valid JSON text (a stored payload) as one value.
     JsonWriter& raw(std::string_view json_text);
+    /// Writes a string value of exactly `size` bytes and returns where they go; the caller
+    /// fills all of them, with bytes that need no escaping (no '"', '\\' or control byte),
+    /// before the next call on this writer. For ids formatted in place (no temporary string).
+    [[nodiscard]] char* string_slot(std::size_t size);
 
     /// key + value shorthands.
     JsonWriter& field(std::string_view name, std::string_view text) {
@@ -76,6 +80,8 @@ public:
 
 private:
     void prefix();
+    /// Grows the text by `size` bytes and returns the first of them (to be overwritten).
+    char* grow(std::size_t size);
     void open_container(char bracket);
     void close_container(char bracket);
     static constexpr std::uint32_t depth_max = 64;

@@ -141,14 +141,14 @@ Error too_many_operations(const ApiOptions& options) {
 
 std::string format_uuid_bytes(const std::array<std::uint8_t, 16>& bytes) {
     static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(36);
+    std::string out(36, '-');  // filled in place: the dashes stay at 8, 13, 18 and 23
+    std::size_t at = 0;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
         if (i == 4 || i == 6 || i == 8 || i == 10) {
-            out.push_back('-');
+            ++at;
         }
-        out.push_back(digits[bytes[i] >> 4]);
-        out.push_back(digits[bytes[i] & 0xf]);
+        out[at++] = digits[bytes[i] >> 4];
+        out[at++] = digits[bytes[i] & 0xf];
     }
     return out;
 }

@@ -1,5 +1,7 @@
 // api/tests/json_test.cpp — the JSON edge: writer, ISO-8601 times, body parsing, field readers.
 #include "json.hpp"
+#include "format.hpp"
+#include "queen/core/json_scan.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -114,6 +116,63 @@ TEST_CASE("api: typed field readers", "[api][json]") {
     // Invalid UTF-8 inside a string does not throw when re-serialized.
     nlohmann::json odd = std::string("a\xff");
     CHECK(dump_json(odd).size() > 2);
+}
+
+TEST_CASE("api: JsonWriter strings equal the general escaper at every length", "[api][json]") {
+    // Short plain strings take a direct copy, the rest the word-at-a-time escaper: both must
+    // write what json::scan::append_quoted writes, for keys and for values.
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    const std::string alphabet = std::string("abcXYZ09 -_/\"\\\n\t\x01\x1f") + "\xc3\xa9";
+    for (int round = 0; round < 2000; ++round) {
+        const std::size_t size = rng.below(80);
+        std::string text;
+        for (std::size_t i = 0; i < size; ++i) {
+            // Mostly plain bytes, so that both paths are taken at every length.
+            text.push_back(rng.chance(0.97) ? static_cast<char>('a' + rng.below(26))
+                                            : alphabet[rng.below(alphabet.size())]);
+        }
+        std::string expected = "{";
+        json::scan::append_quoted(expected, text);
+        expected += ":";
+        json::scan::append_quoted(expected, text);
+        expected += "}";
+        JsonWriter out;
+        out.begin_object().field(text, text).end_object();
+        const std::string written = out.take();
+        REQUIRE(written == expected);
+    }
+}
+
+TEST_CASE("api: ids written in place equal queues::format_uuid", "[api][json]") {
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    const queues::UuidKind kinds[] = {queues::UuidKind::queue, queues::UuidKind::partition,
+                                      queues::UuidKind::message, queues::UuidKind::lease,
+                                      queues::UuidKind::trace};
+    for (int round = 0; round < 1000; ++round) {
+        const queues::UuidKind kind = kinds[rng.below(5)];
+        const std::uint64_t high =
+            round == 0 ? (std::uint64_t{1} << 48) - 1 : rng.next() >> (16 + rng.below(48));
+        const std::uint64_t low = round == 0 ? ~std::uint64_t{0} : rng.next() >> rng.below(64);
+        JsonWriter out;
+        out.begin_array().number(round);
+        write_uuid(out, kind, high, low);
+        out.end_array();
+        REQUIRE(out.take() ==
+                "[" + std::to_string(round) + ",\"" + queues::format_uuid(kind, high, low) + "\"]");
+    }
+    const queues::MessageId id{queues::PartitionId{7}, queues::Sequence{123456789}};
+    JsonWriter out;
+    out.begin_object().key("m");
+    write_message_id(out, id);
+    out.key("p");
+    write_partition_id(out, id.partition);
+    out.end_object();
+    CHECK(out.take() == "{\"m\":\"" + queues::format_message_id(id) + "\",\"p\":\"" +
+                            queues::format_partition_id(id.partition) + "\"}");
 }
 
 }  // namespace
