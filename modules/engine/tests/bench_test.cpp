@@ -1,9 +1,13 @@
 // engine/tests/bench_test.cpp — apply throughput of push, pop and ack (hidden: [.bench]). Not a
 // timed assertion: it prints numbers for the report. LMDB runs with no_sync here, as in the
 // node, where the log's fdatasync is the durability point.
+#include <time.h>
+
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 
+#include "queen/core/rng.hpp"
 #include "queen/engine/engine.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -15,6 +19,208 @@ using namespace queen::queues;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// CPU time of the calling thread (the applier's cost, whatever else runs on the machine).
+double thread_cpu_s() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+/// A UUIDv7-shaped transaction id, as the API generates them (time-ordered, random tail).
+std::string time_uuid(std::int64_t now_ms, Rng& rng) {
+    char text[64];
+    const auto high = static_cast<unsigned long long>(now_ms);
+    const auto low = static_cast<unsigned long long>(rng.next());
+    std::snprintf(text, sizeof text, "%08llx-%04llx-7%03llx-%04llx-%012llx", high >> 16,
+                  high & 0xffffu, (low >> 52) & 0xfffu, (low >> 36) & 0xffffu,
+                  low & 0xffffffffffffu);
+    return text;
+}
+
+/// Applies commands as the node does: encoded log entries, several per write txn, results handed
+/// over typed before the commit.
+class Applier {
+public:
+    explicit Applier(Engine& engine) : engine_(engine) {}
+    std::vector<CommandResult> apply(std::span<const Command> commands, TimestampMs now) {
+        encoded_.clear();
+        for (const Command& command : commands) {
+            encoded_.push_back(encode_command(command));
+        }
+        std::vector<Entry> entries;
+        LogIndex index = engine_.applied_index();
+        for (const Bytes& bytes : encoded_) {
+            index = index.next();
+            entries.push_back(Entry{index, now, bytes});
+        }
+        std::vector<CommandResult> results;
+        const Engine::BeforeCommit hand = [&](std::size_t, std::span<CommandResult> typed) {
+            for (auto& result : typed) {
+                results.push_back(std::move(result));
+            }
+        };
+        const double start = thread_cpu_s();
+        REQUIRE(engine_.apply(entries, hand).has_value());
+        apply_cpu_s += thread_cpu_s() - start;
+        return results;
+    }
+    double apply_cpu_s = 0;  ///< CPU of Engine::apply only (not of encoding the entries)
+
+private:
+    Engine& engine_;
+    std::vector<Bytes> encoded_;
+};
+
+Options bench_options() {
+    Options options;
+    options.store.sync_mode = store::SyncMode::no_sync;
+    options.store.map_size_bytes = std::uint64_t{1} << 30;
+    return options;
+}
+
+// The applier's CPU per loop of the transaction profile of `queen bench` (64 workers, each on its
+// own partition: pop 1, then ack it and push the next message in one transaction; the node
+// applies ~2 entries per txn) and per message of push-100 (16 producers, 100 x 256 B spread
+// over 16 partitions, ~7 pushes per txn). QUEEN_BENCH_LOOPS, QUEEN_BENCH_PUSHES size the runs;
+// QUEEN_BENCH_WORKLOAD = transaction | push runs one; QUEEN_BENCH_SPLIT=1 applies pops and
+// transactions in separate txns (to count LMDB operations per command).
+TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.bench]") {
+    const std::string workload = [] {
+        const char* value = std::getenv("QUEEN_BENCH_WORKLOAD");
+        return std::string(value == nullptr ? "" : value);
+    }();
+    const std::uint64_t seed = queen::testing::seed_from_env();
+    std::cout << "QUEEN_SEED=" << seed << '\n';
+    Rng rng(seed);
+    const std::string payload = "{\"seq\":1,\"ts\":1,\"pad\":\"" + std::string(220, 'x') + "\"}";
+    if (workload.empty() || workload == "transaction") {
+        queen::testing::TempDir dir;
+        auto engine = Engine::open(dir.path(), bench_options()).value();
+        Applier applier(engine);
+        constexpr int workers = 64;
+        const auto loops = queen::testing::env_int("QUEEN_BENCH_LOOPS", 20'000);
+        const bool is_split = queen::testing::env_int("QUEEN_BENCH_SPLIT", 0) != 0;
+        std::int64_t now = 1'700'000'000'000;
+        auto push_item = [&](int worker) {
+            PushItem item;
+            item.queue = "tx";
+            item.partition = "t" + std::to_string(worker);
+            item.transaction_id = time_uuid(now, rng);
+            item.payload = Bytes(payload.begin(), payload.end());
+            return item;
+        };
+        std::vector<Command> seeded;
+        for (int w = 0; w < workers; ++w) {
+            Push push;
+            push.items.push_back(push_item(w));
+            seeded.push_back(Command{0, 0, std::move(push)});
+        }
+        applier.apply(seeded, TimestampMs{now});
+        auto pop_of = [](int worker) {
+            Pop pop;
+            pop.queue = "tx";
+            pop.has_partition = true;
+            pop.partition = "t" + std::to_string(worker);
+            return Command{0, 0, pop};
+        };
+        // Batch k = {pop of worker k, transaction of worker k - 1 on what its pop returned}.
+        std::optional<PopResult> previous;
+        int previous_worker = 0;
+        std::int64_t transactions = 0;
+        applier.apply_cpu_s = 0;
+        const auto start = std::chrono::steady_clock::now();
+        for (std::int64_t k = 0; k < loops; ++k) {
+            const int worker = static_cast<int>(k % workers);
+            std::vector<Command> batch;
+            batch.push_back(pop_of(worker));
+            if (previous) {
+                Transaction transaction;
+                for (const auto& message : previous->messages) {
+                    TransactionOp ack;
+                    ack.kind = TransactionOp::Kind::ack;
+                    ack.ack = AckItem{message.id.partition,
+                                      message.transaction_id,
+                                      AckStatus::completed,
+                                      false,
+                                      {},
+                                      previous->lease,
+                                      std::string(queue_mode_group)};
+                    transaction.ops.push_back(std::move(ack));
+                }
+                TransactionOp push;
+                push.kind = TransactionOp::Kind::push;
+                push.push = push_item(previous_worker);
+                transaction.ops.push_back(std::move(push));
+                batch.push_back(Command{0, 0, std::move(transaction)});
+            }
+            now += 1;
+            std::vector<CommandResult> results;
+            if (is_split) {
+                for (auto& command : batch) {
+                    auto one =
+                        applier.apply(std::span<const Command>(&command, 1), TimestampMs{now});
+                    results.push_back(std::move(one.front()));
+                }
+            } else {
+                results = applier.apply(batch, TimestampMs{now});
+            }
+            REQUIRE(results.size() == batch.size());
+            auto& popped = std::get<PopResult>(results[0]);
+            REQUIRE(popped.messages.size() == 1);
+            if (results.size() > 1) {
+                REQUIRE(std::get<TransactionResult>(results[1]).success);
+                ++transactions;
+            }
+            previous = std::move(popped);
+            previous_worker = worker;
+        }
+        const double wall_s = seconds_since(start);
+        std::cout << "transaction: loops=" << transactions << " apply_cpu_us_per_loop="
+                  << applier.apply_cpu_s / static_cast<double>(transactions) * 1e6
+                  << " wall_us_per_loop=" << wall_s / static_cast<double>(transactions) * 1e6
+                  << '\n';
+    }
+    if (workload.empty() || workload == "push") {
+        queen::testing::TempDir dir;
+        auto engine = Engine::open(dir.path(), bench_options()).value();
+        Applier applier(engine);
+        constexpr int partitions = 16;
+        constexpr int items_per_push = 100;
+        constexpr int pushes_per_txn = 7;
+        const auto pushes = queen::testing::env_int("QUEEN_BENCH_PUSHES", 7'000);
+        std::int64_t now = 1'700'000'000'000;
+        std::int64_t sequence = 0;
+        applier.apply_cpu_s = 0;
+        const auto start = std::chrono::steady_clock::now();
+        for (std::int64_t done = 0; done < pushes; done += pushes_per_txn) {
+            std::vector<Command> batch;
+            for (int p = 0; p < pushes_per_txn; ++p) {
+                Push push;
+                for (int i = 0; i < items_per_push; ++i, ++sequence) {
+                    PushItem item;
+                    item.queue = "push";
+                    item.partition = "p" + std::to_string(sequence % partitions);
+                    item.transaction_id = time_uuid(now, rng);
+                    item.payload = Bytes(payload.begin(), payload.end());
+                    push.items.push_back(std::move(item));
+                }
+                batch.push_back(Command{0, 0, std::move(push)});
+            }
+            now += 1;
+            const auto results = applier.apply(batch, TimestampMs{now});
+            for (const auto& result : results) {
+                for (const auto& item : std::get<PushResult>(result).items) {
+                    REQUIRE(item.status == PushStatus::queued);
+                }
+            }
+        }
+        const double wall_s = seconds_since(start);
+        std::cout << "push-100: messages=" << sequence << " apply_cpu_us_per_msg="
+                  << applier.apply_cpu_s / static_cast<double>(sequence) * 1e6
+                  << " wall_us_per_msg=" << wall_s / static_cast<double>(sequence) * 1e6 << '\n';
+    }
 }
 
 TEST_CASE("engine: apply throughput of push, pop and ack", "[.bench]") {

@@ -199,11 +199,31 @@ Bytes encode(const PushItem& record) {
     return encode_any(record);
 }
 
+void encode_into(Bytes& out, const MetaRecord& record) {
+    encode_any_into(out, record);
+}
 void encode_into(Bytes& out, const PartitionRecord& record) {
     encode_any_into(out, record);
 }
 void encode_into(Bytes& out, const CursorRecord& record) {
     encode_any_into(out, record);
+}
+
+void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
+                           std::uint64_t first_sequence, std::uint64_t last_sequence,
+                           TimestampMs last_created_at, std::uint64_t message_count) {
+    // Field order and encodings of fields(PartitionRecord).
+    out.clear();
+    out.reserve(1 + 5 + codec::varint_size(name.size()) + name.size() + 4 * 10);
+    out.push_back(record_format_version);
+    ByteWriter writer(out);
+    writer.varint(queue.value());
+    writer.str(name);
+    writer.svarint(created_at.value());
+    writer.varint(first_sequence);
+    writer.varint(last_sequence);
+    writer.svarint(last_created_at.value());
+    writer.varint(message_count);
 }
 
 void encode_message_into(Bytes& out, TimestampMs created_at, const PushItem& item) {

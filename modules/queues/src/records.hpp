@@ -121,8 +121,14 @@ Bytes encode(const PushItem& record);
 
 /// Encoders into a caller-owned buffer (cleared first; its capacity is reused, so a hot path
 /// encodes without allocating). Same bytes as encode().
+void encode_into(Bytes& out, const MetaRecord& record);
 void encode_into(Bytes& out, const PartitionRecord& record);
 void encode_into(Bytes& out, const CursorRecord& record);
+/// The PartitionRecord{queue, name, created_at, first_sequence, last_sequence, last_created_at,
+/// message_count} bytes, from its parts (no record, so no copy of the name).
+void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
+                           std::uint64_t first_sequence, std::uint64_t last_sequence,
+                           TimestampMs last_created_at, std::uint64_t message_count);
 /// The MessageRecord of a pushed item: the bytes of encode(MessageRecord{created_at,
 /// item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted, item.payload}),
 /// without copying the item's fields into a record first.

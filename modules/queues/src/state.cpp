@@ -31,6 +31,18 @@ Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan ke
     return txn.put(table, key, value);
 }
 
+/// put() for a key whose current value the caller just read (`old`; std::nullopt = absent): an
+/// atomic entry journals it without reading it again.
+Result<void> put_over(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
+                      ByteSpan value, std::optional<ByteSpan> old) {
+    if (s.journal.is_active) {
+        s.journal.store.push_back(
+            {table, Bytes(key.begin(), key.end()),
+             old ? std::optional<Bytes>(Bytes(old->begin(), old->end())) : std::nullopt});
+    }
+    return txn.put(table, key, value);
+}
+
 /// Stores `value` unless `key` is present (one B-tree descent); returns the stored value when
 /// it is (nothing written; the span is valid until the next write of the txn).
 Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,
@@ -43,7 +55,25 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
 }
 
 Result<void> save_meta(State& s, store::WriteTxn& txn) {
-    return put(s, txn, s.tables.meta, as_bytes(meta_state_key), detail::encode(s.meta));
+    detail::encode_into(s.meta_scratch, s.meta);
+    return put(s, txn, s.tables.meta, as_bytes(meta_state_key), s.meta_scratch);
+}
+
+/// The immutable part of partition `pid`'s record (from the cache, else read from LMDB and
+/// cached); nullptr when there is no such record. The pointer is valid until the cache changes.
+Result<const detail::PartitionInfo*> partition_info(State& s, const store::Txn& txn,
+                                                    std::uint64_t pid) {
+    if (const detail::PartitionInfo* info = s.partition_cache.find(pid); info != nullptr) {
+        return info;
+    }
+    QUEEN_TRY(auto record, detail::get_record(txn, s.tables.partitions,
+                                              detail::partition_key(PartitionId{pid}).span(),
+                                              detail::decode_partition));
+    if (!record) {
+        return nullptr;
+    }
+    return &s.partition_cache.add(
+        pid, detail::PartitionInfo{record->queue, std::move(record->name), record->created_at});
 }
 
 /// Journals the old value of a partition's memory entry before its first change in an entry.
@@ -64,7 +94,17 @@ void touch_queue_count(State& s, std::uint32_t qid) {
     }
 }
 
+void encode_partition(Bytes& out, const detail::PartitionInfo& info, const PartitionMem& mem) {
+    detail::encode_partition_into(out, info.queue, info.name, info.created_at, mem.first_sequence,
+                                  mem.last_sequence, TimestampMs{mem.last_created_ms},
+                                  mem.message_count);
+}
+
 /// Writes the mutable fields of every partition changed by this apply into its record.
+/// Every apply ends with this flush, so a partition's record always equals its immutable info
+/// plus its memory entry as of the last apply: inside an atomic entry (which flushes once, at
+/// its end) the old value of a partition that existed before the entry is that info plus the
+/// memory entry the journal saved, and is journaled without reading LMDB.
 Result<void> flush_partitions(State& s, store::WriteTxn& txn) {
     for (const std::uint64_t pid : s.dirty_partitions) {
         const PartitionMem& mem = s.partitions[pid];
@@ -72,15 +112,23 @@ Result<void> flush_partitions(State& s, store::WriteTxn& txn) {
             continue;
         }
         const auto key = detail::partition_key(PartitionId{pid});
-        QUEEN_TRY(auto record, detail::get_record(txn, s.tables.partitions, key.span(),
-                                                  detail::decode_partition));
-        QUEEN_ASSERT(record.has_value(), "partition in memory but not in LMDB: ", pid);
-        record->first_sequence = mem.first_sequence;
-        record->last_sequence = mem.last_sequence;
-        record->last_created_at = TimestampMs{mem.last_created_ms};
-        record->message_count = mem.message_count;
-        detail::encode_into(s.scratch, *record);
-        QUEEN_TRY(put(s, txn, s.tables.partitions, key.span(), s.scratch));
+        QUEEN_TRY(const detail::PartitionInfo* info, partition_info(s, txn, pid));
+        QUEEN_ASSERT(info != nullptr, "partition in memory but not in LMDB: ", pid);
+        encode_partition(s.scratch, *info, mem);
+        if (!s.journal.is_active) {
+            QUEEN_TRY(txn.put(s.tables.partitions, key.span(), s.scratch));
+            continue;
+        }
+        const auto& saved = s.journal.partitions;
+        const auto old = std::find_if(saved.begin(), saved.end(),
+                                      [&](const auto& entry) { return entry.first == pid; });
+        if (old == saved.end()) {
+            QUEEN_TRY(put(s, txn, s.tables.partitions, key.span(), s.scratch));
+            continue;
+        }
+        Bytes old_value;
+        encode_partition(old_value, *info, old->second);
+        QUEEN_TRY(put_over(s, txn, s.tables.partitions, key.span(), s.scratch, old_value));
     }
     s.dirty_partitions.clear();
     return {};
@@ -180,14 +228,22 @@ Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_v
     return qid;
 }
 
-Result<std::optional<std::uint64_t>> find_partition(const State& s, const store::Txn& txn,
+/// The id of partition `name` of queue `qid` (from the cache, else from LMDB's name index and
+/// cached); std::nullopt when there is none.
+Result<std::optional<std::uint64_t>> find_partition(State& s, const store::Txn& txn,
                                                     std::uint32_t qid, std::string_view name) {
+    if (const std::uint64_t cached = s.partition_cache.find(qid, name); cached != 0) {
+        QUEEN_ASSERT(cached < s.partitions.size() && s.partitions[cached].queue.value() == qid,
+                     "partition cache names a partition of another queue: ", cached);
+        return std::optional<std::uint64_t>{cached};
+    }
     QUEEN_TRY(auto raw, txn.get(s.tables.partition_names,
                                 detail::partition_name_key(QueueId{qid}, name).span()));
     if (!raw) {
         return std::optional<std::uint64_t>{};
     }
     QUEEN_TRY(auto pid, detail::decode_u64(*raw));
+    s.partition_cache.add_name(qid, name, pid);
     return std::optional<std::uint64_t>{pid};
 }
 
@@ -212,6 +268,7 @@ Result<std::uint64_t> get_or_create_partition(State& s, store::WriteTxn& txn, st
         s.partitions.resize(pid + 1);
     }
     s.partitions[pid] = PartitionMem{QueueId{qid}, 0, 1, 0, 0, 0};
+    s.partition_cache.add(pid, detail::PartitionInfo{QueueId{qid}, std::string(name), now});
     touch_queue_count(s, qid);
     s.queues.at(qid).partition_count++;
     return pid;
@@ -254,11 +311,9 @@ Result<std::optional<MessageRecord>> read_message(const State& s, const store::T
                               detail::decode_message);
 }
 
-Result<std::string> partition_name(const State& s, const store::Txn& txn, std::uint64_t pid) {
-    QUEEN_TRY(auto record, detail::get_record(txn, s.tables.partitions,
-                                              detail::partition_key(PartitionId{pid}).span(),
-                                              detail::decode_partition));
-    return record ? record->name : std::string();
+Result<std::string> partition_name(State& s, const store::Txn& txn, std::uint64_t pid) {
+    QUEEN_TRY(const detail::PartitionInfo* info, partition_info(s, txn, pid));
+    return info != nullptr ? info->name : std::string();
 }
 
 const detail::SubscriptionRecord* find_subscription(const State& s, std::uint32_t gid,
@@ -293,8 +348,13 @@ Result<std::uint64_t> first_sequence_from(const State& s, const store::Txn& txn,
 }
 
 void release_lease_index(State& s, std::uint64_t lease_id, std::uint64_t pid, std::uint32_t gid) {
-    if (lease_id == 0 || s.journal.is_active) {
-        return;  // inside an atomic entry stale pairs are kept (checked before use anyway)
+    if (lease_id == 0) {
+        return;
+    }
+    if (s.journal.is_active) {
+        // Dropped when the entry commits (end_atomic); a rollback keeps the pair.
+        s.journal.released_leases.emplace_back(lease_id, pid, gid);
+        return;
     }
     auto it = s.leases.find(lease_id);
     if (it == s.leases.end()) {
@@ -406,6 +466,9 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
         out.partition = name;
         out.retry_count = record.batch_retry_count;
         take.messages.push_back(std::move(out));
+        if (take.messages.size() == budget) {
+            break;
+        }
         QUEEN_TRY(entry, it.next());
     }
     if (take.messages.empty()) {
@@ -690,8 +753,7 @@ struct AckContext {
 class AckMemo {
 public:
     /// The name of partition `pid` (read from LMDB on a change of partition).
-    Result<std::string_view> partition_name(const State& s, const store::Txn& txn,
-                                            std::uint64_t pid);
+    Result<std::string_view> partition_name(State& s, const store::Txn& txn, std::uint64_t pid);
     /// The cursor of (pid, gid), from memory when it is the memoized pair; writes the previous
     /// pair's record first when it changed.
     Result<std::optional<CursorRecord>> read_cursor(State& s, store::WriteTxn& txn,
@@ -720,7 +782,7 @@ Result<void> add_to_dlq(State& s, store::WriteTxn& txn, std::uint32_t qid, std::
     return put(s, txn, s.tables.dlq, detail::sequence_key(id).span(), detail::encode(record));
 }
 
-Result<std::string_view> AckMemo::partition_name(const State& s, const store::Txn& txn,
+Result<std::string_view> AckMemo::partition_name(State& s, const store::Txn& txn,
                                                  std::uint64_t pid) {
     if (name_pid_ != pid) {
         QUEEN_TRY(name_, queues::partition_name(s, txn, pid));
@@ -796,10 +858,18 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     std::uint32_t gid = 0;
     QUEEN_TRY(gid, get_or_create_group(s, txn, item.group));
     std::optional<CursorRecord> cursor;
+    const auto cursor_key = detail::cursor_key(PartitionId{pid}, GroupId{gid});
+    std::optional<Bytes> cursor_old;  // the journal's old value (atomic entries only)
     if (memo != nullptr) {
         QUEEN_TRY(cursor, memo->read_cursor(s, txn, pid, gid));
     } else {
-        QUEEN_TRY(cursor, read_cursor(s, txn, pid, gid));
+        QUEEN_TRY(auto raw, txn.get(s.tables.cursors, cursor_key.span()));
+        if (raw) {
+            if (s.journal.is_active) {
+                cursor_old.emplace(raw->begin(), raw->end());
+            }
+            QUEEN_TRY(cursor, detail::decode_cursor(*raw));
+        }
     }
     CursorRecord record = cursor.value_or(CursorRecord{});
     const bool is_leased = record.is_leased(now_ms);
@@ -899,7 +969,9 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     if (memo != nullptr) {
         memo->write_cursor(pid, gid, record);
     } else {
-        QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
+        detail::encode_into(s.scratch, record);
+        QUEEN_TRY(put_over(s, txn, s.tables.cursors, cursor_key.span(), s.scratch,
+                           cursor_old ? std::optional<ByteSpan>(*cursor_old) : std::nullopt));
     }
     if (released) {
         mark_ready(s, qid, gid, pid);
@@ -936,7 +1008,11 @@ void begin_atomic(State& s) {
 
 void end_atomic(State& s) {
     QUEEN_ASSERT(s.journal.is_active, "end_atomic without begin_atomic");
+    auto released = std::move(s.journal.released_leases);
     s.journal = detail::Journal{};
+    for (const auto& [lease_id, pid, gid] : released) {
+        release_lease_index(s, lease_id, pid, gid);
+    }
 }
 
 Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
@@ -972,6 +1048,8 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
     }
     s.wakeups.resize(journal.wakeups_size);
     s.dirty_partitions.clear();
+    // Partition and queue ids the entry created are free again: another name may get them.
+    s.partition_cache.clear();
     return {};
 }
 
@@ -1664,6 +1742,7 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
     }
     s.queue_ids.erase(command.queue);
     s.queues.erase(qid);
+    s.partition_cache.clear();
     return result;
 }
 

@@ -51,6 +51,87 @@ struct QueueMem {
     std::map<std::uint32_t, GroupCandidates> groups;  ///< by group id
 };
 
+/// The immutable part of a partition's LMDB record (what PartitionMem does not mirror).
+struct PartitionInfo {
+    QueueId queue;
+    std::string name;
+    TimestampMs created_at{0};
+};
+
+/// Transparent string hash: the name maps are searched with string_views (no temporary
+/// std::string per lookup).
+struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept {
+        return std::hash<std::string_view>{}(name);
+    }
+};
+using NameIds = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
+
+/// A bounded cache of LMDB facts that never change while a partition id means the same
+/// partition: its PartitionInfo by id, and its id by (queue, name). It spares the pop, ack and
+/// push paths a B-tree read of the partition record or of the name index per command, and the
+/// partition flush the read before its write. It holds exactly what LMDB holds, so no decision
+/// depends on whether an entry is present. clear() whenever an id may stop meaning what it
+/// meant (a deleted queue, a rolled-back entry that created partitions; rebuild starts empty);
+/// it also clears itself when entries_max is reached (memory stays bounded whatever the number
+/// of partitions).
+class PartitionCache {
+public:
+    static constexpr std::size_t entries_max = 4096;
+
+    /// The info of partition `pid`, or nullptr when not cached.
+    [[nodiscard]] const PartitionInfo* find(std::uint64_t pid) const {
+        auto it = by_id_.find(pid);
+        return it == by_id_.end() ? nullptr : &it->second;
+    }
+    /// The id of partition `name` of queue `qid`, or 0 when not cached.
+    [[nodiscard]] std::uint64_t find(std::uint32_t qid, std::string_view name) const {
+        auto q = by_name_.find(qid);
+        if (q == by_name_.end()) {
+            return 0;
+        }
+        auto it = q->second.find(name);
+        return it == q->second.end() ? 0 : it->second;
+    }
+    /// Caches what LMDB says of `pid` (both ways); returns the cached info.
+    const PartitionInfo& add(std::uint64_t pid, PartitionInfo info) {
+        if (size_ >= entries_max) {
+            clear();
+        }
+        auto [it, is_new] = by_id_.insert_or_assign(pid, std::move(info));
+        if (is_new) {
+            ++size_;
+        }
+        by_name_[it->second.queue.value()].insert_or_assign(it->second.name, pid);
+        return it->second;
+    }
+    /// Caches that partition `name` of `qid` has id `pid` (the name index only).
+    void add_name(std::uint32_t qid, std::string_view name, std::uint64_t pid) {
+        if (size_ >= entries_max) {
+            clear();
+        }
+        auto& names = by_name_[qid];
+        if (auto it = names.find(name); it != names.end()) {
+            it->second = pid;
+            return;
+        }
+        names.emplace(std::string(name), pid);
+        ++size_;
+    }
+    void clear() noexcept {
+        by_id_.clear();
+        by_name_.clear();
+        size_ = 0;
+    }
+
+private:
+    using NamePids = std::unordered_map<std::string, std::uint64_t, NameHash, std::equal_to<>>;
+    std::unordered_map<std::uint64_t, PartitionInfo> by_id_;
+    std::unordered_map<std::uint32_t, NamePids> by_name_;
+    std::size_t size_ = 0;  ///< insertions since the last clear (bounds both maps)
+};
+
 /// Undo records of the entry being applied atomically.
 struct Journal {
     struct StoreUndo {
@@ -68,17 +149,10 @@ struct Journal {
     std::vector<std::string> created_groups;
     std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> queue_counts;  ///< old
     std::vector<StoreUndo> store;
+    /// Lease index entries (lease, partition, group) the entry released: dropped from
+    /// State::leases when it commits, kept when it rolls back.
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> released_leases;
 };
-
-/// Transparent string hash: the name maps are searched with string_views (no temporary
-/// std::string per lookup).
-struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view name) const noexcept {
-        return std::hash<std::string_view>{}(name);
-    }
-};
-using NameIds = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
 
 struct State {
     Options options;
@@ -94,11 +168,14 @@ struct State {
     std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, SubscriptionRecord>
         subscriptions;
     std::set<std::uint64_t> dirty_partitions;
+    PartitionCache partition_cache;
     std::vector<Wakeup> wakeups;
     Journal journal;
     /// Reused encode buffer of the record being written (its capacity survives across puts;
     /// the bytes are dead once the put returned).
     Bytes scratch;
+    /// Reused encode buffer of the meta record.
+    Bytes meta_scratch;
 };
 
 }  // namespace queen::queues::detail

@@ -7,6 +7,7 @@
 #include "harness.hpp"
 #include "queen/core/rng.hpp"
 #include "records.hpp"
+#include "state.hpp"
 
 namespace queen::queues {
 namespace {
@@ -285,11 +286,210 @@ TEST_CASE("queues: encode_message_into writes the bytes of encode(MessageRecord)
         REQUIRE(reused == detail::encode(cursor));
         REQUIRE(detail::encode(cursor).capacity() == reused.size());
         detail::PartitionRecord partition;
+        partition.queue = QueueId{static_cast<std::uint32_t>(rng.below(UINT32_MAX))};
         partition.name = std::string(rng.below(300), 'p');
+        partition.created_at = TimestampMs{now_ms};
+        partition.first_sequence = rng.below(1u << 20);
         partition.last_sequence = rng.below(1u << 20);
+        partition.last_created_at = TimestampMs{-now_ms};
+        partition.message_count = rng.next();
         detail::encode_into(reused, partition);
         REQUIRE(reused == detail::encode(partition));
+        Bytes direct;
+        detail::encode_partition_into(direct, partition.queue, partition.name, partition.created_at,
+                                      partition.first_sequence, partition.last_sequence,
+                                      partition.last_created_at, partition.message_count);
+        REQUIRE(direct == reused);
+        detail::MetaRecord meta;
+        meta.next_lease_id = rng.next();
+        meta.pop_maintenance = rng.below(2) == 0;
+        detail::encode_into(reused, meta);
+        REQUIRE(reused == detail::encode(meta));
     }
+}
+
+/// The same commands on a state that keeps its caches (`warm`) and on one reopened before every
+/// command (`cold`: its partition cache always starts empty) answer alike.
+struct WarmAndCold {
+    Harness warm;
+    Harness cold;
+
+    template <class Command>
+    auto run(const Command& command) {
+        cold.reopen();
+        auto result = warm.run(command);
+        auto other = cold.run(command);
+        if constexpr (std::is_same_v<Command, Push>) {
+            REQUIRE(result.items.size() == other.items.size());
+            for (std::size_t i = 0; i < result.items.size(); ++i) {
+                CHECK(result.items[i].status == other.items[i].status);
+                CHECK(result.items[i].message_id == other.items[i].message_id);
+                CHECK(result.items[i].partition == other.items[i].partition);
+            }
+        } else if constexpr (std::is_same_v<Command, Pop>) {
+            REQUIRE(result.messages.size() == other.messages.size());
+            REQUIRE(result.lease == other.lease);
+            for (std::size_t i = 0; i < result.messages.size(); ++i) {
+                CHECK(result.messages[i].id == other.messages[i].id);
+                CHECK(result.messages[i].partition == other.messages[i].partition);
+                CHECK(result.messages[i].transaction_id == other.messages[i].transaction_id);
+            }
+        } else if constexpr (std::is_same_v<Command, Transaction>) {
+            CHECK(result.success == other.success);
+            CHECK(result.error == other.error);
+            REQUIRE(result.results.size() == other.results.size());
+            for (std::size_t i = 0; i < result.results.size(); ++i) {
+                CHECK(result.results[i].message_id == other.results[i].message_id);
+                CHECK(result.results[i].success == other.results[i].success);
+            }
+        } else if constexpr (std::is_same_v<Command, Ack>) {
+            REQUIRE(result.items.size() == other.items.size());
+            for (std::size_t i = 0; i < result.items.size(); ++i) {
+                require_same(result.items[i], other.items[i]);
+            }
+        }
+        return result;
+    }
+    void advance_s(std::int64_t seconds) {
+        warm.advance_s(seconds);
+        cold.advance_s(seconds);
+    }
+};
+
+TEST_CASE("queues: the partition cache changes no answer and no byte of state", "[queues][cache]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    WarmAndCold h;
+    // More partitions than the cache holds, so it also refills after clearing itself.
+    constexpr std::size_t wide = detail::PartitionCache::entries_max + 300;
+    {
+        Push push;
+        for (std::size_t i = 0; i < wide; ++i) {
+            PushItem item;
+            item.queue = "wide";
+            item.partition = "w" + std::to_string(i);
+            item.transaction_id = "seed" + std::to_string(i);
+            item.payload = text("s");
+            push.items.push_back(std::move(item));
+        }
+        h.run(push);
+    }
+    int next_txid = 0;
+    auto push_item = [&](std::string queue, std::string partition) {
+        PushItem item;
+        item.queue = std::move(queue);
+        item.partition = std::move(partition);
+        item.transaction_id = "t" + std::to_string(next_txid++);
+        item.payload = text(item.transaction_id);
+        return item;
+    };
+    for (int round = 0; round < 20; ++round) {
+        INFO("round " << round);
+        const std::string queue = rng.below(2) == 0 ? "a" : "b.x";
+        Push push;
+        for (int i = 0; i < 12; ++i) {
+            push.items.push_back(push_item(rng.below(4) == 0 ? "wide" : queue,
+                                           rng.below(4) == 0 ? "w" + std::to_string(rng.below(wide))
+                                                             : "p" + std::to_string(rng.below(5))));
+        }
+        h.run(push);
+        // Pops of named partitions and of the queue, then transactions on what they gave:
+        // ack + push (sometimes to a new partition), some of which fail and roll back (a
+        // partition they created frees its id, which the next new name gets, and its name may
+        // come back later with another id).
+        for (int k = 0; k < 3; ++k) {
+            Pop pop;
+            pop.queue = rng.below(3) == 0 ? "wide" : queue;
+            if (rng.below(2) == 0) {
+                pop.has_partition = true;
+                pop.partition = pop.queue == "wide" ? "w" + std::to_string(rng.below(wide))
+                                                    : "p" + std::to_string(rng.below(5));
+            }
+            pop.batch = static_cast<std::uint32_t>(1 + rng.below(3));
+            const auto popped = h.run(pop);
+            Transaction transaction;
+            for (const auto& message : popped.messages) {
+                TransactionOp ack;
+                ack.kind = TransactionOp::Kind::ack;
+                ack.ack.partition = message.id.partition;
+                ack.ack.transaction_id = message.transaction_id;
+                ack.ack.lease = popped.lease;
+                transaction.ops.push_back(std::move(ack));
+            }
+            TransactionOp push_op;
+            push_op.kind = TransactionOp::Kind::push;
+            push_op.push = push_item(queue, rng.below(3) == 0 ? "n" + std::to_string(rng.below(8))
+                                                              : "p" + std::to_string(rng.below(5)));
+            transaction.ops.push_back(std::move(push_op));
+            if (rng.below(4) == 0) {
+                TransactionOp bad;
+                bad.kind = TransactionOp::Kind::ack;
+                bad.ack.partition = PartitionId{1};
+                bad.ack.transaction_id = "missing";
+                transaction.ops.push_back(std::move(bad));
+            }
+            if (rng.below(5) != 0) {
+                h.run(transaction);
+            } else if (!popped.messages.empty()) {
+                Ack ack;
+                for (const auto& op : transaction.ops) {
+                    if (op.kind == TransactionOp::Kind::ack && op.ack.transaction_id != "missing") {
+                        ack.items.push_back(op.ack);
+                    }
+                }
+                h.run(ack);
+            }
+        }
+        if (rng.below(8) == 0) {
+            // A deleted queue's partition names come back with new ids.
+            h.run(DeleteQueue{"b.x"});
+        }
+        REQUIRE(dump(h.warm) == dump(h.cold));
+        h.advance_s(static_cast<std::int64_t>(rng.below(40)));
+    }
+}
+
+TEST_CASE("queues: a committed transaction drops the leases it released from the index",
+          "[queues][transaction][cache]") {
+    Harness h;
+    for (int i = 0; i < 3; ++i) {
+        h.push("q", "p" + std::to_string(i), "m" + std::to_string(i));
+    }
+    std::vector<PopResult> popped;
+    for (int i = 0; i < 3; ++i) {
+        popped.push_back(h.pop_partition("q", "p" + std::to_string(i)));
+        REQUIRE(popped.back().messages.size() == 1);
+    }
+    REQUIRE(h.state->index_stats().active_leases == 3);
+    auto ack_op = [](const PopResult& result) {
+        TransactionOp op;
+        op.kind = TransactionOp::Kind::ack;
+        op.ack.partition = result.messages[0].id.partition;
+        op.ack.transaction_id = result.messages[0].transaction_id;
+        op.ack.lease = result.lease;
+        return op;
+    };
+    // Rolled back: the lease is still held and still in the index.
+    Transaction failing;
+    failing.ops.push_back(ack_op(popped[0]));
+    TransactionOp bad = ack_op(popped[1]);
+    bad.ack.transaction_id = "missing";
+    failing.ops.push_back(bad);
+    REQUIRE_FALSE(h.run(failing).success);
+    REQUIRE(h.state->index_stats().active_leases == 3);
+    // Committed: both released leases leave the index; the third stays.
+    Transaction good;
+    good.ops.push_back(ack_op(popped[0]));
+    good.ops.push_back(ack_op(popped[1]));
+    REQUIRE(h.run(good).success);
+    REQUIRE(h.state->index_stats().active_leases == 1);
+    REQUIRE(h.ack(popped[2].messages[0], popped[2].lease).success);
+    REQUIRE(h.state->index_stats().active_leases == 0);
+    const std::string before = h.state->debug_dump_index();
+    h.reopen();
+    REQUIRE(h.state->debug_dump_index() == before);
+    REQUIRE(h.state->index_stats().active_leases == 0);
 }
 
 }  // namespace
