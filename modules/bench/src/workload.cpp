@@ -1,15 +1,18 @@
-// bench/src/workload.cpp — producer, consumer and transaction loops over the client, and the
-// phases of each workload. Time comes from the injected clock; threads never sleep.
+// bench/src/workload.cpp — producer, consumer and transaction agents (state machines) driven by
+// event-loop threads over client::HttpMultiplexer, and the phases of each workload. Time comes
+// from the injected clock; waits are socket waits or the caller's wait_until_ns.
 #include "queen/bench/workload.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "queen/bench/pacer.hpp"
+#include "queen/client/multiplexer.hpp"
+#include "queen/client/protocol.hpp"
 #include "queen/core/assert.hpp"
 
 namespace queen::bench {
@@ -22,6 +25,8 @@ using client::PushStatus;
 
 constexpr auto relaxed = std::memory_order_relaxed;
 constexpr std::uint64_t tracked_messages_max = 100'000'000;  // bitmap bound: 2 x 100 MB
+// A driver thread looks at its sleeping agents (and they at the stop flag) at least this often.
+constexpr std::int64_t wake_slice_ns = 100'000'000;
 
 queen::Error invalid(std::string what) {
     return queen::Error{queen::Errc::invalid_argument, std::move(what)};
@@ -34,12 +39,23 @@ std::int64_t seconds_to_ns(double seconds) {
 /// State shared by the threads of one run.
 struct Run {
     Run(client::Client& c, const WorkloadOptions& o, const queen::Clock& k, Progress& p)
-        : client(c), options(o), clock(k), progress(p) {}
+        : client(c),
+          options(o),
+          clock(k),
+          progress(p),
+          endpoint(c.options().endpoint),
+          connection_options(c.connection_options()),
+          pop_wait_margin_ms(c.options().pop_wait_margin_ms),
+          id_seed(c.options().id_seed ^ 0x9E37'79B9'7F4A'7C15ULL) {}
 
     client::Client& client;
     const WorkloadOptions& options;
     const queen::Clock& clock;
     Progress& progress;
+    client::Endpoint endpoint;  // the driver threads' connections go here
+    client::ConnectionOptions connection_options;
+    std::int64_t pop_wait_margin_ms;
+    std::uint64_t id_seed;     // of the driver threads' generated ids
     std::uint64_t target = 0;  // messages to produce; 0: until the deadline
     std::atomic<std::uint64_t> next_sequence{0};
     std::atomic<std::uint64_t> bytes_produced{0};
@@ -49,6 +65,9 @@ struct Run {
     std::atomic<std::uint64_t> transactions_claimed{0};  // a worker claims one before committing
     std::atomic<std::uint64_t> empty_pops{0};            // pops answered 204 (nothing delivered)
     std::atomic<bool> is_producing_over{false};
+    std::atomic<std::int64_t> producers_live{0};  // producer agents not stopped yet
+    std::int64_t produce_end_ns = 0;              // when the last producer stopped
+    std::uint64_t consumed_at_produce_end = 0;
     std::atomic<std::int64_t> last_delivery_ns{0};
     // One flag per sequence number when the count is bounded: produced, then consumed.
     std::unique_ptr<std::atomic<std::uint8_t>[]> produced_flags;
@@ -62,6 +81,14 @@ struct Run {
                progress.errors.load(relaxed) >= options.errors_max;
     }
     void count_error(std::uint64_t n = 1) { progress.errors.fetch_add(n, relaxed); }
+    /// A producer agent stopped; the last one marks the end of producing.
+    void producer_stopped() {
+        if (producers_live.fetch_sub(1) == 1) {
+            produce_end_ns = clock.monotonic_ns();
+            consumed_at_produce_end = progress.consumed.load();
+            is_producing_over.store(true);
+        }
+    }
     void track(std::uint64_t count) {
         target = count;
         if (count == 0 || count > tracked_messages_max) {
@@ -82,83 +109,9 @@ void assign_partition_name(const Run& run, std::uint64_t sequence, std::string& 
     out.assign(run.partition_prefix).append(digits, end);
 }
 
-/// Waits until `due_ns` in slices of at most 100 ms, so a stop request is seen within one slice.
-void wait_until_due(Run& run, std::int64_t due_ns) {
-    constexpr std::int64_t slice_ns = 100'000'000;
-    for (std::int64_t now_ns = run.clock.monotonic_ns(); now_ns < due_ns && !run.is_stopping();
-         now_ns = run.clock.monotonic_ns()) {
-        run.options.wait_until_ns(std::min(due_ns, now_ns + slice_ns));
-    }
-}
-
 void raise_to(std::atomic<std::int64_t>& maximum, std::int64_t value) {
     std::int64_t seen = maximum.load(relaxed);
     while (value > seen && !maximum.compare_exchange_weak(seen, value, relaxed)) {
-    }
-}
-
-/// Pushes batches until the target count or `deadline_ns`; one latency sample per push. Paced,
-/// each batch waits for its due time and carries it as its stamp (see Pacer).
-void produce_loop(Run& run, std::int64_t deadline_ns, Histogram& latency) {
-    const auto batch = static_cast<std::uint64_t>(run.options.batch);
-    std::vector<PushItem> items;
-    items.reserve(batch);
-    std::vector<client::PushResult> pushed;  // reused: push_into keeps its storage
-    while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
-        const std::uint64_t first = run.next_sequence.fetch_add(batch, relaxed);
-        if (run.target != 0 && first >= run.target) {
-            break;
-        }
-        const std::uint64_t count = run.target == 0 ? batch : std::min(batch, run.target - first);
-        std::int64_t stamp_ns = 0;
-        if (run.pacer.is_paced()) {
-            stamp_ns = run.pacer.due_ns(first);
-            if (stamp_ns >= deadline_ns) {
-                break;  // due after the end of the run: never sent
-            }
-            wait_until_due(run, stamp_ns);
-            if (run.is_stopping()) {
-                break;
-            }
-            raise_to(run.behind_schedule_ns_max, run.clock.monotonic_ns() - stamp_ns);
-        }
-        items.resize(count);
-        const std::int64_t start_ns = run.clock.monotonic_ns();
-        if (!run.pacer.is_paced()) {
-            stamp_ns = start_ns;
-        }
-        std::uint64_t bytes = 0;
-        for (std::uint64_t i = 0; i < count; ++i) {
-            PushItem& item = items[i];
-            // Assignments into the reused items keep their strings' storage: no allocation per
-            // message once the first batch went out.
-            item.queue = run.options.queue;
-            assign_partition_name(run, first + i, item.partition);
-            item.payload_json.clear();
-            append_payload(item.payload_json, first + i, stamp_ns, run.options.size_bytes);
-            item.transaction_id.clear();
-            bytes += item.payload_json.size();
-        }
-        const queen::Status is_pushed = run.client.push_into(items, pushed);
-        latency.record(run.clock.monotonic_ns() - stamp_ns);
-        if (!is_pushed) {
-            run.count_error();
-            continue;
-        }
-        std::uint64_t queued = 0;
-        for (std::size_t i = 0; i < pushed.size() && i < count; ++i) {
-            const PushStatus status = pushed[i].status;
-            if (status == PushStatus::queued || status == PushStatus::duplicate) {
-                ++queued;
-                if (run.produced_flags) {
-                    run.produced_flags[first + i].store(1, relaxed);
-                }
-            } else {
-                run.count_error();
-            }
-        }
-        run.bytes_produced.fetch_add(bytes / count * queued, relaxed);
-        run.progress.produced.fetch_add(queued, relaxed);
     }
 }
 
@@ -172,154 +125,460 @@ void assign_ack(const client::Message& message, Ack& ack) {
     ack.consumer_group = message.consumer_group;
 }
 
+/// What one driver thread shares between its agents.
+struct Lane {
+    Lane(std::uint64_t seed, const queen::Clock& clock) : ids(seed, clock) {}
+    Histogram latency;
+    client::UuidV7Generator ids;  // generated transactionIds (transaction pushes)
+};
+
+/// One connection's worth of a workload as a state machine: it builds its next request and reads
+/// the answer; the driver owns the socket (one multiplexer slot per agent) and the waiting.
+class Agent {
+public:
+    enum class Next { send, sleep, stop };
+
+    virtual ~Agent() = default;
+    /// At `now_ns`: build the next request into `request` (send), or ask to be woken at `wake_ns`
+    /// (sleep), or end (stop; next() is not called again).
+    virtual Next next(std::int64_t now_ns, client::OwnedRequest& request,
+                      std::int64_t& wake_ns) = 0;
+    /// The request built by the last next() finished at `now_ns`: `status` is the transport
+    /// outcome, `response` the answer (any status).
+    virtual void complete(std::int64_t now_ns, const queen::Status& status,
+                          const client::HttpRequest& request,
+                          const client::HttpResponse& response) = 0;
+    /// Called once, after next() said stop.
+    virtual void on_stop() {}
+};
+
+/// Pushes batches until the target count or `deadline_ns`; one latency sample per push. Paced,
+/// each batch waits for its due time and carries it as its stamp (see Pacer).
+class ProducerAgent final : public Agent {
+public:
+    ProducerAgent(Run& run, Lane& lane, std::int64_t deadline_ns, Histogram* latency)
+        : run_(run), lane_(lane), deadline_ns_(deadline_ns), latency_(latency) {}
+
+    Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t& wake_ns) override {
+        const auto batch = static_cast<std::uint64_t>(run_.options.batch);
+        if (!is_claimed_) {
+            if (run_.is_stopping() || now_ns >= deadline_ns_) {
+                return Next::stop;
+            }
+            first_ = run_.next_sequence.fetch_add(batch, relaxed);
+            if (run_.target != 0 && first_ >= run_.target) {
+                return Next::stop;
+            }
+            count_ = run_.target == 0 ? batch : std::min(batch, run_.target - first_);
+            if (run_.pacer.is_paced()) {
+                stamp_ns_ = run_.pacer.due_ns(first_);
+                if (stamp_ns_ >= deadline_ns_) {
+                    return Next::stop;  // due after the end of the run: never sent
+                }
+            }
+            is_claimed_ = true;
+        }
+        if (run_.pacer.is_paced()) {
+            if (run_.is_stopping()) {
+                return Next::stop;
+            }
+            if (now_ns < stamp_ns_) {
+                // Slices of at most wake_slice_ns, so a stop request is seen within one.
+                wake_ns = std::min(stamp_ns_, now_ns + wake_slice_ns);
+                return Next::sleep;
+            }
+            raise_to(run_.behind_schedule_ns_max, now_ns - stamp_ns_);
+        } else {
+            stamp_ns_ = now_ns;
+        }
+        is_claimed_ = false;
+        items_.resize(count_);
+        bytes_ = 0;
+        for (std::uint64_t i = 0; i < count_; ++i) {
+            PushItem& item = items_[i];
+            // Assignments into the reused items keep their strings' storage: no allocation per
+            // message once the first batch went out.
+            item.queue = run_.options.queue;
+            assign_partition_name(run_, first_ + i, item.partition);
+            item.payload_json.clear();
+            append_payload(item.payload_json, first_ + i, stamp_ns_, run_.options.size_bytes);
+            item.transaction_id.clear();
+            bytes_ += item.payload_json.size();
+        }
+        // The bench builds valid JSON itself: no validation pass.
+        const queen::Status built = client::build_push(items_, false, lane_.ids, request);
+        QUEEN_ASSERT(built.has_value(), "a non-empty batch always builds");
+        return Next::send;
+    }
+
+    void complete(std::int64_t now_ns, const queen::Status& status,
+                  const client::HttpRequest& request,
+                  const client::HttpResponse& response) override {
+        if (latency_ != nullptr) {
+            latency_->record(now_ns - stamp_ns_);
+        }
+        if (!status || !client::read_push_answer(request, response, count_, results_)) {
+            run_.count_error();
+            return;
+        }
+        std::uint64_t queued = 0;
+        for (std::size_t i = 0; i < results_.size(); ++i) {
+            const PushStatus pushed = results_[i].status;
+            if (pushed == PushStatus::queued || pushed == PushStatus::duplicate) {
+                ++queued;
+                if (run_.produced_flags) {
+                    run_.produced_flags[first_ + i].store(1, relaxed);
+                }
+            } else {
+                run_.count_error();
+            }
+        }
+        run_.bytes_produced.fetch_add(bytes_ / count_ * queued, relaxed);
+        run_.progress.produced.fetch_add(queued, relaxed);
+    }
+
+    void on_stop() override { run_.producer_stopped(); }
+
+private:
+    Run& run_;
+    Lane& lane_;
+    std::int64_t deadline_ns_;
+    Histogram* latency_;  // null: not recorded (e2e, fill)
+    std::vector<PushItem> items_;
+    std::vector<client::PushResult> results_;  // reused: read_push_answer keeps its storage
+    bool is_claimed_ = false;                  // first_/count_ claimed, not sent yet (paced)
+    std::uint64_t first_ = 0;
+    std::uint64_t count_ = 0;
+    std::int64_t stamp_ns_ = 0;
+    std::uint64_t bytes_ = 0;
+};
+
 /// Pops and acks until producing is over and everything produced was consumed (or nothing came
 /// for drain_idle_ms), or `deadline_ns`. Latency: pop + ack, or payload stamp to delivery.
-void consume_loop(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histogram& latency) {
-    PopRequest request;
-    request.queue = run.options.queue;
-    request.batch = run.options.batch;
-    request.is_wait = true;
-    request.timeout_ms = run.options.pop_wait_ms;
-    request.partitions = run.options.pop_partitions;
-    request.consumer_group = run.options.consumer_group;
-    std::vector<Ack> acks;
-    client::PopResult popped;  // reused: pop_into keeps its messages' storage
-    while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
-        if (run.is_producing_over.load()) {
-            const std::uint64_t produced = run.progress.produced.load();
-            if (run.progress.consumed.load() >= produced) {
-                break;
+class ConsumerAgent final : public Agent {
+public:
+    ConsumerAgent(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histogram* latency)
+        : run_(run), deadline_ns_(deadline_ns), is_e2e_latency_(is_e2e_latency), latency_(latency) {
+        pop_.queue = run.options.queue;
+        pop_.batch = run.options.batch;
+        pop_.is_wait = true;
+        pop_.timeout_ms = run.options.pop_wait_ms;
+        pop_.partitions = run.options.pop_partitions;
+        pop_.consumer_group = run.options.consumer_group;
+    }
+
+    Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t&) override {
+        if (is_ack_due_) {
+            client::build_ack_batch(acks_, popped_.consumer_group, request);
+            return Next::send;
+        }
+        if (run_.is_stopping() || now_ns >= deadline_ns_) {
+            return Next::stop;
+        }
+        if (run_.is_producing_over.load()) {
+            const std::uint64_t produced = run_.progress.produced.load();
+            if (run_.progress.consumed.load() >= produced) {
+                return Next::stop;
             }
-            const std::int64_t idle_ns =
-                run.clock.monotonic_ns() - run.last_delivery_ns.load(relaxed);
-            if (idle_ns > run.options.drain_idle_ms * 1'000'000) {
-                break;
+            const std::int64_t idle_ns = now_ns - run_.last_delivery_ns.load(relaxed);
+            if (idle_ns > run_.options.drain_idle_ms * 1'000'000) {
+                return Next::stop;
             }
         }
-        const std::int64_t start_ns = run.clock.monotonic_ns();
-        if (!run.client.pop_into(request, popped)) {
-            run.count_error();
-            continue;
+        start_ns_ = now_ns;
+        const queen::Status built = client::build_pop(pop_, run_.pop_wait_margin_ms, request);
+        QUEEN_ASSERT(built.has_value(), "validated options build a pop");
+        return Next::send;
+    }
+
+    void complete(std::int64_t now_ns, const queen::Status& status,
+                  const client::HttpRequest& request,
+                  const client::HttpResponse& response) override {
+        if (is_ack_due_) {
+            complete_ack(now_ns, status, request, response);
+            return;
         }
-        if (popped.messages.empty()) {
-            run.empty_pops.fetch_add(1, relaxed);
-            continue;
+        if (!status || !client::read_pop_answer(request, response, pop_, popped_)) {
+            run_.count_error();
+            return;
         }
-        const std::int64_t delivered_ns = run.clock.monotonic_ns();
-        run.last_delivery_ns.store(delivered_ns, relaxed);
-        acks.resize(popped.messages.size());
-        std::uint64_t bytes = 0;
-        for (std::size_t m = 0; m < popped.messages.size(); ++m) {
-            const client::Message& message = popped.messages[m];
-            assign_ack(message, acks[m]);
-            bytes += message.data_json.size();
+        if (popped_.messages.empty()) {
+            run_.empty_pops.fetch_add(1, relaxed);
+            return;
+        }
+        run_.last_delivery_ns.store(now_ns, relaxed);
+        acks_.resize(popped_.messages.size());
+        bytes_ = 0;
+        for (std::size_t m = 0; m < popped_.messages.size(); ++m) {
+            const client::Message& message = popped_.messages[m];
+            assign_ack(message, acks_[m]);
+            bytes_ += message.data_json.size();
             PayloadStamp stamp;
             if (!parse_payload(message.data_json, stamp)) {
-                run.count_error();
+                run_.count_error();
                 continue;
             }
-            if (is_e2e_latency) {
-                latency.record(delivered_ns - stamp.timestamp_ns);
+            if (is_e2e_latency_ && latency_ != nullptr) {
+                latency_->record(now_ns - stamp.timestamp_ns);
             }
-            if (run.consumed_flags && stamp.sequence < run.target &&
-                run.consumed_flags[stamp.sequence].exchange(1) != 0) {
-                run.duplicates.fetch_add(1, relaxed);
+            if (run_.consumed_flags && stamp.sequence < run_.target &&
+                run_.consumed_flags[stamp.sequence].exchange(1) != 0) {
+                run_.duplicates.fetch_add(1, relaxed);
             }
         }
-        auto acked = run.client.ack_batch(acks, popped.consumer_group);
-        if (!is_e2e_latency) {
-            latency.record(run.clock.monotonic_ns() - start_ns);
+        is_ack_due_ = true;
+    }
+
+private:
+    void complete_ack(std::int64_t now_ns, const queen::Status& status,
+                      const client::HttpRequest& request, const client::HttpResponse& response) {
+        is_ack_due_ = false;
+        if (!is_e2e_latency_ && latency_ != nullptr) {
+            latency_->record(now_ns - start_ns_);
         }
-        if (!acked) {
-            run.count_error();
-            continue;
+        if (!status ||
+            !client::read_ack_batch_answer(request, response, acks_.size(), ack_results_)) {
+            run_.count_error();
+            return;
         }
         std::uint64_t successes = 0;
-        for (const client::AckResult& result : *acked) {
+        for (const client::AckResult& result : ack_results_) {
             successes += result.is_success ? 1 : 0;
         }
-        run.count_error(acked->size() - successes);
-        run.bytes_consumed.fetch_add(bytes / acks.size() * successes, relaxed);
-        run.progress.consumed.fetch_add(successes, relaxed);
+        run_.count_error(ack_results_.size() - successes);
+        run_.bytes_consumed.fetch_add(bytes_ / acks_.size() * successes, relaxed);
+        run_.progress.consumed.fetch_add(successes, relaxed);
     }
-}
+
+    Run& run_;
+    std::int64_t deadline_ns_;
+    bool is_e2e_latency_;
+    Histogram* latency_;
+    PopRequest pop_;
+    client::PopResult popped_;  // reused: read_pop_answer keeps its messages' storage
+    std::vector<Ack> acks_;
+    std::vector<client::AckResult> ack_results_;
+    bool is_ack_due_ = false;  // popped a batch; its ack goes next
+    std::int64_t start_ns_ = 0;
+    std::uint64_t bytes_ = 0;
+};
 
 /// One transaction worker on its own partition: pop a batch, then ack it and push the next batch
 /// in one transaction.
-void transaction_loop(Run& run, std::int64_t worker, std::int64_t deadline_ns, Histogram& latency) {
-    PopRequest request;
-    request.queue = run.options.queue;
-    request.partition = "t" + std::to_string(worker);
-    request.batch = run.options.batch;
-    request.is_wait = true;
-    request.timeout_ms = run.options.pop_wait_ms;
-    client::PopResult popped;  // reused: pop_into keeps its messages' storage
-    while (!run.is_stopping() && run.clock.monotonic_ns() < deadline_ns) {
-        if (run.target != 0 && run.transactions_claimed.load(relaxed) >= run.target) {
-            break;
+class TransactionAgent final : public Agent {
+public:
+    TransactionAgent(Run& run, Lane& lane, std::int64_t worker, std::int64_t deadline_ns)
+        : run_(run), lane_(lane), deadline_ns_(deadline_ns) {
+        pop_.queue = run.options.queue;
+        pop_.partition = "t" + std::to_string(worker);
+        pop_.batch = run.options.batch;
+        pop_.is_wait = true;
+        pop_.timeout_ms = run.options.pop_wait_ms;
+    }
+
+    Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t&) override {
+        if (is_commit_due_) {
+            const queen::Status built =
+                client::build_transaction(transaction_, false, lane_.ids, request);
+            QUEEN_ASSERT(built.has_value(), "a popped batch builds a transaction");
+            return Next::send;
         }
-        const std::int64_t start_ns = run.clock.monotonic_ns();
-        if (!run.client.pop_into(request, popped)) {
-            run.count_error();
-            continue;
+        if (is_claim_refused_ || run_.is_stopping() || now_ns >= deadline_ns_) {
+            return Next::stop;
         }
-        if (popped.messages.empty()) {
-            run.empty_pops.fetch_add(1, relaxed);
-            continue;  // a lease still held (a retried pop): it comes back after its expiry
+        if (run_.target != 0 && run_.transactions_claimed.load(relaxed) >= run_.target) {
+            return Next::stop;
+        }
+        start_ns_ = now_ns;
+        const queen::Status built = client::build_pop(pop_, run_.pop_wait_margin_ms, request);
+        QUEEN_ASSERT(built.has_value(), "validated options build a pop");
+        return Next::send;
+    }
+
+    void complete(std::int64_t now_ns, const queen::Status& status,
+                  const client::HttpRequest& request,
+                  const client::HttpResponse& response) override {
+        if (is_commit_due_) {
+            is_commit_due_ = false;
+            lane_.latency.record(now_ns - start_ns_);
+            if (!status || !client::read_transaction_answer(request, response, committed_)) {
+                run_.count_error();
+                return;
+            }
+            run_.transactions.fetch_add(1, relaxed);
+            run_.bytes_consumed.fetch_add(bytes_, relaxed);
+            run_.progress.consumed.fetch_add(moved_, relaxed);
+            run_.progress.produced.fetch_add(moved_, relaxed);
+            return;
+        }
+        if (!status || !client::read_pop_answer(request, response, pop_, popped_)) {
+            run_.count_error();
+            return;
+        }
+        if (popped_.messages.empty()) {
+            run_.empty_pops.fetch_add(1, relaxed);
+            return;  // a lease still held (a failed commit): it comes back after its expiry
         }
         // Claiming after the pop (not before) keeps the count exact however many workers run:
         // exactly `target` transactions are attempted, and an empty pop claims nothing.
-        if (run.target != 0 && run.transactions_claimed.fetch_add(1, relaxed) >= run.target) {
-            break;  // the popped batch stays leased, as a crashed worker's would
+        if (run_.target != 0 && run_.transactions_claimed.fetch_add(1, relaxed) >= run_.target) {
+            is_claim_refused_ = true;  // the popped batch stays leased, as a crashed worker's would
+            return;
         }
-        client::TransactionRequest transaction;
+        transaction_.operations.clear();
         client::TransactionPush push;
-        std::uint64_t bytes = 0;
-        for (const client::Message& message : popped.messages) {
-            transaction.operations.emplace_back(Ack::of(message));
-            PushItem item;
-            item.queue = run.options.queue;
-            item.partition = request.partition;
-            item.payload_json = make_payload(run.next_sequence.fetch_add(1, relaxed), start_ns,
-                                             run.options.size_bytes);
-            item.transaction_id = run.client.generate_uuid_v7();
-            bytes += item.payload_json.size();
-            push.items.push_back(std::move(item));
+        bytes_ = 0;
+        for (const client::Message& message : popped_.messages) {
+            transaction_.operations.emplace_back(Ack::of(message));
+            PushItem& item = push.items.emplace_back();
+            item.queue = run_.options.queue;
+            item.partition = pop_.partition;
+            item.payload_json = make_payload(run_.next_sequence.fetch_add(1, relaxed), start_ns_,
+                                             run_.options.size_bytes);
+            bytes_ += item.payload_json.size();  // transaction_id empty: generated by lane_.ids
         }
-        const std::uint64_t moved = push.items.size();
-        transaction.operations.emplace_back(std::move(push));
-        auto committed = run.client.transaction(transaction);
-        latency.record(run.clock.monotonic_ns() - start_ns);
-        if (!committed) {
-            run.count_error();
+        moved_ = push.items.size();
+        transaction_.operations.emplace_back(std::move(push));
+        is_commit_due_ = true;
+    }
+
+private:
+    Run& run_;
+    Lane& lane_;
+    std::int64_t deadline_ns_;
+    PopRequest pop_;
+    client::PopResult popped_;
+    client::TransactionRequest transaction_;
+    client::TransactionResult committed_;
+    bool is_commit_due_ = false;     // popped a batch; its transaction goes next
+    bool is_claim_refused_ = false;  // the count was reached: stop
+    std::int64_t start_ns_ = 0;
+    std::uint64_t bytes_ = 0;
+    std::uint64_t moved_ = 0;
+};
+
+/// Builds agent `index` (0-based across the run) on `lane`.
+using AgentFactory = std::function<std::unique_ptr<Agent>(std::int64_t index, Lane& lane)>;
+
+/// Drives `agents` over one multiplexer (one slot each) until every agent stopped.
+void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
+    enum class State { ready, in_flight, sleeping, stopped };
+    const std::size_t count = agents.size();
+    client::HttpMultiplexer mux{run.endpoint, run.connection_options, run.clock, count};
+    std::vector<client::OwnedRequest> requests(count);
+    std::vector<State> states(count, State::ready);
+    std::vector<std::int64_t> wake_ns(count, 0);
+    std::size_t live = count;
+    std::size_t sleeping = 0;
+    // Asks agent i for its next step until it sends, sleeps or stops.
+    const auto advance = [&](std::size_t i, std::int64_t now_ns) {
+        for (;;) {
+            const Agent::Next next = agents[i]->next(now_ns, requests[i], wake_ns[i]);
+            if (next == Agent::Next::stop) {
+                states[i] = State::stopped;
+                --live;
+                agents[i]->on_stop();
+                return;
+            }
+            if (next == Agent::Next::sleep) {
+                states[i] = State::sleeping;
+                ++sleeping;
+                return;
+            }
+            const client::HttpRequest request = requests[i].view();
+            queen::Status started = mux.start(i, request);
+            if (started) {
+                states[i] = State::in_flight;
+                return;
+            }
+            agents[i]->complete(now_ns, started, request, mux.response(i));
+            now_ns = run.clock.monotonic_ns();
+        }
+    };
+    std::int64_t now_ns = run.clock.monotonic_ns();
+    for (std::size_t i = 0; i < count; ++i) {
+        advance(i, now_ns);
+    }
+    std::vector<client::HttpMultiplexer::Completion> completed;
+    while (live > 0) {
+        now_ns = run.clock.monotonic_ns();
+        std::int64_t wake_ns_min = now_ns + wake_slice_ns;
+        if (sleeping > 0) {
+            for (std::size_t i = 0; i < count; ++i) {
+                if (states[i] != State::sleeping) {
+                    continue;
+                }
+                if (wake_ns[i] <= now_ns) {
+                    --sleeping;
+                    advance(i, now_ns);
+                } else {
+                    wake_ns_min = std::min(wake_ns_min, wake_ns[i]);
+                }
+            }
+            if (live == 0) {
+                break;
+            }
+        }
+        if (mux.in_flight() == 0) {
+            // Only sleepers (paced producers ahead of schedule): the caller's wait, not ours.
+            QUEEN_ASSERT(sleeping > 0, "a live agent is in flight or asleep");
+            run.options.wait_until_ns(wake_ns_min);
             continue;
         }
-        run.transactions.fetch_add(1, relaxed);
-        run.bytes_consumed.fetch_add(bytes, relaxed);
-        run.progress.consumed.fetch_add(moved, relaxed);
-        run.progress.produced.fetch_add(moved, relaxed);
+        completed.clear();
+        const queen::Status waited =
+            mux.wait(std::max<std::int64_t>(wake_ns_min - now_ns, 0), completed);
+        QUEEN_ASSERT(waited.has_value(), "a non-negative timeout");
+        if (completed.empty()) {
+            continue;
+        }
+        now_ns = run.clock.monotonic_ns();
+        for (const client::HttpMultiplexer::Completion& completion : completed) {
+            const std::size_t i = completion.slot;
+            agents[i]->complete(now_ns, completion.status, requests[i].view(), mux.response(i));
+            advance(i, now_ns);
+        }
     }
 }
 
-/// Starts `count` threads running `body(index, histogram)` and joins them; returns the merged
-/// histogram.
-template <class Body>
-Histogram run_threads(std::int64_t count, Body body) {
-    std::vector<Histogram> histograms(static_cast<std::size_t>(count));
-    std::vector<std::thread> threads;
-    threads.reserve(histograms.size());
-    for (std::int64_t i = 0; i < count; ++i) {
-        threads.emplace_back(
-            [&body, &histograms, i] { body(i, histograms[static_cast<std::size_t>(i)]); });
+/// Runs `count` agents from `make` on min(driver_threads, count) threads, each an event loop
+/// over its share of the connections; returns the merged latency histogram of the lanes.
+Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make) {
+    const auto lane_count = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, std::min(run.options.driver_threads, count)));
+    std::vector<std::unique_ptr<Lane>> lanes;
+    std::vector<std::vector<std::unique_ptr<Agent>>> agents(lane_count);
+    for (std::size_t l = 0; l < lane_count; ++l) {
+        lanes.push_back(std::make_unique<Lane>(run.id_seed + l, run.clock));
     }
+    for (std::int64_t i = 0; i < count; ++i) {
+        const auto l = static_cast<std::size_t>(i) % lane_count;
+        agents[l].push_back(make(i, *lanes[l]));
+    }
+    std::vector<std::thread> threads;
+    threads.reserve(lane_count - 1);
+    for (std::size_t l = 1; l < lane_count; ++l) {
+        threads.emplace_back([&run, &agents, l] { drive_lane(run, agents[l]); });
+    }
+    drive_lane(run, agents[0]);
     for (std::thread& thread : threads) {
         thread.join();
     }
     Histogram merged;
-    for (const Histogram& h : histograms) {
-        merged.merge(h);
+    for (const auto& lane : lanes) {
+        merged.merge(lane->latency);
     }
     return merged;
+}
+
+/// Runs the producer agents until they stop; returns their push latencies when `is_recorded`.
+Histogram run_producers(Run& run, std::int64_t deadline_ns, bool is_recorded) {
+    run.producers_live.store(run.options.producers);
+    return run_agents(run, run.options.producers,
+                      [&run, deadline_ns, is_recorded](std::int64_t, Lane& lane) {
+                          return std::make_unique<ProducerAgent>(
+                              run, lane, deadline_ns, is_recorded ? &lane.latency : nullptr);
+                      });
 }
 
 queen::Result<void> reset_queue(Run& run) {
@@ -353,9 +612,7 @@ std::int64_t sample_rss(const WorkloadOptions& options) {
 double fill(Run& run, std::int64_t deadline_ns) {
     run.progress.phase.store("fill");
     const std::int64_t start_ns = run.clock.monotonic_ns();
-    (void)run_threads(run.options.producers, [&run, deadline_ns](std::int64_t, Histogram& h) {
-        produce_loop(run, deadline_ns, h);
-    });
+    run_producers(run, deadline_ns, false);
     run.is_producing_over.store(true);
     return static_cast<double>(run.progress.produced.load()) /
            std::max(elapsed_s(start_ns, run.clock.monotonic_ns()), 1e-9);
@@ -379,8 +636,8 @@ void drain(Run& run, std::int64_t deadline_ns, Report& report) {
     run.last_delivery_ns.store(run.clock.monotonic_ns());
     const std::int64_t start_ns = run.clock.monotonic_ns();
     report.latency_ns =
-        run_threads(run.options.consumers, [&run, deadline_ns](std::int64_t, Histogram& h) {
-            consume_loop(run, deadline_ns, false, h);
+        run_agents(run, run.options.consumers, [&run, deadline_ns](std::int64_t, Lane& lane) {
+            return std::make_unique<ConsumerAgent>(run, deadline_ns, false, &lane.latency);
         });
     report.elapsed_s = elapsed_s(start_ns, run.last_delivery_ns.load());
     report.consumed = run.progress.consumed.load();
@@ -407,9 +664,7 @@ Report run_produce(Run& run, std::int64_t deadline_ns) {
     run.progress.phase.store("run");
     const std::int64_t start_ns = run.clock.monotonic_ns();
     run.pacer = Pacer{run.options.rate_msgs_per_s, start_ns};
-    report.latency_ns = run_threads(
-        run.options.producers,
-        [&run, deadline_ns](std::int64_t, Histogram& h) { produce_loop(run, deadline_ns, h); });
+    report.latency_ns = run_producers(run, deadline_ns, true);
     report.elapsed_s = elapsed_s(start_ns, run.clock.monotonic_ns());
     report.produced = run.progress.produced.load();
     report.messages = report.produced;
@@ -439,23 +694,21 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     const std::int64_t start_ns = run.clock.monotonic_ns();
     run.pacer = Pacer{run.options.rate_msgs_per_s, start_ns};
     run.last_delivery_ns.store(start_ns);
-    std::int64_t produce_end_ns = start_ns;
-    std::uint64_t consumed_at_produce_end = 0;
-    std::thread producers([&] {
-        (void)run_threads(run.options.producers,
-                          [&run, produce_deadline_ns](std::int64_t, Histogram& h) {
-                              produce_loop(run, produce_deadline_ns, h);
-                          });
-        produce_end_ns = run.clock.monotonic_ns();
-        consumed_at_produce_end = run.progress.consumed.load();
-        run.is_producing_over.store(true);
-    });
+    run.produce_end_ns = start_ns;
+    run.producers_live.store(run.options.producers);
     const std::int64_t consume_deadline_ns = produce_deadline_ns + bound_ns;
-    report.latency_ns =
-        run_threads(run.options.consumers, [&run, consume_deadline_ns](std::int64_t, Histogram& h) {
-            consume_loop(run, consume_deadline_ns, true, h);
+    // Producers first, so each lane gets its share of both kinds; only consumers record latency.
+    report.latency_ns = run_agents(
+        run, run.options.producers + run.options.consumers,
+        [&run, produce_deadline_ns, consume_deadline_ns](std::int64_t index,
+                                                         Lane& lane) -> std::unique_ptr<Agent> {
+            if (index < run.options.producers) {
+                return std::make_unique<ProducerAgent>(run, lane, produce_deadline_ns, nullptr);
+            }
+            return std::make_unique<ConsumerAgent>(run, consume_deadline_ns, true, &lane.latency);
         });
-    producers.join();
+    const std::int64_t produce_end_ns = run.produce_end_ns;
+    const std::uint64_t consumed_at_produce_end = run.consumed_at_produce_end;
     report.elapsed_s = elapsed_s(start_ns, std::max(run.last_delivery_ns.load(), produce_end_ns));
     report.produced = run.progress.produced.load();
     report.consumed = run.progress.consumed.load();
@@ -516,9 +769,9 @@ queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
     report.latency_of = "pop + transaction (ack and push)";
     run.progress.phase.store("run");
     const std::int64_t start_ns = run.clock.monotonic_ns();
-    report.latency_ns =
-        run_threads(run.options.consumers, [&run, deadline_ns](std::int64_t worker, Histogram& h) {
-            transaction_loop(run, worker, deadline_ns, h);
+    report.latency_ns = run_agents(
+        run, run.options.consumers, [&run, deadline_ns](std::int64_t worker, Lane& lane) {
+            return std::make_unique<TransactionAgent>(run, lane, worker, deadline_ns);
         });
     report.elapsed_s = elapsed_s(start_ns, run.clock.monotonic_ns());
     report.produced = run.progress.produced.load();
@@ -583,6 +836,9 @@ queen::Result<void> WorkloadOptions::validate() const {
     }
     if (consumers < 1 || consumers > 4096) {
         return invalid("consumers must be in [1, 4096]");
+    }
+    if (driver_threads < 1 || driver_threads > 64) {
+        return invalid("driver threads must be in [1, 64]");
     }
     if (batch < 1 || batch > 10'000) {
         return invalid("batch must be in [1, 10000]");

@@ -172,6 +172,10 @@ Client::Client(ClientOptions options, const queen::Clock& clock)
 
 Client::~Client() = default;
 
+ConnectionOptions Client::connection_options() const {
+    return connection_options_of(options_);
+}
+
 std::unique_ptr<Connection> Client::make_connection() const {
     return std::make_unique<Connection>(options_.endpoint, connection_options_of(options_), clock_);
 }

@@ -1,5 +1,6 @@
 // queen/bench/workload.hpp — the load drivers of `queen bench` over the client: produce, consume,
-// e2e, transaction and partitions. They run threads and count; printing is the caller's business.
+// e2e, transaction and partitions, as agents on event-loop threads (client::HttpMultiplexer).
+// They count; printing is the caller's business.
 #pragma once
 
 #include <atomic>
@@ -25,8 +26,13 @@ struct WorkloadOptions {
     Workload workload = Workload::produce;
     std::string queue = "bench";  ///< deleted and created again at the start (is_queue_reset)
     bool is_queue_reset = true;
-    std::int64_t producers = 1;     ///< producer threads (fill threads for consume and partitions)
-    std::int64_t consumers = 1;     ///< consumer threads (transaction: worker threads)
+    /// Producer connections (fill connections for consume and partitions), each one request at
+    /// a time.
+    std::int64_t producers = 1;
+    std::int64_t consumers = 1;  ///< consumer connections (transaction: worker connections)
+    /// Event-loop threads that drive the connections (each an epoll loop over its share of
+    /// them). The bench shares the machine with the broker: 1 spends the least CPU per request.
+    std::int64_t driver_threads = 1;
     std::int64_t batch = 100;       ///< messages per push, per pop and per transaction
     std::int64_t size_bytes = 256;  ///< payload JSON size (at least the ~40 bytes of the header)
     /// Partitions written round-robin (message n goes to partition "p<n mod partitions>"). The
@@ -46,7 +52,9 @@ struct WorkloadOptions {
     /// push as fast as answers come back). Only produce and e2e take a rate.
     double rate_msgs_per_s = 0;
     /// Blocks the calling thread until the clock's monotonic_ns() reaches the argument (or a
-    /// little later). Required when rate_msgs_per_s > 0: the library never sleeps by itself.
+    /// little later). Required when rate_msgs_per_s > 0: the library never sleeps by itself. A
+    /// driver thread calls it only when none of its requests is in flight (otherwise it waits
+    /// on its sockets until the due time).
     std::function<void(std::int64_t)> wait_until_ns;
     /// Consumers stop when this long passes without a delivery once producing is over.
     std::int64_t drain_idle_ms = 5'000;

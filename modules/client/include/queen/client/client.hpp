@@ -155,6 +155,9 @@ public:
 
     // ---- plumbing ----
 
+    /// The options of this client's connections: ClientOptions::connection plus the bearer
+    /// token's Authorization header (for a Connection or HttpMultiplexer of one's own).
+    [[nodiscard]] ConnectionOptions connection_options() const;
     /// A new connection with this client's endpoint, options and clock (for pop(request, conn)).
     [[nodiscard]] std::unique_ptr<Connection> make_connection() const;
     /// A fresh UUIDv7 string (time from the clock, random bits from the seeded generator).

@@ -62,8 +62,8 @@ public:
     [[nodiscard]] HttpResponse& response(std::size_t slot);
     /// Whether `slot` carries a request that has not finished.
     [[nodiscard]] bool is_busy(std::size_t slot) const;
-    /// Requests started and not yet reported finished.
-    [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
+    /// Requests started and not yet reported finished by wait().
+    [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_ + pending_.size(); }
     [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
     /// TCP connections opened so far (1 per connect): lets tests see keep-alive reuse.
     [[nodiscard]] std::uint64_t connects_total() const noexcept { return connects_total_; }
