@@ -13,10 +13,19 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
         ->capture_default_str();
     command->add_option("--queue", options->queue, "Queue to use (deleted and created again)")
         ->capture_default_str();
-    command->add_option("--producers", options->producers, "Producer threads (own connections)")
+    command
+        ->add_option("--producers", options->producers,
+                     "Producer connections, one request in flight each")
         ->check(CLI::Range(1, 4096));
-    command->add_option("--consumers", options->consumers, "Consumer or worker threads")
+    command
+        ->add_option("--consumers", options->consumers,
+                     "Consumer or transaction worker connections, one request in flight each")
         ->check(CLI::Range(1, 4096));
+    command
+        ->add_option("--driver-threads", options->driver_threads,
+                     "Event-loop threads driving the connections (1 spends the least CPU)")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
     command->add_option("--batch", options->batch, "Messages per push, pop and transaction")
         ->check(CLI::Range(1, 10'000));
     command->add_option("--size", options->size_bytes, "Payload size in bytes")

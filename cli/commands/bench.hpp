@@ -34,6 +34,7 @@ struct BenchOptions {
     std::string queue = "bench";
     std::int64_t producers = 1;
     std::int64_t consumers = 1;
+    std::int64_t driver_threads = 1;
     std::int64_t batch = 100;
     std::int64_t size_bytes = 256;
     std::int64_t partitions = 1;

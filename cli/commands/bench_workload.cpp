@@ -69,6 +69,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
     };
     take("--producers", w.producers, options.producers);
     take("--consumers", w.consumers, options.consumers);
+    take("--driver-threads", w.driver_threads, options.driver_threads);
     take("--batch", w.batch, options.batch);
     take("--size", w.size_bytes, options.size_bytes);
     take("--partitions", w.partitions, options.partitions);
@@ -179,9 +180,8 @@ int run_bench_workload(const BenchOptions& options) {
     }
     client::ClientOptions client_options;
     client_options.endpoint = *endpoint;
-    // One connection per thread: producers and consumers never wait for one another's socket.
-    client_options.connections_max =
-        static_cast<std::size_t>(workload.producers + workload.consumers + 2);
+    // Setup only (queue reset, seed pushes): the workload's connections are the driver's own.
+    client_options.connections_max = 2;
     client_options.is_payload_validated = false;  // the bench builds valid JSON itself
     // Skip the per-request liveness poll() on connections that answered within the last second
     // (the server keeps idle connections for a minute): one syscall less per request.
