@@ -1,6 +1,7 @@
 // api/src/json.cpp — JSON writer, ISO-8601 times, body parsing and typed field readers.
 #include "json.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -14,47 +15,57 @@
 namespace queen::api::detail {
 
 namespace {
-/// Appends `ms` as ISO-8601 UTC text ("YYYY-MM-DDTHH:MM:SS.fff[000]Z"); defined below.
-void append_iso(std::string& target, std::int64_t ms, bool microseconds);
-
-/// Strings up to this long are checked byte by byte and copied in one step; longer ones go
-/// through the word-at-a-time escaper.
-constexpr std::size_t short_text_max = 64;
-
-/// True when `text` goes between quotes as it is: no '"', '\\' or control byte.
-bool is_plain(std::string_view text) noexcept {
-    for (const char c : text) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') {
-            return false;
-        }
-    }
-    return true;
-}
+/// Writes `ms` as ISO-8601 UTC text ("YYYY-MM-DDTHH:MM:SS.fff[000]Z") to `buffer`; returns
+/// its length. Defined below.
+std::size_t write_iso(std::array<char, 64>& buffer, std::int64_t ms, bool microseconds);
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // JsonWriter
 
-void JsonWriter::prefix() {
-    if (after_key_) {
-        after_key_ = false;
-        return;
-    }
-    if (depth_ > 0) {
-        const std::uint64_t bit = std::uint64_t{1} << (depth_ - 1);
-        if ((has_items_ & bit) != 0) {
-            out_.push_back(',');
+void JsonWriter::expand(std::size_t size) {
+    const std::size_t needed = used_ + size;
+    out_.resize(std::max({needed, out_.size() * 2, std::size_t{256}}));
+}
+
+void JsonWriter::write_escaped(std::string_view text) {
+    // The escapes of json::scan::append_quoted: the two-character ones, \u00XX for the other
+    // control bytes, everything else (UTF-8 included) as it is. At most 6 bytes per input byte.
+    static constexpr char hex[] = "0123456789abcdef";
+    char* const begin = grow(text.size() * 6 + 2);
+    char* at = begin;
+    *at++ = '"';
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && c != '"' && c != '\\') {
+            *at++ = c;
+            continue;
         }
-        has_items_ |= bit;
-    } else {
-        QUEEN_ASSERT(out_.empty(), "JsonWriter: a second top-level value");
+        *at++ = '\\';
+        switch (c) {
+            case '"': *at++ = '"'; break;
+            case '\\': *at++ = '\\'; break;
+            case '\n': *at++ = 'n'; break;
+            case '\r': *at++ = 'r'; break;
+            case '\t': *at++ = 't'; break;
+            case '\b': *at++ = 'b'; break;
+            case '\f': *at++ = 'f'; break;
+            default:
+                *at++ = 'u';
+                *at++ = '0';
+                *at++ = '0';
+                *at++ = hex[byte >> 4];
+                *at++ = hex[byte & 0xf];
+        }
     }
+    *at++ = '"';
+    used_ -= static_cast<std::size_t>((begin + text.size() * 6 + 2) - at);  // give back the rest
 }
 
 void JsonWriter::open_container(char bracket) {
     prefix();
     QUEEN_ASSERT(depth_ < depth_max, "JsonWriter: nested deeper than ", depth_max);
-    out_.push_back(bracket);
+    *grow(1) = bracket;
     has_items_ &= ~(std::uint64_t{1} << depth_);
     ++depth_;
 }
@@ -62,7 +73,7 @@ void JsonWriter::open_container(char bracket) {
 void JsonWriter::close_container(char bracket) {
     QUEEN_ASSERT(depth_ > 0 && !after_key_, "JsonWriter: unbalanced ", bracket);
     --depth_;
-    out_.push_back(bracket);
+    *grow(1) = bracket;
 }
 
 JsonWriter& JsonWriter::begin_object() {
@@ -85,97 +96,34 @@ JsonWriter& JsonWriter::end_array() {
     return *this;
 }
 
-char* JsonWriter::grow(std::size_t size) {
-    const std::size_t at = out_.size();
-    out_.resize(at + size);
-    return out_.data() + at;
-}
-
-JsonWriter& JsonWriter::key(std::string_view name) {
-    QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
-    QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
-    prefix();
-    if (name.size() <= short_text_max && is_plain(name)) {
-        // Every key this API writes: `"name":` in one step.
-        char* at = grow(name.size() + 3);
-        at[0] = '"';
-        std::memcpy(at + 1, name.data(), name.size());
-        at[name.size() + 1] = '"';
-        at[name.size() + 2] = ':';
-    } else {
-        json::scan::append_quoted(out_, name);
-        out_.push_back(':');
-    }
-    after_key_ = true;
-    return *this;
-}
-
-JsonWriter& JsonWriter::string(std::string_view text) {
-    prefix();
-    if (text.size() <= short_text_max && is_plain(text)) {
-        char* at = grow(text.size() + 2);
-        at[0] = '"';
-        std::memcpy(at + 1, text.data(), text.size());
-        at[text.size() + 1] = '"';
-    } else {
-        json::scan::append_quoted(out_, text);
-    }
-    return *this;
-}
-
-char* JsonWriter::string_slot(std::size_t size) {
-    prefix();
-    char* at = grow(size + 2);
-    at[0] = '"';
-    at[size + 1] = '"';
-    return at + 1;
-}
-
 JsonWriter& JsonWriter::iso_time(std::int64_t ms, bool microseconds) {
     prefix();
-    out_.push_back('"');
-    append_iso(out_, ms, microseconds);  // digits and -:.TZ only: nothing to escape
-    out_.push_back('"');
-    return *this;
-}
-
-JsonWriter& JsonWriter::string_or_null(std::string_view text) {
-    return text.empty() ? null() : string(text);
-}
-
-JsonWriter& JsonWriter::boolean(bool value) {
-    prefix();
-    out_ += value ? "true" : "false";
-    return *this;
-}
-
-JsonWriter& JsonWriter::null() {
-    prefix();
-    out_ += "null";
+    std::array<char, 64> buffer{};
+    const std::size_t length = write_iso(buffer, ms, microseconds);
+    char* at = grow(length + 2);
+    at[0] = '"';
+    std::memcpy(at + 1, buffer.data(), length);  // digits and -:.TZ only: nothing to escape
+    at[length + 1] = '"';
     return *this;
 }
 
 JsonWriter& JsonWriter::number(double value) {
     prefix();
     if (!std::isfinite(value)) {
-        out_ += "null";
+        append("null");
         return *this;
     }
     std::array<char, 64> buffer{};
     const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
     QUEEN_ASSERT(error == std::errc{}, "to_chars(double) failed");
-    out_.append(buffer.data(), end);
-    return *this;
-}
-
-JsonWriter& JsonWriter::raw(std::string_view json_text) {
-    prefix();
-    out_ += json_text.empty() ? std::string_view("null") : json_text;
+    append(std::string_view(buffer.data(), static_cast<std::size_t>(end - buffer.data())));
     return *this;
 }
 
 std::string JsonWriter::take() {
     QUEEN_ASSERT(depth_ == 0 && !after_key_, "JsonWriter: unclosed containers");
+    out_.resize(used_);
+    used_ = 0;
     return std::move(out_);
 }
 
@@ -223,7 +171,7 @@ std::int64_t floor_div(std::int64_t value, std::int64_t divisor) {
     return quotient;
 }
 
-void append_iso(std::string& target, std::int64_t ms, bool microseconds) {
+std::size_t write_iso(std::array<char, 64>& buffer, std::int64_t ms, bool microseconds) {
     const std::int64_t days = floor_div(ms, 86'400'000);
     const std::int64_t ms_of_day = ms - days * 86'400'000;
     const Civil civil = civil_from_days(days);
@@ -233,8 +181,8 @@ void append_iso(std::string& target, std::int64_t ms, bool microseconds) {
     const auto millis = static_cast<int>(ms_of_day % 1000);
     if (civil.year >= 0 && civil.year <= 9999) {
         // Every pop answer carries two of these: plain digits, no printf.
-        std::array<char, 27> out{};
-        out.fill('0');
+        std::array<char, 64>& out = buffer;
+        std::fill_n(out.begin(), 27, '0');
         const std::size_t length = microseconds ? 27 : 24;
         const auto put = [&out](std::size_t at, std::size_t width, std::int64_t value) {
             for (std::size_t i = width; i > 0; --i) {
@@ -256,23 +204,20 @@ void append_iso(std::string& target, std::int64_t ms, bool microseconds) {
         out[19] = '.';
         put(20, 3, millis);
         out[length - 1] = 'Z';  // the microsecond digits, when asked for, stay "000"
-        target.append(out.data(), length);
-        return;
+        return length;
     }
-    std::array<char, 64> buffer{};
     const int written =
         std::snprintf(buffer.data(), buffer.size(), "%04lld-%02u-%02uT%02d:%02d:%02d.%03d%sZ",
                       static_cast<long long>(civil.year), civil.month, civil.day, hours, minutes,
                       seconds, millis, microseconds ? "000" : "");
     QUEEN_ASSERT(written > 0 && static_cast<std::size_t>(written) < buffer.size(),
                  "format_iso overflow");
-    target.append(buffer.data(), static_cast<std::size_t>(written));
+    return static_cast<std::size_t>(written);
 }
 
 std::string format_iso(std::int64_t ms, bool microseconds) {
-    std::string out;
-    append_iso(out, ms, microseconds);
-    return out;
+    std::array<char, 64> buffer{};
+    return std::string(buffer.data(), write_iso(buffer, ms, microseconds));
 }
 
 bool read_digits(std::string_view text, std::size_t& at, std::size_t count, int& out) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,48 +13,125 @@
 
 #include <nlohmann/json.hpp>
 
+#include "queen/core/assert.hpp"
 #include "queen/core/result.hpp"
 
 namespace queen::api::detail {
 
+/// True when `text` goes between JSON quotes as it is: no '"', '\\' or byte below 0x20
+/// (UTF-8 and other bytes are written as they are). Eight bytes per step.
+[[nodiscard]] inline bool is_plain_json_text(std::string_view text) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    const char* const data = text.data();
+    const std::size_t size = text.size();
+    std::size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, data + i, sizeof word);
+        if ((((word - ones * 0x20) & ~word & highs) | has_zero(word ^ (ones * '"')) |
+             has_zero(word ^ (ones * '\\'))) != 0) {
+            return false;
+        }
+    }
+    for (; i < size; ++i) {
+        const auto c = static_cast<unsigned char>(data[i]);
+        if (c < 0x20 || c == '"' || c == '\\') {
+            return false;
+        }
+    }
+    return true;
+}
+
 /// Builds compact JSON text left to right. Commas are placed automatically. Misuse (a value
-/// where a key is due, unbalanced ends) is a programmer error and asserts.
+/// where a key is due, unbalanced ends) is a programmer error and asserts. The text grows in a
+/// buffer written through a pointer (no per-call string bookkeeping); keys and plain strings
+/// are checked and copied inline.
 class JsonWriter {
 public:
     JsonWriter() = default;
     /// Reserves `capacity_bytes` up front (an estimate of the output saves the regrowth copies).
-    explicit JsonWriter(std::size_t capacity_bytes) { out_.reserve(capacity_bytes); }
+    explicit JsonWriter(std::size_t capacity_bytes) { out_.resize(capacity_bytes); }
 
     JsonWriter& begin_object();
     JsonWriter& end_object();
     JsonWriter& begin_array();
     JsonWriter& end_array();
     /// Writes `"name":`; the next call writes its value.
-    JsonWriter& key(std::string_view name);
+    JsonWriter& key(std::string_view name) {
+        QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
+        QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
+        prefix();
+        if (is_plain_json_text(name)) {
+            // Every key this API writes: `"name":` in one copy (inlined for literals).
+            char* at = grow(name.size() + 3);
+            at[0] = '"';
+            std::memcpy(at + 1, name.data(), name.size());
+            at[name.size() + 1] = '"';
+            at[name.size() + 2] = ':';
+        } else {
+            write_escaped(name);
+            *grow(1) = ':';
+        }
+        after_key_ = true;
+        return *this;
+    }
 
-    JsonWriter& string(std::string_view text);
+    JsonWriter& string(std::string_view text) {
+        prefix();
+        if (is_plain_json_text(text)) {
+            char* at = grow(text.size() + 2);
+            at[0] = '"';
+            std::memcpy(at + 1, text.data(), text.size());
+            at[text.size() + 1] = '"';
+        } else {
+            write_escaped(text);
+        }
+        return *this;
+    }
     /// A string, or null when `text` is empty.
-    JsonWriter& string_or_null(std::string_view text);
+    JsonWriter& string_or_null(std::string_view text) {
+        return text.empty() ? null() : string(text);
+    }
     /// `ms` since the epoch as an ISO-8601 string, as format_iso_ms (or format_iso_us when
     /// `microseconds`) writes it, without a temporary string.
     JsonWriter& iso_time(std::int64_t ms, bool microseconds);
-    JsonWriter& boolean(bool value);
-    JsonWriter& null();
+    JsonWriter& boolean(bool value) {
+        prefix();
+        append(value ? std::string_view("true") : std::string_view("false"));
+        return *this;
+    }
+    JsonWriter& null() {
+        prefix();
+        append("null");
+        return *this;
+    }
     template <class T>
     requires(std::integral<T> && !std::same_as<T, bool>) JsonWriter& number(T value) {
         prefix();
         char digits[24];
         const auto written = std::to_chars(digits, digits + sizeof digits, value);
-        out_.append(digits, written.ptr);
+        append(std::string_view(digits, static_cast<std::size_t>(written.ptr - digits)));
         return *this;
     }
     JsonWriter& number(double value);
     /// Inserts already valid JSON text (a stored payload) as one value.
-    JsonWriter& raw(std::string_view json_text);
+    JsonWriter& raw(std::string_view json_text) {
+        prefix();
+        append(json_text.empty() ? std::string_view("null") : json_text);
+        return *this;
+    }
     /// Writes a string value of exactly `size` bytes and returns where they go; the caller
     /// fills all of them, with bytes that need no escaping (no '"', '\\' or control byte),
     /// before the next call on this writer. For ids formatted in place (no temporary string).
-    [[nodiscard]] char* string_slot(std::size_t size);
+    [[nodiscard]] char* string_slot(std::size_t size) {
+        prefix();
+        char* at = grow(size + 2);
+        at[0] = '"';
+        at[size + 1] = '"';
+        return at + 1;
+    }
 
     /// key + value shorthands.
     JsonWriter& field(std::string_view name, std::string_view text) {
@@ -75,17 +153,46 @@ public:
     JsonWriter& null_field(std::string_view name) { return key(name).null(); }
 
     /// The text so far; complete when every container is closed.
-    [[nodiscard]] const std::string& text() const noexcept { return out_; }
+    [[nodiscard]] std::string_view text() const noexcept {
+        return std::string_view(out_.data(), used_);
+    }
     [[nodiscard]] std::string take();
 
 private:
-    void prefix();
-    /// Grows the text by `size` bytes and returns the first of them (to be overwritten).
-    char* grow(std::size_t size);
+    void prefix() {
+        if (after_key_) {
+            after_key_ = false;
+            return;
+        }
+        if (depth_ > 0) {
+            const std::uint64_t bit = std::uint64_t{1} << (depth_ - 1);
+            if ((has_items_ & bit) != 0) {
+                *grow(1) = ',';
+            }
+            has_items_ |= bit;
+        } else {
+            QUEEN_ASSERT(used_ == 0, "JsonWriter: a second top-level value");
+        }
+    }
+    /// Takes the next `size` bytes of the buffer (to be overwritten) and returns the first.
+    char* grow(std::size_t size) {
+        if (size > out_.size() - used_) {
+            expand(size);
+        }
+        char* at = out_.data() + used_;
+        used_ += size;
+        return at;
+    }
+    /// Enlarges the buffer (geometrically) so that `size` more bytes fit.
+    void expand(std::size_t size);
+    void append(std::string_view text) { std::memcpy(grow(text.size()), text.data(), text.size()); }
+    /// Writes `text` quoted with the escapes of json::scan::append_quoted.
+    void write_escaped(std::string_view text);
     void open_container(char bracket);
     void close_container(char bracket);
     static constexpr std::uint32_t depth_max = 64;
-    std::string out_;
+    std::string out_;  // the buffer: [0, used_) is the text, the rest is room
+    std::size_t used_ = 0;
     std::uint64_t has_items_ = 0;  // bit d: the open container at depth d has an item
     std::uint32_t depth_ = 0;      // open containers (no allocation per response)
     bool after_key_ = false;

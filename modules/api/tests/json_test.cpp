@@ -145,6 +145,41 @@ TEST_CASE("api: JsonWriter strings equal the general escaper at every length", "
     }
 }
 
+TEST_CASE("api: JsonWriter grows from any capacity and matches nlohmann's text", "[api][json]") {
+    // The buffer starts at 0, 1 or a guess and doubles; the text must not depend on where the
+    // growth steps fall.
+    const std::uint64_t seed = testing::seed_from_env();
+    INFO("QUEEN_SEED=" << seed);
+    Rng rng(seed);
+    for (const std::size_t capacity : {std::size_t{0}, std::size_t{1}, std::size_t{300}}) {
+        JsonWriter out(capacity);
+        nlohmann::ordered_json expected = nlohmann::ordered_json::array();
+        out.begin_array();
+        for (int i = 0; i < 500; ++i) {
+            const std::int64_t number = static_cast<std::int64_t>(rng.next() >> 1) - (1LL << 61);
+            const std::string text(rng.below(100), static_cast<char>('a' + rng.below(26)));
+            out.begin_object()
+                .field("n", number)
+                .field("s", text)
+                .field("b", i % 2 == 0)
+                .null_field("z")
+                .key("t")
+                .iso_time(1'700'000'000'123 + i, i % 3 == 0)
+                .end_object();
+            expected.push_back({{"n", number},
+                                {"s", text},
+                                {"b", i % 2 == 0},
+                                {"z", nullptr},
+                                {"t", i % 3 == 0 ? format_iso_us(1'700'000'000'123 + i)
+                                                 : format_iso_ms(1'700'000'000'123 + i)}});
+        }
+        out.end_array();
+        CHECK(out.text().size() == expected.dump().size());
+        const std::string text = out.take();
+        REQUIRE(text == expected.dump());
+    }
+}
+
 TEST_CASE("api: ids written in place equal queues::format_uuid", "[api][json]") {
     const std::uint64_t seed = testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);

@@ -2,6 +2,7 @@
 // pipelining, timeouts and limits. asio is used only through its error_code overloads.
 #include "queen/http/server.hpp"
 
+#include <array>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
@@ -87,20 +88,24 @@ void append_header_text(std::string& out, std::string_view text) {
     }
 }
 
-std::string serialize(const Response& response, bool is_head, std::uint16_t version_minor,
-                      bool is_close_after, const CorsOptions& cors) {
+bool has_no_body(const Response& response) noexcept {
+    return response.status < 200 || response.status == 204 || response.status == 304;
+}
+
+/// The status line and headers of `response` (through the empty line), without the body.
+std::string serialize_head(const Response& response, std::uint16_t version_minor,
+                           bool is_close_after, const CorsOptions& cors) {
     QUEEN_ASSERT(response.status >= 100 && response.status <= 599, "bad HTTP status ",
                  response.status);
-    const bool has_no_body =
-        response.status < 200 || response.status == 204 || response.status == 304;
+    const bool is_bodyless = has_no_body(response);
     std::string out;
-    out.reserve(160 + response.body.size());
+    out.reserve(160);
     out += version_minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ";
     out += std::to_string(response.status);
     out += ' ';
     out += reason_phrase(response.status);
     out += "\r\n";
-    if (!has_no_body) {
+    if (!is_bodyless) {
         out += "Content-Length: ";
         out += std::to_string(response.body.size());
         out += "\r\n";
@@ -132,7 +137,14 @@ std::string serialize(const Response& response, bool is_head, std::uint16_t vers
         out += "Connection: keep-alive\r\n";
     }
     out += "\r\n";
-    if (!has_no_body && !is_head) {
+    return out;
+}
+
+/// The whole answer in one string (rare answers: final errors, rejections).
+std::string serialize(const Response& response, bool is_head, std::uint16_t version_minor,
+                      bool is_close_after, const CorsOptions& cors) {
+    std::string out = serialize_head(response, version_minor, is_close_after, cors);
+    if (!has_no_body(response) && !is_head) {
         out += response.body;
     }
     return out;
@@ -205,8 +217,11 @@ public:
         QUEEN_ASSERT(slot.id == id, "slot ids are consecutive");
         QUEEN_ASSERT(!slot.is_ready, "a slot is answered once");
         shared_.counters.count_status(response.status);
-        slot.bytes = serialize(response, slot.is_head, slot.version_minor, slot.is_close_after,
-                               shared_.options.cors);
+        slot.bytes =
+            serialize_head(response, slot.version_minor, slot.is_close_after, shared_.options.cors);
+        if (!has_no_body(response) && !slot.is_head) {
+            slot.body = std::move(response.body);  // sent from where it is, not copied
+        }
         slot.is_ready = true;
         slot.exchange.reset();
         try_write();
@@ -223,7 +238,8 @@ private:
         bool is_head = false;
         bool is_close_after = false;
         std::uint16_t version_minor = 1;
-        std::string bytes;
+        std::string bytes;  // the head, or the whole answer
+        std::string body;   // the body when it is not in `bytes`
         std::weak_ptr<detail::Exchange> exchange;
     };
 
@@ -411,22 +427,31 @@ private:
             return;
         }
         write_buffer_.clear();
+        write_body_.clear();
         bool is_close_after = false;
         while (!slots_.empty() && slots_.front().is_ready && !is_close_after) {
-            if (write_buffer_.empty()) {
-                write_buffer_.swap(slots_.front().bytes);  // the usual single answer: no copy
+            Slot& front = slots_.front();
+            if (write_buffer_.empty() && write_body_.empty()) {
+                // The usual single answer: head and body leave from where they are.
+                write_buffer_.swap(front.bytes);
+                write_body_.swap(front.body);
             } else {
-                write_buffer_ += slots_.front().bytes;
+                write_buffer_ += write_body_;
+                write_body_.clear();
+                write_buffer_ += front.bytes;
+                write_buffer_ += front.body;
             }
-            is_close_after = slots_.front().is_close_after;
+            is_close_after = front.is_close_after;
             slots_.pop_front();
         }
-        if (write_buffer_.empty()) {
+        if (write_buffer_.empty() && write_body_.empty()) {
             return;
         }
         is_writing_ = true;
+        const std::array<asio::const_buffer, 2> buffers{asio::buffer(write_buffer_),
+                                                        asio::buffer(write_body_)};
         asio::async_write(
-            socket_, asio::buffer(write_buffer_),
+            socket_, buffers,
             [self = shared_from_this(), is_close_after](asio::error_code ec, std::size_t n) {
                 self->on_written(ec, n, is_close_after);
             });
@@ -552,7 +577,8 @@ private:
     std::size_t input_offset_ = 0;
     std::deque<Slot> slots_;  // answers in request order; front is written first
     std::uint64_t next_slot_id_ = 0;
-    std::string write_buffer_;
+    std::string write_buffer_;  // in flight: heads (and bodies when several answers go at once)
+    std::string write_body_;    // in flight: the body of a lone answer
     std::string peer_address_;
     std::uint16_t peer_port_ = 0;
     Phase timer_phase_ = Phase::none;
