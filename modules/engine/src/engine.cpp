@@ -15,7 +15,11 @@ namespace {
 constexpr std::string_view applied_key = "applied";
 constexpr std::uint8_t meta_format_version = 1;
 
-/// "e.meta"/"applied": format(1) | applied_index u64 LE | last_now_ms i64 LE.
+/// "q.meta"/"applied": format(1) | applied_index u64 LE | last_now_ms i64 LE. It shares the
+/// table of the queues' counters record ("q.meta"/"state"), so a txn whose entries change a
+/// counter (every pop takes a lease id) dirties one page for both instead of one per table.
+/// Data written before lived in "e.meta"/"applied": open() reads it there when "q.meta" has
+/// none, and the first commit moves it.
 Bytes encode_applied(LogIndex index, TimestampMs last_now) {
     Bytes out;
     ByteWriter writer(out);
@@ -156,6 +160,9 @@ struct Engine::Impl {
     queues::QueueState queues;
     Options options;
     LogIndex applied_index;  ///< applier thread only
+    /// "e.meta" still holds the applied record of the layout before it moved to "q.meta": the
+    /// next commit deletes it there. Applier thread only.
+    bool has_legacy_applied = false;
     /// applied_index as of the last commit, for other threads (applied_index(), sync()).
     std::atomic<std::uint64_t> committed_index{0};
     TimestampMs last_now{0};
@@ -266,12 +273,16 @@ struct Engine::Impl {
             }
             emit(std::move(result));
         }
-        QUEEN_TRY(txn.put(meta, as_bytes(applied_key), encode_applied(index, now)));
+        QUEEN_TRY(txn.put(queues.tables().meta, as_bytes(applied_key), encode_applied(index, now)));
+        if (has_legacy_applied) {
+            QUEEN_TRY(txn.del(meta, as_bytes(applied_key)));
+        }
         if (before_commit != nullptr && !handed) {
             handed = true;
             (*before_commit)(first, typed);
         }
         QUEEN_TRY(txn.commit());
+        has_legacy_applied = false;
         applied_index = index;
         committed_index.store(index.value(), std::memory_order_release);
         last_now = now;
@@ -330,7 +341,11 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
     auto impl = std::make_unique<Impl>(std::move(env), meta, sessions, std::move(queues), options);
     {
         QUEEN_TRY(auto txn, impl->env.begin_read());
-        QUEEN_TRY(auto raw, txn.get(meta, as_bytes(applied_key)));
+        QUEEN_TRY(auto raw, txn.get(impl->queues.tables().meta, as_bytes(applied_key)));
+        if (!raw) {
+            QUEEN_TRY(raw, txn.get(meta, as_bytes(applied_key)));
+            impl->has_legacy_applied = raw.has_value();
+        }
         if (raw) {
             ByteReader reader(*raw);
             const std::uint8_t version = reader.u8();

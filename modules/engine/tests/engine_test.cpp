@@ -86,6 +86,53 @@ TEST_CASE("engine: applied_index persists and the log replays from applied_index
     REQUIRE(outcome.next_due.has_value());
 }
 
+TEST_CASE("engine: an applied record in the old place (e.meta) is read, then moved to q.meta",
+          "[engine][restart]") {
+    queen::testing::TempDir dir;
+    const Bytes applied_key{'a', 'p', 'p', 'l', 'i', 'e', 'd'};
+    Options options;
+    {
+        auto engine = Engine::open(dir.path(), options).value();
+        for (int i = 0; i < 4; ++i) {
+            (void)apply_one<PushResult>(engine, push_command("q", "p", "t" + std::to_string(i)),
+                                        1000 + i);
+        }
+        REQUIRE(engine.applied_index() == LogIndex{4});
+    }
+    // Rewrite the data as the layout before the move kept it.
+    auto tables = [&](store::Env& env) {
+        return std::pair{env.open_table("e.meta").value(), env.open_table("q.meta").value()};
+    };
+    auto where = [&]() {
+        auto env = store::Env::open(dir.path(), options.store).value();
+        auto [old_place, new_place] = tables(env);
+        auto txn = env.begin_read().value();
+        return std::pair{txn.get(old_place, applied_key).value().has_value(),
+                         txn.get(new_place, applied_key).value().has_value()};
+    };
+    {
+        auto env = store::Env::open(dir.path(), options.store).value();
+        auto [old_place, new_place] = tables(env);
+        auto txn = env.begin_write().value();
+        const auto raw = txn.get(new_place, applied_key).value();
+        REQUIRE(raw.has_value());
+        const Bytes value(raw->begin(), raw->end());
+        REQUIRE(txn.put(old_place, applied_key, value).has_value());
+        REQUIRE(txn.del(new_place, applied_key).value());
+        REQUIRE(txn.commit().has_value());
+    }
+    REQUIRE(where() == std::pair{true, false});
+    {
+        auto engine = Engine::open(dir.path(), options).value();
+        REQUIRE(engine.applied_index() == LogIndex{4});
+        (void)apply_one<PushResult>(engine, push_command("q", "p", "t4"), 1004);
+        REQUIRE(engine.applied_index() == LogIndex{5});
+    }
+    REQUIRE(where() == std::pair{false, true});
+    auto engine = Engine::open(dir.path(), options).value();
+    REQUIRE(engine.applied_index() == LogIndex{5});
+}
+
 TEST_CASE("engine: a retried client request is applied once and gets the cached result",
           "[engine][dedupe]") {
     queen::testing::TempDir dir;
