@@ -64,7 +64,7 @@ bool match(const Node& node, const std::vector<std::string>& segments, std::size
         if (const Route* route = find_route(node, method)) {
             found.node = &node;
             found.route = route;
-            found.captures = captures;
+            found.captures = std::move(captures);  // a match ends the search
             return true;
         }
         if (any == nullptr) {
@@ -96,7 +96,7 @@ bool match(const Node& node, const std::vector<std::string>& segments, std::size
         if (const Route* route = find_route(*node.wildcard, method)) {
             found.node = node.wildcard.get();
             found.route = route;
-            found.captures = captures;
+            found.captures = std::move(captures);  // a match ends the search
             found.captures.push_back(std::move(rest));
             return true;
         }
@@ -191,6 +191,7 @@ void Router::handle(Request& request, Responder responder) const {
         const Route& route = *found.route;
         QUEEN_ASSERT(found.captures.size() == route.param_names.size(), "capture count mismatch");
         request.params.clear();
+        request.params.reserve(route.param_names.size());
         for (std::size_t i = 0; i < route.param_names.size(); ++i) {
             request.params.emplace_back(route.param_names[i], std::move(found.captures[i]));
         }

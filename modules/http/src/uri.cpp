@@ -1,6 +1,8 @@
 // modules/http/src/uri.cpp — percent-decoding and -encoding of paths and query strings.
 #include "queen/http/uri.hpp"
 
+#include <algorithm>
+
 namespace queen::http {
 namespace {
 
@@ -25,6 +27,10 @@ bool is_unreserved(unsigned char c) noexcept {
 }  // namespace
 
 Result<std::string> percent_decode(std::string_view text, bool plus_is_space) {
+    if (text.find('%') == std::string_view::npos &&
+        (!plus_is_space || text.find('+') == std::string_view::npos)) {
+        return std::string(text);  // the usual segment: nothing to decode
+    }
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -73,6 +79,8 @@ std::string percent_encode(std::string_view text) {
 
 Result<std::vector<std::string>> decode_path(std::string_view raw_path) {
     std::vector<std::string> segments;
+    segments.reserve(static_cast<std::size_t>(std::count(raw_path.begin(), raw_path.end(), '/')) +
+                     1);
     std::size_t start = 0;
     while (start <= raw_path.size()) {
         std::size_t end = raw_path.find('/', start);
@@ -95,6 +103,10 @@ Result<std::vector<std::string>> decode_path(std::string_view raw_path) {
 
 Result<std::vector<std::pair<std::string, std::string>>> decode_query(std::string_view raw_query) {
     std::vector<std::pair<std::string, std::string>> out;
+    if (raw_query.empty()) {
+        return out;
+    }
+    out.reserve(static_cast<std::size_t>(std::count(raw_query.begin(), raw_query.end(), '&')) + 1);
     std::size_t start = 0;
     while (start <= raw_query.size()) {
         std::size_t end = raw_query.find('&', start);
