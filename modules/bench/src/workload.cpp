@@ -528,7 +528,8 @@ void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
                 if (wake_ns[i] <= now_ns) {
                     --sleeping;
                     advance(i, now_ns);
-                } else {
+                }
+                if (states[i] == State::sleeping) {  // still, or again (woken before its due)
                     wake_ns_min = std::min(wake_ns_min, wake_ns[i]);
                 }
             }
