@@ -631,9 +631,12 @@ private:
     std::size_t victim_ = 0;
 };
 
-Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem& item,
-                                 TimestampMs now, bool is_transaction, PushMemo& memo) {
-    PushItemResult result;
+/// Pushes one item; its answer goes into `result` (every field is assigned, so a reused
+/// result keeps its strings' storage).
+Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item, TimestampMs now,
+                            bool is_transaction, PushMemo& memo, PushItemResult& result) {
+    result.message_id = MessageId{};
+    result.error.clear();
     result.transaction_id = item.transaction_id;
     result.queue = item.queue;
     result.partition = item.partition;
@@ -642,18 +645,18 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     if (item.queue.size() > s.options.queue_name_bytes_max) {
         result.error = "queue name is longer than " +
                        std::to_string(s.options.queue_name_bytes_max) + " bytes";
-        return result;
+        return {};
     }
     if (item.partition.size() > s.options.partition_name_bytes_max) {
         result.error = "partition name is longer than " +
                        std::to_string(s.options.partition_name_bytes_max) + " bytes";
-        return result;
+        return {};
     }
     if (item.transaction_id.empty() ||
         item.transaction_id.size() > s.options.transaction_id_bytes_max) {
         result.error = "transactionId must be 1 to " +
                        std::to_string(s.options.transaction_id_bytes_max) + " bytes";
-        return result;
+        return {};
     }
     if (s.meta.push_maintenance && !is_transaction) {
         const std::uint64_t id = s.meta.next_buffer_id++;
@@ -661,7 +664,7 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
         QUEEN_TRY(
             put(s, txn, s.tables.buffer, detail::sequence_key(id).span(), detail::encode(item)));
         result.status = PushStatus::buffered;
-        return result;
+        return {};
     }
     PushMemo::Pair* pair = memo.find(item);
     if (pair == nullptr) {
@@ -697,12 +700,12 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
         QUEEN_TRY(auto existing_seq, detail::decode_u64(*existing));
         result.status = PushStatus::duplicate;
         result.message_id = MessageId{PartitionId{pid}, Sequence{existing_seq}};
-        return result;
+        return {};
     }
     if (is_full) {
         result.error = "queue '" + item.queue + "' is full: maxSize is " +
                        std::to_string(q.options.max_size) + " messages";
-        return result;
+        return {};
     }
     PartitionMem& mem = touch_partition(s, pid);
     detail::encode_message_into(s.scratch, now, item);
@@ -735,6 +738,13 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     }
     result.status = PushStatus::queued;
     result.message_id = MessageId{PartitionId{pid}, Sequence{seq}};
+    return {};
+}
+
+Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem& item,
+                                 TimestampMs now, bool is_transaction, PushMemo& memo) {
+    PushItemResult result;
+    QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
     return result;
 }
 
@@ -1379,8 +1389,7 @@ Result<PushResult> QueueState::apply(store::WriteTxn& txn, const Push& command, 
     result.items.reserve(command.items.size());
     PushMemo memo;
     for (const auto& item : command.items) {
-        QUEEN_TRY(auto one, push_item(s, txn, item, now, false, memo));
-        result.items.push_back(std::move(one));
+        QUEEN_TRY(push_item_into(s, txn, item, now, false, memo, result.items.emplace_back()));
     }
     QUEEN_TRY(flush_partitions(s, txn));
     return result;
