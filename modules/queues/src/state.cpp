@@ -24,9 +24,7 @@ constexpr std::string_view meta_state_key = "state";
 Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key, ByteSpan value) {
     if (s.journal.is_active) {
         QUEEN_TRY(auto old, txn.get(table, key));
-        s.journal.store.push_back(
-            {table, Bytes(key.begin(), key.end()),
-             old ? std::optional<Bytes>(Bytes(old->begin(), old->end())) : std::nullopt});
+        s.journal.record(table, key, old);
     }
     return txn.put(table, key, value);
 }
@@ -36,9 +34,7 @@ Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan ke
 Result<void> put_over(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
                       ByteSpan value, std::optional<ByteSpan> old) {
     if (s.journal.is_active) {
-        s.journal.store.push_back(
-            {table, Bytes(key.begin(), key.end()),
-             old ? std::optional<Bytes>(Bytes(old->begin(), old->end())) : std::nullopt});
+        s.journal.record(table, key, old);
     }
     return txn.put(table, key, value);
 }
@@ -49,7 +45,7 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
                                               ByteSpan key, ByteSpan value) {
     QUEEN_TRY(auto existing, txn.put_if_absent(table, key, value));
     if (!existing && s.journal.is_active) {
-        s.journal.store.push_back({table, Bytes(key.begin(), key.end()), std::nullopt});
+        s.journal.record(table, key, std::nullopt);
     }
     return existing;
 }
@@ -1009,7 +1005,7 @@ Result<AckItemResult> ack_item_by_id(State& s, store::WriteTxn& txn, const AckIt
 
 void begin_atomic(State& s) {
     QUEEN_ASSERT(!s.journal.is_active, "atomic entries do not nest");
-    s.journal = detail::Journal{};
+    s.journal.reset();
     s.journal.is_active = true;
     s.journal.meta = s.meta;
     s.journal.partitions_size = s.partitions.size();
@@ -1018,24 +1014,30 @@ void begin_atomic(State& s) {
 
 void end_atomic(State& s) {
     QUEEN_ASSERT(s.journal.is_active, "end_atomic without begin_atomic");
-    auto released = std::move(s.journal.released_leases);
-    s.journal = detail::Journal{};
-    for (const auto& [lease_id, pid, gid] : released) {
+    s.journal.is_active = false;  // the releases below go to the index now
+    for (const auto& [lease_id, pid, gid] : s.journal.released_leases) {
         release_lease_index(s, lease_id, pid, gid);
     }
+    s.journal.reset();
 }
 
 Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
     QUEEN_ASSERT(s.journal.is_active, "rollback_atomic without begin_atomic");
-    detail::Journal journal = std::move(s.journal);
-    s.journal = detail::Journal{};
-    for (auto it = journal.store.rbegin(); it != journal.store.rend(); ++it) {
-        if (it->old_value) {
-            QUEEN_TRY(txn.put(it->table, it->key, *it->old_value));
-        } else {
-            QUEEN_TRY(txn.del(it->table, it->key));
+    detail::Journal& journal = s.journal;
+    journal.is_active = false;
+    // LMDB first (newest undo first); memory is restored even if LMDB fails (the caller then
+    // aborts the txn and rebuilds anyway).
+    auto restored = [&]() -> Result<void> {
+        for (std::size_t i = journal.store_size; i-- > 0;) {
+            const detail::Journal::StoreUndo& undo = journal.store[i];
+            if (undo.has_old_value) {
+                QUEEN_TRY(txn.put(undo.table, undo.key, undo.old_value));
+            } else {
+                QUEEN_TRY(txn.del(undo.table, undo.key));
+            }
         }
-    }
+        return {};
+    }();
     s.meta = journal.meta;
     for (auto it = journal.partitions.rbegin(); it != journal.partitions.rend(); ++it) {
         s.partitions[it->first] = it->second;
@@ -1060,7 +1062,8 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
     s.dirty_partitions.clear();
     // Partition and queue ids the entry created are free again: another name may get them.
     s.partition_cache.clear();
-    return {};
+    journal.reset();
+    return restored;
 }
 
 // ------------------------------------------------------------------------------------------

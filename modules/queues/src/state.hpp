@@ -132,12 +132,15 @@ private:
     std::size_t size_ = 0;  ///< insertions since the last clear (bounds both maps)
 };
 
-/// Undo records of the entry being applied atomically.
+/// Undo records of the entry being applied atomically. It lives as long as the State and is
+/// reset() between entries, keeping its buffers: an entry's journal allocates nothing once the
+/// earlier ones have grown it.
 struct Journal {
     struct StoreUndo {
         store::Table table;
         Bytes key;
-        std::optional<Bytes> old_value;
+        bool has_old_value = false;  ///< false: the key was absent (undo = delete)
+        Bytes old_value;
     };
     bool is_active = false;
     MetaRecord meta;
@@ -148,10 +151,41 @@ struct Journal {
     std::vector<std::uint32_t> created_queues;
     std::vector<std::string> created_groups;
     std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> queue_counts;  ///< old
+    /// The entry's LMDB undos are store[0, store_size); later elements are spares whose buffers
+    /// the next records reuse.
     std::vector<StoreUndo> store;
+    std::size_t store_size = 0;
     /// Lease index entries (lease, partition, group) the entry released: dropped from
     /// State::leases when it commits, kept when it rolls back.
     std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> released_leases;
+
+    /// Records that `key` of `table` held `old` (std::nullopt: absent) before the entry wrote it.
+    void record(store::Table table, ByteSpan key, std::optional<ByteSpan> old) {
+        if (store_size == store.size()) {
+            store.emplace_back();
+        }
+        StoreUndo& undo = store[store_size++];
+        undo.table = table;
+        undo.key.assign(key.begin(), key.end());
+        undo.has_old_value = old.has_value();
+        if (old) {
+            undo.old_value.assign(old->begin(), old->end());
+        }
+    }
+    /// Forgets the entry (inactive, nothing recorded), keeping the buffers.
+    void reset() {
+        is_active = false;
+        meta = MetaRecord{};
+        partitions_size = 0;
+        wakeups_size = 0;
+        partitions.clear();
+        partitions_saved.clear();
+        created_queues.clear();
+        created_groups.clear();
+        queue_counts.clear();
+        store_size = 0;
+        released_leases.clear();
+    }
 };
 
 struct State {
