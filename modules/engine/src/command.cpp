@@ -362,10 +362,11 @@ Bytes encode_command(const Command& command) {
     return out;
 }
 
-/// Command types decode_command_into overwrites in place: fields() covers every member.
+/// Command types decode_command_into overwrites in place: fields() covers every member (a
+/// TransactionOp encodes only the member its kind selects: the decoder resets the other one).
 template <class T>
-constexpr bool decodes_in_place =
-    std::is_same_v<T, Push> || std::is_same_v<T, Pop> || std::is_same_v<T, Ack>;
+constexpr bool decodes_in_place = std::is_same_v<T, Push> || std::is_same_v<T, Pop> ||
+                                  std::is_same_v<T, Ack> || std::is_same_v<T, Transaction>;
 
 Result<Command> decode_command(ByteSpan bytes) {
     Command command;
@@ -420,6 +421,17 @@ Result<void> decode_command_into(ByteSpan bytes, Command& out) {
             make_alternative<CommandBody>(type - 1u, std::make_index_sequence<alternatives>{});
     }
     std::visit([&](auto& body) { reader(body); }, command.body);
+    if (auto* transaction = std::get_if<Transaction>(&command.body)) {
+        // The member an op's kind does not select is not encoded: nothing of an op decoded
+        // there before may survive in it.
+        for (TransactionOp& op : transaction->ops) {
+            if (op.kind == TransactionOp::Kind::push) {
+                op.ack = AckItem{};
+            } else {
+                op.push = PushItem{};
+            }
+        }
+    }
     if (!in.ok() || !in.at_end()) {
         return decode_error("command", reader, in.position());
     }

@@ -168,7 +168,7 @@ struct Engine::Impl {
     TimestampMs last_now{0};
     bool is_poisoned = false;
     /// Decode scratch, one command per CommandBody alternative (decode_command_into): pushes,
-    /// pops and acks decode without allocating once these have grown. Entries over
+    /// pops, acks and transactions decode without allocating once these have grown. Entries over
     /// scratch_bytes_max decode into a temporary instead, so one huge command does not pin its
     /// memory. Applier thread only.
     std::array<Command, std::variant_size_v<CommandBody>> scratch;

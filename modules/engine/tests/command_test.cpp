@@ -157,6 +157,22 @@ TEST_CASE("engine: decode_command_into a reused scratch per type equals a fresh 
         REQUIRE(decode_command_into(encoded, reused).has_value());
         // Nothing of the command decoded there before survives.
         REQUIRE(encode_command(reused) == encoded);
+        if (const auto* transaction = std::get_if<Transaction>(&reused.body)) {
+            // Not encoded, so not compared above: the member an op's kind does not select.
+            for (const TransactionOp& op : transaction->ops) {
+                if (op.kind == TransactionOp::Kind::push) {
+                    CHECK(op.ack.transaction_id.empty());
+                    CHECK(op.ack.partition == PartitionId{});
+                    CHECK(op.ack.error.empty());
+                    CHECK(op.ack.group == queue_mode_group);
+                } else {
+                    CHECK(op.push.queue.empty());
+                    CHECK(op.push.transaction_id.empty());
+                    CHECK(op.push.payload.empty());
+                    CHECK(op.push.partition == default_partition_name);
+                }
+            }
+        }
         REQUIRE(decode_command_into(encoded, shared).has_value());
         REQUIRE(encode_command(shared) == encoded);
         // A failed decode leaves a valid command that the next decode overwrites.

@@ -88,11 +88,12 @@ inline constexpr std::size_t command_bytes_max = std::size_t{64} << 20;
 /// type, truncated input, trailing bytes, an enum or bool out of range, input over
 /// command_bytes_max), with the byte offset in the context.
 [[nodiscard]] Result<Command> decode_command(ByteSpan bytes);
-/// Decodes like decode_command into `out`. When `out` already holds a Push, Pop or Ack and
-/// `bytes` is one too, the strings and vectors of `out` are overwritten in place and keep their
-/// storage, so an applier decoding every entry of a type into one scratch command stops
-/// allocating once the scratch has grown (every field of those types is encoded, so nothing of
-/// the previous command survives). On error `out` holds some valid command.
+/// Decodes like decode_command into `out`. When `out` already holds a Push, Pop, Ack or
+/// Transaction and `bytes` is one too, the strings and vectors of `out` are overwritten in place
+/// and keep their storage, so an applier decoding every entry of a type into one scratch command
+/// stops allocating once the scratch has grown (every field of those types is encoded, or, for
+/// the member of a TransactionOp its kind does not select, reset: nothing of the previous
+/// command survives). On error `out` holds some valid command.
 /// Errors: as decode_command.
 [[nodiscard]] Result<void> decode_command_into(ByteSpan bytes, Command& out);
 /// The CommandBody alternative index of an encoded command, from its header only (no decode);
