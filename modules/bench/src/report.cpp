@@ -86,8 +86,9 @@ std::string format_table(const Report& report) {
     line("  batch/size",
          std::to_string(c.batch) + " msgs x " + std::to_string(c.size_bytes) + " bytes");
     line("  partitions", std::to_string(c.partitions));
-    line("  clients",
-         std::to_string(c.producers) + " producers, " + std::to_string(c.consumers) + " consumers");
+    line("  clients", std::to_string(c.producers) + " producers, " + std::to_string(c.consumers) +
+                          " consumers on " + std::to_string(c.driver_threads) + " driver thread" +
+                          (c.driver_threads == 1 ? "" : "s"));
     line("  machine", std::to_string(c.cores) + " cores, load average " + load_of(c));
     if (c.server_rss_bytes >= 0) {
         line("  server rss",
@@ -112,6 +113,7 @@ std::string format_json(const Report& report) {
         {"partitions", c.partitions},
         {"producers", c.producers},
         {"consumers", c.consumers},
+        {"driver_threads", c.driver_threads},
         {"cores", c.cores},
         {"load_average_1m", c.load_average_1m < 0 ? nlohmann::ordered_json(nullptr)
                                                   : nlohmann::ordered_json(c.load_average_1m)},

@@ -930,6 +930,7 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     c.partitions = options.partitions;
     c.producers = options.workload == Workload::transaction ? 0 : options.producers;
     c.consumers = options.workload == Workload::produce ? 0 : options.consumers;
+    c.driver_threads = options.driver_threads;
     return report;
 }
 

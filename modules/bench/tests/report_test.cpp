@@ -29,6 +29,7 @@ Report sample_report() {
     report.conditions.size_bytes = 256;
     report.conditions.partitions = 1;
     report.conditions.producers = 4;
+    report.conditions.driver_threads = 1;
     report.conditions.cores = 2;
     report.conditions.load_average_1m = 3.5;
     return report;
@@ -67,6 +68,7 @@ TEST_CASE("bench: report JSON has the documented fields and units", "[bench][rep
     CHECK(conditions["partitions"] == 1);
     CHECK(conditions["producers"] == 4);
     CHECK(conditions["consumers"] == 0);
+    CHECK(conditions["driver_threads"] == 1);
     CHECK(conditions["cores"] == 2);
     CHECK(conditions["load_average_1m"].get<double>() == Approx(3.5));
     CHECK(conditions["server_rss_bytes"].is_null());
