@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -98,7 +100,26 @@ private:
     /// escape, a control byte, UTF-8, no closing quote) returns false for the full scanner.
     [[nodiscard]] bool find_plain_string_end(std::size_t& end) const noexcept {
         const char* data = text_.data();
-        for (std::size_t i = pos_ + 1; i < text_.size(); ++i) {
+        std::size_t i = pos_ + 1;
+        // Eight bytes at a time while none of them can end the fast path (ids and times are
+        // 24-36 plain bytes): a word holding a quote, backslash, control or non-ASCII byte goes
+        // to the byte loop below, which finds the first one exactly (the word test may flag bytes
+        // after it, never miss one).
+        constexpr std::uint64_t ones = 0x0101'0101'0101'0101ULL;
+        constexpr std::uint64_t highs = 0x8080'8080'8080'8080ULL;
+        for (; i + sizeof(std::uint64_t) <= text_.size(); i += sizeof(std::uint64_t)) {
+            std::uint64_t word = 0;
+            std::memcpy(&word, data + i, sizeof word);
+            const std::uint64_t quote = word ^ (ones * '"');
+            const std::uint64_t backslash = word ^ (ones * '\\');
+            const std::uint64_t special = ((quote - ones) & ~quote) |
+                                          ((backslash - ones) & ~backslash) |
+                                          ((word - ones * 0x20) & ~word) | word;
+            if ((special & highs) != 0) {
+                break;
+            }
+        }
+        for (; i < text_.size(); ++i) {
             const auto c = static_cast<unsigned char>(data[i]);
             if (c == '"') {
                 end = i;

@@ -1,10 +1,13 @@
 // client/tests/perf_test.cpp — hidden measurements (run with `client_tests "[.perf]"`): client
 // round trips against the in-process test server. They print numbers and assert no timings.
+#include <time.h>
+
 #include <chrono>
 #include <iostream>
 #include <thread>
 
 #include "queen/client/client.hpp"
+#include "queen/client/protocol.hpp"
 #include "queen/testing/catch.hpp"
 #include "test_server.hpp"
 
@@ -67,4 +70,61 @@ TEST_CASE("client: push round trips per second over keep-alive (loopback, test s
                       << " msgs/s, connects=" << client.connects_total() << "\n";
         }
     }
+}
+
+TEST_CASE("client: reading a 100-message pop answer and building its acks (CPU, no network)",
+          "[.perf][client][protocol]") {
+    // The shape and sizes of a Queen pop answer: 12 fields per message, UUIDs, 256-byte payload.
+    std::string body =
+        R"({"success":true,"queue":"bench","partition":"p0","partitionId":"00000000-0000-8200-0000-000000000001",)"
+        R"("leaseId":"00000000-0000-8400-0000-000000000001","consumerGroup":"__QUEUE_MODE__",)"
+        R"("leaseExpiresAt":"2026-11-30T06:32:15.701Z","messages":[)";
+    for (int i = 0; i < 100; ++i) {
+        body +=
+            std::string(i == 0 ? "" : ",") + R"({"id":"00000000-0001-8300-0000-0000000000)" +
+            std::to_string(10 + i) + R"(","transactionId":"01a22b22-e057-7283-8cc6-dfd457e29f)" +
+            std::to_string(10 + i) + R"(","traceId":null,"data":{"seq":)" + std::to_string(i) +
+            R"(,"ts":123456789012,"pad":")" + std::string(200, 'x') +
+            R"("},"producerSub":null,"createdAt":"2026-11-30T06:27:15.673000Z",)"
+            R"("partitionId":"00000000-0000-8200-0000-000000000001","partition":"p0",)"
+            R"("leaseId":"00000000-0000-8400-0000-000000000001","consumerGroup":"__QUEUE_MODE__",)"
+            R"("retryCount":0})";
+    }
+    body += R"(],"partitionsClaimed":1})";
+    HttpResponse response;
+    response.status = 200;
+    response.body = body;
+    PopRequest pop;
+    pop.queue = "bench";
+    OwnedRequest request;
+    REQUIRE(build_pop(pop, 0, request));
+    PopResult result;
+    std::vector<Ack> acks;
+    OwnedRequest ack_request;
+    constexpr int rounds = 2000;
+    const auto cpu_ns = [] {
+        timespec now{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+        return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
+    };
+    std::int64_t read_ns = 0;
+    std::int64_t ack_ns = 0;
+    for (int round = 0; round < rounds; ++round) {
+        const std::int64_t start_ns = cpu_ns();
+        REQUIRE(read_pop_answer(request.view(), response, pop, result));
+        const std::int64_t read_end_ns = cpu_ns();
+        acks.resize(result.messages.size());
+        for (std::size_t m = 0; m < acks.size(); ++m) {
+            acks[m] = Ack::of(result.messages[m]);
+        }
+        build_ack_batch(acks, result.consumer_group, ack_request);
+        ack_ns += cpu_ns() - read_end_ns;
+        read_ns += read_end_ns - start_ns;
+    }
+    REQUIRE(result.messages.size() == 100);
+    const double messages = 100.0 * rounds;
+    std::cout << "pop answer of 100 messages (" << body.size()
+              << " bytes): " << static_cast<double>(read_ns) / messages / 1000.0
+              << " us per message read, " << static_cast<double>(ack_ns) / messages / 1000.0
+              << " us per message acked\n";
 }
