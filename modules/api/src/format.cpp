@@ -141,8 +141,14 @@ std::string format_push(const queues::PushResult& result,
 }
 
 Result<std::string> format_pop(const queues::PopResult& result, const PayloadCipher* cipher) {
-    const std::string lease =
-        result.lease == queues::LeaseId{0} ? std::string() : queues::format_lease_id(result.lease);
+    // The lease id text, "" without a lease (written in place like the other ids).
+    const auto write_lease = [&result](JsonWriter& out) {
+        if (result.lease == queues::LeaseId{0}) {
+            out.string("");
+        } else {
+            write_uuid(out, queues::UuidKind::lease, 0, result.lease.value());
+        }
+    };
     const queues::PoppedMessage* first = result.messages.empty() ? nullptr : &result.messages[0];
     std::size_t capacity = 512;
     for (const queues::PoppedMessage& message : result.messages) {
@@ -160,7 +166,9 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
     } else {
         out.string("");
     }
-    out.field("leaseId", lease).field("consumerGroup", result.group);
+    out.key("leaseId");
+    write_lease(out);
+    out.field("consumerGroup", result.group);
     if (result.lease != queues::LeaseId{0} && result.lease_expires_at.value() > 0) {
         out.key("leaseExpiresAt").iso_time(result.lease_expires_at.value(), false);
     } else {
@@ -184,9 +192,9 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
             .iso_time(message.created_at.value(), true)
             .key("partitionId");
         write_partition_id(out, message.id.partition);
-        out.field("partition", message.partition)
-            .field("leaseId", lease)
-            .field("consumerGroup", result.group)
+        out.field("partition", message.partition).key("leaseId");
+        write_lease(out);
+        out.field("consumerGroup", result.group)
             .field("retryCount", message.retry_count)
             .end_object();
     }
