@@ -122,9 +122,8 @@ Result<void> flush_partitions(State& s, store::WriteTxn& txn) {
             QUEEN_TRY(put(s, txn, s.tables.partitions, key.span(), s.scratch));
             continue;
         }
-        Bytes old_value;
-        encode_partition(old_value, *info, old->second);
-        QUEEN_TRY(put_over(s, txn, s.tables.partitions, key.span(), s.scratch, old_value));
+        encode_partition(s.old_scratch, *info, old->second);
+        QUEEN_TRY(put_over(s, txn, s.tables.partitions, key.span(), s.scratch, s.old_scratch));
     }
     s.dirty_partitions.clear();
     return {};

@@ -210,6 +210,8 @@ struct State {
     Bytes scratch;
     /// Reused encode buffer of the meta record.
     Bytes meta_scratch;
+    /// Reused encode buffer of an old value the journal records without reading it.
+    Bytes old_scratch;
 };
 
 }  // namespace queen::queues::detail
