@@ -14,12 +14,15 @@ namespace {
 
 constexpr std::string_view applied_key = "applied";
 constexpr std::uint8_t meta_format_version = 1;
+constexpr std::uint8_t applied_moved_marker = 2;  ///< "e.meta"/"applied" since the move
 
 /// "q.meta"/"applied": format(1) | applied_index u64 LE | last_now_ms i64 LE. It shares the
 /// table of the queues' counters record ("q.meta"/"state"), so a txn whose entries change a
 /// counter (every pop takes a lease id) dirties one page for both instead of one per table.
 /// Data written before lived in "e.meta"/"applied": open() reads it there when "q.meta" has
-/// none, and the first commit moves it.
+/// none, and the first commit moves it, leaving the one-byte `applied_moved_marker` there.
+/// A binary built before the move reads that as an undecodable record and refuses to open,
+/// instead of finding no applied index and replaying the whole log over the state.
 Bytes encode_applied(LogIndex index, TimestampMs last_now) {
     Bytes out;
     ByteWriter writer(out);
@@ -160,9 +163,9 @@ struct Engine::Impl {
     queues::QueueState queues;
     Options options;
     LogIndex applied_index;  ///< applier thread only
-    /// "e.meta" still holds the applied record of the layout before it moved to "q.meta": the
-    /// next commit deletes it there. Applier thread only.
-    bool has_legacy_applied = false;
+    /// "e.meta" does not hold applied_moved_marker yet (fresh data, or the applied record of
+    /// the layout before it moved to "q.meta"): the next commit writes it. Applier thread only.
+    bool needs_moved_marker = true;
     /// applied_index as of the last commit, for other threads (applied_index(), sync()).
     std::atomic<std::uint64_t> committed_index{0};
     TimestampMs last_now{0};
@@ -274,15 +277,16 @@ struct Engine::Impl {
             emit(std::move(result));
         }
         QUEEN_TRY(txn.put(queues.tables().meta, as_bytes(applied_key), encode_applied(index, now)));
-        if (has_legacy_applied) {
-            QUEEN_TRY(txn.del(meta, as_bytes(applied_key)));
+        if (needs_moved_marker) {
+            const std::array<Byte, 1> marker{applied_moved_marker};
+            QUEEN_TRY(txn.put(meta, as_bytes(applied_key), ByteSpan{marker}));
         }
         if (before_commit != nullptr && !handed) {
             handed = true;
             (*before_commit)(first, typed);
         }
         QUEEN_TRY(txn.commit());
-        has_legacy_applied = false;
+        needs_moved_marker = false;
         applied_index = index;
         committed_index.store(index.value(), std::memory_order_release);
         last_now = now;
@@ -342,9 +346,15 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
     {
         QUEEN_TRY(auto txn, impl->env.begin_read());
         QUEEN_TRY(auto raw, txn.get(impl->queues.tables().meta, as_bytes(applied_key)));
+        QUEEN_TRY(auto legacy, txn.get(meta, as_bytes(applied_key)));
+        const bool is_moved = legacy && legacy->size() == 1 && (*legacy)[0] == applied_moved_marker;
+        impl->needs_moved_marker = !is_moved;
+        if (!raw && is_moved) {
+            return Error{queen::Errc::corruption,
+                         "engine: the applied_index record moved to q.meta but is not there"};
+        }
         if (!raw) {
-            QUEEN_TRY(raw, txn.get(meta, as_bytes(applied_key)));
-            impl->has_legacy_applied = raw.has_value();
+            raw = legacy;
         }
         if (raw) {
             ByteReader reader(*raw);

@@ -103,13 +103,21 @@ TEST_CASE("engine: an applied record in the old place (e.meta) is read, then mov
     auto tables = [&](store::Env& env) {
         return std::pair{env.open_table("e.meta").value(), env.open_table("q.meta").value()};
     };
+    // (what the old place holds: nothing, the record, or the one-byte moved marker; whether
+    // the new place holds the record)
     auto where = [&]() {
         auto env = store::Env::open(dir.path(), options.store).value();
         auto [old_place, new_place] = tables(env);
         auto txn = env.begin_read().value();
-        return std::pair{txn.get(old_place, applied_key).value().has_value(),
-                         txn.get(new_place, applied_key).value().has_value()};
+        const auto old_value = txn.get(old_place, applied_key).value();
+        const std::string old_state = !old_value               ? "none"
+                                      : old_value->size() == 1 ? "marker"
+                                                               : "record";
+        return std::pair{old_state, txn.get(new_place, applied_key).value().has_value()};
     };
+    // Fresh data: the first commit already left the marker, so a binary from before the move
+    // refuses the data instead of replaying its whole log over it.
+    REQUIRE(where() == std::pair{std::string("marker"), true});
     {
         auto env = store::Env::open(dir.path(), options.store).value();
         auto [old_place, new_place] = tables(env);
@@ -121,16 +129,29 @@ TEST_CASE("engine: an applied record in the old place (e.meta) is read, then mov
         REQUIRE(txn.del(new_place, applied_key).value());
         REQUIRE(txn.commit().has_value());
     }
-    REQUIRE(where() == std::pair{true, false});
+    REQUIRE(where() == std::pair{std::string("record"), false});
     {
         auto engine = Engine::open(dir.path(), options).value();
         REQUIRE(engine.applied_index() == LogIndex{4});
         (void)apply_one<PushResult>(engine, push_command("q", "p", "t4"), 1004);
         REQUIRE(engine.applied_index() == LogIndex{5});
     }
-    REQUIRE(where() == std::pair{false, true});
-    auto engine = Engine::open(dir.path(), options).value();
-    REQUIRE(engine.applied_index() == LogIndex{5});
+    REQUIRE(where() == std::pair{std::string("marker"), true});
+    {
+        auto engine = Engine::open(dir.path(), options).value();
+        REQUIRE(engine.applied_index() == LogIndex{5});
+    }
+    // The marker without the record in the new place is damage, not a fresh start.
+    {
+        auto env = store::Env::open(dir.path(), options.store).value();
+        auto [old_place, new_place] = tables(env);
+        auto txn = env.begin_write().value();
+        REQUIRE(txn.del(new_place, applied_key).value());
+        REQUIRE(txn.commit().has_value());
+    }
+    auto reopened = Engine::open(dir.path(), options);
+    REQUIRE_FALSE(reopened.has_value());
+    CHECK(reopened.error().is(queen::Errc::corruption));
 }
 
 TEST_CASE("engine: a retried client request is applied once and gets the cached result",
