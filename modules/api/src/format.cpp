@@ -2,39 +2,55 @@
 #include "format.hpp"
 
 #include <array>
-#include <cstring>
 
 #include "json.hpp"
 #include "queen/core/assert.hpp"
 
 namespace queen::api::detail {
 
+namespace {
+
+/// "00" .. "ff": the two lowercase hex digits of each byte value.
+constexpr std::array<char, 512> hex_pairs = [] {
+    constexpr char digits[] = "0123456789abcdef";
+    std::array<char, 512> pairs{};
+    for (std::size_t i = 0; i < 256; ++i) {
+        pairs[2 * i] = digits[i >> 4];
+        pairs[2 * i + 1] = digits[i & 0xf];
+    }
+    return pairs;
+}();
+
+/// Writes the `bytes` low-order bytes of `value` as 2 * `bytes` hex digits, most significant
+/// first.
+void put_hex(char* at, std::uint64_t value, std::size_t bytes) noexcept {
+    for (std::size_t i = bytes; i > 0; --i) {
+        const std::size_t pair = 2 * ((value >> (8 * (i - 1))) & 0xff);
+        *at++ = hex_pairs[pair];
+        *at++ = hex_pairs[pair + 1];
+    }
+}
+
+}  // namespace
+
 void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std::uint64_t low) {
     // The layout of queues::format_uuid: high (48 bits, 12 digits) | '8' | kind | "00" | low
     // (64 bits, 16 digits), dashes after digits 8, 12, 16 and 20.
     QUEEN_ASSERT(high < (std::uint64_t{1} << 48), "uuid high part over 48 bits: ", high);
     static constexpr char digits[] = "0123456789abcdef";
-    std::array<char, 32> hex{};
-    for (std::size_t i = 0; i < 12; ++i) {
-        hex[i] = digits[(high >> (4 * (11 - i))) & 0xf];
-    }
-    hex[12] = '8';
-    hex[13] = digits[static_cast<unsigned>(kind) & 0xf];
-    hex[14] = '0';
-    hex[15] = '0';
-    for (std::size_t i = 0; i < 16; ++i) {
-        hex[16 + i] = digits[(low >> (4 * (15 - i))) & 0xf];
-    }
     char* at = out.string_slot(36);
-    std::memcpy(at, hex.data(), 8);
+    put_hex(at, high >> 16, 4);  // digits 1-8
     at[8] = '-';
-    std::memcpy(at + 9, hex.data() + 8, 4);
+    put_hex(at + 9, high, 2);  // digits 9-12
     at[13] = '-';
-    std::memcpy(at + 14, hex.data() + 12, 4);
+    at[14] = '8';
+    at[15] = digits[static_cast<unsigned>(kind) & 0xf];
+    at[16] = '0';
+    at[17] = '0';
     at[18] = '-';
-    std::memcpy(at + 19, hex.data() + 16, 4);
+    put_hex(at + 19, low >> 48, 2);  // digits 17-20
     at[23] = '-';
-    std::memcpy(at + 24, hex.data() + 20, 12);
+    put_hex(at + 24, low, 6);  // digits 21-32
 }
 
 std::string missing_key_message(std::string_view what) {
