@@ -282,3 +282,25 @@ TEST_CASE("json: append_quoted writes a literal that decodes to the input", "[co
         CHECK(decoded == text);
     }
 }
+
+TEST_CASE("json: strings with one special byte at every offset of a long plain run",
+          "[core][json]") {
+    // The string scanner skips plain text 16 and 8 bytes at a time; each special piece (quote,
+    // escape, control byte, UTF-8, broken UTF-8) must be seen wherever it falls in a step.
+    const std::vector<std::string> specials = {
+        "\\\"", "\\\\", "\\n", "\\u00e9", "\"",  "\x01", "\x1f", "\x7f", "é", "\xF0\x9F\x98\x80",
+        "\xC3", "\xFF", "\\x", "\\ud83d", "\x80"};
+    int checked = 0;
+    for (const auto& special : specials) {
+        for (std::size_t before = 0; before <= 40; ++before) {
+            for (const std::size_t after : {std::size_t{0}, std::size_t{3}, std::size_t{17}}) {
+                const std::string text = "{\"k\":\"" + std::string(before, 'a') + special +
+                                         std::string(after, 'b') + "\",\"n\":1}";
+                INFO("text=" << text);
+                REQUIRE(is_valid_json(text) == json::accept(text));
+                ++checked;
+            }
+        }
+    }
+    CHECK(checked == 15 * 41 * 3);
+}
