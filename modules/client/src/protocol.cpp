@@ -217,6 +217,30 @@ void reset_message(Message& message) {
     message.retry_count = 0;
 }
 
+/// One push item object as /push and a transaction's push operation take it; a missing
+/// transactionId gets a UUIDv7 from `ids`.
+void append_push_item(std::string& body, const PushItem& item, IdSource& ids) {
+    body += R"({"queue":)";
+    json::scan::append_quoted(body, item.queue);
+    body += R"(,"partition":)";
+    json::scan::append_quoted(body, item.partition.empty() ? default_partition : item.partition);
+    body += R"(,"payload":)";
+    body += item.payload_json.empty() ? "null" : item.payload_json;
+    body += R"(,"transactionId":)";
+    if (item.transaction_id.empty()) {
+        body += '"';
+        ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
+        body += '"';
+    } else {
+        json::scan::append_quoted(body, item.transaction_id);
+    }
+    if (!item.trace_id.empty()) {
+        body += R"(,"traceId":)";
+        json::scan::append_quoted(body, item.trace_id);
+    }
+    body += '}';
+}
+
 }  // namespace
 
 HttpRequest OwnedRequest::view() const noexcept {
@@ -284,27 +308,10 @@ queen::Status build_push(std::span<const PushItem> items, bool is_payload_valida
             return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
                                                             " has a payload that is not JSON"};
         }
-        body += i == 0 ? "{" : ",{";
-        body += R"("queue":)";
-        json::scan::append_quoted(body, item.queue);
-        body += R"(,"partition":)";
-        json::scan::append_quoted(body,
-                                  item.partition.empty() ? default_partition : item.partition);
-        body += R"(,"payload":)";
-        body += item.payload_json.empty() ? "null" : item.payload_json;
-        body += R"(,"transactionId":)";
-        if (item.transaction_id.empty()) {
-            body += '"';
-            ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
-            body += '"';
-        } else {
-            json::scan::append_quoted(body, item.transaction_id);
+        if (i > 0) {
+            body += ',';
         }
-        if (!item.trace_id.empty()) {
-            body += R"(,"traceId":)";
-            json::scan::append_quoted(body, item.trace_id);
-        }
-        body += '}';
+        append_push_item(body, item, ids);
     }
     body += "]}";
     return {};
@@ -663,27 +670,10 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
                     return queen::Error{Errc::invalid_argument,
                                         "transaction: a push item has a payload that is not JSON"};
                 }
-                body += i == 0 ? "{" : ",{";
-                body += R"("queue":)";
-                json::scan::append_quoted(body, item.queue);
-                body += R"(,"partition":)";
-                json::scan::append_quoted(
-                    body, item.partition.empty() ? default_partition : item.partition);
-                body += R"(,"payload":)";
-                body += item.payload_json.empty() ? "null" : item.payload_json;
-                body += R"(,"transactionId":)";
-                if (item.transaction_id.empty()) {
-                    body += '"';
-                    ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
-                    body += '"';
-                } else {
-                    json::scan::append_quoted(body, item.transaction_id);
+                if (i > 0) {
+                    body += ',';
                 }
-                if (!item.trace_id.empty()) {
-                    body += R"(,"traceId":)";
-                    json::scan::append_quoted(body, item.trace_id);
-                }
-                body += '}';
+                append_push_item(body, item, ids);
             }
             body += "]}";
         } else {
