@@ -23,30 +23,13 @@ using queen::client::Endpoint;
 using queen::client::Errc;
 using queen::client::HttpRequest;
 using queen::client::testing::close_reply;
+using queen::client::testing::get;
 using queen::client::testing::json_reply;
+using queen::client::testing::local;
+using queen::client::testing::post;
 using queen::client::testing::RecordedRequest;
 using queen::client::testing::Reply;
 using queen::client::testing::TestServer;
-
-Endpoint local(std::uint16_t port) {
-    return Endpoint{"127.0.0.1", port};
-}
-
-HttpRequest get(std::string_view target) {
-    HttpRequest request;
-    request.target = target;
-    return request;
-}
-
-HttpRequest post(std::string_view target, std::string_view body, bool is_idempotent = true) {
-    HttpRequest request;
-    request.method = "POST";
-    request.target = target;
-    request.body = body;
-    request.has_body = true;
-    request.is_idempotent = is_idempotent;
-    return request;
-}
 
 }  // namespace
 

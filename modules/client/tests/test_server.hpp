@@ -7,10 +7,36 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "queen/client/connection.hpp"
+
 namespace queen::client::testing {
+
+/// 127.0.0.1:`port`.
+inline Endpoint local(std::uint16_t port) {
+    return Endpoint{"127.0.0.1", port};
+}
+
+/// A GET of `target`.
+inline HttpRequest get(std::string_view target) {
+    HttpRequest request;
+    request.target = target;
+    return request;
+}
+
+/// A POST of `body` to `target`.
+inline HttpRequest post(std::string_view target, std::string_view body, bool is_idempotent = true) {
+    HttpRequest request;
+    request.method = "POST";
+    request.target = target;
+    request.body = body;
+    request.has_body = true;
+    request.is_idempotent = is_idempotent;
+    return request;
+}
 
 struct RecordedRequest {
     std::string method;
