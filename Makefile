@@ -13,7 +13,7 @@ SIM_SOAK_SECONDS ?= 3600
 # Debian packages the build and the tests need. `make deps` installs only what is missing.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 catch2 liblmdb-dev lmdb-utils \
 	libasio-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libhttp-parser-dev libssl-dev \
-	libfiu-dev fiu-utils clang-14 libclang-rt-14-dev clang-format-14 curl procps
+	libtcmalloc-minimal4 libfiu-dev fiu-utils clang-14 libclang-rt-14-dev clang-format-14 curl procps
 
 QUEEN := $(BUILD)/cli/queen
 
