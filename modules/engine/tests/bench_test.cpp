@@ -84,6 +84,7 @@ Options bench_options() {
 // own partition: pop 1, then ack it and push the next message in one transaction; the node
 // applies ~2 entries per txn) and per message of push-100 (16 producers, 100 x 256 B spread
 // over 16 partitions, ~7 pushes per txn). QUEEN_BENCH_LOOPS, QUEEN_BENCH_PUSHES size the runs;
+// QUEEN_BENCH_LOOPS_PER_TXN and QUEEN_BENCH_PUSHES_PER_TXN set how many loops (pushes) share a txn;
 // QUEEN_BENCH_WORKLOAD = transaction | push runs one; QUEEN_BENCH_SPLIT=1 applies pops and
 // transactions in separate txns (to count LMDB operations per command).
 TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.bench]") {
@@ -125,19 +126,25 @@ TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.
             pop.partition = "t" + std::to_string(worker);
             return Command{0, 0, pop};
         };
-        // Batch k = {pop of worker k, transaction of worker k - 1 on what its pop returned}.
-        std::optional<PopResult> previous;
-        int previous_worker = 0;
+        // Batch k = {pops of workers kK .. kK + K - 1, the transactions of batch k - 1's workers
+        // on what their pops returned}; K = QUEEN_BENCH_LOOPS_PER_TXN (default 1).
+        const auto per_txn =
+            std::max<std::int64_t>(1, queen::testing::env_int("QUEEN_BENCH_LOOPS_PER_TXN", 1));
+        std::vector<std::pair<int, PopResult>> previous;
         std::int64_t transactions = 0;
         applier.apply_cpu_s = 0;
         const auto start = std::chrono::steady_clock::now();
-        for (std::int64_t k = 0; k < loops; ++k) {
-            const int worker = static_cast<int>(k % workers);
+        for (std::int64_t k = 0; k * per_txn < loops; ++k) {
             std::vector<Command> batch;
-            batch.push_back(pop_of(worker));
-            if (previous) {
+            std::vector<int> workers_popped;
+            for (std::int64_t j = 0; j < per_txn; ++j) {
+                const int worker = static_cast<int>((k * per_txn + j) % workers);
+                batch.push_back(pop_of(worker));
+                workers_popped.push_back(worker);
+            }
+            for (const auto& [previous_worker, popped] : previous) {
                 Transaction transaction;
-                for (const auto& message : previous->messages) {
+                for (const auto& message : popped.messages) {
                     TransactionOp ack;
                     ack.kind = TransactionOp::Kind::ack;
                     ack.ack = AckItem{message.id.partition,
@@ -145,7 +152,7 @@ TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.
                                       AckStatus::completed,
                                       false,
                                       {},
-                                      previous->lease,
+                                      popped.lease,
                                       std::string(queue_mode_group)};
                     transaction.ops.push_back(std::move(ack));
                 }
@@ -167,14 +174,17 @@ TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.
                 results = applier.apply(batch, TimestampMs{now});
             }
             REQUIRE(results.size() == batch.size());
-            auto& popped = std::get<PopResult>(results[0]);
-            REQUIRE(popped.messages.size() == 1);
-            if (results.size() > 1) {
-                REQUIRE(std::get<TransactionResult>(results[1]).success);
+            const std::size_t pops = workers_popped.size();
+            for (std::size_t i = pops; i < results.size(); ++i) {
+                REQUIRE(std::get<TransactionResult>(results[i]).success);
                 ++transactions;
             }
-            previous = std::move(popped);
-            previous_worker = worker;
+            previous.clear();
+            for (std::size_t i = 0; i < pops; ++i) {
+                auto& popped = std::get<PopResult>(results[i]);
+                REQUIRE(popped.messages.size() == 1);
+                previous.emplace_back(workers_popped[i], std::move(popped));
+            }
         }
         const double wall_s = seconds_since(start);
         std::cout << "transaction: loops=" << transactions << " apply_cpu_us_per_loop="
@@ -188,7 +198,7 @@ TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.
         Applier applier(engine);
         constexpr int partitions = 16;
         constexpr int items_per_push = 100;
-        constexpr int pushes_per_txn = 7;
+        const auto pushes_per_txn = queen::testing::env_int("QUEEN_BENCH_PUSHES_PER_TXN", 7);
         const auto pushes = queen::testing::env_int("QUEEN_BENCH_PUSHES", 7'000);
         std::int64_t now = 1'700'000'000'000;
         std::int64_t sequence = 0;
