@@ -11,11 +11,50 @@
 
 #include "queen/core/json_scan.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace queen::client::detail {
+
+/// True when `key` is exactly `literal`; the comparison has a constant length, so it compiles to
+/// a length check and a few word compares instead of a call.
+template <std::size_t N>
+[[nodiscard]] inline bool is_key(std::string_view key, const char (&literal)[N]) noexcept {
+    return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
+}
+
+/// Sets `out` to the bytes [data, data + size), reusing its storage: an append to a cleared
+/// string is a capacity check and a copy, cheaper than assign()'s overlap handling.
+inline void assign_bytes(std::string& out, const char* data, std::size_t size) {
+    out.clear();
+    out.append(data, size);
+}
+
+/// Sets `out` to a raw scalar as text, reusing its capacity: a string is decoded, null gives "",
+/// anything else its raw text (the lenient rule of json::raw_to_text).
+inline void assign_text(std::string& out, std::string_view raw) {
+    if (!raw.empty() && raw.front() == '"') {
+        const std::string_view body = raw.substr(1, raw.size() - 2);
+        if (body.find('\\') == std::string_view::npos) {
+            assign_bytes(out, body.data(), body.size());
+            return;
+        }
+        if (json::decode_json_string(raw, out)) {
+            return;
+        }
+    }
+    if (json::raw_is_null(raw)) {
+        out.clear();
+        return;
+    }
+    assign_bytes(out, raw.data(), raw.size());
+}
 
 /// Walks one JSON text front to back. Every read either succeeds and moves past what it read, or
 /// fails and marks the cursor failed (is_ok() false); later reads then fail too, so callers may
-/// check once at the end. Values are validated by queen::json::scan (RFC 8259, depth-limited).
+/// check once at the end. Values are validated by queen::json::scan (RFC 8259, depth-limited);
+/// the fast paths below accept only text that scanner accepts and leave the rest to it.
 /// Not thread-safe; `text` must outlive the cursor and the spans it returns.
 class JsonCursor {
 public:
@@ -24,13 +63,12 @@ public:
     [[nodiscard]] bool is_ok() const noexcept { return is_ok_; }
     /// The next non-whitespace byte, or '\0' at the end (or after a failure).
     [[nodiscard]] char peek() noexcept {
-        // Compact answers rarely have whitespace between tokens: skip the call when the next byte
-        // is already a token (every JSON token starts above the space character).
-        if (is_ok_ && pos_ < text_.size() && static_cast<unsigned char>(text_[pos_]) > ' ') {
+        // Compact answers rarely have whitespace between tokens: the next byte is already a token
+        // (every JSON token starts above the space character) and nothing is called.
+        if (pos_ < text_.size() && static_cast<unsigned char>(text_[pos_]) > ' ' && is_ok_) {
             return text_[pos_];
         }
-        json::scan::skip_whitespace(text_, pos_);
-        return is_ok_ && pos_ < text_.size() ? text_[pos_] : '\0';
+        return peek_after_whitespace();
     }
     /// True when only whitespace is left and nothing failed.
     [[nodiscard]] bool is_at_end() noexcept { return peek() == '\0' && pos_ >= text_.size(); }
@@ -49,9 +87,9 @@ public:
         if (peek() != '"') {
             return fail();
         }
-        std::size_t end = 0;
-        if (find_plain_string_end(end)) {
-            key = text_.substr(pos_ + 1, end - pos_ - 1);
+        const std::size_t end = find_plain_string_end(pos_ + 1);
+        if (end != std::string_view::npos) {
+            key = std::string_view{text_.data() + pos_ + 1, end - pos_ - 1};
             pos_ = end + 1;
         } else if (!read_key(key)) {
             return false;
@@ -68,7 +106,77 @@ public:
 
     /// Consumes one scalar into `out` as text, reusing its storage (the rule of assign_text(): a
     /// string decoded, null as "", other values as their raw text).
-    bool read_text(std::string& out);
+    bool read_text(std::string& out) {
+        const char next = peek();
+        if (next == '"') {
+            const std::size_t end = find_plain_string_end(pos_ + 1);
+            if (end != std::string_view::npos) {
+                assign_bytes(out, text_.data() + pos_ + 1, end - pos_ - 1);
+                pos_ = end + 1;
+                return true;
+            }
+        } else if (next == 'n' && is_literal_at("null")) {
+            out.clear();
+            pos_ += 4;
+            return true;
+        }
+        return read_text_slowly(out);
+    }
+
+    /// Consumes one value into `value` by the rule of json::raw_to_bool(): true, "true", "1"
+    /// and non-zero numbers are true; anything else valid is false.
+    bool read_bool(bool& value) {
+        if (peek() == 't' && is_literal_at("true")) {
+            value = true;
+            pos_ += 4;
+            return true;
+        }
+        if (peek() == 'f' && is_literal_at("false")) {
+            value = false;
+            pos_ += 5;
+            return true;
+        }
+        std::string_view raw;
+        if (!read_value(raw)) {
+            return false;
+        }
+        value = json::raw_to_bool(raw);
+        return true;
+    }
+
+    /// Consumes one value into `value` by the rule of json::raw_to_integer() (numbers truncated,
+    /// numeric strings parsed, anything else 0).
+    bool read_integer(std::int64_t& value) {
+        // The common case, a short plain non-negative integer, is parsed here: its digits are
+        // exactly what the scanner accepts when no fraction or exponent follows.
+        const char first = peek();
+        if (first >= '0' && first <= '9') {
+            const char* data = text_.data();
+            std::size_t end = pos_ + 1;
+            std::int64_t parsed = first - '0';
+            if (first != '0') {
+                while (end < text_.size() && end - pos_ < 18 && data[end] >= '0' &&
+                       data[end] <= '9') {
+                    parsed = parsed * 10 + (data[end] - '0');
+                    ++end;
+                }
+            }
+            const bool is_plain_end =
+                end >= text_.size() || (data[end] != '.' && data[end] != 'e' && data[end] != 'E' &&
+                                        (data[end] < '0' || data[end] > '9'));
+            if (is_plain_end) {
+                value = parsed;
+                pos_ = end;
+                return true;
+            }
+        }
+        std::string_view raw;
+        if (!read_value(raw)) {
+            return false;
+        }
+        value = json::raw_to_integer(raw);
+        return true;
+    }
 
     /// Consumes one whole value (validated) and returns its raw span.
     bool read_value(std::string_view& raw) noexcept {
@@ -94,20 +202,38 @@ public:
     }
 
 private:
-    /// The fast path of the strings an answer is made of (keys, ids, times): when the string at
-    /// the cursor holds only printable ASCII without escapes up to its closing quote, `end` is
-    /// that quote's position. Such strings are valid JSON by construction; anything else (an
-    /// escape, a control byte, UTF-8, no closing quote) returns false for the full scanner.
-    [[nodiscard]] bool find_plain_string_end(std::size_t& end) const noexcept {
+    /// The fast path of the strings an answer is made of (keys, ids, times): when the string
+    /// whose body starts at `from` holds only printable ASCII without escapes up to its closing
+    /// quote, returns that quote's position. Such strings are valid JSON by construction;
+    /// anything else (an escape, a control byte, UTF-8, no closing quote) returns npos for the
+    /// full scanner.
+    [[nodiscard]] std::size_t find_plain_string_end(std::size_t from) const noexcept {
         const char* data = text_.data();
-        std::size_t i = pos_ + 1;
-        // Eight bytes at a time while none of them can end the fast path (ids and times are
-        // 24-36 plain bytes): a word holding a quote, backslash, control or non-ASCII byte goes
-        // to the byte loop below, which finds the first one exactly (the word test may flag bytes
-        // after it, never miss one).
+        const std::size_t size = text_.size();
+        std::size_t i = from;
+#if defined(__SSE2__)
+        // Sixteen bytes at a time: the first byte that is a quote, a backslash, a control byte
+        // or non-ASCII (signed compare: 0x80-0xff are negative, so below 0x20 too) decides.
+        const __m128i quote = _mm_set1_epi8('"');
+        const __m128i backslash = _mm_set1_epi8('\\');
+        const __m128i space = _mm_set1_epi8(0x20);
+        for (; i + 16 <= size; i += 16) {
+            const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
+            const __m128i special = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
+                _mm_cmplt_epi8(chunk, space));
+            const auto mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+            if (mask != 0) {
+                const std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
+                return data[at] == '"' ? at : std::string_view::npos;
+            }
+        }
+#else
+        // Eight bytes at a time while none of them can end the fast path: a word holding a
+        // special byte goes to the byte loop below, which finds the first one exactly.
         constexpr std::uint64_t ones = 0x0101'0101'0101'0101ULL;
         constexpr std::uint64_t highs = 0x8080'8080'8080'8080ULL;
-        for (; i + sizeof(std::uint64_t) <= text_.size(); i += sizeof(std::uint64_t)) {
+        for (; i + sizeof(std::uint64_t) <= size; i += sizeof(std::uint64_t)) {
             std::uint64_t word = 0;
             std::memcpy(&word, data + i, sizeof word);
             const std::uint64_t quote = word ^ (ones * '"');
@@ -119,19 +245,38 @@ private:
                 break;
             }
         }
-        for (; i < text_.size(); ++i) {
+#endif
+        for (; i < size; ++i) {
             const auto c = static_cast<unsigned char>(data[i]);
             if (c == '"') {
-                end = i;
-                return true;
+                return i;
             }
             if (c == '\\' || c < 0x20 || c >= 0x80) {
-                return false;
+                return std::string_view::npos;
             }
         }
-        return false;
+        return std::string_view::npos;
     }
-    bool read_key(std::string_view& key) {
+    /// True when the text at the cursor starts with `literal` (the scanner's literal rule: the
+    /// byte after it is checked by whatever reads next).
+    template <std::size_t N>
+    [[nodiscard]] bool is_literal_at(const char (&literal)[N]) const noexcept {
+        return text_.size() - pos_ >= N - 1 &&
+               std::memcmp(text_.data() + pos_, literal, N - 1) == 0;
+    }
+    [[gnu::noinline]] char peek_after_whitespace() noexcept {
+        json::scan::skip_whitespace(text_, pos_);
+        return is_ok_ && pos_ < text_.size() ? text_[pos_] : '\0';
+    }
+    [[gnu::noinline]] bool read_text_slowly(std::string& out) {
+        std::string_view raw;
+        if (!read_value(raw)) {
+            return false;
+        }
+        assign_text(out, raw);
+        return true;
+    }
+    [[gnu::noinline]] bool read_key(std::string_view& key) {
         std::string_view raw;
         if (!read_value(raw)) {
             return false;
@@ -184,40 +329,5 @@ private:
     bool is_ok_ = true;
     std::string key_buffer_;
 };
-
-/// Sets `out` to a raw scalar as text, reusing its capacity: a string is decoded, null gives "",
-/// anything else its raw text (the lenient rule of json::raw_to_text).
-inline void assign_text(std::string& out, std::string_view raw) {
-    if (!raw.empty() && raw.front() == '"') {
-        const std::string_view body = raw.substr(1, raw.size() - 2);
-        if (body.find('\\') == std::string_view::npos) {
-            out.assign(body);
-            return;
-        }
-        if (json::decode_json_string(raw, out)) {
-            return;
-        }
-    }
-    if (json::raw_is_null(raw)) {
-        out.clear();
-        return;
-    }
-    out.assign(raw);
-}
-
-inline bool JsonCursor::read_text(std::string& out) {
-    std::size_t end = 0;
-    if (peek() == '"' && find_plain_string_end(end)) {
-        out.assign(text_.data() + pos_ + 1, end - pos_ - 1);
-        pos_ = end + 1;
-        return true;
-    }
-    std::string_view raw;
-    if (!read_value(raw)) {
-        return false;
-    }
-    assign_text(out, raw);
-    return true;
-}
 
 }  // namespace queen::client::detail

@@ -59,10 +59,10 @@ queen::Status check_raw_not_rejected(const HttpRequest& request, std::string_vie
     bool is_success = true;
     std::string why;
     for_each_member(object, [&](std::string_view key, std::string_view raw) {
-        if (key == "success") {
+        if (is_key(key, "success")) {
             has_success = true;
             is_success = raw_to_bool(raw);
-        } else if (key == "error") {
+        } else if (is_key(key, "error")) {
             why = raw_to_text(raw);
         }
         return true;
@@ -100,23 +100,26 @@ bool read_ack_result(JsonCursor& cursor, AckResult& result) {
     std::string_view key;
     std::string_view raw;
     while (cursor.next_member(key, is_first)) {
-        if (key == "transactionId") {
+        if (is_key(key, "transactionId")) {
             cursor.read_text(result.transaction_id);
-        } else if (key == "error") {
+        } else if (is_key(key, "success")) {
+            cursor.read_bool(result.is_success);
+        } else if (is_key(key, "error")) {
             cursor.read_text(result.error);
-        } else if (key == "queueName") {
+        } else if (is_key(key, "queueName")) {
             cursor.read_text(result.queue_name);
-        } else if (key == "partitionName") {
+        } else if (is_key(key, "partitionName")) {
             cursor.read_text(result.partition_name);
+        } else if (is_key(key, "dlq")) {
+            cursor.read_bool(result.is_dlq);
+        } else if (is_key(key, "leaseReleased") && cursor.peek() != 'n') {
+            bool is_released = false;
+            cursor.read_bool(is_released);
+            result.is_lease_released = is_released;
         } else if (!cursor.read_value(raw)) {
             return false;
-        } else if (key == "success") {
-            result.is_success = raw_to_bool(raw);
-        } else if (key == "leaseReleased") {
-            result.is_lease_released =
-                json::raw_is_null(raw) ? std::nullopt : std::optional<bool>{raw_to_bool(raw)};
-        } else if (key == "dlq") {
-            result.is_dlq = raw_to_bool(raw);
+        } else if (is_key(key, "leaseReleased")) {
+            result.is_lease_released = std::nullopt;  // null
         }
     }
     return cursor.is_ok();
@@ -124,20 +127,20 @@ bool read_ack_result(JsonCursor& cursor, AckResult& result) {
 
 bool parse_ack_result(std::string_view raw, AckResult& result) {
     return for_each_member(raw, [&](std::string_view key, std::string_view value) {
-        if (key == "transactionId") {
+        if (is_key(key, "transactionId")) {
             result.transaction_id = raw_to_text(value);
-        } else if (key == "success") {
+        } else if (is_key(key, "success")) {
             result.is_success = raw_to_bool(value);
-        } else if (key == "error") {
+        } else if (is_key(key, "error")) {
             result.error = raw_to_text(value);
-        } else if (key == "queueName") {
+        } else if (is_key(key, "queueName")) {
             result.queue_name = raw_to_text(value);
-        } else if (key == "partitionName") {
+        } else if (is_key(key, "partitionName")) {
             result.partition_name = raw_to_text(value);
-        } else if (key == "leaseReleased") {
+        } else if (is_key(key, "leaseReleased")) {
             result.is_lease_released =
                 json::raw_is_null(value) ? std::nullopt : std::optional<bool>{raw_to_bool(value)};
-        } else if (key == "dlq") {
+        } else if (is_key(key, "dlq")) {
             result.is_dlq = raw_to_bool(value);
         }
         return true;
@@ -171,6 +174,7 @@ using detail::append_query;
 using detail::assign_text;
 using detail::check_raw_not_rejected;
 using detail::describe;
+using detail::is_key;
 using detail::JsonCursor;
 using detail::read_ack_result;
 using detail::scan_body;
@@ -204,6 +208,17 @@ void reset_push_result(PushResult& result) {
                                &result.trace_id, &result.queue_name, &result.error}) {
         field->clear();
     }
+}
+
+// Empties `result` for reuse: every field back to its default, string capacity kept.
+void reset_ack_result(AckResult& result) {
+    result.transaction_id.clear();
+    result.is_success = false;
+    result.error.clear();
+    result.queue_name.clear();
+    result.partition_name.clear();
+    result.is_lease_released.reset();
+    result.is_dlq = false;
 }
 
 // Empties `message` for reuse: every field back to its default, string capacity kept.
@@ -356,35 +371,35 @@ queen::Status read_push_answer(const HttpRequest& http, const HttpResponse& resp
         std::string_view key;
         std::string_view raw;
         while (cursor.next_member(key, is_first)) {
-            if (key == "status") {
+            if (is_key(key, "status")) {
                 has_status = cursor.peek() == '"';
                 cursor.read_text(status);
-            } else if (key == "message_id") {
+            } else if (is_key(key, "message_id")) {
                 has_snake_message = true;
                 cursor.read_text(result.message_id);
-            } else if (key == "messageId" && !has_snake_message) {
+            } else if (is_key(key, "messageId") && !has_snake_message) {
                 cursor.read_text(result.message_id);
-            } else if (key == "transaction_id") {
+            } else if (is_key(key, "transaction_id")) {
                 has_snake_transaction = true;
                 cursor.read_text(result.transaction_id);
-            } else if (key == "transactionId" && !has_snake_transaction) {
+            } else if (is_key(key, "transactionId") && !has_snake_transaction) {
                 cursor.read_text(result.transaction_id);
-            } else if (key == "partition_id") {
+            } else if (is_key(key, "partition_id")) {
                 has_snake_partition = true;
                 cursor.read_text(result.partition_id);
-            } else if (key == "partitionId" && !has_snake_partition) {
+            } else if (is_key(key, "partitionId") && !has_snake_partition) {
                 cursor.read_text(result.partition_id);
-            } else if (key == "trace_id") {
+            } else if (is_key(key, "trace_id")) {
                 has_snake_trace = true;
                 cursor.read_text(result.trace_id);
-            } else if (key == "traceId" && !has_snake_trace) {
+            } else if (is_key(key, "traceId") && !has_snake_trace) {
                 cursor.read_text(result.trace_id);
-            } else if (key == "queueName") {
+            } else if (is_key(key, "queueName")) {
                 has_queue_name = true;
                 cursor.read_text(result.queue_name);
-            } else if (key == "queue" && !has_queue_name) {
+            } else if (is_key(key, "queue") && !has_queue_name) {
                 cursor.read_text(result.queue_name);
-            } else if (key == "error") {
+            } else if (is_key(key, "error")) {
                 cursor.read_text(result.error);
             } else {
                 cursor.skip_value();
@@ -486,23 +501,23 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
     std::string_view key;
     std::string_view raw;
     while (cursor.next_member(key, is_first_member)) {
-        if (key != "messages" || cursor.peek() != '[') {
+        if (!is_key(key, "messages") || cursor.peek() != '[') {
             if (!cursor.read_value(raw)) {
                 break;
             }
-            if (key == "queue") {
+            if (is_key(key, "queue")) {
                 assign_text(result.queue, raw);
-            } else if (key == "partition") {
+            } else if (is_key(key, "partition")) {
                 assign_text(result.partition, raw);
-            } else if (key == "partitionId") {
+            } else if (is_key(key, "partitionId")) {
                 assign_text(result.partition_id, raw);
-            } else if (key == "leaseId") {
+            } else if (is_key(key, "leaseId")) {
                 assign_text(result.lease_id, raw);
-            } else if (key == "consumerGroup") {
+            } else if (is_key(key, "consumerGroup")) {
                 assign_text(result.consumer_group, raw);
-            } else if (key == "leaseExpiresAt") {
+            } else if (is_key(key, "leaseExpiresAt")) {
                 assign_text(result.lease_expires_at, raw);
-            } else if (key == "partitionsClaimed") {
+            } else if (is_key(key, "partitionsClaimed")) {
                 has_partitions_claimed = true;
                 result.partitions_claimed = raw_to_integer(raw);
             }
@@ -527,34 +542,33 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
             message.data_json = "null";
             bool is_first_field = true;
             while (cursor.next_member(key, is_first_field)) {
-                if (key == "id") {
+                if (is_key(key, "id")) {
                     cursor.read_text(message.id);
-                } else if (key == "transactionId") {
+                } else if (is_key(key, "transactionId")) {
                     cursor.read_text(message.transaction_id);
-                } else if (key == "traceId") {
+                } else if (is_key(key, "traceId")) {
                     cursor.read_text(message.trace_id);
-                } else if (key == "data") {
+                } else if (is_key(key, "data")) {
                     if (cursor.read_value(raw)) {
-                        message.data_json.assign(raw);  // the payload, byte for byte
+                        // The payload, byte for byte.
+                        detail::assign_bytes(message.data_json, raw.data(), raw.size());
                     }
-                } else if (key == "producerSub") {
+                } else if (is_key(key, "producerSub")) {
                     cursor.read_text(message.producer_sub);
-                } else if (key == "createdAt") {
+                } else if (is_key(key, "createdAt")) {
                     cursor.read_text(message.created_at);
-                } else if (key == "partitionId") {
+                } else if (is_key(key, "partitionId")) {
                     cursor.read_text(message.partition_id);
-                } else if (key == "partition") {
+                } else if (is_key(key, "partition")) {
                     cursor.read_text(message.partition);
-                } else if (key == "leaseId") {
+                } else if (is_key(key, "leaseId")) {
                     flags |= has_lease_flag;
                     cursor.read_text(message.lease_id);
-                } else if (key == "consumerGroup") {
+                } else if (is_key(key, "consumerGroup")) {
                     flags |= has_group_flag;
                     cursor.read_text(message.consumer_group);
-                } else if (key == "retryCount") {
-                    if (cursor.read_value(raw)) {
-                        message.retry_count = raw_to_integer(raw);
-                    }
+                } else if (is_key(key, "retryCount")) {
+                    cursor.read_integer(message.retry_count);
                 } else {
                     cursor.skip_value();
                 }
@@ -630,12 +644,23 @@ queen::Status read_ack_batch_answer(const HttpRequest& http, const HttpResponse&
         QUEEN_TRY(check_raw_not_rejected(http, answer));
         return shape_error(http, "expected an array of ack results");
     }
-    results.clear();
+    // Results are read into the entries already there (their strings keep their storage).
+    std::size_t result_count = 0;
     results.reserve(ack_count);
     cursor.enter_array();
     bool is_first = true;
-    while (cursor.next_element(is_first) && read_ack_result(cursor, results.emplace_back())) {
+    while (cursor.next_element(is_first)) {
+        if (result_count == results.size()) {
+            results.emplace_back();
+        }
+        AckResult& result = results[result_count++];
+        reset_ack_result(result);
+        if (!read_ack_result(cursor, result)) {
+            cursor.fail();
+            break;
+        }
     }
+    results.resize(result_count);
     if (!cursor.is_ok() || !cursor.is_at_end()) {
         return walk_error(http, response.body, "malformed ack results");
     }
@@ -710,11 +735,11 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
     std::string_view key;
     std::string_view raw;
     while (cursor.next_member(key, is_first)) {
-        if (key == "transactionId") {
+        if (is_key(key, "transactionId")) {
             cursor.read_text(result.transaction_id);
-        } else if (key == "error") {
+        } else if (is_key(key, "error")) {
             cursor.read_text(why);
-        } else if (key == "results" && cursor.peek() == '[') {
+        } else if (is_key(key, "results") && cursor.peek() == '[') {
             cursor.enter_array();
             bool is_first_entry = true;
             while (cursor.next_element(is_first_entry)) {
@@ -726,30 +751,30 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
                 cursor.enter_object();
                 bool is_first_field = true;
                 while (cursor.next_member(key, is_first_field)) {
-                    if (key == "type") {
+                    if (is_key(key, "type")) {
                         cursor.read_text(r.type);
-                    } else if (key == "transactionId") {
+                    } else if (is_key(key, "transactionId")) {
                         cursor.read_text(r.transaction_id);
-                    } else if (key == "messageId") {
+                    } else if (is_key(key, "messageId")) {
                         cursor.read_text(r.message_id);
-                    } else if (key == "partitionId") {
+                    } else if (is_key(key, "partitionId")) {
                         cursor.read_text(r.partition_id);
-                    } else if (key == "queueName") {
+                    } else if (is_key(key, "queueName")) {
                         cursor.read_text(r.queue_name);
-                    } else if (key == "error") {
+                    } else if (is_key(key, "error")) {
                         cursor.read_text(r.error);
                     } else if (!cursor.read_value(raw)) {
                         break;
-                    } else if (key == "success") {
+                    } else if (is_key(key, "success")) {
                         r.is_success = raw_to_bool(raw);
-                    } else if (key == "dlq") {
+                    } else if (is_key(key, "dlq")) {
                         r.is_dlq = raw_to_bool(raw);
                     }
                 }
             }
         } else if (!cursor.read_value(raw)) {
             break;
-        } else if (key == "success") {
+        } else if (is_key(key, "success")) {
             is_success = raw_to_bool(raw);
         }
     }

@@ -1,0 +1,304 @@
+// client/tests/protocol_test.cpp — the answer readers of protocol.hpp without a server: their fast
+// paths (plain strings, literals, short integers, reused results) against the scanner's rules, on
+// answers with any key order, whitespace, unknown keys, escapes and malformed literals.
+#include "queen/client/protocol.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "queen/client/errc.hpp"
+#include "queen/core/json_scan.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/support.hpp"
+
+namespace {
+
+using namespace queen::client;
+
+HttpResponse response_of(int status, std::string body) {
+    HttpResponse response;
+    response.status = status;
+    response.body = std::move(body);
+    return response;
+}
+
+const HttpRequest ack_request{"POST", "/api/v1/ack/batch", "", true, true, 0};
+const HttpRequest pop_request{"GET", "/api/v1/pop/queue/q", "", false, true, 0};
+const HttpRequest push_request{"POST", "/api/v1/push", "", true, true, 0};
+
+PopRequest pop_of_q() {
+    PopRequest pop;
+    pop.queue = "q";
+    return pop;
+}
+
+/// Whitespace of any JSON kind (often none), to put between tokens.
+std::string random_space(queen::Rng& rng) {
+    static const char* const spaces[] = {"", "", "", " ", "\n  ", "\t", "\r\n"};
+    return spaces[rng.below(std::size(spaces))];
+}
+
+/// Members `"key":value` joined into an object in a random order with random whitespace.
+std::string object_of(std::vector<std::pair<std::string, std::string>> members, queen::Rng& rng) {
+    for (std::size_t i = members.size(); i > 1; --i) {
+        std::swap(members[i - 1], members[rng.below(i)]);
+    }
+    std::string out = "{" + random_space(rng);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        if (i > 0) {
+            out += random_space(rng) + "," + random_space(rng);
+        }
+        out += "\"" + members[i].first + "\"" + random_space(rng) + ":" + random_space(rng) +
+               members[i].second;
+    }
+    return out + random_space(rng) + "}";
+}
+
+/// A value text the lenient boolean and integer readers may meet: valid ones of every type and
+/// near misses of the literals and numbers the fast paths read.
+std::string random_scalar(queen::Rng& rng) {
+    static const char* const fixed[] = {
+        "true", "false",  "null", "\"true\"", "\"1\"", "\"0\"", "\"x\"",      "0",
+        "1",    "-0",     "2.5",  "0.0",      "1e5",   "1E+2",  "-7",         "[]",
+        "{}",   "[true]", "tru",  "fals",     "nul",   "truex", "nulll",      "01",
+        "1.",   "-",      "1e",   ".5",       "+1",    "0x1",   "\"\\u0031\""};
+    if (rng.below(3) == 0) {
+        // Plain digits of any length: the integer fast path stops at 18.
+        std::string digits = rng.below(4) == 0 ? "-" : "";
+        const std::uint64_t length = 1 + rng.below(22);
+        for (std::uint64_t i = 0; i < length; ++i) {
+            digits += static_cast<char>('0' + rng.below(10));
+        }
+        if (rng.below(4) == 0) {
+            digits += rng.below(2) == 0 ? ".25" : "e1";
+        }
+        return digits;
+    }
+    return fixed[rng.below(std::size(fixed))];
+}
+
+}  // namespace
+
+TEST_CASE("client: ack results read any boolean spelling like raw_to_bool, in any member order",
+          "[client][protocol][ack]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    std::vector<AckResult> results;
+    for (int round = 0; round < 500; ++round) {
+        INFO("round=" << round);
+        const std::uint64_t count = 1 + rng.below(3);
+        std::vector<std::string> success_texts;
+        std::vector<std::string> released_texts;
+        std::vector<std::string> dlq_texts;
+        std::string body = "[" + random_space(rng);
+        for (std::uint64_t i = 0; i < count; ++i) {
+            success_texts.push_back(random_scalar(rng));
+            released_texts.push_back(random_scalar(rng));
+            dlq_texts.push_back(random_scalar(rng));
+            std::vector<std::pair<std::string, std::string>> members = {
+                {"index", std::to_string(i)},
+                {"transactionId", "\"t-" + std::to_string(i) + "\""},
+                {"success", success_texts.back()},
+                {"error", rng.below(2) == 0 ? "null" : "\"Message not found\""},
+                {"queueName", "\"q\""},
+                {"partitionName", "\"p\\u00e9\""},
+                {"leaseReleased", released_texts.back()},
+                {"dlq", dlq_texts.back()},
+                {"extra", R"({"a":[1,"x",null,{"b":false}]})"}};
+            if (rng.below(4) == 0) {
+                members.erase(members.begin() +
+                              static_cast<std::ptrdiff_t>(1 + rng.below(members.size() - 1)));
+            }
+            body += (i > 0 ? "," + random_space(rng) : "") + object_of(members, rng);
+        }
+        body += random_space(rng) + "]";
+        INFO("body=" << body);
+        const auto answer =
+            read_ack_batch_answer(ack_request, response_of(200, body), count, results);
+        if (!nlohmann::json::accept(body)) {
+            REQUIRE_FALSE(answer);
+            CHECK(answer.error().is(Errc::bad_response));
+            continue;
+        }
+        REQUIRE(answer);
+        REQUIRE(results.size() == count);
+        const nlohmann::json parsed = nlohmann::json::parse(body);
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const nlohmann::json& entry = parsed[i];
+            const AckResult& result = results[i];
+            CHECK(result.transaction_id ==
+                  (entry.contains("transactionId") ? "t-" + std::to_string(i) : ""));
+            CHECK(result.is_success ==
+                  (entry.contains("success") && queen::json::raw_to_bool(success_texts[i])));
+            CHECK(result.is_dlq ==
+                  (entry.contains("dlq") && queen::json::raw_to_bool(dlq_texts[i])));
+            if (!entry.contains("leaseReleased") || entry["leaseReleased"].is_null()) {
+                CHECK_FALSE(result.is_lease_released.has_value());
+            } else {
+                REQUIRE(result.is_lease_released.has_value());
+                CHECK(*result.is_lease_released == queen::json::raw_to_bool(released_texts[i]));
+            }
+            const bool has_error = entry.contains("error") && entry["error"].is_string();
+            CHECK(result.error == (has_error ? "Message not found" : ""));
+            CHECK(result.queue_name == (entry.contains("queueName") ? "q" : ""));
+            CHECK(result.partition_name == (entry.contains("partitionName") ? "p\xc3\xa9" : ""));
+        }
+    }
+}
+
+TEST_CASE("client: a reused ack result vector keeps nothing of the previous answer",
+          "[client][protocol][ack]") {
+    std::vector<AckResult> results;
+    REQUIRE(read_ack_batch_answer(
+        ack_request,
+        response_of(200, R"([{"transactionId":"a","success":true,"error":"e","queueName":"q",
+            "partitionName":"p","leaseReleased":true,"dlq":true},{"transactionId":"b"}])"),
+        2, results));
+    REQUIRE(results.size() == 2);
+    CHECK(results[0].is_lease_released == std::optional<bool>{true});
+    CHECK(results[0].is_dlq);
+    REQUIRE(read_ack_batch_answer(ack_request, response_of(200, R"([{"transactionId":"c"}])"), 1,
+                                  results));
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].transaction_id == "c");
+    CHECK_FALSE(results[0].is_success);
+    CHECK(results[0].error.empty());
+    CHECK(results[0].queue_name.empty());
+    CHECK(results[0].partition_name.empty());
+    CHECK_FALSE(results[0].is_lease_released.has_value());
+    CHECK_FALSE(results[0].is_dlq);
+    // Wrong shapes: not an object, a count that does not match, a truncated literal.
+    for (const char* body : {R"([1])", R"([{"success":true},])", R"([{"success":tru}])",
+                             R"([{"success":true} {"success":true}])", R"([{"dlq":nul}])"}) {
+        INFO(body);
+        const auto answer = read_ack_batch_answer(ack_request, response_of(200, body), 1, results);
+        REQUIRE_FALSE(answer);
+        CHECK(answer.error().is(Errc::bad_response));
+    }
+    const auto short_answer =
+        read_ack_batch_answer(ack_request, response_of(200, R"([{"success":true}])"), 2, results);
+    REQUIRE_FALSE(short_answer);
+    CHECK(short_answer.error().is(Errc::bad_response));
+}
+
+TEST_CASE("client: pop answers read retryCount like raw_to_integer, in any member order",
+          "[client][protocol][pop]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    const PopRequest pop = pop_of_q();
+    PopResult result;
+    for (int round = 0; round < 500; ++round) {
+        INFO("round=" << round);
+        const std::string retry_text = random_scalar(rng);
+        const std::string trace_text = rng.below(2) == 0 ? "null" : R"("tr\"ace")";
+        const std::string message =
+            object_of({{"id", R"("m-1")"},
+                       {"transactionId", R"("t-1")"},
+                       {"traceId", trace_text},
+                       {"data", R"({"seq":1, "pad":"x\u00e9y"})"},
+                       {"producerSub", "null"},
+                       {"createdAt", R"("2026-11-30T06:27:15.673000Z")"},
+                       {"partitionId", R"("pid")"},
+                       {"partition", R"("p0")"},
+                       {"leaseId", rng.below(2) == 0 ? "null" : R"("lease")"},
+                       {"consumerGroup", R"("__QUEUE_MODE__")"},
+                       {"retryCount", retry_text},
+                       {"unknown", R"([{"retryCount":99}])"}},
+                      rng);
+        const std::string body =
+            object_of({{"success", "true"},
+                       {"queue", R"("q")"},
+                       {"leaseId", R"("answer-lease")"},
+                       {"messages", "[" + random_space(rng) + message + random_space(rng) + "]"},
+                       {"partitionsClaimed", "1"}},
+                      rng);
+        INFO("body=" << body);
+        const auto answer = read_pop_answer(pop_request, response_of(200, body), pop, result);
+        if (!nlohmann::json::accept(body)) {
+            REQUIRE_FALSE(answer);
+            CHECK(answer.error().is(Errc::bad_response));
+            continue;
+        }
+        REQUIRE(answer);
+        REQUIRE(result.messages.size() == 1);
+        const nlohmann::json expected = nlohmann::json::parse(body)["messages"][0];
+        const Message& got = result.messages[0];
+        CHECK(got.retry_count == queen::json::raw_to_integer(retry_text));
+        CHECK(got.id == "m-1");
+        CHECK(got.transaction_id == "t-1");
+        CHECK(got.trace_id == (expected["traceId"].is_null() ? "" : "tr\"ace"));
+        CHECK(got.producer_sub.empty());
+        CHECK(got.created_at == "2026-11-30T06:27:15.673000Z");
+        CHECK(got.partition_id == "pid");
+        CHECK(got.partition == "p0");
+        CHECK(got.lease_id == (expected["leaseId"].is_null() ? "" : "lease"));  // null is named
+        CHECK(got.consumer_group == "__QUEUE_MODE__");
+        CHECK(got.queue == "q");
+        CHECK(nlohmann::json::parse(got.data_json) == expected["data"]);
+    }
+}
+
+TEST_CASE("client: the literal and number fast paths reject what the scanner rejects",
+          "[client][protocol]") {
+    const PopRequest pop = pop_of_q();
+    PopResult popped;
+    const char* const bad_pops[] = {
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","traceId":nul}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","traceId":nullx}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","retryCount":01}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","retryCount":1.}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","retryCount":2x}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","retryCount":-}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","retryCount":1)",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p"}],"leaseId":nul})",
+        "{\"messages\":[{\"id\":\"m\x80\",\"transactionId\":\"t\",\"partitionId\":\"p\"}]}",
+        "{\"messages\":[{\"id\":\"m\",\"transactionId\":\"t\",\"partitionId\":\"p\x1f\"}]}",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","x":"\q"}]})",
+        R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p)"};
+    for (const char* body : bad_pops) {
+        INFO(body);
+        REQUIRE_FALSE(nlohmann::json::accept(body));
+        const auto answer = read_pop_answer(pop_request, response_of(200, body), pop, popped);
+        REQUIRE_FALSE(answer);
+        CHECK(answer.error().is(Errc::bad_response));
+    }
+    // Valid spellings that leave the fast paths: escapes, UTF-8, long and negative numbers.
+    const std::string good = R"({ "messages" : [ { "id" : "m\u00e9\n" , "transactionId":"t)"
+                             "\xe2\x82\xac"
+                             R"(", "partitionId":"p", "retryCount" : 1234567890123456789 },
+        {"id":"m2","transactionId":"t2","partitionId":"p","retryCount":-3,"traceId":null},
+        {"id":"m3","transactionId":"t3","partitionId":"p","retryCount":123456789012345678},
+        {"id":"m4","transactionId":"t4","partitionId":"p","retryCount":0,"traceId":"x"} ] } )";
+    REQUIRE(read_pop_answer(pop_request, response_of(200, good), pop, popped));
+    REQUIRE(popped.messages.size() == 4);
+    CHECK(popped.messages[0].id == "m\xc3\xa9\n");
+    CHECK(popped.messages[0].transaction_id == "t\xe2\x82\xac");
+    CHECK(popped.messages[0].retry_count == 1234567890123456789);
+    CHECK(popped.messages[1].retry_count == -3);
+    CHECK(popped.messages[2].retry_count == 123456789012345678);
+    CHECK(popped.messages[3].retry_count == 0);
+    CHECK(popped.messages[3].trace_id == "x");
+
+    std::vector<PushResult> pushed;
+    for (const char* body :
+         {R"([{"status":"queued","trace_id":nul}])", R"([{"status":"queued","trace_id":null,}])",
+          R"([{"status":"queued","trace_id":nullnull}])"}) {
+        INFO(body);
+        const auto answer = read_push_answer(push_request, response_of(201, body), 1, pushed);
+        REQUIRE_FALSE(answer);
+        CHECK(answer.error().is(Errc::bad_response));
+    }
+    REQUIRE(read_push_answer(push_request,
+                             response_of(201,
+                                         " [ {\"trace_id\" : null , \"status\" : \"queu\\u0065d\" ,"
+                                         " \"message_id\":\"m\\/1\"} ] "),
+                             1, pushed));
+    REQUIRE(pushed.size() == 1);
+    CHECK(pushed[0].status == PushStatus::queued);
+    CHECK(pushed[0].message_id == "m/1");
+    CHECK(pushed[0].trace_id.empty());
+}
