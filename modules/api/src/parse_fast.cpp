@@ -4,6 +4,8 @@
 // and the caller takes the nlohmann path, which gives the exact client-facing
 // error, so both paths answer a request the same way.
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -15,35 +17,165 @@ namespace queen::api::detail {
 namespace {
 
 using json::scan::skip_value;
-using json::scan::skip_whitespace;
 
-/// Walks the object at text[pos]: visit(key, pos) reads the value at `pos` and
-/// moves past it. `key` is the key's text; a key with escapes declines (no key
-/// this API reads has one).
+/// Moves `pos` past JSON whitespace (inline: between the tokens of a compact body there is
+/// none, and this is asked 4 times per member).
+inline void skip_space(std::string_view text, std::size_t& pos) noexcept {
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) {
+        ++pos;
+    }
+}
+
+/// Skips the string at text[pos] (a '"') when it is plain: only bytes 0x20-0x7f, no '\\'
+/// (the usual key or id; then it is valid JSON as it stands). False, with `pos` unchanged,
+/// for any other string: the caller then lets skip_value judge it. Eight bytes per step.
+inline bool skip_plain_string(std::string_view text, std::size_t& pos) noexcept {
+    static_assert(std::endian::native == std::endian::little, "the lowest byte comes first");
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    const char* const data = text.data();
+    const std::size_t size = text.size();
+    std::size_t at = pos + 1;
+    for (; at + 8 <= size; at += 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, data + at, sizeof word);
+        const std::uint64_t quote = word ^ (ones * '"');
+        const std::uint64_t slash = word ^ (ones * '\\');
+        // A byte below 0x20, a quote, a backslash or a byte >= 0x80 (the lowest flagged
+        // byte is exact: borrows only run upwards from a flagged byte).
+        const std::uint64_t flags = ((word - ones * 0x20) & ~word & highs) |
+                                    ((quote - ones) & ~quote & highs) |
+                                    ((slash - ones) & ~slash & highs) | (word & highs);
+        if (flags != 0) {
+            at += static_cast<std::size_t>(__builtin_ctzll(flags)) / 8;
+            if (data[at] != '"') {
+                return false;
+            }
+            pos = at + 1;
+            return true;
+        }
+    }
+    for (; at < size; ++at) {
+        const auto c = static_cast<unsigned char>(data[at]);
+        if (c == '"') {
+            pos = at + 1;
+            return true;
+        }
+        if (c < 0x20 || c >= 0x80 || c == '\\') {
+            return false;
+        }
+    }
+    return false;
+}
+
+/// Walks the object at text[pos] as json::scan::walk_object does (same acceptance):
+/// visit(key, pos) reads the value at `pos` and moves past it. `key` is the key's text; a key
+/// with escapes declines (no key this API reads has one).
 template <class Visit>
 bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
-    return json::scan::walk_object(text, pos, [&](std::string_view literal, std::size_t& at) {
-        const std::string_view key = literal.substr(1, literal.size() - 2);
-        return key.find('\\') == std::string_view::npos && visit(key, at);
-    });
+    if (pos >= text.size() || text[pos] != '{') {
+        return false;
+    }
+    ++pos;
+    skip_space(text, pos);
+    if (pos < text.size() && text[pos] == '}') {
+        ++pos;
+        return true;
+    }
+    for (;;) {
+        const std::size_t key_start = pos;
+        if (pos >= text.size() || text[pos] != '"') {
+            return false;
+        }
+        if (!skip_plain_string(text, pos)) {
+            if (!skip_value(text, pos, 1)) {
+                return false;
+            }
+            if (text.substr(key_start, pos - key_start).find('\\') != std::string_view::npos) {
+                return false;
+            }
+        }
+        const std::string_view key = text.substr(key_start + 1, pos - key_start - 2);
+        skip_space(text, pos);
+        if (pos >= text.size() || text[pos] != ':') {
+            return false;
+        }
+        ++pos;
+        skip_space(text, pos);
+        if (!visit(key, pos)) {
+            return false;
+        }
+        skip_space(text, pos);
+        if (pos >= text.size()) {
+            return false;
+        }
+        if (text[pos] == '}') {
+            ++pos;
+            return true;
+        }
+        if (text[pos] != ',') {
+            return false;
+        }
+        ++pos;
+        skip_space(text, pos);
+    }
 }
 
-/// Walks the array at text[pos]: visit(pos) reads the element at `pos` and
-/// moves past it.
+/// Walks the array at text[pos] as json::scan::walk_array does: visit(pos) reads the element
+/// at `pos` and moves past it.
 template <class Visit>
 bool for_elements(std::string_view text, std::size_t& pos, Visit&& visit) {
-    return json::scan::walk_array(text, pos, visit);
+    if (pos >= text.size() || text[pos] != '[') {
+        return false;
+    }
+    ++pos;
+    skip_space(text, pos);
+    if (pos < text.size() && text[pos] == ']') {
+        ++pos;
+        return true;
+    }
+    for (;;) {
+        if (!visit(pos)) {
+            return false;
+        }
+        skip_space(text, pos);
+        if (pos >= text.size()) {
+            return false;
+        }
+        if (text[pos] == ']') {
+            ++pos;
+            return true;
+        }
+        if (text[pos] != ',') {
+            return false;
+        }
+        ++pos;
+        skip_space(text, pos);
+    }
 }
 
-/// Reads the value at `pos` (nesting depth `depth`) as a raw span.
+/// Reads the value at `pos` (nesting depth `depth`) as a raw span; `is_plain` tells whether it
+/// is a string without escapes (skip_plain_string took it).
 bool raw_value(std::string_view text, std::size_t& pos, int depth, int depth_max,
-               std::string_view& raw) noexcept {
+               std::string_view& raw, bool& is_plain) noexcept {
     const std::size_t start = pos;
-    if (!skip_value(text, pos, depth, depth_max)) {
+    if (depth > depth_max) {
+        return false;
+    }
+    is_plain = pos < text.size() && text[pos] == '"' && skip_plain_string(text, pos);
+    if (!is_plain && !skip_value(text, pos, depth, depth_max)) {
         return false;
     }
     raw = text.substr(start, pos - start);
     return true;
+}
+
+/// raw_value without the plain-string answer.
+bool raw_value(std::string_view text, std::size_t& pos, int depth, int depth_max,
+               std::string_view& raw) noexcept {
+    bool is_plain = false;
+    return raw_value(text, pos, depth, depth_max, raw, is_plain);
 }
 
 /// A string field as string_field() reads it: null -> absent, a string -> its
@@ -193,65 +325,205 @@ bool push_item_fast(std::string_view text, std::size_t& pos, int depth_max,
     return true;
 }
 
-/// One acknowledgment as parse_ack_item reads it; every deviation declines.
-std::optional<queues::AckItem> ack_item_fast(std::string_view text, std::size_t& pos, int depth,
-                                             int depth_max, const ApiOptions& options) {
+/// A string value as string_field() reads it, without a copy when it has no escape: null ->
+/// `has` false; a string -> `has` true and its text (a view into `raw`, or decoded into
+/// `storage`); anything else declines. `is_plain`: raw_value's answer for `raw`.
+bool optional_text(std::string_view raw, bool is_plain, bool& has, std::string_view& text,
+                   std::string& storage) {
+    if (is_plain) {
+        has = true;
+        text = raw.substr(1, raw.size() - 2);
+        return true;
+    }
+    if (raw == "null") {
+        has = false;
+        return true;
+    }
+    if (raw.size() < 2 || raw.front() != '"') {
+        return false;
+    }
+    has = true;
+    storage.clear();
+    if (!json::decode_json_string(raw, storage)) {
+        return false;
+    }
+    text = storage;
+    return true;
+}
+
+/// The value of each hex digit byte (either case, as queues::parse_uuid reads them); 0xff for
+/// every other byte.
+constexpr std::array<std::uint8_t, 256> hex_values = [] {
+    std::array<std::uint8_t, 256> values{};
+    values.fill(0xff);
+    for (std::uint8_t i = 0; i < 10; ++i) {
+        values['0' + i] = i;
+    }
+    for (std::uint8_t i = 0; i < 6; ++i) {
+        values['a' + i] = static_cast<std::uint8_t>(10 + i);
+        values['A' + i] = static_cast<std::uint8_t>(10 + i);
+    }
+    return values;
+}();
+
+/// A UUID-shaped text cut where queues::format_uuid puts its fields: digits 1-12 (`high`),
+/// 13-16 (`tag`: '8', the kind digit and "00" in our ids) and 17-32 (`low`).
+struct UuidParts {
+    std::uint64_t high = 0;
+    std::uint64_t tag = 0;
+    std::uint64_t low = 0;
+};
+
+/// Reads `text` in one pass; false when it is not 8-4-4-4-12 hex digits (is_uuid_text).
+bool split_uuid(std::string_view text, UuidParts& out) noexcept {
+    if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' ||
+        text[23] != '-') {
+        return false;
+    }
+    std::uint8_t invalid = 0;  // gets a high bit from any byte that is not a hex digit
+    const auto digits = [&](std::size_t from, std::size_t count) {
+        std::uint64_t value = 0;
+        for (std::size_t i = from; i < from + count; ++i) {
+            const std::uint8_t digit = hex_values[static_cast<unsigned char>(text[i])];
+            invalid |= digit;
+            value = (value << 4) | (digit & 0xfu);
+        }
+        return value;
+    };
+    out.high = (digits(0, 8) << 16) | digits(9, 4);
+    out.tag = digits(14, 4);
+    out.low = (digits(19, 4) << 48) | digits(24, 12);
+    return (invalid & 0xf0) == 0;
+}
+
+/// The tag of our ids of `kind`: '8', the kind digit, "00".
+constexpr std::uint64_t uuid_tag(queues::UuidKind kind) noexcept {
+    return 0x8000 | (static_cast<std::uint64_t>(kind) << 8);
+}
+
+/// queues::parse_partition_id of a text that split_uuid read.
+queues::PartitionId partition_of(const UuidParts& parts) noexcept {
+    return parts.tag == uuid_tag(queues::UuidKind::partition) && parts.high == 0
+               ? queues::PartitionId{parts.low}
+               : queues::PartitionId{0};
+}
+
+/// queues::parse_lease_id in one pass.
+queues::LeaseId lease_of(std::string_view text) noexcept {
+    if (text.empty()) {
+        return queues::LeaseId{0};
+    }
+    UuidParts parts;
+    if (!split_uuid(text, parts) || parts.tag != uuid_tag(queues::UuidKind::lease) ||
+        parts.high != 0 || parts.low == 0) {
+        return queues::LeaseId{UINT64_MAX};
+    }
+    return queues::LeaseId{parts.low};
+}
+
+/// The last partition and lease id texts of one body (views into it) with what they read as:
+/// the items of an ack batch usually share both, and a compare is cheaper than a decode.
+struct IdMemo {
+    std::string_view partition_text;  // UUID-shaped when not empty
+    queues::PartitionId partition{0};
+    std::string_view lease_text;
+    queues::LeaseId lease{0};
+};
+
+/// One acknowledgment as parse_ack_item reads it, into `out` (a fresh item, filled in place);
+/// every deviation declines (false). Only the strings the item keeps are copied.
+bool ack_item_fast(std::string_view text, std::size_t& pos, int depth, int depth_max,
+                   const ApiOptions& options, IdMemo& memo, queues::AckItem& out) {
     bool seen_transaction = false, seen_partition = false, seen_status = false, seen_error = false,
          seen_lease = false, seen_group = false;
-    std::optional<std::string> transaction_id, partition_id, status, lease, group;
+    bool has_transaction = false, has_partition = false, has_status = false, has_lease = false,
+         has_group = false;
+    bool is_plain_partition = false, is_plain_lease = false;
+    std::string_view transaction_id, partition_id, status, lease, group;
+    std::string transaction_storage, partition_storage, status_storage, lease_storage,
+        group_storage;
     std::string_view error_raw = "null";
     const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
         std::string_view raw;
-        if (!raw_value(text, at, depth + 1, depth_max, raw)) {
+        bool is_plain = false;
+        if (!raw_value(text, at, depth + 1, depth_max, raw, is_plain)) {
             return false;
         }
         if (key == "transactionId") {
-            return first_time(seen_transaction) && optional_string(raw, transaction_id);
+            return first_time(seen_transaction) &&
+                   optional_text(raw, is_plain, has_transaction, transaction_id,
+                                 transaction_storage);
         }
         if (key == "partitionId") {
-            return first_time(seen_partition) && optional_string(raw, partition_id);
+            is_plain_partition = is_plain;
+            return first_time(seen_partition) &&
+                   optional_text(raw, is_plain, has_partition, partition_id, partition_storage);
         }
         if (key == "status") {
-            return first_time(seen_status) && optional_string(raw, status);
+            return first_time(seen_status) &&
+                   optional_text(raw, is_plain, has_status, status, status_storage);
         }
         if (key == "error") {
             error_raw = raw;
             return first_time(seen_error);
         }
         if (key == "leaseId") {
-            return first_time(seen_lease) && optional_string(raw, lease);
+            is_plain_lease = is_plain;
+            return first_time(seen_lease) &&
+                   optional_text(raw, is_plain, has_lease, lease, lease_storage);
         }
         if (key == "consumerGroup") {
-            return first_time(seen_group) && optional_string(raw, group);
+            return first_time(seen_group) &&
+                   optional_text(raw, is_plain, has_group, group, group_storage);
         }
         return true;
     });
-    if (!walked || !transaction_id || transaction_id->empty() ||
-        transaction_id->size() > options.name_bytes_max || !partition_id ||
-        !is_uuid_text(*partition_id)) {
-        return std::nullopt;
+    if (!walked || !has_transaction || transaction_id.empty() ||
+        transaction_id.size() > options.name_bytes_max || !has_partition) {
+        return false;
     }
-    queues::AckItem out;
-    out.transaction_id = std::move(*transaction_id);
-    out.partition = queues::parse_partition_id(*partition_id);
-    out.status = status ? parse_ack_status(*status) : queues::AckStatus::completed;
+    if (!memo.partition_text.empty() && partition_id == memo.partition_text) {
+        out.partition = memo.partition;
+    } else {
+        UuidParts parts;
+        if (!split_uuid(partition_id, parts)) {
+            return false;
+        }
+        out.partition = partition_of(parts);
+        if (is_plain_partition) {
+            memo.partition_text = partition_id;
+            memo.partition = out.partition;
+        }
+    }
+    out.transaction_id.assign(transaction_id);
+    out.status = has_status ? parse_ack_status(status) : queues::AckStatus::completed;
     if (error_raw != "null") {
         std::optional<std::string> error;
         if (!optional_string(error_raw, error) || !error ||
             error->size() > options.payload_bytes_max) {
-            return std::nullopt;
+            return false;
         }
         out.has_error = true;
         out.error = std::move(*error);
     }
-    out.lease = lease ? queues::parse_lease_id(*lease) : queues::LeaseId{0};
-    if (group && !group->empty()) {
-        if (group->size() > options.name_bytes_max) {
-            return std::nullopt;
+    if (!has_lease) {
+        out.lease = queues::LeaseId{0};
+    } else if (!memo.lease_text.empty() && lease == memo.lease_text) {
+        out.lease = memo.lease;
+    } else {
+        out.lease = lease_of(lease);
+        if (is_plain_lease) {
+            memo.lease_text = lease;
+            memo.lease = out.lease;
         }
-        out.group = std::move(*group);
     }
-    return out;
+    if (has_group && !group.empty()) {
+        if (group.size() > options.name_bytes_max) {
+            return false;
+        }
+        out.group.assign(group);
+    }
+    return true;
 }
 
 }  // namespace
@@ -269,7 +541,7 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
     out.has_client_transaction_id.reserve(expected_items);
     bool seen_items = false;
     std::size_t pos = 0;
-    skip_whitespace(body, pos);
+    skip_space(body, pos);
     const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
         if (key != "items") {
             return skip_value(body, at, 2, depth_max);
@@ -296,7 +568,7 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
     if (!walked || !seen_items) {
         return std::nullopt;
     }
-    skip_whitespace(body, pos);
+    skip_space(body, pos);
     if (pos != body.size()) {
         return std::nullopt;
     }
@@ -307,15 +579,18 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
                                           const ApiOptions& options) {
     const int depth_max = static_cast<int>(options.json_depth_max);
     queues::Ack out;
+    IdMemo memo;
     std::size_t pos = 0;
-    skip_whitespace(body, pos);
+    skip_space(body, pos);
     if (!is_batch) {
-        auto item = ack_item_fast(body, pos, 1, depth_max, options);
-        if (!item) {
+        if (!ack_item_fast(body, pos, 1, depth_max, options, memo, out.items.emplace_back())) {
             return std::nullopt;
         }
-        out.items.push_back(std::move(*item));
     } else {
+        // An item the bench's clients write takes ~190 bytes: room for the usual count up
+        // front (each growth step would move every item), capped for huge bodies.
+        out.items.reserve(
+            std::min<std::size_t>({options.ack_items_max, body.size() / 160 + 1, 1024}));
         bool seen_list = false, seen_group = false;
         std::optional<std::string> top_group;
         const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
@@ -334,12 +609,9 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
                 if (out.items.size() >= options.ack_items_max) {
                     return false;
                 }
-                auto item = ack_item_fast(body, element, 3, depth_max, options);
-                if (!item) {
-                    return false;
-                }
-                out.items.push_back(std::move(*item));
-                return true;
+                // Filled in place; a decline drops the whole parse.
+                return ack_item_fast(body, element, 3, depth_max, options, memo,
+                                     out.items.emplace_back());
             });
         });
         if (!walked || !seen_list) {
@@ -355,7 +627,7 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
             }
         }
     }
-    skip_whitespace(body, pos);
+    skip_space(body, pos);
     if (pos != body.size()) {
         return std::nullopt;
     }
@@ -368,9 +640,10 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
                                                           std::int64_t now_ms) {
     const int depth_max = static_cast<int>(options.json_depth_max);
     queues::Transaction out;
+    IdMemo memo;
     bool seen_operations = false;
     std::size_t pos = 0;
-    skip_whitespace(body, pos);
+    skip_space(body, pos);
     // A new operation filled in place, or nullptr over the limit.
     const auto add = [&](queues::TransactionOp::Kind kind) -> queues::TransactionOp* {
         if (out.ops.size() >= options.transaction_operations_max) {
@@ -414,13 +687,9 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
             }
             std::size_t again = start;
             if (*type == "ack") {
-                auto ack = ack_item_fast(body, again, 3, depth_max, options);
-                queues::TransactionOp* op = ack ? add(queues::TransactionOp::Kind::ack) : nullptr;
-                if (op == nullptr) {
-                    return false;
-                }
-                op->ack = std::move(*ack);
-                return true;
+                queues::TransactionOp* op = add(queues::TransactionOp::Kind::ack);
+                return op != nullptr &&
+                       ack_item_fast(body, again, 3, depth_max, options, memo, op->ack);
             }
             if (*type != "push") {
                 return false;
@@ -446,7 +715,7 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
     if (!walked || !seen_operations || out.ops.empty()) {
         return std::nullopt;
     }
-    skip_whitespace(body, pos);
+    skip_space(body, pos);
     if (pos != body.size()) {
         return std::nullopt;
     }

@@ -34,7 +34,24 @@ std::string space(Rng& rng) {
     return rng.chance(0.3) ? pick(rng, {" ", "\n", "\t ", "\r\n  "}) : "";
 }
 
+/// A string literal of 0-40 bytes with at most one odd byte (a quote escape, a backslash
+/// escape, a raw control byte, DEL, a UTF-8 pair, a lone 0x80-0xff byte) at any offset: the
+/// plain-string scanner reads 8 bytes per step, so every offset in a word gets its turn.
+std::string odd_string(Rng& rng) {
+    std::string inner(rng.below(41), 'a');
+    if (!inner.empty() && rng.chance(0.8)) {
+        const std::size_t at = rng.below(inner.size());
+        inner.replace(at, 1,
+                      pick(rng, {"\\\"", "\\\\", "\\n", "\t", "\x01", "\x7f", "\xc3\xa9", "\x80",
+                                 "\xff", "\\u0041", "\\"}));
+    }
+    return "\"" + inner + "\"";
+}
+
 std::string string_value(Rng& rng) {
+    if (rng.chance(0.2)) {
+        return odd_string(rng);
+    }
     return pick(rng, {"\"q1\"", "\"orders\"", "\"\"", "\"caf\\u00e9\"", "\"tab\\tbed\"",
                       "\"\xc3\xa9t\xc3\xa9\"", "\"a\\\"b\"", "null", "7",
                       "\"" + std::string(300, 'x') + "\"", "true", "\"\\ud83d\\ude00\""});
@@ -179,14 +196,24 @@ TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
 std::string ack_item(Rng& rng) {
     std::vector<std::string> members;
     if (!rng.chance(0.05)) {
-        members.push_back("\"transactionId\":" + (rng.chance(0.8)
+        members.push_back("\"transactionId\":" + (rng.chance(0.7)
                                                       ? "\"t" + std::to_string(rng.below(9)) + "\""
-                                                      : string_value(rng)));
+                                                  : rng.chance(0.5) ? odd_string(rng)
+                                                                    : string_value(rng)));
     }
     if (!rng.chance(0.05)) {
         members.push_back("\"partitionId\":" +
                           pick(rng, {"\"0b8d1f7e-4a4b-4c2d-9e3f-1a2b3c4d5e6f\"",
-                                     "\"00000000-0000-8100-0000-000000000007\"", "\"nope\"", "\"\"",
+                                     "\"00000000-0000-8100-0000-000000000007\"",
+                                     "\"00000000-0000-8200-0000-000000000007\"",
+                                     "\"00000000-0000-8200-0000-000000000007\"",
+                                     "\"00000000-0000-8200-0000-00000000ABcd\"",
+                                     "\"00000001-0000-8200-0000-000000000007\"",
+                                     "\"00000000-0000-8200-0000-00000000000\\u0037\"",
+                                     "\"00000000-0000-8200-0000-00000000000g\"",
+                                     "\"00000000-0000-8200-0000-0000000000070\"",
+                                     "\"00000000-0000-8201-0000-000000000007\"",
+                                     "\"00000000+0000-8200-0000-000000000007\"", "\"nope\"", "\"\"",
                                      "null", "3"}));
     }
     if (rng.chance(0.5)) {
@@ -198,8 +225,15 @@ std::string ack_item(Rng& rng) {
         members.push_back("\"error\":" + string_value(rng));
     }
     if (rng.chance(0.5)) {
-        members.push_back("\"leaseId\":" + pick(rng, {"\"00000000-0000-8300-0000-00000000002a\"",
-                                                      "\"x\"", "\"\"", "null", "[]"}));
+        members.push_back("\"leaseId\":" +
+                          pick(rng, {"\"00000000-0000-8300-0000-00000000002a\"",
+                                     "\"00000000-0000-8400-0000-00000000002a\"",
+                                     "\"00000000-0000-8400-0000-00000000002a\"",
+                                     "\"00000000-0000-8400-0000-00000000002A\"",
+                                     "\"00000000-0000-8400-0000-000000000000\"",
+                                     "\"00000000-0001-8400-0000-00000000002a\"",
+                                     "\"00000000-0000-8400-0000-0000000000\\u0032a\"", "\"x\"",
+                                     "\"\"", "null", "[]"}));
     }
     if (rng.chance(0.4)) {
         members.push_back("\"consumerGroup\":" + pick(rng, {"\"g1\"", "\"\"", "null", "2",
@@ -207,6 +241,9 @@ std::string ack_item(Rng& rng) {
     }
     if (rng.chance(0.03)) {
         members.push_back("\"status\":\"failed\"");  // a repeated key
+    }
+    if (rng.chance(0.1)) {
+        members.push_back(odd_string(rng) + ":" + odd_string(rng));  // a key nobody reads
     }
     std::string out = "{" + space(rng);
     for (std::size_t i = 0; i < members.size(); ++i) {
