@@ -977,6 +977,27 @@ bool read_field(std::string_view json, std::string_view key, std::int64_t& value
 bool parse_payload(std::string_view json, PayloadStamp& stamp) noexcept {
     std::int64_t sequence = 0;
     std::int64_t timestamp_ns = 0;
+    // The layout append_payload writes, {"seq":N,"ts":M,...}, is read in place; anything else
+    // is searched for its fields. Both give the same stamp: the first "seq" and "ts" of such a
+    // payload are the ones at its front.
+    constexpr std::string_view seq_prefix = "{\"seq\":";
+    constexpr std::string_view ts_infix = ",\"ts\":";
+    if (json.starts_with(seq_prefix)) {
+        const char* const end = json.data() + json.size();
+        const char* at = json.data() + seq_prefix.size();
+        const auto [sequence_end, sequence_ec] = std::from_chars(at, end, sequence);
+        at = sequence_end;
+        if (sequence_ec == std::errc{} && sequence >= 0 &&
+            std::string_view(at, static_cast<std::size_t>(end - at)).starts_with(ts_infix)) {
+            at += ts_infix.size();
+            const auto [timestamp_end, timestamp_ec] = std::from_chars(at, end, timestamp_ns);
+            if (timestamp_ec == std::errc{} && timestamp_end != at) {
+                stamp.sequence = static_cast<std::uint64_t>(sequence);
+                stamp.timestamp_ns = timestamp_ns;
+                return true;
+            }
+        }
+    }
     if (!read_field(json, "\"seq\"", sequence) || sequence < 0 ||
         !read_field(json, "\"ts\"", timestamp_ns)) {
         return false;

@@ -26,6 +26,20 @@ TEST_CASE("bench: payloads have the requested size and carry their stamp", "[ben
     CHECK_FALSE(queen::bench::parse_payload(R"({"seq":7})", stamp));
     CHECK_FALSE(queen::bench::parse_payload(R"({"seq":-1,"ts":3})", stamp));
     CHECK_FALSE(queen::bench::parse_payload(R"({"seq":"a","ts":3})", stamp));
+    // Near misses of the in-place layout take the search and read the same stamp, or fail.
+    CHECK(queen::bench::parse_payload(R"({"seq":7 ,"ts":5})", stamp));
+    CHECK(stamp.sequence == 7);
+    CHECK(stamp.timestamp_ns == 5);
+    CHECK(queen::bench::parse_payload(R"({"seq":8,"pad":"","ts":-6})", stamp));
+    CHECK(stamp.sequence == 8);
+    CHECK(stamp.timestamp_ns == -6);
+    CHECK(queen::bench::parse_payload(R"({"seq":9,"ts":-4,"pad":"x"})", stamp));
+    CHECK(stamp.sequence == 9);
+    CHECK(stamp.timestamp_ns == -4);
+    CHECK_FALSE(queen::bench::parse_payload(R"({"seq":7,"ts":x})", stamp));
+    CHECK_FALSE(queen::bench::parse_payload(R"({"seq":7,"ts":)", stamp));
+    CHECK_FALSE(queen::bench::parse_payload(R"({"seq":,"ts":1})", stamp));
+    CHECK_FALSE(queen::bench::parse_payload(R"({"seq":99999999999999999999,"ts":1})", stamp));
 }
 
 TEST_CASE("bench: workload names round-trip and options are bounded", "[bench][workload]") {

@@ -16,6 +16,10 @@ namespace queen::client::detail {
 
 using Json = nlohmann::json;
 
+/// Appends `text` as a JSON string literal by the rule of json::scan::append_quoted (quotes and
+/// control characters escaped, other bytes copied); text with nothing to escape, such as ids,
+/// names and times, is copied in one go after one SSE2 pass over it.
+void append_json_string(std::string& out, std::string_view text);
 /// Appends `text` as a JSON string, or `null` when it is empty.
 void append_json_string_or_null(std::string& out, std::string_view text);
 
