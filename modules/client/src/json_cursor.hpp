@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -99,6 +100,57 @@ public:
         }
         ++pos_;
         return true;
+    }
+    /// Inside an object: when the next member is written exactly `member` (its key in quotes and
+    /// a colon, e.g. "\"id\":", no whitespace or escapes) consumes it and returns true, the cursor
+    /// then sitting on its value as after next_member(); otherwise changes nothing and returns
+    /// false, and next_member() reads the member. Lets a reader that knows the order the server
+    /// writes its members in skip looking for each key.
+    template <std::size_t N>
+    bool next_member_is(const char (&member)[N], bool& is_first) noexcept {
+        std::size_t at = pos_;
+        if (!is_first) {
+            if (at >= text_.size() || text_[at] != ',') {
+                return false;
+            }
+            ++at;
+        }
+        if (text_.size() - at < N - 1 || std::memcmp(text_.data() + at, member, N - 1) != 0 ||
+            !is_ok_) {
+            return false;
+        }
+        pos_ = at + N - 1;
+        is_first = false;
+        return true;
+    }
+    /// next_member_is() for a member known at run time.
+    bool next_member_is(std::string_view member, bool& is_first) noexcept {
+        std::size_t at = pos_;
+        if (!is_first) {
+            if (at >= text_.size() || text_[at] != ',') {
+                return false;
+            }
+            ++at;
+        }
+        if (member.empty() || text_.size() - at < member.size() ||
+            std::memcmp(text_.data() + at, member.data(), member.size()) != 0 || !is_ok_) {
+            return false;
+        }
+        pos_ = at + member.size();
+        is_first = false;
+        return true;
+    }
+    /// next_member() for an object whose members usually come in the order of `members` (each
+    /// written as next_member_is() takes it): `expected` indexes the member tried first and moves
+    /// past it when it came. `key` is the member's key either way.
+    bool next_member_in_order(std::span<const std::string_view> members, std::size_t& expected,
+                              std::string_view& key, bool& is_first) {
+        if (expected < members.size() && next_member_is(members[expected], is_first)) {
+            const std::string_view member = members[expected++];
+            key = member.substr(1, member.size() - 3);  // without the quotes and the colon
+            return true;
+        }
+        return next_member(key, is_first);
     }
     /// Inside an array: true when another element follows (the cursor sits on it); false at the
     /// closing ']' (consumed) or on failure.

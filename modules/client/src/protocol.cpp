@@ -97,10 +97,15 @@ bool read_ack_result(JsonCursor& cursor, AckResult& result) {
     if (!cursor.enter_object()) {
         return false;
     }
+    // The order Queen writes an ack result in.
+    static constexpr std::string_view members[] = {
+        R"("index":)",     R"("transactionId":)", R"("success":)",       R"("error":)",
+        R"("queueName":)", R"("partitionName":)", R"("leaseReleased":)", R"("dlq":)"};
+    std::size_t expected = 0;
     bool is_first = true;
     std::string_view key;
     std::string_view raw;
-    while (cursor.next_member(key, is_first)) {
+    while (cursor.next_member_in_order(members, expected, key, is_first)) {
         if (is_key(key, "transactionId")) {
             cursor.read_text(result.transaction_id);
         } else if (is_key(key, "success")) {
@@ -234,6 +239,111 @@ void reset_message(Message& message) {
     message.retry_count = 0;
 }
 
+/// The members of a popped message, in the order Queen writes them; `other` is any other key.
+enum class MessageMember {
+    id,
+    transaction_id,
+    trace_id,
+    data,
+    producer_sub,
+    created_at,
+    partition_id,
+    partition,
+    lease_id,
+    consumer_group,
+    retry_count,
+    other
+};
+
+MessageMember message_member_of(std::string_view key) noexcept {
+    if (is_key(key, "id")) {
+        return MessageMember::id;
+    }
+    if (is_key(key, "transactionId")) {
+        return MessageMember::transaction_id;
+    }
+    if (is_key(key, "traceId")) {
+        return MessageMember::trace_id;
+    }
+    if (is_key(key, "data")) {
+        return MessageMember::data;
+    }
+    if (is_key(key, "producerSub")) {
+        return MessageMember::producer_sub;
+    }
+    if (is_key(key, "createdAt")) {
+        return MessageMember::created_at;
+    }
+    if (is_key(key, "partitionId")) {
+        return MessageMember::partition_id;
+    }
+    if (is_key(key, "partition")) {
+        return MessageMember::partition;
+    }
+    if (is_key(key, "leaseId")) {
+        return MessageMember::lease_id;
+    }
+    if (is_key(key, "consumerGroup")) {
+        return MessageMember::consumer_group;
+    }
+    if (is_key(key, "retryCount")) {
+        return MessageMember::retry_count;
+    }
+    return MessageMember::other;
+}
+
+/// Inside a message object: true with the next member (false at its end or on failure). The
+/// member after the last one read (`expected`) is tried first, written as Queen writes it, so an
+/// answer in the server's order is read without looking for its keys.
+bool next_message_member(JsonCursor& cursor, MessageMember expected, bool& is_first,
+                         MessageMember& member) {
+    bool is_expected = false;
+    switch (expected) {
+        case MessageMember::id: is_expected = cursor.next_member_is(R"("id":)", is_first); break;
+        case MessageMember::transaction_id:
+            is_expected = cursor.next_member_is(R"("transactionId":)", is_first);
+            break;
+        case MessageMember::trace_id:
+            is_expected = cursor.next_member_is(R"("traceId":)", is_first);
+            break;
+        case MessageMember::data:
+            is_expected = cursor.next_member_is(R"("data":)", is_first);
+            break;
+        case MessageMember::producer_sub:
+            is_expected = cursor.next_member_is(R"("producerSub":)", is_first);
+            break;
+        case MessageMember::created_at:
+            is_expected = cursor.next_member_is(R"("createdAt":)", is_first);
+            break;
+        case MessageMember::partition_id:
+            is_expected = cursor.next_member_is(R"("partitionId":)", is_first);
+            break;
+        case MessageMember::partition:
+            is_expected = cursor.next_member_is(R"("partition":)", is_first);
+            break;
+        case MessageMember::lease_id:
+            is_expected = cursor.next_member_is(R"("leaseId":)", is_first);
+            break;
+        case MessageMember::consumer_group:
+            is_expected = cursor.next_member_is(R"("consumerGroup":)", is_first);
+            break;
+        case MessageMember::retry_count:
+            is_expected = cursor.next_member_is(R"("retryCount":)", is_first);
+            break;
+        case MessageMember::other: break;
+    }
+    if (is_expected) {
+        member = expected;
+        return true;
+    }
+    std::string_view key;
+    if (!cursor.next_member(key, is_first)) {
+        return false;
+    }
+    member = message_member_of(key);
+    return true;
+}
+
 /// One push item object as /push and a transaction's push operation take it; a missing
 /// transactionId gets a UUIDv7 from `ids`.
 void append_push_item(std::string& body, const PushItem& item, IdSource& ids) {
@@ -345,6 +455,11 @@ queen::Status build_push(std::span<const PushItem> items, bool is_payload_valida
     return {};
 }
 
+// The order Queen writes a push result in.
+constexpr std::string_view push_result_members[] = {
+    R"("index":)",        R"("transaction_id":)", R"("status":)",   R"("message_id":)",
+    R"("partition_id":)", R"("trace_id":)",       R"("queueName":)"};
+
 queen::Status read_push_answer(const HttpRequest& http, const HttpResponse& response,
                                std::size_t item_count, std::vector<PushResult>& results) {
     QUEEN_TRY(check_http_status(http, response));
@@ -382,8 +497,8 @@ queen::Status read_push_answer(const HttpRequest& http, const HttpResponse& resp
         cursor.enter_object();
         bool is_first = true;
         std::string_view key;
-        std::string_view raw;
-        while (cursor.next_member(key, is_first)) {
+        std::size_t expected = 0;
+        while (cursor.next_member_in_order(push_result_members, expected, key, is_first)) {
             if (is_key(key, "status")) {
                 has_status = cursor.peek() == '"';
                 cursor.read_text(status);
@@ -554,36 +669,40 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
             std::uint8_t flags = 0;
             message.data_json = "null";
             bool is_first_field = true;
-            while (cursor.next_member(key, is_first_field)) {
-                if (is_key(key, "id")) {
-                    cursor.read_text(message.id);
-                } else if (is_key(key, "transactionId")) {
-                    cursor.read_text(message.transaction_id);
-                } else if (is_key(key, "traceId")) {
-                    cursor.read_text(message.trace_id);
-                } else if (is_key(key, "data")) {
-                    if (cursor.read_value(raw)) {
-                        // The payload, byte for byte.
-                        detail::assign_bytes(message.data_json, raw.data(), raw.size());
-                    }
-                } else if (is_key(key, "producerSub")) {
-                    cursor.read_text(message.producer_sub);
-                } else if (is_key(key, "createdAt")) {
-                    cursor.read_text(message.created_at);
-                } else if (is_key(key, "partitionId")) {
-                    cursor.read_text(message.partition_id);
-                } else if (is_key(key, "partition")) {
-                    cursor.read_text(message.partition);
-                } else if (is_key(key, "leaseId")) {
-                    flags |= has_lease_flag;
-                    cursor.read_text(message.lease_id);
-                } else if (is_key(key, "consumerGroup")) {
-                    flags |= has_group_flag;
-                    cursor.read_text(message.consumer_group);
-                } else if (is_key(key, "retryCount")) {
-                    cursor.read_integer(message.retry_count);
-                } else {
-                    cursor.skip_value();
+            MessageMember expected = MessageMember::id;
+            MessageMember member = MessageMember::other;
+            while (next_message_member(cursor, expected, is_first_field, member)) {
+                switch (member) {
+                    case MessageMember::id: cursor.read_text(message.id); break;
+                    case MessageMember::transaction_id:
+                        cursor.read_text(message.transaction_id);
+                        break;
+                    case MessageMember::trace_id: cursor.read_text(message.trace_id); break;
+                    case MessageMember::data:
+                        if (cursor.read_value(raw)) {
+                            // The payload, byte for byte.
+                            detail::assign_bytes(message.data_json, raw.data(), raw.size());
+                        }
+                        break;
+                    case MessageMember::producer_sub: cursor.read_text(message.producer_sub); break;
+                    case MessageMember::created_at: cursor.read_text(message.created_at); break;
+                    case MessageMember::partition_id: cursor.read_text(message.partition_id); break;
+                    case MessageMember::partition: cursor.read_text(message.partition); break;
+                    case MessageMember::lease_id:
+                        flags |= has_lease_flag;
+                        cursor.read_text(message.lease_id);
+                        break;
+                    case MessageMember::consumer_group:
+                        flags |= has_group_flag;
+                        cursor.read_text(message.consumer_group);
+                        break;
+                    case MessageMember::retry_count:
+                        cursor.read_integer(message.retry_count);
+                        break;
+                    case MessageMember::other: cursor.skip_value(); break;
+                }
+                if (member != MessageMember::other) {
+                    expected = static_cast<MessageMember>(static_cast<int>(member) + 1);
                 }
             }
             message_flags.push_back(flags);

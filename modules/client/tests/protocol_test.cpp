@@ -395,3 +395,94 @@ TEST_CASE("client: request bodies quote ids and names exactly as append_quoted d
         }
     }
 }
+
+TEST_CASE(
+    "client: pop messages in the server's member order, with members added, repeated or "
+    "escaped, read like any order",
+    "[client][protocol][pop]") {
+    const PopRequest pop = pop_of_q();
+    PopResult popped;
+    const std::string body =
+        R"({"queue":"q","partitionId":"answer-pid","leaseId":"answer-lease","messages":[)"
+        // The server's order, compact: every member is the one expected.
+        R"({"id":"m1","transactionId":"t1","traceId":null,"data":{"seq":1},"producerSub":null,)"
+        R"("createdAt":"c1","partitionId":"pid1","partition":"p1","leaseId":"l1",)"
+        R"("consumerGroup":"g1","retryCount":1},)"
+        // An unknown member between expected ones, a repeated one, a key prefix of the next.
+        R"({"id":"m2","extra":{"transactionId":"nested"},"transactionId":"t2","id":"m2b",)"
+        R"("partition":"p2","partitionId":"pid2","retryCount":2,"retryCount":3},)"
+        // Escaped keys, and whitespace between the members.
+        R"({"\u0069d":"m3", "transactionId" :"t3","partit\u0069onId":"pid3","data":[1]})"
+        R"(]})";
+    REQUIRE(read_pop_answer(pop_request, response_of(200, body), pop, popped));
+    REQUIRE(popped.messages.size() == 3);
+    const Message& first = popped.messages[0];
+    CHECK(first.id == "m1");
+    CHECK(first.transaction_id == "t1");
+    CHECK(first.data_json == R"({"seq":1})");
+    CHECK(first.created_at == "c1");
+    CHECK(first.partition_id == "pid1");
+    CHECK(first.partition == "p1");
+    CHECK(first.lease_id == "l1");
+    CHECK(first.consumer_group == "g1");
+    CHECK(first.retry_count == 1);
+    const Message& second = popped.messages[1];
+    CHECK(second.id == "m2b");  // the last of a repeated member wins
+    CHECK(second.transaction_id == "t2");
+    CHECK(second.partition == "p2");
+    CHECK(second.partition_id == "pid2");
+    CHECK(second.retry_count == 3);
+    CHECK(second.lease_id == "answer-lease");  // left out: the answer's
+    CHECK(second.data_json == "null");
+    const Message& third = popped.messages[2];
+    CHECK(third.id == "m3");
+    CHECK(third.transaction_id == "t3");
+    CHECK(third.partition_id == "pid3");
+    CHECK(third.data_json == "[1]");
+}
+
+TEST_CASE("client: push and ack results in the server's member order or not read the same",
+          "[client][protocol][push][ack]") {
+    std::vector<PushResult> pushed;
+    const char* const push_bodies[] = {
+        R"([{"index":0,"transaction_id":"t","status":"queued","message_id":"m",)"
+        R"("partition_id":"p","trace_id":"tr","queueName":"q"}])",
+        R"([{"queueName":"q","trace_id":"tr","partition_id":"p","message_id":"m",)"
+        R"("status":"queued","transaction_id":"t","index":0}])",
+        R"([{"index":0,"transactionId":"camel","transaction_id":"t","status":"queued",)"
+        R"("messageId":"camel","message_id":"m","partition_id":"p","partitionId":"camel",)"
+        R"("trace_id":"tr","queue":"camel","queueName":"q"}])",
+        R"([ { "index" : 0 , "transaction_id" : "t" , "status" : "queued" , "message_id" : "m" ,)"
+        R"( "partition_id" : "p" , "trace_id" : "tr" , "queueName" : "q" } ])"};
+    for (const char* body : push_bodies) {
+        INFO(body);
+        REQUIRE(read_push_answer(push_request, response_of(201, body), 1, pushed));
+        REQUIRE(pushed.size() == 1);
+        CHECK(pushed[0].status == PushStatus::queued);
+        CHECK(pushed[0].transaction_id == "t");
+        CHECK(pushed[0].message_id == "m");
+        CHECK(pushed[0].partition_id == "p");
+        CHECK(pushed[0].trace_id == "tr");
+        CHECK(pushed[0].queue_name == "q");
+    }
+    std::vector<AckResult> acked;
+    const char* const ack_bodies[] = {
+        R"([{"index":0,"transactionId":"t","success":true,"error":null,"queueName":"q",)"
+        R"("partitionName":"p","leaseReleased":false,"dlq":true}])",
+        R"([{"dlq":true,"leaseReleased":false,"partitionName":"p","queueName":"q",)"
+        R"("error":null,"success":true,"transactionId":"t","index":0}])",
+        R"([{"index":0,"transactionId":"x","success":false,"transactionId":"t","success":true,)"
+        R"("queueName":"q","partitionName":"p","extra":1,"leaseReleased":false,"dlq":true}])"};
+    for (const char* body : ack_bodies) {
+        INFO(body);
+        REQUIRE(read_ack_batch_answer(ack_request, response_of(200, body), 1, acked));
+        REQUIRE(acked.size() == 1);
+        CHECK(acked[0].transaction_id == "t");
+        CHECK(acked[0].is_success);
+        CHECK(acked[0].error.empty());
+        CHECK(acked[0].queue_name == "q");
+        CHECK(acked[0].partition_name == "p");
+        CHECK(acked[0].is_lease_released == std::optional<bool>{false});
+        CHECK(acked[0].is_dlq);
+    }
+}
