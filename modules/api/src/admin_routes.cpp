@@ -216,7 +216,8 @@ Result<Response> grouped_queues(Context& context, const std::string& tenant, std
     out.begin_object().key(list).begin_array();
     for (const auto& [name, g] : groups) {
         out.begin_object()
-            .field(label, name)
+            .key(label)
+            .string(name)
             .field("queues", g.queues)
             .field("partitions", g.partitions)
             .key("messages")

@@ -191,7 +191,23 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
         out.null_field("leaseExpiresAt");
     }
     out.key("messages").begin_array();
+    // partitionId, partition, leaseId and consumerGroup are the same for every message of one
+    // partition: formatted once per partition (a pop's messages share one), copied after.
+    JsonWriter shared(256);
+    std::string_view shared_members;
+    const queues::PoppedMessage* shared_source = nullptr;
     for (const queues::PoppedMessage& message : result.messages) {
+        if (shared_source == nullptr || message.id.partition != shared_source->id.partition ||
+            message.partition != shared_source->partition) {
+            shared = JsonWriter(256);
+            shared.begin_object().key("partitionId");
+            write_partition_id(shared, message.id.partition);
+            shared.field("partition", message.partition).key("leaseId");
+            write_lease(shared);
+            shared.field("consumerGroup", result.group).end_object();
+            shared_members = shared.text().substr(1, shared.text().size() - 2);  // no braces
+            shared_source = &message;
+        }
         out.begin_object().key("id");
         write_message_id(out, message.id);
         out.field("transactionId", message.transaction_id)
@@ -206,11 +222,7 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
         out.field_or_null("producerSub", message.producer_sub)
             .key("createdAt")
             .iso_time(message.created_at.value(), true)
-            .key("partitionId");
-        write_partition_id(out, message.id.partition);
-        out.field("partition", message.partition).key("leaseId");
-        write_lease(out);
-        out.field("consumerGroup", result.group)
+            .raw_items(shared_members)
             .field("retryCount", message.retry_count)
             .end_object();
     }

@@ -18,6 +18,8 @@ namespace {
 /// Writes `ms` as ISO-8601 UTC text ("YYYY-MM-DDTHH:MM:SS.fff[000]Z") to `buffer`; returns
 /// its length. Defined below.
 std::size_t write_iso(std::array<char, 64>& buffer, std::int64_t ms, bool microseconds);
+/// `value` / `divisor` rounded down (towards minus infinity). Defined below.
+std::int64_t floor_div(std::int64_t value, std::int64_t divisor);
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -26,6 +28,24 @@ std::size_t write_iso(std::array<char, 64>& buffer, std::int64_t ms, bool micros
 void JsonWriter::expand(std::size_t size) {
     const std::size_t needed = used_ + size;
     out_.resize(std::max({needed, out_.size() * 2, std::size_t{256}}));
+}
+
+JsonWriter& JsonWriter::text_key(std::string_view name) {
+    QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
+    QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
+    prefix();
+    if (is_plain_json_text(name)) {
+        char* at = grow(name.size() + 3);
+        at[0] = '"';
+        std::memcpy(at + 1, name.data(), name.size());
+        at[name.size() + 1] = '"';
+        at[name.size() + 2] = ':';
+    } else {
+        write_escaped(name);
+        *grow(1) = ':';
+    }
+    after_key_ = true;
+    return *this;
 }
 
 void JsonWriter::write_escaped(std::string_view text) {
@@ -98,11 +118,35 @@ JsonWriter& JsonWriter::end_array() {
 
 JsonWriter& JsonWriter::iso_time(std::int64_t ms, bool microseconds) {
     prefix();
-    std::array<char, 64> buffer{};
-    const std::size_t length = write_iso(buffer, ms, microseconds);
+    // "YYYY-MM-DDTHH:MM:SS." + 3 digits (+ "000") + 'Z' for years 0-9999 (and -999 to -1).
+    const std::size_t length = microseconds ? 27 : 24;
+    const std::int64_t second = floor_div(ms, 1000);
+    if (second != iso_second_) {
+        std::array<char, 64> buffer{};
+        const std::size_t written = write_iso(buffer, ms, microseconds);
+        if (written != length) {  // a year of 5 digits: another layout, not cached
+            char* at = grow(written + 2);
+            at[0] = '"';
+            std::memcpy(at + 1, buffer.data(), written);  // digits and -:.TZ: nothing to escape
+            at[written + 1] = '"';
+            return *this;
+        }
+        std::memcpy(iso_prefix_.data(), buffer.data(), iso_prefix_.size());
+        iso_second_ = second;
+    }
+    const auto millis = static_cast<int>(ms - second * 1000);
     char* at = grow(length + 2);
     at[0] = '"';
-    std::memcpy(at + 1, buffer.data(), length);  // digits and -:.TZ only: nothing to escape
+    std::memcpy(at + 1, iso_prefix_.data(), iso_prefix_.size());
+    at[21] = static_cast<char>('0' + millis / 100);
+    at[22] = static_cast<char>('0' + millis / 10 % 10);
+    at[23] = static_cast<char>('0' + millis % 10);
+    if (microseconds) {
+        at[24] = '0';
+        at[25] = '0';
+        at[26] = '0';
+    }
+    at[length] = 'Z';
     at[length + 1] = '"';
     return *this;
 }

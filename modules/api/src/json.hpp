@@ -2,6 +2,7 @@
 // text, and request-body parsing (the one place nlohmann/json exceptions are caught).
 #pragma once
 
+#include <array>
 #include <charconv>
 #include <concepts>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +46,26 @@ namespace queen::api::detail {
     return true;
 }
 
+/// A key known at compile time (a string literal): its plain-text check runs in the compiler,
+/// so writing it is one copy of a constant size. A literal that would need escaping does not
+/// compile.
+class JsonKey {
+public:
+    template <std::size_t N>
+    consteval JsonKey(const char (&name)[N])  // NOLINT(google-explicit-constructor): literals
+        : text_(name, N - 1) {
+        for (const char c : text_) {
+            if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') {
+                throw "JsonKey: a key that needs escaping";
+            }
+        }
+    }
+    [[nodiscard]] constexpr std::string_view text() const noexcept { return text_; }
+
+private:
+    std::string_view text_;
+};
+
 /// Builds compact JSON text left to right. Commas are placed automatically. Misuse (a value
 /// where a key is due, unbalanced ends) is a programmer error and asserts. The text grows in a
 /// buffer written through a pointer (no per-call string bookkeeping); keys and plain strings
@@ -58,24 +80,25 @@ public:
     JsonWriter& end_object();
     JsonWriter& begin_array();
     JsonWriter& end_array();
-    /// Writes `"name":`; the next call writes its value.
-    JsonWriter& key(std::string_view name) {
+    /// Writes `"name":` for a literal name; the next call writes its value.
+    JsonWriter& key(JsonKey name) {
         QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
         QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
         prefix();
-        if (is_plain_json_text(name)) {
-            // Every key this API writes: `"name":` in one copy (inlined for literals).
-            char* at = grow(name.size() + 3);
-            at[0] = '"';
-            std::memcpy(at + 1, name.data(), name.size());
-            at[name.size() + 1] = '"';
-            at[name.size() + 2] = ':';
-        } else {
-            write_escaped(name);
-            *grow(1) = ':';
-        }
+        const std::string_view text = name.text();
+        char* at = grow(text.size() + 3);
+        at[0] = '"';
+        std::memcpy(at + 1, text.data(), text.size());
+        at[text.size() + 1] = '"';
+        at[text.size() + 2] = ':';
         after_key_ = true;
         return *this;
+    }
+    /// Writes `"name":` for a name made at run time (escaped when it needs it).
+    template <class Text>
+    requires(std::convertible_to<const Text&, std::string_view> &&
+             !std::is_array_v<Text>) JsonWriter& key(const Text& name) {
+        return text_key(std::string_view(name));
     }
 
     JsonWriter& string(std::string_view text) {
@@ -95,7 +118,8 @@ public:
         return text.empty() ? null() : string(text);
     }
     /// `ms` since the epoch as an ISO-8601 string, as format_iso_ms (or format_iso_us when
-    /// `microseconds`) writes it, without a temporary string.
+    /// `microseconds`) writes it, without a temporary string (the date and time up to the
+    /// second are reused from the previous call in the same second).
     JsonWriter& iso_time(std::int64_t ms, bool microseconds);
     JsonWriter& boolean(bool value) {
         prefix();
@@ -122,6 +146,17 @@ public:
         append(json_text.empty() ? std::string_view("null") : json_text);
         return *this;
     }
+    /// Inserts `items`, already formatted items of the open container (for an object `"k":v`
+    /// members joined by commas, e.g. another writer's object text without its braces), as if
+    /// they were written here one by one. Nothing for an empty `items`.
+    JsonWriter& raw_items(std::string_view items) {
+        QUEEN_ASSERT(!after_key_ && depth_ > 0, "JsonWriter: raw items outside a container");
+        if (!items.empty()) {
+            prefix();
+            append(items);
+        }
+        return *this;
+    }
     /// Writes a string value of exactly `size` bytes and returns where they go; the caller
     /// fills all of them, with bytes that need no escaping (no '"', '\\' or control byte),
     /// before the next call on this writer. For ids formatted in place (no temporary string).
@@ -133,24 +168,19 @@ public:
         return at + 1;
     }
 
-    /// key + value shorthands.
-    JsonWriter& field(std::string_view name, std::string_view text) {
-        return key(name).string(text);
-    }
-    JsonWriter& field(std::string_view name, const char* text) { return key(name).string(text); }
-    JsonWriter& field(std::string_view name, const std::string& text) {
-        return key(name).string(text);
-    }
-    JsonWriter& field(std::string_view name, bool value) { return key(name).boolean(value); }
+    /// key + value shorthands (literal keys; a run-time key goes through key()).
+    JsonWriter& field(JsonKey name, std::string_view text) { return key(name).string(text); }
+    JsonWriter& field(JsonKey name, const char* text) { return key(name).string(text); }
+    JsonWriter& field(JsonKey name, const std::string& text) { return key(name).string(text); }
+    JsonWriter& field(JsonKey name, bool value) { return key(name).boolean(value); }
     template <class T>
-    requires(std::integral<T> && !std::same_as<T, bool>) JsonWriter& field(std::string_view name,
-                                                                           T value) {
+    requires(std::integral<T> && !std::same_as<T, bool>) JsonWriter& field(JsonKey name, T value) {
         return key(name).number(value);
     }
-    JsonWriter& field_or_null(std::string_view name, std::string_view text) {
+    JsonWriter& field_or_null(JsonKey name, std::string_view text) {
         return key(name).string_or_null(text);
     }
-    JsonWriter& null_field(std::string_view name) { return key(name).null(); }
+    JsonWriter& null_field(JsonKey name) { return key(name).null(); }
 
     /// The text so far; complete when every container is closed.
     [[nodiscard]] std::string_view text() const noexcept {
@@ -183,6 +213,8 @@ private:
         used_ += size;
         return at;
     }
+    /// key() for a run-time name.
+    JsonWriter& text_key(std::string_view name);
     /// Enlarges the buffer (geometrically) so that `size` more bytes fit.
     void expand(std::size_t size);
     void append(std::string_view text) { std::memcpy(grow(text.size()), text.data(), text.size()); }
@@ -196,6 +228,9 @@ private:
     std::uint64_t has_items_ = 0;  // bit d: the open container at depth d has an item
     std::uint32_t depth_ = 0;      // open containers (no allocation per response)
     bool after_key_ = false;
+    // iso_time's last second and its "YYYY-MM-DDTHH:MM:SS." (a pop's messages share seconds).
+    std::int64_t iso_second_ = INT64_MIN;
+    std::array<char, 20> iso_prefix_{};
 };
 
 /// `ms` since the epoch as "YYYY-MM-DDTHH:MM:SS.fffZ" (UTC).

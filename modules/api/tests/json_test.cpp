@@ -139,7 +139,7 @@ TEST_CASE("api: JsonWriter strings equal the general escaper at every length", "
         json::scan::append_quoted(expected, text);
         expected += "}";
         JsonWriter out;
-        out.begin_object().field(text, text).end_object();
+        out.begin_object().key(text).string(text).end_object();
         const std::string written = out.take();
         REQUIRE(written == expected);
     }
