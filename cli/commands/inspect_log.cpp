@@ -37,6 +37,7 @@ struct SegmentReport {
     std::optional<LogIndex> last_record;
     Term last_term;
     std::uint64_t payload_bytes = 0;
+    std::uint64_t zero_tail_bytes = 0;  // the writer's zero fill after the last record
     std::vector<Damage> damage;
 };
 
@@ -127,6 +128,10 @@ SegmentReport inspect_segment(const std::filesystem::path& path, LogIndex name_i
             term_floor = decoded.record.term;
             at += decoded.size;
             continue;
+        }
+        if (log::is_all_zero(rest)) {
+            report.zero_tail_bytes = rest.size();  // a clean end (docs/log-format.md)
+            break;
         }
         Damage damage{at, std::string(log::stop_reason_name(decoded.status)), decoded.detail,
                       std::nullopt};
@@ -253,6 +258,7 @@ int run_inspect_log(const InspectLogOptions& options) {
             }
             segment["records"] = report.record_count;
             segment["payload_bytes"] = report.payload_bytes;
+            segment["zero_tail_bytes"] = report.zero_tail_bytes;
             segment["first_record"] = report.first_record
                                           ? nlohmann::json(report.first_record->value())
                                           : nlohmann::json(nullptr);
@@ -294,6 +300,9 @@ int run_inspect_log(const InspectLogOptions& options) {
             std::cout << "  " << report.path.filename().string() << "  index "
                       << index_text(report.first_record) << ".." << index_text(report.last_record)
                       << "  records " << report.record_count << "  bytes " << report.size_bytes;
+            if (report.zero_tail_bytes > 0) {
+                std::cout << " (zero-filled tail " << report.zero_tail_bytes << ")";
+            }
             if (report.header) {
                 std::cout << "  prev_term " << report.header->prev_term.value() << "  last_term "
                           << report.last_term.value();

@@ -32,13 +32,21 @@ class Inspect(unittest.TestCase):
         self.assertEqual(ok.returncode, 0, ok.stderr)
         report = json.loads(ok.stdout)
         self.assertTrue(report)
+        # The writer keeps zeros ahead of its records: a clean end, neither damage nor a torn tail.
+        self.assertIsNone(report["torn_tail"])
+        self.assertIsNone(report["corruption"])
+        last = report["segments"][-1]
+        self.assertGreater(last["zero_tail_bytes"], 0)
+        self.assertEqual(report["records"], sum(s["records"] for s in report["segments"]))
         segment = sorted(glob.glob(os.path.join(self.log_dir, "*.seg")))[0]
+        first = report["segments"][0]
+        records_end = first["size_bytes"] - first["zero_tail_bytes"]
         with open(segment, "rb") as f:
             before = f.read()
         with open(segment, "r+b") as f:
-            f.seek(len(before) // 2)
+            f.seek(records_end // 2)
             b = f.read(1)
-            f.seek(len(before) // 2)
+            f.seek(records_end // 2)
             f.write(bytes([b[0] ^ 0xFF]))
         bad = run("inspect", "log", self.log_dir, "--verify")
         self.assertEqual(bad.returncode, 4, bad.stdout + bad.stderr)

@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 #include "queen/core/assert.hpp"
 #include "queen/core/crc32c.hpp"
@@ -159,6 +160,10 @@ SegmentScan scan_segment(ByteSpan bytes, std::uint32_t payload_size_max,
                                  std::to_string(scan.last_term.value());
             }
         }
+        if (decoded.status != StopReason::end_of_data && is_all_zero(bytes.subspan(at))) {
+            scan.zero_tail_bytes = bytes.size() - at;
+            break;
+        }
         if (decoded.status != StopReason::end_of_data) {
             scan.stop = decoded.status;
             scan.stop_offset = at;
@@ -176,6 +181,23 @@ SegmentScan scan_segment(ByteSpan bytes, std::uint32_t payload_size_max,
     }
     scan.stop_offset = at;
     return scan;
+}
+
+bool is_all_zero(ByteSpan bytes) noexcept {
+    std::size_t i = 0;
+    for (; i + sizeof(std::uint64_t) <= bytes.size(); i += sizeof(std::uint64_t)) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, bytes.data() + i, sizeof word);
+        if (word != 0) {
+            return false;
+        }
+    }
+    for (; i < bytes.size(); ++i) {
+        if (bytes[i] != 0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 std::optional<std::uint64_t> find_next_record(ByteSpan bytes, std::uint64_t from,

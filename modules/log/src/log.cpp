@@ -72,9 +72,10 @@ struct IndexEntry {
 struct Segment {
     std::filesystem::path path;
     SegmentHeader header;
-    LogIndex last_index;  // header.first_index - 1 when empty
-    Term last_term;       // header.prev_term when empty
-    std::uint64_t size_bytes = 0;
+    LogIndex last_index;           // header.first_index - 1 when empty
+    Term last_term;                // header.prev_term when empty
+    std::uint64_t size_bytes = 0;  // end of the last record (where the next one goes)
+    std::uint64_t file_bytes = 0;  // the file's size: size_bytes plus a zero-filled tail
     std::shared_ptr<File> file;
     std::vector<IndexEntry> sparse;  // ascending; the first record always has an entry
 
@@ -253,7 +254,42 @@ struct Log::Impl {
         QUEEN_TRY(sync_segment(*segment));
         QUEEN_TRY(env.file_system->sync_directory(dir));
         segment->size_bytes = segment_header_size;
+        segment->file_bytes = segment_header_size;
         return segment;
+    }
+
+    /// Writer only: makes the file hold zeros up to at least `end` (and preallocate_bytes_ahead
+    /// beyond it, within the segment's size limit) before records are written below `end`. The
+    /// fdatasync of a group then overwrites blocks that are already allocated and inside the
+    /// file's size, so the file system has no size or extent change to journal for it: on ext4
+    /// that makes the sync ~30-40 % faster and cheaper. The zeros are synced with the group that
+    /// needed them; recovery reads an all-zero tail as the clean end of the records.
+    Status zero_fill_ahead(Segment& segment, std::uint64_t end) {
+        if (options.preallocate_bytes_ahead == 0 || end <= segment.file_bytes) {
+            return {};
+        }
+        const std::uint64_t limit = std::max(options.segment_size_bytes_max, end);
+        const std::uint64_t target = std::min(end + options.preallocate_bytes_ahead, limit);
+        static const std::vector<Byte> zeros(std::size_t{1} << 20, Byte{0});
+        std::uint64_t at = std::max(segment.file_bytes, segment.size_bytes);
+        while (at < target) {
+            const auto size =
+                static_cast<std::size_t>(std::min<std::uint64_t>(target - at, zeros.size()));
+            QUEEN_TRY(write_fully(*segment.file, at, ByteSpan{zeros.data(), size}));
+            at += size;
+        }
+        segment.file_bytes = target;
+        return {};
+    }
+
+    /// Writer only: cuts the zero-filled tail off a full segment and syncs it, before the next
+    /// segment is created (a segment that is not the last ends at its last record).
+    Status seal(Segment& segment) {
+        if (segment.file_bytes > segment.size_bytes) {
+            QUEEN_TRY(segment.file->truncate(segment.size_bytes));
+            segment.file_bytes = segment.size_bytes;
+        }
+        return sync_segment(segment);
     }
 
     /// Writer only: starts a new segment after the current last one.
@@ -294,9 +330,11 @@ struct Log::Impl {
                 ++end;
             }
             if (end == next) {
+                QUEEN_TRY(seal(segment));
                 QUEEN_TRY(roll());
                 continue;
             }
+            QUEEN_TRY(zero_fill_ahead(segment, segment.size_bytes + chunk));
             QUEEN_TRY(write_fully(*segment.file, segment.size_bytes,
                                   ByteSpan{group.buffer}.subspan(at, chunk)));
             {
@@ -314,7 +352,7 @@ struct Log::Impl {
             at += chunk;
             next = end;
             if (next < group.slots.size()) {
-                QUEEN_TRY(sync_segment(segment));
+                QUEEN_TRY(seal(segment));
                 QUEEN_TRY(roll());
             }
         }
@@ -498,6 +536,7 @@ struct Log::Impl {
             QUEEN_TRY(segment.file->truncate(cut));
             QUEEN_TRY(segment.file->sync_data());
             segment.size_bytes = cut;
+            segment.file_bytes = cut;
             segment.last_index = std::max(last_kept, segment.header.first_index.prev());
             segment.last_term = new_last_term;
             while (!segment.sparse.empty() && segment.sparse.back().index > last_kept) {
@@ -761,10 +800,13 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
                               << " valid_after=" << valid_after);
             QUEEN_TRY(segment->file->truncate(scan.valid_bytes));
             QUEEN_TRY(segment->file->sync_data());
+            segment->file_bytes = scan.valid_bytes;
             impl->segments.push_back(std::move(segment));
             QUEEN_TRY(remove_segments_from(k + 1));
             break;
         }
+        // A zero-filled tail (scan.zero_tail_bytes) stays: the writer appends over it.
+        segment->file_bytes = bytes.size();
         impl->segments.push_back(std::move(segment));
     }
 

@@ -109,14 +109,36 @@ TEST_CASE("log: scan_segment stops at the first bad record of a damaged segment"
         store_le<std::uint32_t>(bytes.data() + offsets[2] + 4, 5000);
         CHECK(scan_segment(bytes, 1024).stop == StopReason::bad_length);
     }
-    SECTION("zeroed tail is detected") {
+    SECTION("an all-zero tail (the writer's zero fill) is a clean end") {
         Bytes bytes = clean;
         bytes.resize(bytes.size() + 4096, 0);
         const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.stop == StopReason::end_of_data);
+        CHECK(scan.detail.empty());
+        CHECK(scan.record_count == 6);
+        CHECK(scan.valid_bytes == full.valid_bytes);
+        CHECK(scan.stop_offset == full.valid_bytes);
+        CHECK(scan.zero_tail_bytes == 4096);
+        CHECK(full.zero_tail_bytes == 0);
+    }
+    SECTION("zeros with one non-zero byte after them are damage, not a zero tail") {
+        Bytes bytes = clean;
+        bytes.resize(bytes.size() + 4096, 0);
+        bytes[bytes.size() - 1 - (bytes.size() % 7)] = 1;
+        const SegmentScan scan = scan_segment(bytes, 1024);
         CHECK(scan.stop == StopReason::bad_crc);
         CHECK(scan.valid_bytes == full.valid_bytes);
+        CHECK(scan.zero_tail_bytes == 0);
         CHECK_FALSE(
             find_next_record(bytes, scan.stop_offset + 1, scan.last_index, scan.last_term, 1024));
+    }
+    SECTION("a record whose first bytes reached the disk and the rest is zeros is damage") {
+        Bytes bytes(clean.begin(), clean.begin() + static_cast<std::ptrdiff_t>(offsets[5] + 3));
+        bytes.resize(clean.size() + 512, 0);
+        const SegmentScan scan = scan_segment(bytes, 1024);
+        CHECK(scan.stop != StopReason::end_of_data);
+        CHECK(scan.stop_offset == offsets[5]);
+        CHECK(scan.record_count == 5);
     }
     SECTION("an index out of sequence with a valid crc is bad_field") {
         Bytes bytes(clean.begin(), clean.begin() + static_cast<std::ptrdiff_t>(offsets[2]));
@@ -148,6 +170,19 @@ TEST_CASE("log: scan_segment never reads out of bounds on random damage", "[log]
         CHECK(scan.valid_bytes <= bytes.size());
         if (scan.header) {
             CHECK(scan.last_index.value() == scan.record_count);
+        }
+    }
+}
+
+TEST_CASE("log: is_all_zero looks at every byte", "[log][format]") {
+    CHECK(is_all_zero(ByteSpan{}));
+    for (std::size_t size : {1u, 7u, 8u, 9u, 63u, 64u, 65u}) {
+        Bytes bytes(size, 0);
+        CHECK(is_all_zero(bytes));
+        for (std::size_t i = 0; i < size; ++i) {
+            bytes[i] = 0x80;
+            CHECK_FALSE(is_all_zero(bytes));
+            bytes[i] = 0;
         }
     }
 }

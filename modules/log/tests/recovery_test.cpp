@@ -94,7 +94,9 @@ TEST_CASE("log: reopening after a torn write truncates to the last whole record"
     const auto files = segment_files(dir.path());
     REQUIRE(files.size() > 2);
     const auto last_file = files.back();
-    const Bytes clean = read_file(last_file);
+    // The segment as its records end (the writer's zero-filled tail cut off).
+    Bytes clean = read_file(last_file);
+    clean.resize(scan_segment(clean, 4096).valid_bytes);
     const auto offsets = record_offsets(clean);
     REQUIRE(offsets.size() >= 2);
     std::uint64_t expected_last = 100;
@@ -274,4 +276,84 @@ TEST_CASE("log: a missing middle segment or a mismatched name is corruption", "[
     auto log = Log::open(dir.path(), small_segments());
     REQUIRE_FALSE(log);
     CHECK(log.error().is(Errc::corruption));
+}
+
+TEST_CASE("log: the writer zero-fills ahead; a zero tail reopens cleanly and is written over",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    Options options = small_segments();
+    options.segment_size_bytes_max = 8u << 10;
+    options.preallocate_bytes_ahead = 2u << 10;
+    const auto append = [&](Log& log, std::uint64_t from, std::uint64_t to) {
+        for (std::uint64_t i = from; i <= to; ++i) {
+            const std::string payload = payload_for(i);
+            auto ticket = log.append_next(Term{1 + i / 20}, 0, as_bytes(payload));
+            REQUIRE(ticket);
+            REQUIRE(ticket->first_index == LogIndex{i});
+        }
+        REQUIRE(log.flush());
+    };
+    // The last segment's file: its size, where its records end, its zero tail.
+    const auto last_segment = [&] {
+        const Bytes bytes = read_file(segment_files(dir.path()).back());
+        return std::pair{bytes.size(), scan_segment(bytes, 4096)};
+    };
+    {
+        auto log = Log::open(dir.path(), options);
+        REQUIRE(log);
+        append(**log, 1, 40);
+        const auto [size, scan] = last_segment();
+        CHECK(scan.stop == StopReason::end_of_data);
+        CHECK(scan.record_count == 40);
+        CHECK(scan.zero_tail_bytes > 0);
+        CHECK(scan.zero_tail_bytes <= options.preallocate_bytes_ahead);
+        CHECK(size == scan.valid_bytes + scan.zero_tail_bytes);
+        REQUIRE((*log)->close());
+    }
+    RecoveryReport report;
+    {
+        auto log = Log::open(dir.path(), options, {}, &report);
+        REQUIRE(log);
+        CHECK_FALSE(report.tail_truncated);
+        CHECK(report.last_index == LogIndex{40});
+        check_records(**log, 40);
+        // New records go where the old ones end, over the zeros, not after the file's end.
+        append(**log, 41, 400);
+        check_records(**log, 400);
+        REQUIRE((*log)->close());
+    }
+    const auto files = segment_files(dir.path());
+    REQUIRE(files.size() > 2);
+    // Full segments were cut to their last record before the next one was created.
+    for (std::size_t k = 0; k + 1 < files.size(); ++k) {
+        const Bytes bytes = read_file(files[k]);
+        const SegmentScan scan = scan_segment(bytes, 4096);
+        CHECK(scan.stop == StopReason::end_of_data);
+        CHECK(scan.zero_tail_bytes == 0);
+        CHECK(scan.valid_bytes == bytes.size());
+    }
+    auto log = Log::open(dir.path(), options, {}, &report);
+    REQUIRE(log);
+    CHECK_FALSE(report.tail_truncated);
+    check_records(**log, 400);
+}
+
+TEST_CASE("log: with preallocate_bytes_ahead = 0 a segment ends at its last record",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    Options options = small_segments();
+    options.segment_size_bytes_max = 64u << 10;
+    options.preallocate_bytes_ahead = 0;
+    auto log = Log::open(dir.path(), options);
+    REQUIRE(log);
+    for (std::uint64_t i = 1; i <= 30; ++i) {
+        const std::string payload = payload_for(i);
+        REQUIRE((*log)->append_next(Term{1 + i / 20}, 0, as_bytes(payload)));
+    }
+    REQUIRE((*log)->flush());
+    const Bytes bytes = read_file(segment_files(dir.path()).back());
+    const SegmentScan scan = scan_segment(bytes, 4096);
+    CHECK(scan.record_count == 30);
+    CHECK(scan.zero_tail_bytes == 0);
+    CHECK(scan.valid_bytes == bytes.size());
 }

@@ -103,6 +103,9 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_section("log", "Each tenant's commit log (segment files with group commit).");
     schema.add_integer("log.segment_size_bytes_max", &c.log.segment_size_bytes_max,
                        "A segment file is rolled before it grows past this.");
+    schema.add_integer("log.preallocate_bytes_ahead", &c.log.preallocate_bytes_ahead,
+                       "Zeros kept written ahead of the last record, so that fdatasync has no file "
+                       "size change to journal (0: off).");
     schema.add_integer("log.record_size_bytes_max", &c.log.record_size_bytes_max,
                        "Largest log entry (one command, e.g. a push batch).");
     schema.add_integer("log.pending_bytes_max", &c.log.pending_bytes_max,

@@ -66,7 +66,8 @@ struct RecordView {
 
 /// Why decoding of a segment stopped.
 enum class StopReason : std::uint8_t {
-    end_of_data,       ///< clean: the last record ends exactly at the end of the buffer
+    end_of_data,       ///< clean: the last record ends at the end of the buffer, or only
+                       ///< zero bytes follow it (the writer's zero-filled tail)
     bad_header,        ///< the segment header is short, has a wrong magic, version, flags or CRC
     truncated_header,  ///< fewer than record_header_size bytes remain
     bad_length,        ///< payload_size exceeds the limit or the bytes that remain
@@ -85,9 +86,15 @@ struct SegmentScan {
     LogIndex last_index{0};  ///< index of the last valid record (first_index-1 if none)
     Term last_term{0};       ///< its term (prev_term if none)
     StopReason stop = StopReason::end_of_data;
-    std::uint64_t stop_offset = 0;  ///< byte position of the problem (== valid_bytes)
-    std::string detail;             ///< a sentence describing the problem, empty when clean
+    std::uint64_t stop_offset = 0;      ///< byte position of the problem (== valid_bytes)
+    std::string detail;                 ///< a sentence describing the problem, empty when clean
+    std::uint64_t zero_tail_bytes = 0;  ///< zero bytes after the last record (a clean end)
 };
+
+/// True when every byte of `bytes` is zero (true for an empty span). The bytes after a
+/// segment's last record are zeros when the writer filled them ahead of its writes: no record
+/// is all zeros (its CRC would not match), so such a tail is a clean end, not damage.
+[[nodiscard]] bool is_all_zero(ByteSpan bytes) noexcept;
 
 /// Encodes the 40-byte segment header into `out` (out.size() >= segment_header_size).
 void encode_segment_header(const SegmentHeader& header, MutableByteSpan out) noexcept;
@@ -117,7 +124,8 @@ struct RecordDecode {
 /// `payload_size_max` bounds the length field (<= record_payload_size_limit).
 [[nodiscard]] RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max);
 
-/// Decodes a whole segment held in memory: the header, then records until the first bad one.
+/// Decodes a whole segment held in memory: the header, then records until the first bad one
+/// (an all-zero rest of the buffer is not bad: a clean end with zero_tail_bytes set).
 /// Records must have consecutive indexes starting at the header's first_index and terms that
 /// never decrease (starting at >= prev_term). `on_record` (may be empty) sees each valid record
 /// with its byte offset, in order. Never throws, never reads outside `bytes`.

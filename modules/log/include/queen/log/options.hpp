@@ -12,6 +12,10 @@ struct Options {
     /// A segment is rolled (closed, a new file started) before it would grow past this size.
     /// A single record larger than the remaining room still goes into a fresh segment alone.
     std::uint64_t segment_size_bytes_max = 128u << 20;
+    /// The writer keeps the last segment zero-filled this far past its last record (0: off, the
+    /// file grows with each write). Overwriting allocated zeros lets fdatasync skip journaling a
+    /// size change; the cost is writing each byte of the log twice (zeros, then records).
+    std::uint64_t preallocate_bytes_ahead = 1u << 20;
     /// Largest payload of one record; appends above it fail with Errc::invalid_argument, and
     /// recovery treats a longer length field as damage.
     std::uint32_t record_size_bytes_max = 16u << 20;
