@@ -30,6 +30,12 @@ void JsonWriter::expand(std::size_t size) {
     out_.resize(std::max({needed, out_.size() * 2, std::size_t{256}}));
 }
 
+void JsonWriter::misplaced_key() const {
+    QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
+    QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
+    QUEEN_ASSERT(false, "JsonWriter::misplaced_key called for a key in its place");
+}
+
 JsonWriter& JsonWriter::text_key(std::string_view name) {
     QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
     QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");

@@ -81,9 +81,10 @@ public:
     JsonWriter& begin_array();
     JsonWriter& end_array();
     /// Writes `"name":` for a literal name; the next call writes its value.
-    JsonWriter& key(JsonKey name) {
-        QUEEN_ASSERT(!after_key_, "JsonWriter: two keys in a row");
-        QUEEN_ASSERT(depth_ > 0, "JsonWriter: a key outside an object");
+    [[gnu::always_inline]] JsonWriter& key(JsonKey name) {
+        if (after_key_ || depth_ == 0) [[unlikely]] {
+            misplaced_key();
+        }
         prefix();
         const std::string_view text = name.text();
         char* at = grow(text.size() + 3);
@@ -215,6 +216,8 @@ private:
     }
     /// key() for a run-time name.
     JsonWriter& text_key(std::string_view name);
+    /// Asserts: a key right after a key, or outside an object.
+    [[noreturn, gnu::cold]] void misplaced_key() const;
     /// Enlarges the buffer (geometrically) so that `size` more bytes fit.
     void expand(std::size_t size);
     void append(std::string_view text) { std::memcpy(grow(text.size()), text.data(), text.size()); }

@@ -319,5 +319,17 @@ TEST_CASE("api: JsonWriter times equal format_iso in and across seconds", "[api]
     CHECK(out.take() == expected + "]");
 }
 
+TEST_CASE("api: JsonWriter refuses a key out of place", "[api][format]") {
+    testing::AssertCapture capture;
+    JsonWriter top;
+    CHECK_THROWS_AS(top.key("k"), testing::AssertionFired);
+    JsonWriter twice;
+    twice.begin_object().key("a");
+    CHECK_THROWS_AS(twice.key("b"), testing::AssertionFired);
+    JsonWriter dynamic;
+    dynamic.begin_object().key(std::string("a"));
+    CHECK_THROWS_AS(dynamic.key(std::string("b")), testing::AssertionFired);
+}
+
 }  // namespace
 }  // namespace queen::api::detail
