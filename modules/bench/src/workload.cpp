@@ -272,7 +272,9 @@ public:
 
     Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t&) override {
         if (is_ack_due_) {
-            client::build_ack_batch(acks_, popped_.consumer_group, request);
+            // Every popped message, its ids and lease read in place (no Ack copies).
+            client::build_ack_batch(popped_.messages, client::AckStatus::completed,
+                                    popped_.consumer_group, request);
             return Next::send;
         }
         if (run_.is_stopping() || now_ns >= deadline_ns_) {
@@ -309,11 +311,9 @@ public:
             return;
         }
         run_.last_delivery_ns.store(now_ns, relaxed);
-        acks_.resize(popped_.messages.size());
         bytes_ = 0;
         for (std::size_t m = 0; m < popped_.messages.size(); ++m) {
             const client::Message& message = popped_.messages[m];
-            assign_ack(message, acks_[m]);
             bytes_ += message.data_json.size();
             PayloadStamp stamp;
             if (!parse_payload(message.data_json, stamp)) {
@@ -338,8 +338,8 @@ private:
         if (!is_e2e_latency_ && latency_ != nullptr) {
             latency_->record(now_ns - start_ns_);
         }
-        if (!status ||
-            !client::read_ack_batch_answer(request, response, acks_.size(), ack_results_)) {
+        if (!status || !client::read_ack_batch_answer(request, response, popped_.messages.size(),
+                                                      ack_results_)) {
             run_.count_error();
             return;
         }
@@ -348,7 +348,7 @@ private:
             successes += result.is_success ? 1 : 0;
         }
         run_.count_error(ack_results_.size() - successes);
-        run_.bytes_consumed.fetch_add(bytes_ / acks_.size() * successes, relaxed);
+        run_.bytes_consumed.fetch_add(bytes_ / popped_.messages.size() * successes, relaxed);
         run_.progress.consumed.fetch_add(successes, relaxed);
     }
 
@@ -359,7 +359,6 @@ private:
     PopRequest pop_;
     client::OwnedRequest pop_request_;  // built once: every pop of this agent is the same
     client::PopResult popped_;          // reused: read_pop_answer keeps its messages' storage
-    std::vector<Ack> acks_;
     std::vector<client::AckResult> ack_results_;
     bool is_ack_due_ = false;  // popped a batch; its ack goes next
     std::int64_t start_ns_ = 0;

@@ -153,23 +153,42 @@ bool parse_ack_result(std::string_view raw, AckResult& result) {
     });
 }
 
-void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
+namespace {
+
+// The members of one ack (no braces): the fields of an Ack, wherever they are stored.
+void append_ack_members(std::string& out, std::string_view transaction_id,
+                        std::string_view partition_id, AckStatus status, std::string_view error,
+                        std::string_view lease_id, const std::string_view* consumer_group) {
     out += R"("transactionId":)";
-    append_json_string(out, ack.transaction_id);
+    append_json_string(out, transaction_id);
     out += R"(,"partitionId":)";
-    append_json_string(out, ack.partition_id);
+    append_json_string(out, partition_id);
     out += R"(,"status":)";
-    append_json_string(out, to_string(ack.status));
+    append_json_string(out, to_string(status));
     out += R"(,"error":)";
-    append_json_string_or_null(out, ack.error);
-    if (is_group_included) {
+    append_json_string_or_null(out, error);
+    if (consumer_group != nullptr) {
         out += R"(,"consumerGroup":)";
-        append_json_string_or_null(out, ack.consumer_group);
+        append_json_string_or_null(out, *consumer_group);
     }
-    if (!ack.lease_id.empty()) {
+    if (!lease_id.empty()) {
         out += R"(,"leaseId":)";
-        append_json_string(out, ack.lease_id);
+        append_json_string(out, lease_id);
     }
+}
+
+}  // namespace
+
+void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
+    const std::string_view group = ack.consumer_group;
+    append_ack_members(out, ack.transaction_id, ack.partition_id, ack.status, ack.error,
+                       ack.lease_id, is_group_included ? &group : nullptr);
+}
+
+void append_message_ack_fields(std::string& out, const Message& message, AckStatus status) {
+    const std::string_view group = message.consumer_group;
+    append_ack_members(out, message.transaction_id, message.partition_id, status, {},
+                       message.lease_id, &group);
 }
 
 }  // namespace detail
@@ -755,11 +774,32 @@ void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group,
     out.timeout_ms = 0;
     std::string& body = out.body;
     body.clear();
-    body.reserve(32 + acks.size() * 192);
+    body.reserve(32 + acks.size() * 256);
     body += R"({"acknowledgments":[)";
     for (std::size_t i = 0; i < acks.size(); ++i) {
         body += i == 0 ? "{" : ",{";
         append_ack_fields(body, acks[i], true);
+        body += '}';
+    }
+    body += R"(],"consumerGroup":)";
+    append_json_string_or_null(body, consumer_group);
+    body += '}';
+}
+
+void build_ack_batch(std::span<const Message> messages, AckStatus status,
+                     std::string_view consumer_group, OwnedRequest& out) {
+    out.method = "POST";
+    out.target = "/api/v1/ack/batch";
+    out.has_body = true;
+    out.is_idempotent = true;
+    out.timeout_ms = 0;
+    std::string& body = out.body;
+    body.clear();
+    body.reserve(32 + messages.size() * 256);
+    body += R"({"acknowledgments":[)";
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+        body += i == 0 ? "{" : ",{";
+        detail::append_message_ack_fields(body, messages[i], status);
         body += '}';
     }
     body += R"(],"consumerGroup":)";

@@ -37,5 +37,7 @@ bool read_ack_result(JsonCursor& cursor, AckResult& result);
 bool parse_ack_result(std::string_view raw, AckResult& result);
 /// Appends the members of one ack (no braces) to a request body.
 void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included);
+/// Appends the members of Ack::of(message, status) (no braces) without building the Ack.
+void append_message_ack_fields(std::string& out, const Message& message, AckStatus status);
 
 }  // namespace queen::client::detail

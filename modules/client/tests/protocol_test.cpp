@@ -486,3 +486,39 @@ TEST_CASE("client: push and ack results in the server's member order or not read
         CHECK(acked[0].is_dlq);
     }
 }
+
+TEST_CASE("client: acking popped messages in place builds what acking Ack::of them builds",
+          "[client][protocol][ack]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    const std::vector<std::string> texts = {
+        "",          "t-1",     "00000000-0000-8400-0000-000000000001", "q\"uote", "back\\slash",
+        "new\nline", "\xc3\xa9"};
+    const auto random_text = [&] { return texts[rng.below(texts.size())]; };
+    for (int round = 0; round < 200; ++round) {
+        std::vector<Message> messages(1 + rng.below(4));
+        std::vector<Ack> acks;
+        const auto status = static_cast<AckStatus>(rng.below(4));
+        for (Message& message : messages) {
+            message.transaction_id = random_text();
+            message.partition_id = random_text();
+            message.lease_id = random_text();
+            message.consumer_group = random_text();
+            message.id = random_text();  // not part of an ack
+            acks.push_back(Ack::of(message, status));
+        }
+        const std::string group = random_text();
+        OwnedRequest expected;
+        build_ack_batch(acks, group, expected);
+        OwnedRequest built;
+        built.body = "left over from an earlier request";
+        build_ack_batch(messages, status, group, built);
+        CHECK(built.body == expected.body);
+        CHECK(built.method == expected.method);
+        CHECK(built.target == expected.target);
+        CHECK(built.has_body);
+        CHECK(built.is_idempotent);
+        CHECK(nlohmann::json::accept(built.body));
+    }
+}

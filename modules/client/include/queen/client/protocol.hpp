@@ -82,6 +82,11 @@ private:
 /// Builds POST /api/v1/ack/batch (`acks` not empty). A non-empty `consumer_group` overrides the
 /// group of every ack; empty sends null.
 void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group, OwnedRequest& out);
+/// Builds the same request as build_ack_batch() over Ack::of(message, status) of every popped
+/// message (`messages` not empty), reading their ids, lease and group in place instead of
+/// copying them into Ack values first.
+void build_ack_batch(std::span<const Message> messages, AckStatus status,
+                     std::string_view consumer_group, OwnedRequest& out);
 /// Reads the answer to a batch of `ack_count` acks into `results` (input order), reusing its
 /// storage. A logical failure is a result with is_success false. Errors: as read_push_answer.
 [[nodiscard]] queen::Status read_ack_batch_answer(const HttpRequest& request,
