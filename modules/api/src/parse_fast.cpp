@@ -197,6 +197,32 @@ bool optional_string(std::string_view raw, std::optional<std::string>& out) {
     return json::decode_json_string(raw, *out);
 }
 
+/// A string value as string_field() reads it, without a copy when it has no escape: null ->
+/// `has` false; a string -> `has` true and its text (a view into `raw`, or decoded into
+/// `storage`); anything else declines. `is_plain`: raw_value's answer for `raw`.
+bool optional_text(std::string_view raw, bool is_plain, bool& has, std::string_view& text,
+                   std::string& storage) {
+    if (is_plain) {
+        has = true;
+        text = raw.substr(1, raw.size() - 2);
+        return true;
+    }
+    if (raw == "null") {
+        has = false;
+        return true;
+    }
+    if (raw.size() < 2 || raw.front() != '"') {
+        return false;
+    }
+    has = true;
+    storage.clear();
+    if (!json::decode_json_string(raw, storage)) {
+        return false;
+    }
+    text = storage;
+    return true;
+}
+
 /// `seen` marks keys already read: a repeated key declines (nlohmann keeps the
 /// last one; the slow path handles that rare case).
 bool first_time(bool& seen) noexcept {
@@ -247,12 +273,15 @@ bool push_item_fast(std::string_view text, std::size_t& pos, int depth_max,
                     const ItemShape& shape, queues::PushItem& out, bool& has_client_id) {
     bool seen_queue = false, seen_partition = false, seen_transaction = false, seen_trace = false,
          seen_payload = false, seen_data = false;
-    std::optional<std::string> queue, partition, transaction_id, trace_id;
+    bool has_queue = false, has_partition = false, has_transaction = false, has_trace = false;
+    std::string_view queue, partition, transaction_id, trace_id;
+    std::string queue_storage, partition_storage, transaction_storage, trace_storage;
     std::string_view payload = shape.default_payload;
     std::string_view data;
     const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
         std::string_view raw;
-        if (!raw_value(text, at, shape.depth + 1, depth_max, raw)) {
+        bool is_plain = false;
+        if (!raw_value(text, at, shape.depth + 1, depth_max, raw, is_plain)) {
             return false;
         }
         if (key == "payload") {
@@ -264,46 +293,51 @@ bool push_item_fast(std::string_view text, std::size_t& pos, int depth_max,
             return first_time(seen_data);
         }
         if (key == "queue") {
-            return first_time(seen_queue) && optional_string(raw, queue);
+            return first_time(seen_queue) &&
+                   optional_text(raw, is_plain, has_queue, queue, queue_storage);
         }
         if (key == "partition") {
-            return first_time(seen_partition) && optional_string(raw, partition);
+            return first_time(seen_partition) &&
+                   optional_text(raw, is_plain, has_partition, partition, partition_storage);
         }
         if (key == "transactionId") {
-            return first_time(seen_transaction) && optional_string(raw, transaction_id);
+            return first_time(seen_transaction) &&
+                   optional_text(raw, is_plain, has_transaction, transaction_id,
+                                 transaction_storage);
         }
         if (key == "traceId") {
-            return first_time(seen_trace) && optional_string(raw, trace_id);
+            return first_time(seen_trace) &&
+                   optional_text(raw, is_plain, has_trace, trace_id, trace_storage);
         }
         return true;
     });
-    if (!walked || !queue || queue->size() > options.name_bytes_max) {
+    if (!walked || !has_queue || queue.size() > options.name_bytes_max) {
         return false;
     }
     if (!seen_payload && seen_data) {
         payload = data;
     }
-    out.queue = std::move(*queue);
-    if (partition) {
-        if (partition->size() > options.name_bytes_max) {
+    out.queue.assign(queue);
+    if (has_partition) {
+        if (partition.size() > options.name_bytes_max) {
             return false;
         }
-        out.partition = std::move(*partition);
+        out.partition.assign(partition);
     }
-    has_client_id = transaction_id && !transaction_id->empty();
+    has_client_id = has_transaction && !transaction_id.empty();
     if (has_client_id) {
-        if (transaction_id->size() > options.name_bytes_max) {
+        if (transaction_id.size() > options.name_bytes_max) {
             return false;
         }
-        out.transaction_id = std::move(*transaction_id);
+        out.transaction_id.assign(transaction_id);
     } else {
         out.transaction_id = time_uuid(random, now_ms);
     }
-    if (trace_id && !trace_id->empty()) {
-        if (!is_uuid_text(*trace_id)) {
+    if (has_trace && !trace_id.empty()) {
+        if (!is_uuid_text(trace_id)) {
             return false;
         }
-        out.trace_id = std::move(*trace_id);
+        out.trace_id.assign(trace_id);
     }
     if (has_no_space(payload)) {
         // The usual payload (what clients serialize compactly): one copy, nothing
@@ -322,32 +356,6 @@ bool push_item_fast(std::string_view text, std::size_t& pos, int depth_max,
         return false;
     }
     out.payload.resize(compact);
-    return true;
-}
-
-/// A string value as string_field() reads it, without a copy when it has no escape: null ->
-/// `has` false; a string -> `has` true and its text (a view into `raw`, or decoded into
-/// `storage`); anything else declines. `is_plain`: raw_value's answer for `raw`.
-bool optional_text(std::string_view raw, bool is_plain, bool& has, std::string_view& text,
-                   std::string& storage) {
-    if (is_plain) {
-        has = true;
-        text = raw.substr(1, raw.size() - 2);
-        return true;
-    }
-    if (raw == "null") {
-        has = false;
-        return true;
-    }
-    if (raw.size() < 2 || raw.front() != '"') {
-        return false;
-    }
-    has = true;
-    storage.clear();
-    if (!json::decode_json_string(raw, storage)) {
-        return false;
-    }
-    text = storage;
     return true;
 }
 
