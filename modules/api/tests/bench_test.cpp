@@ -172,7 +172,7 @@ TEST_CASE("api: CPU per message of parsing and formatting the hot routes", "[.be
         queues::format_partition_id(popped_one.messages[0].id.partition) +
         R"(","status":"completed","leaseId":")" + queues::format_lease_id(popped_one.lease) +
         R"(","consumerGroup":"__QUEUE_MODE__"},{"type":"push","items":[{"queue":"bench","partition":"p-7","payload":)" +
-        bench_payload(1) + "}]}]}";
+        bench_payload(1) + R"(,"transactionId":")" + popped.messages[1].transaction_id + "\"}]}]}";
     measure("parse_transaction_fast (1+1)", 1, [&] {
         auto parsed = parse_transaction_fast(transaction, options, random, 1'764'491'234'567);
         REQUIRE(parsed.has_value());

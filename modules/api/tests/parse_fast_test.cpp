@@ -326,6 +326,10 @@ std::string transaction_body(Rng& rng) {
             case 0: {  // ack: an ack item with a type
                 op = ack_item(rng);
                 op.insert(1, "\"type\":\"ack\",");
+                if (rng.chance(0.1)) {  // a second type: the last one counts
+                    op.insert(op.size() - 1,
+                              pick(rng, {",\"type\":\"push\"", ",\"type\":\"ack\""}));
+                }
                 break;
             }
             case 1: {  // push with items
@@ -334,7 +338,12 @@ std::string transaction_body(Rng& rng) {
                 for (std::uint64_t k = 0; k < items; ++k) {
                     op += (k ? "," : "") + item(rng);
                 }
-                op += "]}";
+                op += "]";
+                if (rng.chance(0.15)) {  // another member; a second type or items
+                    op += pick(rng, {",\"type\":\"ack\"", ",\"type\":\"push\"", ",\"items\":[]",
+                                     ",\"queue\":\"q1\"", ",\"x\":[1,{}]"});
+                }
+                op += "}";
                 break;
             }
             case 2: {  // flat push, payload or data or neither, type anywhere
