@@ -25,6 +25,34 @@ template <std::size_t N>
     return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
 }
 
+/// True when the `size` bytes at `a` and `b` are equal: a few word compares, without a call,
+/// for the short member names compared at run time (memcmp would be a library call).
+[[nodiscard]] inline bool is_equal_bytes(const char* a, const char* b, std::size_t size) noexcept {
+    const auto load8 = [](const char* at) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, at, sizeof word);
+        return word;
+    };
+    const auto load4 = [](const char* at) {
+        std::uint32_t word = 0;
+        std::memcpy(&word, at, sizeof word);
+        return word;
+    };
+    if (size >= 8) {
+        // Whole words, then the last eight bytes (overlapping the previous word when needed).
+        for (std::size_t i = 0; i + 8 < size; i += 8) {
+            if (load8(a + i) != load8(b + i)) {
+                return false;
+            }
+        }
+        return load8(a + size - 8) == load8(b + size - 8);
+    }
+    if (size >= 4) {
+        return load4(a) == load4(b) && load4(a + size - 4) == load4(b + size - 4);
+    }
+    return std::memcmp(a, b, size) == 0;
+}
+
 /// Sets `out` to the bytes [data, data + size), reusing its storage: an append to a cleared
 /// string is a capacity check and a copy, cheaper than assign()'s overlap handling.
 inline void assign_bytes(std::string& out, const char* data, std::size_t size) {
@@ -133,7 +161,7 @@ public:
             ++at;
         }
         if (member.empty() || text_.size() - at < member.size() ||
-            std::memcmp(text_.data() + at, member.data(), member.size()) != 0 || !is_ok_) {
+            !is_equal_bytes(text_.data() + at, member.data(), member.size()) || !is_ok_) {
             return false;
         }
         pos_ = at + member.size();

@@ -371,7 +371,12 @@ void append_push_item(std::string& body, const PushItem& item, IdSource& ids) {
     body += R"(,"partition":)";
     append_json_string(body, item.partition.empty() ? default_partition : item.partition);
     body += R"(,"payload":)";
-    body += item.payload_json.empty() ? "null" : item.payload_json;
+    // Appended as it is (a ternary over "null" would copy it into a temporary string first).
+    if (item.payload_json.empty()) {
+        body += "null";
+    } else {
+        body += item.payload_json;
+    }
     body += R"(,"transactionId":)";
     if (item.transaction_id.empty()) {
         body += '"';
@@ -620,7 +625,14 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
     QUEEN_TRY(check_http_status(http, response));
     // Reset the answer in place; messages keep their strings' storage for reuse.
     std::size_t message_count = 0;
-    const auto finish = [&result, &message_count] { result.messages.resize(message_count); };
+    // Messages beyond this answer's count move to the spares, not to the allocator: a later,
+    // larger answer takes them back with their strings' storage.
+    const auto finish = [&result, &message_count] {
+        for (std::size_t i = message_count; i < result.messages.size(); ++i) {
+            result.spare_messages.push_back(std::move(result.messages[i]));
+        }
+        result.messages.resize(message_count);
+    };
     result.queue = request.queue;
     for (std::string* field : {&result.partition, &result.partition_id, &result.lease_id,
                                &result.consumer_group, &result.lease_expires_at}) {
@@ -681,7 +693,12 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
             }
             cursor.enter_object();
             if (message_count == result.messages.size()) {
-                result.messages.emplace_back();
+                if (result.spare_messages.empty()) {
+                    result.messages.emplace_back();
+                } else {
+                    result.messages.push_back(std::move(result.spare_messages.back()));
+                    result.spare_messages.pop_back();
+                }
             }
             Message& message = result.messages[message_count++];
             reset_message(message);
@@ -777,7 +794,10 @@ void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group,
     body.reserve(32 + acks.size() * 256);
     body += R"({"acknowledgments":[)";
     for (std::size_t i = 0; i < acks.size(); ++i) {
-        body += i == 0 ? "{" : ",{";
+        if (i > 0) {
+            body += ',';
+        }
+        body += '{';
         append_ack_fields(body, acks[i], true);
         body += '}';
     }
@@ -798,7 +818,10 @@ void build_ack_batch(std::span<const Message> messages, AckStatus status,
     body.reserve(32 + messages.size() * 256);
     body += R"({"acknowledgments":[)";
     for (std::size_t i = 0; i < messages.size(); ++i) {
-        body += i == 0 ? "{" : ",{";
+        if (i > 0) {
+            body += ',';
+        }
+        body += '{';
         detail::append_message_ack_fields(body, messages[i], status);
         body += '}';
     }
@@ -857,7 +880,10 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
     body.assign(R"({"operations":[)");
     bool is_first_operation = true;
     for (const auto& operation : request.operations) {
-        body += is_first_operation ? "{" : ",{";
+        if (!is_first_operation) {
+            body += ',';
+        }
+        body += '{';
         is_first_operation = false;
         if (const auto* push = std::get_if<TransactionPush>(&operation)) {
             body += R"("type":"push","items":[)";

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "json_cursor.hpp"  // private: is_equal_bytes
 #include "queen/client/errc.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/json_scan.hpp"
@@ -520,5 +521,60 @@ TEST_CASE("client: acking popped messages in place builds what acking Ack::of th
         CHECK(built.has_body);
         CHECK(built.is_idempotent);
         CHECK(nlohmann::json::accept(built.body));
+    }
+}
+
+TEST_CASE("client: the cursor's short byte compare finds a difference at any position",
+          "[client][protocol]") {
+    const std::string base = "\"transaction_id_and_more\":";
+    for (std::size_t size = 0; size <= base.size(); ++size) {
+        INFO("size=" << size);
+        std::string copy = base;
+        CHECK(queen::client::detail::is_equal_bytes(base.data(), copy.data(), size));
+        for (std::size_t at = 0; at < size; ++at) {
+            INFO("at=" << at);
+            copy = base;
+            copy[at] = static_cast<char>(copy[at] ^ 0x20);
+            CHECK_FALSE(queen::client::detail::is_equal_bytes(base.data(), copy.data(), size));
+        }
+    }
+}
+
+TEST_CASE("client: a pop result read again keeps the storage of messages a shorter answer left",
+          "[client][protocol][pop]") {
+    const PopRequest pop = pop_of_q();
+    const auto answer_of = [](int count, char tag) {
+        std::string body = R"({"queue":"q","leaseId":"l","messages":[)";
+        for (int i = 0; i < count; ++i) {
+            // Ids longer than any small-string buffer: they live in allocated storage.
+            body += std::string(i > 0 ? "," : "") + R"({"id":")" + std::string(40, tag) +
+                    std::to_string(i) + R"(","transactionId":"t)" + std::to_string(i) +
+                    R"(","partitionId":"p","data":{"i":)" + std::to_string(i) + "}}";
+        }
+        return body + "]}";
+    };
+    PopResult result;
+    REQUIRE(read_pop_answer(pop_request, response_of(200, answer_of(3, 'a')), pop, result));
+    REQUIRE(result.messages.size() == 3);
+    std::vector<const char*> storage;
+    for (const Message& message : result.messages) {
+        storage.push_back(message.id.data());
+    }
+    const std::pair<int, char> rounds[] = {{1, 'b'}, {0, 'c'}, {2, 'd'}, {3, 'e'}, {1, 'f'}};
+    for (const auto& [count, tag] : rounds) {
+        INFO("count=" << count);
+        const std::string body = answer_of(count, tag);
+        const HttpResponse response = count == 0 ? response_of(204, "") : response_of(200, body);
+        REQUIRE(read_pop_answer(pop_request, response, pop, result));
+        REQUIRE(result.messages.size() == static_cast<std::size_t>(count));
+        CHECK(result.messages.size() + result.spare_messages.size() == 3);
+        for (int i = 0; i < count; ++i) {
+            const Message& message = result.messages[static_cast<std::size_t>(i)];
+            CHECK(message.id == std::string(40, tag) + std::to_string(i));
+            CHECK(message.transaction_id == "t" + std::to_string(i));
+            CHECK(message.data_json == R"({"i":)" + std::to_string(i) + "}");
+            CHECK(message.lease_id == "l");
+            CHECK(std::find(storage.begin(), storage.end(), message.id.data()) != storage.end());
+        }
     }
 }

@@ -122,6 +122,10 @@ struct PopResult {
     std::string lease_expires_at;  ///< when the server sends it (Queen does)
     std::int64_t partitions_claimed = 0;
     std::vector<Message> messages;
+    /// Not part of the answer: messages an earlier, larger answer read into this result held,
+    /// kept with their strings' storage so reading the next answers into it does not allocate
+    /// per message (read_pop_answer moves them between here and `messages`).
+    std::vector<Message> spare_messages;
 };
 
 // ---- ack (spec 4.4, 4.5, 5.7) ----
