@@ -169,19 +169,29 @@ public:
         return at + 1;
     }
 
-    /// key + value shorthands (literal keys; a run-time key goes through key()).
-    JsonWriter& field(JsonKey name, std::string_view text) { return key(name).string(text); }
-    JsonWriter& field(JsonKey name, const char* text) { return key(name).string(text); }
-    JsonWriter& field(JsonKey name, const std::string& text) { return key(name).string(text); }
-    JsonWriter& field(JsonKey name, bool value) { return key(name).boolean(value); }
+    /// key + value shorthands (literal keys; a run-time key goes through key()). Always
+    /// inlined like key(): out of line the key's size is no longer a constant.
+    [[gnu::always_inline]] JsonWriter& field(JsonKey name, std::string_view text) {
+        return key(name).string(text);
+    }
+    [[gnu::always_inline]] JsonWriter& field(JsonKey name, const char* text) {
+        return key(name).string(text);
+    }
+    [[gnu::always_inline]] JsonWriter& field(JsonKey name, const std::string& text) {
+        return key(name).string(text);
+    }
+    [[gnu::always_inline]] JsonWriter& field(JsonKey name, bool value) {
+        return key(name).boolean(value);
+    }
     template <class T>
-    requires(std::integral<T> && !std::same_as<T, bool>) JsonWriter& field(JsonKey name, T value) {
+    requires(std::integral<T> && !std::same_as<T, bool>)
+        [[gnu::always_inline]] JsonWriter& field(JsonKey name, T value) {
         return key(name).number(value);
     }
-    JsonWriter& field_or_null(JsonKey name, std::string_view text) {
+    [[gnu::always_inline]] JsonWriter& field_or_null(JsonKey name, std::string_view text) {
         return key(name).string_or_null(text);
     }
-    JsonWriter& null_field(JsonKey name) { return key(name).null(); }
+    [[gnu::always_inline]] JsonWriter& null_field(JsonKey name) { return key(name).null(); }
 
     /// The text so far; complete when every container is closed.
     [[nodiscard]] std::string_view text() const noexcept {
