@@ -10,22 +10,29 @@ namespace queen::api::detail {
 void RateMeter::add(std::int64_t now_ms, std::uint64_t count) {
     const std::int64_t second = now_ms / 1000;
     const auto slot = static_cast<std::size_t>(((second % 60) + 60) % 60);
-    std::lock_guard lock(mutex_);
-    if (second_[slot] != second) {
-        second_[slot] = second;
-        count_[slot] = 0;
+    const std::uint64_t tag = (static_cast<std::uint64_t>(second) & second_mask) << count_bits;
+    std::atomic<std::uint64_t>& bucket = buckets_[slot];
+    std::uint64_t seen = bucket.load(std::memory_order_relaxed);
+    for (;;) {
+        // Another second in this bucket (a minute ago, or never): it starts over.
+        const std::uint64_t base = (seen & ~count_mask) == tag ? seen & count_mask : 0;
+        const std::uint64_t next = tag | ((base + count) & count_mask);
+        if (bucket.compare_exchange_weak(seen, next, std::memory_order_relaxed)) {
+            return;
+        }
     }
-    count_[slot] += count;
 }
 
 double RateMeter::per_second(std::int64_t now_ms, std::int64_t seconds) const {
     seconds = seconds < 1 ? 1 : (seconds > 60 ? 60 : seconds);
-    const std::int64_t current = now_ms / 1000;
+    const auto current = static_cast<std::uint64_t>(now_ms / 1000);
     std::uint64_t total = 0;
-    std::lock_guard lock(mutex_);
-    for (std::size_t slot = 0; slot < second_.size(); ++slot) {
-        if (second_[slot] > current - seconds && second_[slot] <= current) {
-            total += count_[slot];
+    for (const std::atomic<std::uint64_t>& bucket : buckets_) {
+        const std::uint64_t value = bucket.load(std::memory_order_relaxed);
+        // How many seconds ago the bucket's second was (mod 2^24; a later second is far off).
+        const std::uint64_t age = (current - (value >> count_bits)) & second_mask;
+        if (age < static_cast<std::uint64_t>(seconds)) {
+            total += value & count_mask;
         }
     }
     return static_cast<double>(total) / static_cast<double>(seconds);

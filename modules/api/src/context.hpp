@@ -28,17 +28,22 @@
 
 namespace queen::api::detail {
 
-/// Events per second over the last minute (60 one-second buckets). Thread-safe.
+/// Events per second over the last minute (60 one-second buckets). Thread-safe and lock-free
+/// (every request adds to one: a mutex here was shared by all I/O threads).
 class RateMeter {
 public:
+    /// Counts `count` events at `now_ms`. Counts of one second past 2^40 wrap.
     void add(std::int64_t now_ms, std::uint64_t count);
-    /// Average per second over the last `seconds` (1..60) complete and current seconds.
+    /// Average per second over the last `seconds` (1..60) complete and current seconds. A bucket
+    /// last written exactly a multiple of 2^24 s (194 days) ago would count as recent.
     [[nodiscard]] double per_second(std::int64_t now_ms, std::int64_t seconds = 60) const;
 
 private:
-    mutable std::mutex mutex_;
-    std::array<std::int64_t, 60> second_{};
-    std::array<std::uint64_t, 60> count_{};
+    // A bucket holds the low 24 bits of its second above a 40-bit count.
+    static constexpr unsigned count_bits = 40;
+    static constexpr std::uint64_t count_mask = (std::uint64_t{1} << count_bits) - 1;
+    static constexpr std::uint64_t second_mask = (std::uint64_t{1} << 24) - 1;
+    std::array<std::atomic<std::uint64_t>, 60> buckets_{};
 };
 
 /// Counters of this API instance (since start). Relaxed atomics: they are statistics.
