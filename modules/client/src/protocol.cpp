@@ -14,6 +14,11 @@
 #include "queen/core/json_scan.hpp"
 
 namespace queen::client {
+
+// Literals appended as string_views: operator+=(const char*) is an out-of-line call that
+// measures the literal with strlen on every append.
+using namespace std::string_view_literals;
+
 namespace detail {
 
 using json::for_each_member;
@@ -159,20 +164,20 @@ namespace {
 void append_ack_members(std::string& out, std::string_view transaction_id,
                         std::string_view partition_id, AckStatus status, std::string_view error,
                         std::string_view lease_id, const std::string_view* consumer_group) {
-    out += R"("transactionId":)";
+    out += R"("transactionId":)"sv;
     append_json_string(out, transaction_id);
-    out += R"(,"partitionId":)";
+    out += R"(,"partitionId":)"sv;
     append_json_string(out, partition_id);
-    out += R"(,"status":)";
+    out += R"(,"status":)"sv;
     append_json_string(out, to_string(status));
-    out += R"(,"error":)";
+    out += R"(,"error":)"sv;
     append_json_string_or_null(out, error);
     if (consumer_group != nullptr) {
-        out += R"(,"consumerGroup":)";
+        out += R"(,"consumerGroup":)"sv;
         append_json_string_or_null(out, *consumer_group);
     }
     if (!lease_id.empty()) {
-        out += R"(,"leaseId":)";
+        out += R"(,"leaseId":)"sv;
         append_json_string(out, lease_id);
     }
 }
@@ -366,18 +371,18 @@ bool next_message_member(JsonCursor& cursor, MessageMember expected, bool& is_fi
 /// One push item object as /push and a transaction's push operation take it; a missing
 /// transactionId gets a UUIDv7 from `ids`.
 void append_push_item(std::string& body, const PushItem& item, IdSource& ids) {
-    body += R"({"queue":)";
+    body += R"({"queue":)"sv;
     append_json_string(body, item.queue);
-    body += R"(,"partition":)";
+    body += R"(,"partition":)"sv;
     append_json_string(body, item.partition.empty() ? default_partition : item.partition);
-    body += R"(,"payload":)";
+    body += R"(,"payload":)"sv;
     // Appended as it is (a ternary over "null" would copy it into a temporary string first).
     if (item.payload_json.empty()) {
-        body += "null";
+        body += "null"sv;
     } else {
         body += item.payload_json;
     }
-    body += R"(,"transactionId":)";
+    body += R"(,"transactionId":)"sv;
     if (item.transaction_id.empty()) {
         body += '"';
         ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
@@ -386,7 +391,7 @@ void append_push_item(std::string& body, const PushItem& item, IdSource& ids) {
         append_json_string(body, item.transaction_id);
     }
     if (!item.trace_id.empty()) {
-        body += R"(,"traceId":)";
+        body += R"(,"traceId":)"sv;
         append_json_string(body, item.trace_id);
     }
     body += '}';
@@ -463,7 +468,7 @@ queen::Status build_push(std::span<const PushItem> items, bool is_payload_valida
     std::string& body = out.body;
     body.clear();
     body.reserve(64 + items.size() * (160 + items.front().payload_json.size()));
-    body += R"({"items":[)";
+    body += R"({"items":[)"sv;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PushItem& item = items[i];
         if (is_payload_validated && !is_valid_json(item.payload_json)) {
@@ -475,7 +480,7 @@ queen::Status build_push(std::span<const PushItem> items, bool is_payload_valida
         }
         append_push_item(body, item, ids);
     }
-    body += "]}";
+    body += "]}"sv;
     return {};
 }
 
@@ -792,7 +797,7 @@ void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group,
     std::string& body = out.body;
     body.clear();
     body.reserve(32 + acks.size() * 256);
-    body += R"({"acknowledgments":[)";
+    body += R"({"acknowledgments":[)"sv;
     for (std::size_t i = 0; i < acks.size(); ++i) {
         if (i > 0) {
             body += ',';
@@ -801,7 +806,7 @@ void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group,
         append_ack_fields(body, acks[i], true);
         body += '}';
     }
-    body += R"(],"consumerGroup":)";
+    body += R"(],"consumerGroup":)"sv;
     append_json_string_or_null(body, consumer_group);
     body += '}';
 }
@@ -816,7 +821,7 @@ void build_ack_batch(std::span<const Message> messages, AckStatus status,
     std::string& body = out.body;
     body.clear();
     body.reserve(32 + messages.size() * 256);
-    body += R"({"acknowledgments":[)";
+    body += R"({"acknowledgments":[)"sv;
     for (std::size_t i = 0; i < messages.size(); ++i) {
         if (i > 0) {
             body += ',';
@@ -825,7 +830,7 @@ void build_ack_batch(std::span<const Message> messages, AckStatus status,
         detail::append_message_ack_fields(body, messages[i], status);
         body += '}';
     }
-    body += R"(],"consumerGroup":)";
+    body += R"(],"consumerGroup":)"sv;
     append_json_string_or_null(body, consumer_group);
     body += '}';
 }
@@ -886,7 +891,7 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
         body += '{';
         is_first_operation = false;
         if (const auto* push = std::get_if<TransactionPush>(&operation)) {
-            body += R"("type":"push","items":[)";
+            body += R"("type":"push","items":[)"sv;
             for (std::size_t i = 0; i < push->items.size(); ++i) {
                 const PushItem& item = push->items[i];
                 if (is_payload_validated && !is_valid_json(item.payload_json)) {
@@ -898,21 +903,21 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
                 }
                 append_push_item(body, item, ids);
             }
-            body += "]}";
+            body += "]}"sv;
         } else {
-            body += R"("type":"ack",)";
+            body += R"("type":"ack",)"sv;
             append_ack_fields(body, std::get<Ack>(operation), true);
             body += '}';
         }
     }
-    body += R"(],"requiredLeases":[)";
+    body += R"(],"requiredLeases":[)"sv;
     for (std::size_t i = 0; i < request.required_leases.size(); ++i) {
         if (i > 0) {
             body += ',';
         }
         append_json_string(body, request.required_leases[i]);
     }
-    body += "]}";
+    body += "]}"sv;
     return {};
 }
 

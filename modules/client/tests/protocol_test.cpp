@@ -578,3 +578,52 @@ TEST_CASE("client: a pop result read again keeps the storage of messages a short
         }
     }
 }
+
+TEST_CASE("client: payload objects the flat-object fast path reads are exactly the valid ones",
+          "[client][protocol][pop]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    const PopRequest pop = pop_of_q();
+    PopResult result;
+    const std::vector<std::string> strings = {
+        R"("")",        R"("plain text")", R"("x\"y")",        R"("\u00e9")",
+        "\"\xc3\xa9\"", "\"tab\t\"",       R"("unterminated)", R"("long padding padding padding")"};
+    for (int round = 0; round < 1000; ++round) {
+        INFO("round=" << round);
+        // Mostly compact flat objects (the fast path), with near misses of every kind.
+        std::string data = "{";
+        const std::uint64_t members = rng.below(4);
+        for (std::uint64_t i = 0; i < members; ++i) {
+            if (i > 0) {
+                data += rng.below(20) == 0 ? " ," : ",";
+            }
+            data += rng.below(20) == 0 ? R"("k\u0031")" : "\"k" + std::to_string(i) + "\"";
+            data += rng.below(20) == 0 ? ": " : ":";
+            const std::uint64_t kind = rng.below(8);
+            if (kind < 3) {
+                data += strings[rng.below(strings.size())];
+            } else if (kind < 6) {
+                data += random_scalar(rng);
+            } else if (kind == 6) {
+                data += R"({"nested":[1,2]})";
+            } else {
+                data += std::to_string(rng.next() >> rng.below(64));
+            }
+        }
+        data += rng.below(30) == 0 ? "" : "}";
+        const std::string body = R"({"messages":[{"id":"m","transactionId":"t",)"
+                                 R"("partitionId":"p","data":)" +
+                                 data + R"(,"retryCount":0}]})";
+        INFO("data=" << data);
+        const auto answer = read_pop_answer(pop_request, response_of(200, body), pop, result);
+        if (!nlohmann::json::accept(body)) {
+            REQUIRE_FALSE(answer);
+            CHECK(answer.error().is(Errc::bad_response));
+            continue;
+        }
+        REQUIRE(answer);
+        REQUIRE(result.messages.size() == 1);
+        CHECK(result.messages[0].data_json == data);
+    }
+}
