@@ -164,7 +164,11 @@ bool raw_value(std::string_view text, std::size_t& pos, int depth, int depth_max
         return false;
     }
     is_plain = pos < text.size() && text[pos] == '"' && skip_plain_string(text, pos);
-    if (!is_plain && !skip_value(text, pos, depth, depth_max)) {
+    if (is_plain) {
+        // done
+    } else if (text.substr(pos, 4) == "null") {
+        pos += 4;  // (as skip_value reads a literal: what follows is the walker's business)
+    } else if (!skip_value(text, pos, depth, depth_max)) {
         return false;
     }
     raw = text.substr(start, pos - start);
