@@ -501,8 +501,13 @@ void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
                 ++sleeping;
                 return;
             }
+            // Bodies are handed to the slot, not copied: requests[i].body comes back holding the
+            // slot's previous buffer (every builder clears it first; completions read only the
+            // method and target of the view).
             const client::HttpRequest request = requests[i].view();
-            queen::Status started = mux.start(i, request);
+            queen::Status started = request.has_body
+                                        ? mux.start_with_body(i, request, requests[i].body)
+                                        : mux.start(i, request);
             if (started) {
                 states[i] = State::in_flight;
                 return;

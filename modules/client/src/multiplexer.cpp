@@ -4,6 +4,7 @@
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,9 +34,10 @@ struct HttpMultiplexer::Slot {
     int fd = -1;
     State state = State::idle;
     std::uint32_t watched = 0;  // events registered with epoll; 0: not registered
-    std::string out;            // head and body of the request in flight
-    std::size_t out_sent = 0;
-    std::string what;  // "<method> <target>", the prefix of its errors
+    std::string out;            // head of the request in flight
+    std::string body;           // its body, sent after the head
+    std::size_t out_sent = 0;   // bytes of head and body sent
+    std::string what;           // "<method> <target>", the prefix of its errors
     HttpResponse response;
     detail::ResponseParser parser;
     std::int64_t deadline_ns = 0;
@@ -140,21 +142,45 @@ queen::Status HttpMultiplexer::begin(Slot& slot, std::vector<Completion>& comple
     return {};
 }
 
-queen::Status HttpMultiplexer::start(std::size_t index, const HttpRequest& request) {
+queen::Status HttpMultiplexer::check_idle(std::size_t index) const {
     if (index >= slots_.size()) {
         return queen::Error{Errc::invalid_argument, "slot " + std::to_string(index) + " of " +
                                                         std::to_string(slots_.size())};
     }
-    Slot& slot = *slots_[index];
+    const Slot& slot = *slots_[index];
     if (slot.state != Slot::State::idle) {
         return queen::Error{Errc::invalid_argument,
                             "slot " + std::to_string(index) + " is busy with " + slot.what};
     }
+    return {};
+}
+
+queen::Status HttpMultiplexer::start(std::size_t index, const HttpRequest& request) {
+    QUEEN_TRY(check_idle(index));
+    Slot& slot = *slots_[index];
+    slot.body.assign(request.has_body ? request.body : std::string_view{});
+    return launch(slot, request);
+}
+
+queen::Status HttpMultiplexer::start_with_body(std::size_t index, const HttpRequest& request,
+                                               std::string& body) {
+    QUEEN_TRY(check_idle(index));
+    Slot& slot = *slots_[index];
+    slot.body.swap(body);
+    // The view is taken after the swap: a short body lives inside the string object itself.
+    HttpRequest with_body = request;
+    with_body.body = slot.body;
+    with_body.has_body = true;
+    auto launched = launch(slot, with_body);
+    if (!launched) {
+        slot.body.swap(body);  // nothing started: the caller keeps its body
+    }
+    return launched;
+}
+
+queen::Status HttpMultiplexer::launch(Slot& slot, const HttpRequest& request) {
     slot.out.clear();
     detail::append_request_head(slot.out, request, head_prefix_);
-    if (request.has_body) {
-        slot.out.append(request.body);
-    }
     slot.what.assign(request.method).append(" ").append(request.target);
     const std::int64_t timeout_ms =
         request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms;
@@ -171,9 +197,25 @@ queen::Status HttpMultiplexer::start(std::size_t index, const HttpRequest& reque
 }
 
 void HttpMultiplexer::send_some(Slot& slot, std::vector<Completion>& completed) {
-    while (slot.out_sent < slot.out.size()) {
-        const ssize_t sent = ::send(slot.fd, slot.out.data() + slot.out_sent,
-                                    slot.out.size() - slot.out_sent, MSG_NOSIGNAL);
+    const std::size_t total = slot.out.size() + slot.body.size();
+    while (slot.out_sent < total) {
+        // Head and body in one call, from wherever the last partial write stopped.
+        iovec parts[2];
+        std::size_t part_count = 0;
+        if (slot.out_sent < slot.out.size()) {
+            parts[part_count++] = {slot.out.data() + slot.out_sent,
+                                   slot.out.size() - slot.out_sent};
+            if (!slot.body.empty()) {
+                parts[part_count++] = {slot.body.data(), slot.body.size()};
+            }
+        } else {
+            const std::size_t body_sent = slot.out_sent - slot.out.size();
+            parts[part_count++] = {slot.body.data() + body_sent, slot.body.size() - body_sent};
+        }
+        msghdr message{};
+        message.msg_iov = parts;
+        message.msg_iovlen = part_count;
+        const ssize_t sent = ::sendmsg(slot.fd, &message, MSG_NOSIGNAL);
         if (sent < 0) {
             if (errno == EINTR) {
                 continue;

@@ -352,3 +352,64 @@ TEST_CASE("multiplexer: the protocol builders and readers drive push, pop, ack a
     CHECK(queen::client::http_status_of(missing.error()) == 404);
     CHECK(mux.connects_total() == 1);
 }
+
+TEST_CASE(
+    "multiplexer: start_with_body takes the body, returns the slot's old buffer, and "
+    "sends, resends and splits it like a copied one",
+    "[client][multiplexer]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    TestServer server;
+    // The first connection answers one request, then drops the next without answering: the
+    // taken body must still be there for the resend on a new connection.
+    server.set_handler([](const RecordedRequest& request) {
+        static thread_local int answered_on_first = 0;
+        if (request.connection_index == 0 && answered_on_first++ > 0) {
+            return close_reply();
+        }
+        return json_reply(200, R"({"n":1})");
+    });
+    HttpMultiplexer mux{local(server.port()), {}, queen::SystemClock::instance(), 2};
+    // Short (inside the string object), medium and large (partial writes) bodies.
+    std::vector<std::string> sent_bodies;
+    for (const std::size_t size : {std::size_t{1}, std::size_t{300}, std::size_t{3u << 20}}) {
+        std::string body(size + rng.below(64), ' ');
+        for (char& c : body) {
+            c = static_cast<char>('a' + rng.below(26));
+        }
+        sent_bodies.push_back(body);
+        const std::string expected = body;
+        REQUIRE(mux.start_with_body(0, post("/api/v1/push", "ignored"), body));
+        // Busy: refused, and the caller's body is left as it is.
+        std::string refused = "kept";
+        CHECK(mux.start_with_body(0, post("/x", ""), refused).error().is(Errc::invalid_argument));
+        CHECK(refused == "kept");
+        const auto completed = drain(mux);
+        REQUIRE(completed.size() == 1);
+        REQUIRE(completed[0].status);
+        CHECK(mux.response(0).body == R"({"n":1})");
+        const RecordedRequest recorded = server.last_request();
+        CHECK(recorded.body == expected);
+        CHECK(recorded.header("Content-Length") == std::to_string(expected.size()));
+        // The returned buffer is the slot's previous one: the first time an empty one.
+        if (sent_bodies.size() == 1) {
+            CHECK(body.empty());
+        } else {
+            CHECK(body.capacity() >= sent_bodies[sent_bodies.size() - 2].size());
+        }
+    }
+    CHECK(mux.connects_total() == 2);  // the second request was resent on a new connection
+    // Out-of-range slots refuse too.
+    std::string body = "x";
+    CHECK(mux.start_with_body(9, post("/x", ""), body).error().is(Errc::invalid_argument));
+    CHECK(body == "x");
+    // A plain start() after start_with_body() sends its own body, not the taken one.
+    REQUIRE(mux.start(1, post("/api/v1/push", "plain")));
+    REQUIRE(drain(mux).at(0).status);
+    CHECK(server.last_request().body == "plain");
+    REQUIRE(mux.start(0, get("/no-body")));
+    REQUIRE(drain(mux).at(0).status);
+    CHECK(server.last_request().body.empty());
+    CHECK(server.last_request().header("Content-Length").empty());
+}

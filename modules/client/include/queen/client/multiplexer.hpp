@@ -22,8 +22,8 @@ namespace queen::client {
 /// `Connection: close`, and fails a request that passes its deadline with Errc::timeout. Like
 /// Connection, a request that fails on a reused connection before any answer byte arrived is sent
 /// once more on a new connection when it is idempotent (the server closed an idle connection).
-/// Requests are copied when started: the caller's views may die at once. Answers land in the
-/// slot's response(), reusing its storage.
+/// Requests are copied when started (start_with_body() takes the body instead): the caller's
+/// views may die at once. Answers land in the slot's response(), reusing its storage.
 /// Thread-safety: none; one thread drives a multiplexer (run one per thread).
 class HttpMultiplexer {
 public:
@@ -49,6 +49,13 @@ public:
     /// Errors (nothing started, no completion follows): Errc::invalid_argument (slot out of
     /// range or busy), Errc::connect_failed (no address, or the socket could not be opened).
     [[nodiscard]] queen::Status start(std::size_t slot, const HttpRequest& request);
+    /// As start(), with `body` as the request's body (request.body and has_body are ignored),
+    /// taken instead of copied: `body` is swapped with the slot's previous body buffer and comes
+    /// back with unspecified content and that buffer's capacity, so a caller building every body
+    /// into the same string neither copies nor allocates per request. When an error is returned
+    /// `body` is unchanged. Errors: as start().
+    [[nodiscard]] queen::Status start_with_body(std::size_t slot, const HttpRequest& request,
+                                                std::string& body);
 
     /// Waits up to `timeout_ns` (0: only what is ready now) for socket events, advances every
     /// slot they concern, fails the requests past their deadline (Errc::timeout), and appends
@@ -72,6 +79,8 @@ public:
 
 private:
     struct Slot;
+    queen::Status check_idle(std::size_t index) const;
+    queen::Status launch(Slot& slot, const HttpRequest& request);
     queen::Status open(Slot& slot);
     queen::Status begin(Slot& slot, std::vector<Completion>& completed);
     void send_some(Slot& slot, std::vector<Completion>& completed);
