@@ -195,22 +195,12 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
     }
     out.key("messages").begin_array();
     // partitionId, partition, leaseId and consumerGroup are the same for every message of one
-    // partition: formatted once per partition (a pop's messages share one), copied after.
-    JsonWriter shared(256);
-    std::string_view shared_members;
+    // partition: written for the first message of a partition (a pop's messages share one),
+    // copied from there for the others.
+    std::size_t shared_from = 0;
+    std::size_t shared_size = 0;
     const queues::PoppedMessage* shared_source = nullptr;
     for (const queues::PoppedMessage& message : result.messages) {
-        if (shared_source == nullptr || message.id.partition != shared_source->id.partition ||
-            message.partition != shared_source->partition) {
-            shared = JsonWriter(256);
-            shared.begin_object().key("partitionId");
-            write_partition_id(shared, message.id.partition);
-            shared.field("partition", message.partition).key("leaseId");
-            write_lease(shared);
-            shared.field("consumerGroup", result.group).end_object();
-            shared_members = shared.text().substr(1, shared.text().size() - 2);  // no braces
-            shared_source = &message;
-        }
         out.begin_object().key("id");
         write_message_id(out, message.id);
         out.field("transactionId", message.transaction_id)
@@ -224,10 +214,21 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
         }
         out.field_or_null("producerSub", message.producer_sub)
             .key("createdAt")
-            .iso_time(message.created_at.value(), true)
-            .raw_items(shared_members)
-            .field("retryCount", message.retry_count)
-            .end_object();
+            .iso_time(message.created_at.value(), true);
+        if (shared_source != nullptr && message.id.partition == shared_source->id.partition &&
+            message.partition == shared_source->partition) {
+            out.copy_items(shared_from, shared_size);
+        } else {
+            shared_from = out.text().size() + 1;  // after the comma key() writes first
+            out.key("partitionId");
+            write_partition_id(out, message.id.partition);
+            out.field("partition", message.partition).key("leaseId");
+            write_lease(out);
+            out.field("consumerGroup", result.group);
+            shared_size = out.text().size() - shared_from;
+            shared_source = &message;
+        }
+        out.field("retryCount", message.retry_count).end_object();
     }
     out.end_array().field("partitionsClaimed", result.partitions_claimed).end_object();
     return out.take();

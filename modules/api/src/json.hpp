@@ -147,14 +147,15 @@ public:
         append(json_text.empty() ? std::string_view("null") : json_text);
         return *this;
     }
-    /// Inserts `items`, already formatted items of the open container (for an object `"k":v`
-    /// members joined by commas, e.g. another writer's object text without its braces), as if
-    /// they were written here one by one. Nothing for an empty `items`.
-    JsonWriter& raw_items(std::string_view items) {
-        QUEEN_ASSERT(!after_key_ && depth_ > 0, "JsonWriter: raw items outside a container");
-        if (!items.empty()) {
+    /// Inserts a copy of text this writer wrote earlier, text()[from, from + size): items of an
+    /// open container (as raw_items), e.g. members shared by the objects of an array.
+    JsonWriter& copy_items(std::size_t from, std::size_t size) {
+        QUEEN_ASSERT(!after_key_ && depth_ > 0, "JsonWriter: copied items outside a container");
+        QUEEN_ASSERT(from <= used_ && size <= used_ - from, "JsonWriter: copy past the text");
+        if (size > 0) {
             prefix();
-            append(items);
+            char* at = grow(size);  // may move the buffer: the source is taken after it
+            std::memcpy(at, out_.data() + from, size);
         }
         return *this;
     }

@@ -319,6 +319,24 @@ TEST_CASE("api: JsonWriter times equal format_iso in and across seconds", "[api]
     CHECK(out.take() == expected + "]");
 }
 
+TEST_CASE("api: JsonWriter copies its own items, also when the copy moves the buffer",
+          "[api][format]") {
+    for (std::size_t capacity :
+         {std::size_t{0}, std::size_t{1}, std::size_t{40}, std::size_t{4096}}) {
+        JsonWriter out(capacity);
+        out.begin_array().begin_object().field("a", 1);
+        const std::size_t from = out.text().size() + 1;
+        out.field("b", std::string(300, 'x')).field("c", "q\"1");
+        const std::size_t size = out.text().size() - from;
+        out.end_object().begin_object().copy_items(from, size).end_object();
+        out.begin_object().field("z", true).copy_items(from, size).copy_items(from, 0);
+        out.end_object().end_array();
+        const std::string members = "\"b\":\"" + std::string(300, 'x') + "\",\"c\":\"q\\\"1\"";
+        CHECK(out.take() ==
+              "[{\"a\":1," + members + "},{" + members + "},{\"z\":true," + members + "}]");
+    }
+}
+
 TEST_CASE("api: JsonWriter refuses a key out of place", "[api][format]") {
     testing::AssertCapture capture;
     JsonWriter top;
