@@ -17,15 +17,8 @@ namespace queen::api::detail {
 namespace {
 
 using json::scan::skip_value;
-
-/// Moves `pos` past JSON whitespace (inline: between the tokens of a compact body there is
-/// none, and this is asked 4 times per member).
-inline void skip_space(std::string_view text, std::size_t& pos) noexcept {
-    while (pos < text.size() &&
-           (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) {
-        ++pos;
-    }
-}
+using json::scan::skip_whitespace;
+using json::scan::walk_array;
 
 /// Skips the string at text[pos] (a '"') when it is plain: only bytes 0x20-0x7f, no '\\'
 /// (the usual key or id; then it is valid JSON as it stands). False, with `pos` unchanged,
@@ -78,7 +71,7 @@ bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
         return false;
     }
     ++pos;
-    skip_space(text, pos);
+    skip_whitespace(text, pos);
     if (pos < text.size() && text[pos] == '}') {
         ++pos;
         return true;
@@ -97,16 +90,16 @@ bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
             }
         }
         const std::string_view key = text.substr(key_start + 1, pos - key_start - 2);
-        skip_space(text, pos);
+        skip_whitespace(text, pos);
         if (pos >= text.size() || text[pos] != ':') {
             return false;
         }
         ++pos;
-        skip_space(text, pos);
+        skip_whitespace(text, pos);
         if (!visit(key, pos)) {
             return false;
         }
-        skip_space(text, pos);
+        skip_whitespace(text, pos);
         if (pos >= text.size()) {
             return false;
         }
@@ -118,40 +111,7 @@ bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
             return false;
         }
         ++pos;
-        skip_space(text, pos);
-    }
-}
-
-/// Walks the array at text[pos] as json::scan::walk_array does: visit(pos) reads the element
-/// at `pos` and moves past it.
-template <class Visit>
-bool for_elements(std::string_view text, std::size_t& pos, Visit&& visit) {
-    if (pos >= text.size() || text[pos] != '[') {
-        return false;
-    }
-    ++pos;
-    skip_space(text, pos);
-    if (pos < text.size() && text[pos] == ']') {
-        ++pos;
-        return true;
-    }
-    for (;;) {
-        if (!visit(pos)) {
-            return false;
-        }
-        skip_space(text, pos);
-        if (pos >= text.size()) {
-            return false;
-        }
-        if (text[pos] == ']') {
-            ++pos;
-            return true;
-        }
-        if (text[pos] != ',') {
-            return false;
-        }
-        ++pos;
-        skip_space(text, pos);
+        skip_whitespace(text, pos);
     }
 }
 
@@ -559,7 +519,7 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
     out.has_client_transaction_id.reserve(expected_items);
     bool seen_items = false;
     std::size_t pos = 0;
-    skip_space(body, pos);
+    skip_whitespace(body, pos);
     const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
         if (key != "items") {
             return skip_value(body, at, 2, depth_max);
@@ -567,7 +527,7 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
         if (!first_time(seen_items) || depth_max < 3) {
             return false;
         }
-        return for_elements(body, at, [&](std::size_t& element) {
+        return walk_array(body, at, [&](std::size_t& element) {
             if (out.push.items.size() >= options.push_items_max) {
                 return false;
             }
@@ -586,7 +546,7 @@ std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOption
     if (!walked || !seen_items) {
         return std::nullopt;
     }
-    skip_space(body, pos);
+    skip_whitespace(body, pos);
     if (pos != body.size()) {
         return std::nullopt;
     }
@@ -599,7 +559,7 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
     queues::Ack out;
     IdMemo memo;
     std::size_t pos = 0;
-    skip_space(body, pos);
+    skip_whitespace(body, pos);
     if (!is_batch) {
         if (!ack_item_fast(body, pos, 1, depth_max, options, memo, out.items.emplace_back())) {
             return std::nullopt;
@@ -623,7 +583,7 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
             if (!first_time(seen_list) || depth_max < 3) {
                 return false;
             }
-            return for_elements(body, at, [&](std::size_t& element) {
+            return walk_array(body, at, [&](std::size_t& element) {
                 if (out.items.size() >= options.ack_items_max) {
                     return false;
                 }
@@ -645,7 +605,7 @@ std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
             }
         }
     }
-    skip_space(body, pos);
+    skip_whitespace(body, pos);
     if (pos != body.size()) {
         return std::nullopt;
     }
@@ -664,7 +624,7 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
     IdMemo memo;
     bool seen_operations = false;
     std::size_t pos = 0;
-    skip_space(body, pos);
+    skip_whitespace(body, pos);
     // A new operation filled in place, or nullptr over the limit.
     const auto add = [&](queues::TransactionOp::Kind kind) -> queues::TransactionOp* {
         if (out.ops.size() >= options.transaction_operations_max) {
@@ -681,7 +641,7 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
         if (!first_time(seen_operations) || depth_max < 3) {
             return false;
         }
-        return for_elements(body, at, [&](std::size_t& element) {
+        return walk_array(body, at, [&](std::size_t& element) {
             // The usual operations name their type first (the clients write them so): read in
             // one pass. A second "type" or "items" declines (nlohmann keeps the last one).
             const std::string_view rest = body.substr(element);
@@ -697,7 +657,7 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
                     if (k == "items") {
                         bool has_client_id = false;
                         return first_time(seen_items) && depth_max >= 4 &&
-                               for_elements(body, v, [&](std::size_t& item_at) {
+                               walk_array(body, v, [&](std::size_t& item_at) {
                                    queues::TransactionOp* op =
                                        add(queues::TransactionOp::Kind::push);
                                    return op != nullptr &&
@@ -754,7 +714,7 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
                                       ItemShape{3, "{}", true}, op->push, has_client_id);
             }
             std::size_t in_items = static_cast<std::size_t>(items.data() - body.data());
-            return for_elements(body, in_items, [&](std::size_t& item_at) {
+            return walk_array(body, in_items, [&](std::size_t& item_at) {
                 queues::TransactionOp* op = add(queues::TransactionOp::Kind::push);
                 return op != nullptr &&
                        push_item_fast(body, item_at, depth_max, options, random, now_ms,
@@ -765,7 +725,7 @@ std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
     if (!walked || !seen_operations || out.ops.empty()) {
         return std::nullopt;
     }
-    skip_space(body, pos);
+    skip_whitespace(body, pos);
     if (pos != body.size()) {
         return std::nullopt;
     }

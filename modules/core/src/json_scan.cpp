@@ -302,13 +302,6 @@ bool skip_literal(std::string_view text, std::size_t& pos, std::string_view lite
 
 }  // namespace
 
-void skip_whitespace(std::string_view text, std::size_t& pos) noexcept {
-    while (pos < text.size() &&
-           (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) {
-        ++pos;
-    }
-}
-
 bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_max) noexcept {
     if (pos >= text.size() || depth > depth_max) {
         return false;

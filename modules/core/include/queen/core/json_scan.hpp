@@ -43,7 +43,13 @@ bool for_each_element(std::string_view raw, Visit&& visit);
 
 namespace scan {
 // Building blocks for the templates above; `pos` moves past what was read.
-void skip_whitespace(std::string_view text, std::size_t& pos) noexcept;
+/// Skips JSON whitespace (space, \n, \r, \t). Inline: the hot paths call it between tokens.
+inline void skip_whitespace(std::string_view text, std::size_t& pos) noexcept {
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) {
+        ++pos;
+    }
+}
 /// Skips (and validates) the value at `pos`, whose nesting depth is `depth` (the top value is 1);
 /// false when it is not valid JSON or a value sits deeper than `depth_max`.
 bool skip_value(std::string_view text, std::size_t& pos, int depth,
