@@ -5,33 +5,9 @@
 
 #include "json.hpp"
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 
 namespace queen::api::detail {
-
-namespace {
-
-/// "00" .. "ff": the two lowercase hex digits of each byte value.
-constexpr std::array<char, 512> hex_pairs = [] {
-    constexpr char digits[] = "0123456789abcdef";
-    std::array<char, 512> pairs{};
-    for (std::size_t i = 0; i < 256; ++i) {
-        pairs[2 * i] = digits[i >> 4];
-        pairs[2 * i + 1] = digits[i & 0xf];
-    }
-    return pairs;
-}();
-
-/// Writes the `bytes` low-order bytes of `value` as 2 * `bytes` hex digits, most significant
-/// first.
-void put_hex(char* at, std::uint64_t value, std::size_t bytes) noexcept {
-    for (std::size_t i = bytes; i > 0; --i) {
-        const std::size_t pair = 2 * ((value >> (8 * (i - 1))) & 0xff);
-        *at++ = hex_pairs[pair];
-        *at++ = hex_pairs[pair + 1];
-    }
-}
-
-}  // namespace
 
 void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std::uint64_t low) {
     // The layout of queues::format_uuid: high (48 bits, 12 digits) | '8' | kind | "00" | low

@@ -11,6 +11,7 @@
 #include "queen/client/client.hpp"
 #include "queen/client/errc.hpp"
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace queen::client {
@@ -416,23 +417,12 @@ void UuidV7Generator::append_uuid_v7(std::string& out) {
     const std::uint64_t low = (random_b & 0x3FFF'FFFF'FFFF'FFFFULL) | 0x8000'0000'0000'0000ULL;
     // 8-4-4-4-12 lowercase hex digits, written by hand (snprintf was a tenth of the bench's
     // CPU), two digits per table lookup.
-    static constexpr auto hex_pairs = [] {
-        constexpr char digits[] = "0123456789abcdef";
-        std::array<char, 512> pairs{};
-        for (std::size_t byte = 0; byte < 256; ++byte) {
-            pairs[2 * byte] = digits[byte >> 4];
-            pairs[2 * byte + 1] = digits[byte & 0xF];
-        }
-        return pairs;
-    }();
     char text[36];
     std::size_t at = 0;
-    const auto put_bytes = [&](std::uint64_t bits, int first, int last) {
-        for (int index = first; index < last; ++index) {
-            const auto byte = static_cast<std::size_t>((bits >> (56 - 8 * index)) & 0xFF);
-            text[at++] = hex_pairs[2 * byte];
-            text[at++] = hex_pairs[2 * byte + 1];
-        }
+    // Bytes [first, last) of `bits`, counted from the most significant.
+    const auto put_bytes = [&](std::uint64_t bits, std::size_t first, std::size_t last) {
+        put_hex(text + at, bits >> (8 * (8 - last)), last - first);
+        at += 2 * (last - first);
     };
     put_bytes(high, 0, 4);
     text[at++] = '-';
