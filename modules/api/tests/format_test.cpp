@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format.hpp"
+#include "harness.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -17,22 +18,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-class SeededRandom final : public RandomSource {
-public:
-    explicit SeededRandom(std::uint64_t seed) : rng_(seed) {}
-    void fill(std::uint8_t* data, std::size_t size) override {
-        for (std::size_t i = 0; i < size; ++i) {
-            data[i] = static_cast<std::uint8_t>(rng_.next());
-        }
-    }
-
-private:
-    Rng rng_;
-};
-
-std::string pick(Rng& rng, const std::vector<std::string>& choices) {
-    return choices[rng.below(choices.size())];
-}
+using queen::api::testing::pick;
+using queen::api::testing::SeededRandom;
 
 /// Valid UTF-8 text, plain or needing escapes.
 std::string text(Rng& rng) {
@@ -68,7 +55,7 @@ Json string_or_null(const std::string& value) {
 }
 
 TEST_CASE("api: pop answers equal an independent rendering", "[api][format]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     SeededRandom random(seed);
@@ -154,7 +141,7 @@ TEST_CASE("api: pop answers equal an independent rendering", "[api][format]") {
 }
 
 TEST_CASE("api: ack answers equal an independent rendering", "[api][format]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     for (int round = 0; round < 2000; ++round) {
@@ -188,7 +175,7 @@ TEST_CASE("api: ack answers equal an independent rendering", "[api][format]") {
 }
 
 TEST_CASE("api: push answers equal an independent rendering", "[api][format]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     for (int round = 0; round < 2000; ++round) {
@@ -246,7 +233,7 @@ TEST_CASE("api: push answers equal an independent rendering", "[api][format]") {
 }
 
 TEST_CASE("api: transaction answers equal an independent rendering", "[api][format]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     for (int round = 0; round < 2000; ++round) {
@@ -301,7 +288,7 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
 }
 
 TEST_CASE("api: JsonWriter times equal format_iso in and across seconds", "[api][format]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     JsonWriter out;
@@ -338,15 +325,15 @@ TEST_CASE("api: JsonWriter copies its own items, also when the copy moves the bu
 }
 
 TEST_CASE("api: JsonWriter refuses a key out of place", "[api][format]") {
-    testing::AssertCapture capture;
+    queen::testing::AssertCapture capture;
     JsonWriter top;
-    CHECK_THROWS_AS(top.key("k"), testing::AssertionFired);
+    CHECK_THROWS_AS(top.key("k"), queen::testing::AssertionFired);
     JsonWriter twice;
     twice.begin_object().key("a");
-    CHECK_THROWS_AS(twice.key("b"), testing::AssertionFired);
+    CHECK_THROWS_AS(twice.key("b"), queen::testing::AssertionFired);
     JsonWriter dynamic;
     dynamic.begin_object().key(std::string("a"));
-    CHECK_THROWS_AS(dynamic.key(std::string("b")), testing::AssertionFired);
+    CHECK_THROWS_AS(dynamic.key(std::string("b")), queen::testing::AssertionFired);
 }
 
 }  // namespace

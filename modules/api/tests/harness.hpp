@@ -224,6 +224,11 @@ private:
     std::uint64_t next_wait_id_ = 0;
 };
 
+/// One of `choices`, uniformly (randomized test inputs).
+inline std::string pick(Rng& rng, const std::vector<std::string>& choices) {
+    return choices[rng.below(choices.size())];
+}
+
 /// Seeded, thread-safe randomness for nonces and generated ids.
 class SeededRandom final : public RandomSource {
 public:

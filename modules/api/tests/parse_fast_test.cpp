@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "harness.hpp"
 #include "json.hpp"
 #include "parse.hpp"
 #include "queen/core/rng.hpp"
@@ -13,22 +14,8 @@
 namespace queen::api::detail {
 namespace {
 
-class SeededRandom final : public RandomSource {
-public:
-    explicit SeededRandom(std::uint64_t seed) : rng_(seed) {}
-    void fill(std::uint8_t* data, std::size_t size) override {
-        for (std::size_t i = 0; i < size; ++i) {
-            data[i] = static_cast<std::uint8_t>(rng_.next());
-        }
-    }
-
-private:
-    Rng rng_;
-};
-
-std::string pick(Rng& rng, const std::vector<std::string>& choices) {
-    return choices[rng.below(choices.size())];
-}
+using queen::api::testing::pick;
+using queen::api::testing::SeededRandom;
 
 std::string space(Rng& rng) {
     return rng.chance(0.3) ? pick(rng, {" ", "\n", "\t ", "\r\n  "}) : "";
@@ -149,7 +136,7 @@ std::string body(Rng& rng) {
 }
 
 TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     ApiOptions options;
@@ -275,7 +262,7 @@ std::string ack_body(Rng& rng, bool is_batch) {
 }
 
 TEST_CASE("api: the ack fast path agrees with the DOM path", "[api][parse]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     ApiOptions options;
@@ -369,7 +356,7 @@ std::string transaction_body(Rng& rng) {
 }
 
 TEST_CASE("api: the transaction fast path agrees with the DOM path", "[api][parse]") {
-    const std::uint64_t seed = testing::seed_from_env();
+    const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     ApiOptions options;
