@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <optional>
 #include <type_traits>
 
 #include "queen/core/assert.hpp"
@@ -162,14 +163,30 @@ struct Engine::Impl {
     store::Table sessions;
     queues::QueueState queues;
     Options options;
-    LogIndex applied_index;  ///< applier thread only
+    /// The last entry applied, in the open txn when there is one. Applier thread only.
+    LogIndex applied_index;
     /// "e.meta" does not hold applied_moved_marker yet (fresh data, or the applied record of
     /// the layout before it moved to "q.meta"): the next commit writes it. Applier thread only.
     bool needs_moved_marker = true;
     /// applied_index as of the last commit, for other threads (applied_index(), sync()).
     std::atomic<std::uint64_t> committed_index{0};
-    TimestampMs last_now{0};
+    TimestampMs last_now{0};       ///< the open txn's "now" (applier thread)
+    TimestampMs committed_now{0};  ///< last_now as of the last commit (applier thread)
     bool is_poisoned = false;
+    /// The write txn the applied entries since the last commit live in (applier thread). It
+    /// spans apply calls until commit(); destroyed before `env` (declared after it): aborted.
+    std::optional<store::WriteTxn> open_txn;
+    /// Copies of the entries applied in `open_txn`, rerun in a fresh txn when a map growth
+    /// aborts it: their commands back to back in `uncommitted_bytes`.
+    struct Uncommitted {
+        LogIndex index;
+        TimestampMs timestamp{0};
+        std::size_t offset = 0;
+        std::size_t size = 0;
+    };
+    std::vector<Uncommitted> uncommitted;
+    Bytes uncommitted_bytes;
+    static constexpr std::size_t uncommitted_keep_bytes = std::size_t{16} << 20;
     /// Decode scratch, one command per CommandBody alternative (decode_command_into): pushes,
     /// pops, acks and transactions decode without allocating once these have grown. Entries over
     /// scratch_bytes_max decode into a temporary instead, so one huge command does not pin its
@@ -207,7 +224,11 @@ struct Engine::Impl {
     /// batch already handed them over (a map growth rerun).
     Result<ApplyOutcome> apply_batch(std::span<const Entry> entries, std::size_t first,
                                      const Engine::BeforeCommit* before_commit, bool& handed) {
-        QUEEN_TRY(auto txn, env.begin_write());
+        if (!open_txn) {
+            QUEEN_TRY(auto fresh, env.begin_write());
+            open_txn.emplace(std::move(fresh));
+        }
+        store::WriteTxn& txn = *open_txn;
         ApplyOutcome outcome;
         std::vector<CommandResult> typed;
         if (before_commit != nullptr) {
@@ -276,21 +297,100 @@ struct Engine::Impl {
             }
             emit(std::move(result));
         }
-        QUEEN_TRY(txn.put(queues.tables().meta, as_bytes(applied_key), encode_applied(index, now)));
-        if (needs_moved_marker) {
-            const std::array<Byte, 1> marker{applied_moved_marker};
-            QUEEN_TRY(txn.put(meta, as_bytes(applied_key), ByteSpan{marker}));
-        }
         if (before_commit != nullptr && !handed) {
             handed = true;
             (*before_commit)(first, typed);
         }
-        QUEEN_TRY(txn.commit());
-        needs_moved_marker = false;
         applied_index = index;
-        committed_index.store(index.value(), std::memory_order_release);
         last_now = now;
         return outcome;
+    }
+
+    /// Keeps a copy of `entries` (just applied in the open txn) for a rerun.
+    void remember(std::span<const Entry> entries) {
+        for (const Entry& entry : entries) {
+            uncommitted.push_back(Uncommitted{entry.index, entry.timestamp,
+                                              uncommitted_bytes.size(), entry.command.size()});
+            uncommitted_bytes.insert(uncommitted_bytes.end(), entry.command.begin(),
+                                     entry.command.end());
+        }
+    }
+
+    void forget_uncommitted() {
+        uncommitted.clear();
+        if (uncommitted_bytes.capacity() > uncommitted_keep_bytes) {
+            Bytes{}.swap(uncommitted_bytes);  // one burst does not pin its memory
+        } else {
+            uncommitted_bytes.clear();
+        }
+    }
+
+    /// Stores applied_index in the open txn and commits it (nothing to do without one).
+    Result<void> commit_open() {
+        if (!open_txn) {
+            return {};
+        }
+        store::WriteTxn& txn = *open_txn;
+        QUEEN_TRY(txn.put(queues.tables().meta, as_bytes(applied_key),
+                          encode_applied(applied_index, last_now)));
+        if (needs_moved_marker) {
+            const std::array<Byte, 1> marker{applied_moved_marker};
+            QUEEN_TRY(txn.put(meta, as_bytes(applied_key), ByteSpan{marker}));
+        }
+        auto committed = txn.commit();
+        open_txn.reset();
+        QUEEN_TRY(committed);
+        needs_moved_marker = false;
+        committed_now = last_now;
+        committed_index.store(applied_index.value(), std::memory_order_release);
+        forget_uncommitted();
+        return {};
+    }
+
+    /// Drops the open txn (aborting it) and makes memory match LMDB's last commit again.
+    Result<void> roll_back() {
+        open_txn.reset();
+        applied_index = LogIndex{committed_index.load(std::memory_order_relaxed)};
+        last_now = committed_now;
+        return resync();
+    }
+
+    /// After a map_full (the store grew the map and aborted the txn): reruns the uncommitted
+    /// entries in a fresh txn. Their results were handed over already and are dropped. Each
+    /// map_full doubled the map and the store bounds the doublings, so the loop ends.
+    Result<void> rerun_uncommitted() {
+        while (true) {
+            QUEEN_TRY(roll_back());
+            if (uncommitted.empty()) {
+                return {};
+            }
+            std::vector<Entry> entries;
+            entries.reserve(uncommitted.size());
+            for (const Uncommitted& entry : uncommitted) {
+                entries.push_back(
+                    Entry{entry.index, entry.timestamp,
+                          ByteSpan{uncommitted_bytes}.subspan(entry.offset, entry.size)});
+            }
+            bool handed = true;
+            auto rerun = apply_batch(entries, 0, nullptr, handed);
+            if (rerun) {
+                return {};
+            }
+            if (!rerun.error().is(store::Errc::map_full)) {
+                return std::move(rerun).error();
+            }
+        }
+    }
+
+    /// After a failure other than map_full: abandons the open txn; poisons the engine when
+    /// memory cannot be made to match LMDB or the Env is poisoned.
+    void fail() {
+        auto rolled_back = roll_back();
+        forget_uncommitted();
+        if (!rolled_back || env.is_poisoned()) {
+            is_poisoned = true;
+        }
+        (void)queues.take_wakeups();
     }
 
     /// Drops dedupe records unused for client_session_ttl_ms (keeps the table bounded by the
@@ -313,7 +413,7 @@ struct Engine::Impl {
         return {};
     }
 
-    /// After a failed batch: LMDB still holds the state before it; make memory match.
+    /// After an aborted txn: LMDB holds the state of the last commit; make memory match.
     Result<void> resync() {
         QUEEN_TRY(auto txn, env.begin_read());
         return queues.rebuild(txn);
@@ -367,6 +467,7 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
             impl->applied_index = LogIndex{index};
             impl->committed_index.store(index, std::memory_order_release);
             impl->last_now = TimestampMs{last_now};
+            impl->committed_now = impl->last_now;
         }
     }
     return Engine(std::move(impl));
@@ -377,16 +478,21 @@ LogIndex Engine::applied_index() const noexcept {
 }
 
 Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries) {
-    return apply_entries(entries, nullptr);
+    return apply_entries(entries, nullptr, false);
 }
 
 Result<ApplyOutcome> Engine::apply(std::span<const Entry> entries,
                                    const BeforeCommit& before_commit) {
-    return apply_entries(entries, &before_commit);
+    return apply_entries(entries, &before_commit, false);
+}
+
+Result<ApplyOutcome> Engine::apply_uncommitted(std::span<const Entry> entries,
+                                               const BeforeCommit& before_commit) {
+    return apply_entries(entries, &before_commit, true);
 }
 
 Result<ApplyOutcome> Engine::apply_entries(std::span<const Entry> entries,
-                                           const BeforeCommit* before_commit) {
+                                           const BeforeCommit* before_commit, bool keep_open) {
     Impl& impl = *impl_;
     if (impl.is_poisoned) {
         return Error{queen::Errc::poisoned, "engine: an earlier storage failure; reopen"};
@@ -401,29 +507,55 @@ Result<ApplyOutcome> Engine::apply_entries(std::span<const Entry> entries,
         Result<ApplyOutcome> outcome = impl.apply_batch(batch, done, before_commit, handed);
         // Each map_full doubled the map; the store bounds the doublings, so this loop ends.
         while (!outcome && outcome.error().is(store::Errc::map_full)) {
-            auto resynced = impl.resync();
-            if (!resynced) {
-                impl.is_poisoned = true;
-                return std::move(resynced).error();
+            if (auto rerun = impl.rerun_uncommitted(); !rerun) {
+                impl.fail();
+                return std::move(rerun).error();
             }
             outcome = impl.apply_batch(batch, done, before_commit, handed);
         }
         if (!outcome) {
-            auto resynced = impl.resync();
-            if (!resynced || impl.env.is_poisoned()) {
-                impl.is_poisoned = true;
-            }
-            (void)impl.queues.take_wakeups();
+            impl.fail();
             return std::move(outcome).error();
         }
+        impl.remember(batch);
         for (auto& result : outcome->results) {
             total.results.push_back(std::move(result));
         }
         done += count;
+        // A txn holds at most entries_per_txn_max entries, kept open or not.
+        if ((!keep_open && done == entries.size()) ||
+            impl.uncommitted.size() >= impl.options.entries_per_txn_max) {
+            QUEEN_TRY(commit());
+        }
     }
     total.wakeups = impl.queues.take_wakeups();
     total.next_due = impl.queues.next_due();
     return total;
+}
+
+Result<void> Engine::commit() {
+    Impl& impl = *impl_;
+    if (impl.is_poisoned) {
+        return Error{queen::Errc::poisoned, "engine: an earlier storage failure; reopen"};
+    }
+    while (true) {
+        auto committed = impl.commit_open();
+        if (committed) {
+            return {};
+        }
+        if (!committed.error().is(store::Errc::map_full)) {
+            impl.fail();
+            return committed;
+        }
+        if (auto rerun = impl.rerun_uncommitted(); !rerun) {
+            impl.fail();
+            return std::move(rerun).error();
+        }
+    }
+}
+
+UncommittedStats Engine::uncommitted() const noexcept {
+    return UncommittedStats{impl_->uncommitted.size(), impl_->uncommitted_bytes.size()};
 }
 
 Result<std::vector<CommandResult>> Engine::apply_commands(std::span<const Command> commands,
@@ -432,7 +564,7 @@ Result<std::vector<CommandResult>> Engine::apply_commands(std::span<const Comman
     encoded.reserve(commands.size());
     std::vector<Entry> entries;
     entries.reserve(commands.size());
-    LogIndex index = applied_index();
+    LogIndex index = impl_->applied_index;  // uncommitted entries included
     for (const Command& command : commands) {
         encoded.push_back(encode_command(command));
     }

@@ -503,3 +503,126 @@ TEST_CASE("engine: before_commit gets every result once, before the commit, as a
 
 }  // namespace
 }  // namespace queen::engine
+
+namespace queen::engine {
+namespace {
+
+std::vector<Bytes> big_pushes(int count, int partitions) {
+    std::vector<Bytes> encoded;
+    const std::string payload(2000, 'x');
+    for (int i = 0; i < count; ++i) {
+        auto command =
+            push_command("q", "p" + std::to_string(i % partitions), "t" + std::to_string(i));
+        std::get<Push>(command.body).items[0].payload = Bytes(payload.begin(), payload.end());
+        encoded.push_back(encode_command(command));
+        if (i % 5 == 4) {
+            encoded.push_back(encode_command(pop_command("q", 3)));
+        }
+    }
+    return encoded;
+}
+
+TEST_CASE("engine: apply_uncommitted spans calls until commit, across map growth, as apply() gives",
+          "[engine][store]") {
+    queen::testing::TempDir plain_dir;
+    queen::testing::TempDir open_dir;
+    Options options;
+    options.store.map_size_bytes = 256 << 10;  // tiny: map growth reruns the open txn's entries
+    auto plain = Engine::open(plain_dir.path(), options).value();
+    auto spanned = Engine::open(open_dir.path(), options).value();
+    const auto encoded = big_pushes(400, 7);
+    const auto entries = entries_of(encoded, LogIndex{0});
+    auto expected = plain.apply(entries).value();
+
+    std::vector<CommandResult> handed(entries.size());
+    std::vector<int> calls(entries.size(), 0);
+    std::size_t done = 0;
+    std::size_t applied_uncommitted = 0;
+    for (const std::size_t size : {1u, 7u, 30u, 100u, 3u, 200u, 500u}) {
+        const std::size_t count = std::min(size, entries.size() - done);
+        if (count == 0) {
+            break;
+        }
+        const auto part = std::span<const Entry>(entries).subspan(done, count);
+        auto outcome =
+            spanned.apply_uncommitted(part, [&](std::size_t first, std::span<CommandResult> r) {
+                for (std::size_t i = 0; i < r.size(); ++i) {
+                    handed[done + first + i] = std::move(r[i]);
+                    ++calls[done + first + i];
+                }
+            });
+        REQUIRE(outcome.has_value());
+        done += count;
+        applied_uncommitted += count;
+        // Nothing is committed yet: other readers and applied_index see the state before.
+        CHECK(spanned.applied_index() == LogIndex{0});
+        CHECK(queued_messages(spanned) == 0);
+        CHECK(spanned.uncommitted().entries == applied_uncommitted);
+        CHECK(spanned.uncommitted().bytes > 0);
+    }
+    REQUIRE(done == entries.size());
+    REQUIRE(spanned.env().map_size_bytes() > (256u << 10));  // grown while the txn was open
+    REQUIRE(spanned.commit().has_value());
+    CHECK(spanned.uncommitted().entries == 0);
+    CHECK(spanned.applied_index() == LogIndex{entries.size()});
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        INFO("entry " << i);
+        CHECK(calls[i] == 1);
+        CHECK(encode_result(handed[i]) == expected.results[i]);
+    }
+    CHECK(queued_messages(spanned) == queued_messages(plain));
+    CHECK(spanned.queue_state().index_stats().partitions ==
+          plain.queue_state().index_stats().partitions);
+    REQUIRE(spanned.commit().has_value());  // nothing open: nothing to do
+    CHECK(spanned.applied_index() == LogIndex{entries.size()});
+}
+
+TEST_CASE("engine: an open txn holds at most entries_per_txn_max entries", "[engine][store]") {
+    queen::testing::TempDir dir;
+    Options options;
+    options.entries_per_txn_max = 32;
+    auto engine = Engine::open(dir.path(), options).value();
+    const auto encoded = big_pushes(100, 3);
+    const auto entries = entries_of(encoded, LogIndex{0});
+    const Engine::BeforeCommit ignore = [](std::size_t, std::span<CommandResult>) {};
+    for (std::size_t first = 0; first < entries.size(); first += 10) {
+        const auto part = std::span<const Entry>(entries).subspan(
+            first, std::min<std::size_t>(10, entries.size() - first));
+        REQUIRE(engine.apply_uncommitted(part, ignore).has_value());
+        CHECK(engine.uncommitted().entries < 32);
+        // Whatever committed is a prefix of what was applied.
+        CHECK(engine.applied_index().value() + engine.uncommitted().entries == first + part.size());
+    }
+    CHECK(engine.applied_index().value() > 0);
+}
+
+TEST_CASE("engine: entries never committed are replayed after a reopen, with the same results",
+          "[engine][restart]") {
+    queen::testing::TempDir dir;
+    queen::testing::TempDir other;
+    const auto encoded = big_pushes(60, 4);
+    const auto entries = entries_of(encoded, LogIndex{0});
+    auto straight = Engine::open(other.path(), Options{}).value().apply(entries).value();
+    const auto half = entries.size() / 2;
+    const Engine::BeforeCommit ignore = [](std::size_t, std::span<CommandResult>) {};
+    {
+        auto engine = Engine::open(dir.path(), Options{}).value();
+        REQUIRE(engine.apply_uncommitted(std::span(entries).first(half), ignore).has_value());
+        REQUIRE(engine.commit().has_value());
+        // The rest is applied but never committed: closing the engine abandons it.
+        REQUIRE(engine.apply_uncommitted(std::span(entries).subspan(half), ignore).has_value());
+        CHECK(engine.uncommitted().entries == entries.size() - half);
+    }
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    REQUIRE(engine.applied_index() == LogIndex{half});
+    auto replayed = engine.apply(std::span(entries).subspan(half)).value();
+    REQUIRE(replayed.results.size() == entries.size() - half);
+    for (std::size_t i = 0; i < replayed.results.size(); ++i) {
+        INFO("entry " << half + i);
+        CHECK(replayed.results[i] == straight.results[half + i]);
+    }
+    CHECK(engine.applied_index() == LogIndex{entries.size()});
+}
+
+}  // namespace
+}  // namespace queen::engine

@@ -135,11 +135,15 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
         "tenant.proposals_max", &t.proposals_max,
         "Commands in flight (appended, not yet applied); beyond it requests get 503.", 1);
     schema.add_integer("tenant.batch_entries_max", &t.batch_entries_max,
-                       "Committed commands applied in one LMDB write txn at most.", 1);
+                       "Committed commands taken into one apply at most.", 1);
     schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max,
-                       "Entry bytes applied in one LMDB write txn at most.", 1);
+                       "Entry bytes taken into one apply (and held by an open LMDB txn) at most.",
+                       1);
     schema.add_integer("tenant.sweep_interval_ms", &t.sweep_interval_ms,
                        "Period of the retention / ttl / eviction sweep.", 1);
+    schema.add_integer("tenant.state_commit_interval_us", &t.state_commit_interval_us,
+                       "How long applied entries may wait in an open LMDB write txn for more to "
+                       "share its commit (answers do not wait; 0 = commit every apply batch).");
     schema.add_integer("tenant.state_sync_interval_ms", &t.state_sync_interval_ms,
                        "Period of the LMDB flush that lets the log be compacted.", 1);
     schema.add_integer("tenant.state_writeback_interval_ms", &t.state_writeback_interval_ms,

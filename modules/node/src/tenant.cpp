@@ -206,6 +206,7 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
         const LogIndex target = answered_through_;
         if (visible_through_ < target && std::this_thread::get_id() != applier_id_) {
             ++readers_waiting_;
+            committed_ready_.notify_one();  // an idle applier commits now
             visible_ready_.wait(lock, [&] { return visible_through_ >= target || poison_; });
             --readers_waiting_;
         }
@@ -230,6 +231,21 @@ void Tenant::run_applier() {
                    (stopping_ && in_flight_.empty());
         };
         while (!has_work()) {
+            if (engine_->uncommitted().entries > 0) {
+                // Idle with applied entries not committed to LMDB: commit them when a reader
+                // waits or their time is up, and meanwhile take more work into the same txn.
+                const std::int64_t wait_ns = commit_wait_ns();
+                if (wait_ns <= 0 || readers_waiting_ > 0 || stopping_ || poison_) {
+                    lock.unlock();
+                    commit_state();
+                    lock.lock();
+                    continue;
+                }
+                is_applier_waiting_ = true;
+                committed_ready_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
+                is_applier_waiting_ = false;
+                continue;
+            }
             is_applier_waiting_ = true;
             committed_ready_.wait(lock);
         }
@@ -256,6 +272,43 @@ void Tenant::run_applier() {
         lock.unlock();
         apply_ready(ready, is_committed, is_poisoned);
         lock.lock();
+        const engine::UncommittedStats pending = engine_->uncommitted();
+        if (pending.entries > 0 && (readers_waiting_ > 0 || commit_wait_ns() <= 0 ||
+                                    pending.bytes >= config_.tenant.batch_bytes_max)) {
+            lock.unlock();
+            commit_state();
+            lock.lock();
+        }
+    }
+    lock.unlock();
+    commit_state();
+}
+
+std::int64_t Tenant::commit_wait_ns() const {
+    const std::int64_t interval_ns = config_.tenant.state_commit_interval_us * 1000;
+    return interval_ns - (clock_.monotonic_ns() - uncommitted_since_ns_);
+}
+
+void Tenant::commit_state() {
+    if (engine_->uncommitted().entries == 0) {
+        return;
+    }
+    if (auto committed = engine_->commit(); !committed) {
+        // The answers left already and the entries are in the log: fail-stop, and a restart
+        // replays them.
+        poison(prefixed(committed.error(), name_));
+        return;
+    }
+    state_commits_total_.fetch_add(1, std::memory_order_relaxed);
+    const LogIndex visible{engine_->applied_index()};
+    bool has_readers = false;
+    {
+        std::lock_guard lock(mutex_);
+        visible_through_ = visible;
+        has_readers = readers_waiting_ > 0;
+    }
+    if (has_readers) {
+        visible_ready_.notify_all();
     }
 }
 
@@ -281,7 +334,10 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
         // The entries are durable in the log, so their answers leave before LMDB's commit (and
         // its fdatasync): replay after a crash or a failed commit gives the same results. Reads
         // wait for the commit (read()), so a client never reads older state than it was told.
-        auto applied = engine_->apply(
+        if (engine_->uncommitted().entries == 0) {
+            uncommitted_since_ns_ = clock_.monotonic_ns();
+        }
+        auto applied = engine_->apply_uncommitted(
             entries_, [&](std::size_t first, std::span<engine::CommandResult> results) {
                 QUEEN_ASSERT(first == answered, "results are handed over in order, once");
                 {
@@ -302,15 +358,6 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
             applied_index_.store(entries_.back().index.value(), std::memory_order_release);
             entries_applied_total_.fetch_add(entries_.size(), std::memory_order_relaxed);
             apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
-            bool has_readers = false;
-            {
-                std::lock_guard lock(mutex_);
-                visible_through_ = entries_.back().index;
-                has_readers = readers_waiting_ > 0;
-            }
-            if (has_readers) {
-                visible_ready_.notify_all();
-            }
         } else {
             failure = prefixed(applied.error(), name_);
         }
@@ -511,9 +558,12 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         static_cast<double>(log_->segment_count()));
     add("queen_entries_applied_total", "Log entries applied", api::MetricSample::Kind::counter,
         static_cast<double>(entries_applied_total_.load(std::memory_order_relaxed)));
-    add("queen_apply_batches_total", "LMDB write transactions that applied entries",
+    add("queen_apply_batches_total", "Batches of log entries the applier applied",
         api::MetricSample::Kind::counter,
         static_cast<double>(apply_batches_total_.load(std::memory_order_relaxed)));
+    add("queen_state_commits_total", "LMDB write transactions committed by the applier",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(state_commits_total_.load(std::memory_order_relaxed)));
     add("queen_state_checkpoints_total",
         "LMDB checkpoints (flush + saved meta page) taken by the maintenance thread",
         api::MetricSample::Kind::counter,

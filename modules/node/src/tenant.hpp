@@ -100,6 +100,11 @@ private:
     /// The replicator's report for the oldest append not yet reported (any thread).
     void on_committed(const Status& status);
     void run_applier();
+    /// Applier: how long the entries applied but not committed to LMDB may still wait for
+    /// more to share their commit (<= 0: commit now).
+    [[nodiscard]] std::int64_t commit_wait_ns() const;
+    /// Applier: commits the entries applied so far to LMDB, which makes them readable.
+    void commit_state();
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
     void apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned);
     void run_maintenance();
@@ -117,7 +122,8 @@ private:
     std::filesystem::path log_dir_;
 
     mutable std::mutex mutex_;
-    std::condition_variable committed_ready_;  // the applier: commits reported, or stopping
+    // the applier: commits reported, a reader waits for its LMDB commit, or stopping
+    mutable std::condition_variable committed_ready_;
     std::condition_variable maintenance_wakeup_;
     std::deque<InFlight> in_flight_;     // appended, in log order, awaiting commit then apply
     LogIndex last_appended_;             // highest index appended
@@ -135,12 +141,14 @@ private:
     std::int64_t last_timestamp_ms_ = 0;
     std::optional<std::int64_t> next_due_wall_ms_;
 
-    std::vector<engine::Entry> entries_;  // applier scratch
+    std::vector<engine::Entry> entries_;     // applier scratch
+    std::int64_t uncommitted_since_ns_ = 0;  // applier: first apply of the open LMDB txn
 
     std::atomic<std::uint64_t> applied_index_{0};
     std::atomic<std::uint64_t> entries_applied_total_{0};
     std::atomic<std::uint64_t> proposals_rejected_total_{0};
     std::atomic<std::uint64_t> apply_batches_total_{0};
+    std::atomic<std::uint64_t> state_commits_total_{0};
     // LMDB checkpoints (Engine::sync) of the maintenance thread, their time, and the applied
     // index the last one made durable.
     std::atomic<std::uint64_t> checkpoints_total_{0};

@@ -237,3 +237,59 @@ TEST_CASE("node: concurrent submits stamp entries in log order, never going back
     }
     waiters.stop();
 }
+
+TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a reopen has them all",
+          "[node][tenant]") {
+    queen::testing::TempDir dir;
+    queen::node::detail::Waiters waiters(queen::SystemClock::instance());
+    auto config = small_config();
+    // Applied entries would wait ten minutes for their commit: only a reader (or stop) ends
+    // the wait, so a missing wake-up hangs this test instead of passing it.
+    config.tenant.state_commit_interval_us = 600'000'000;
+    config.tenant.state_sync_interval_ms = 600'000;
+    constexpr int pushes = 40;
+    auto submit_all = [&](queen::node::detail::Tenant& tenant, int from) {
+        for (int i = from; i < from + pushes; ++i) {
+            std::promise<bool> done;
+            tenant.submit(push_command("p", std::to_string(i)),
+                          [&](queen::Result<queen::engine::CommandResult> result) {
+                              done.set_value(result.has_value());
+                          });
+            REQUIRE(done.get_future().get());
+        }
+    };
+    auto messages_of = [](queen::node::detail::Tenant& tenant) {
+        std::uint64_t messages = 0;
+        REQUIRE(tenant.read([&](const queen::engine::Engine& engine) {
+            auto queues =
+                engine.read([](const queen::queues::Tables& t, const queen::store::Txn& txn) {
+                    return queen::queues::list_queues(t, txn, queen::TimestampMs{0});
+                });
+            REQUIRE(queues.has_value());
+            messages = queues->empty() ? 0 : queues->front().messages;
+        }));
+        return messages;
+    };
+    std::uint64_t applied = 0;
+    {
+        auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
+                                                        queen::NullLogger::instance(),
+                                                        queen::SystemClock::instance(), waiters);
+        REQUIRE(tenant.has_value());
+        submit_all(**tenant, 0);
+        CHECK(messages_of(**tenant) == pushes);
+        submit_all(**tenant, pushes);
+        CHECK(messages_of(**tenant) == 2 * pushes);
+        submit_all(**tenant, 2 * pushes);  // answered, never read before the stop
+        applied = (*tenant)->health().applied_index;
+        REQUIRE((*tenant)->stop().has_value());
+    }
+    auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
+                                                    queen::NullLogger::instance(),
+                                                    queen::SystemClock::instance(), waiters);
+    REQUIRE(tenant.has_value());
+    CHECK((*tenant)->health().applied_index == applied);
+    CHECK(messages_of(**tenant) == 3 * pushes);
+    REQUIRE((*tenant)->stop().has_value());
+    waiters.stop();
+}

@@ -45,6 +45,12 @@ struct ApplyOutcome {
     std::optional<TimestampMs> next_due;  ///< propose a wake/sweep entry at this time
 };
 
+/// Entries applied in the open write txn (Engine::apply_uncommitted) and their command bytes.
+struct UncommittedStats {
+    std::size_t entries = 0;
+    std::size_t bytes = 0;
+};
+
 /// The tenant state machine over one LMDB environment (DESIGN sections 2-5).
 ///
 /// Write path: the node appends entries to its log, and once they are committed (fdatasync
@@ -54,8 +60,8 @@ struct ApplyOutcome {
 /// applied_index + 1; replay reproduces the same state because apply depends only on the
 /// entries (their timestamps are "now") and on LMDB.
 ///
-/// Thread-safety: apply() and next_due() from one thread (the tenant's applier); read(), sync() and
-/// applied_index() from any thread.
+/// Thread-safety: apply(), apply_uncommitted(), commit() and next_due() from one thread (the
+/// tenant's applier); read(), sync() and applied_index() from any thread.
 class Engine {
 public:
     /// Opens (creating) the LMDB environment in `dir` and rebuilds the memory index.
@@ -66,7 +72,7 @@ public:
     Engine& operator=(Engine&&) noexcept;
     ~Engine();
 
-    /// The index of the last applied entry (0 for a new state).
+    /// The index of the last applied entry whose LMDB txn committed (0 for a new state).
     [[nodiscard]] LogIndex applied_index() const noexcept;
 
     /// Applies `entries`, which must start at applied_index() + 1 and be consecutive (asserted).
@@ -89,6 +95,23 @@ public:
     /// decode. Errors: as apply(); results already handed over stay valid (see BeforeCommit).
     [[nodiscard]] Result<ApplyOutcome> apply(std::span<const Entry> entries,
                                              const BeforeCommit& before_commit);
+
+    /// As apply(entries, before_commit), but the LMDB write txn stays open after the call:
+    /// the next apply_uncommitted() or apply() continues it and commit() ends it, so entries
+    /// applied close together share one commit (each commit writes every page it dirtied,
+    /// and the root and branch pages of every table it touched, once). applied_index() and
+    /// sync() see the entries only after commit(); the answers in `before_commit` may leave
+    /// at once (see BeforeCommit). A txn never holds more than entries_per_txn_max entries
+    /// (this commits on reaching it). The engine keeps a copy of each uncommitted command so a
+    /// map growth can rerun them. Errors: as apply(); a failure abandons every uncommitted
+    /// entry (memory is rebuilt from the last commit; the node replays them from its log).
+    [[nodiscard]] Result<ApplyOutcome> apply_uncommitted(std::span<const Entry> entries,
+                                                         const BeforeCommit& before_commit);
+    /// Commits what apply_uncommitted() left open (nothing to do when nothing is).
+    /// Errors: as apply(); after one, the uncommitted entries are abandoned (see above).
+    [[nodiscard]] Result<void> commit();
+    /// What apply_uncommitted() applied since the last commit.
+    [[nodiscard]] UncommittedStats uncommitted() const noexcept;
 
     /// Decodes and applies commands directly (tests and tools): assigns indexes after
     /// applied_index() and uses `now` for each. Errors: as apply().
@@ -135,7 +158,8 @@ private:
     struct Impl;
     explicit Engine(std::unique_ptr<Impl> impl) noexcept;
     [[nodiscard]] Result<ApplyOutcome> apply_entries(std::span<const Entry> entries,
-                                                     const BeforeCommit* before_commit);
+                                                     const BeforeCommit* before_commit,
+                                                     bool keep_open);
     std::unique_ptr<Impl> impl_;
 };
 
