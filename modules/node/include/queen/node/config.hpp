@@ -38,7 +38,7 @@ struct TenantOptions {
     /// How long applied entries may wait in an open LMDB write txn for more to share its
     /// commit (their answers do not wait: they leave before the commit). Reads wait for the
     /// commit, which a waiting read brings forward. 0 = commit after every apply batch.
-    std::uint32_t state_commit_interval_us = 2'000;
+    std::uint32_t state_commit_interval_us = 10'000;
     /// How often LMDB is flushed to disk (fsync) so the log below it can be compacted.
     std::uint32_t state_sync_interval_ms = 1'000;
     /// Between checkpoints, how often the kernel is asked to start writing LMDB's dirty pages
