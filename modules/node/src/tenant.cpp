@@ -290,20 +290,27 @@ std::int64_t Tenant::commit_wait_ns() const {
 }
 
 void Tenant::commit_state() {
-    if (engine_->uncommitted().entries == 0) {
-        return;
+    if (engine_->uncommitted().entries > 0) {
+        if (auto committed = engine_->commit(); !committed) {
+            // The answers left already and the entries are in the log: fail-stop, and a
+            // restart replays them.
+            poison(prefixed(committed.error(), name_));
+            return;
+        }
+        state_commits_total_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (auto committed = engine_->commit(); !committed) {
-        // The answers left already and the entries are in the log: fail-stop, and a restart
-        // replays them.
-        poison(prefixed(committed.error(), name_));
-        return;
-    }
-    state_commits_total_.fetch_add(1, std::memory_order_relaxed);
+    publish_visible();
+}
+
+void Tenant::publish_visible() {
+    // The engine also commits by itself when its txn reaches entries_per_txn_max.
     const LogIndex visible{engine_->applied_index()};
     bool has_readers = false;
     {
         std::lock_guard lock(mutex_);
+        if (visible <= visible_through_) {
+            return;
+        }
         visible_through_ = visible;
         has_readers = readers_waiting_ > 0;
     }
@@ -358,6 +365,7 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
             applied_index_.store(entries_.back().index.value(), std::memory_order_release);
             entries_applied_total_.fetch_add(entries_.size(), std::memory_order_relaxed);
             apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
+            publish_visible();
         } else {
             failure = prefixed(applied.error(), name_);
         }

@@ -105,6 +105,8 @@ private:
     [[nodiscard]] std::int64_t commit_wait_ns() const;
     /// Applier: commits the entries applied so far to LMDB, which makes them readable.
     void commit_state();
+    /// Applier: moves visible_through_ to the engine's committed index, waking readers.
+    void publish_visible();
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
     void apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned);
     void run_maintenance();
