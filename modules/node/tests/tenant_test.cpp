@@ -27,6 +27,14 @@ queen::engine::Command push_command(const std::string& partition,
     return command;
 }
 
+/// The tenant "default" in `dir`, logging nowhere, on the system clock.
+queen::Result<std::unique_ptr<queen::node::detail::Tenant>> open_tenant(
+    const std::filesystem::path& dir, const queen::node::NodeConfig& config,
+    queen::node::detail::Waiters& waiters) {
+    return queen::node::detail::Tenant::open("default", dir, config, queen::NullLogger::instance(),
+                                             queen::SystemClock::instance(), waiters);
+}
+
 queen::node::NodeConfig small_config() {
     queen::node::NodeConfig config;
     config.tenant.batch_entries_max = 16;  // many batches, so batching and ordering are exercised
@@ -44,9 +52,7 @@ TEST_CASE("node: concurrent submits are applied exactly once and survive a resta
     constexpr int per_thread = 200;
     std::uint64_t applied = 0;
     {
-        auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                        queen::NullLogger::instance(),
-                                                        queen::SystemClock::instance(), waiters);
+        auto tenant = open_tenant(dir.path(), config, waiters);
         REQUIRE(tenant.has_value());
         std::vector<std::thread> workers;
         std::atomic<int> queued{0};
@@ -85,9 +91,7 @@ TEST_CASE("node: concurrent submits are applied exactly once and survive a resta
         REQUIRE((*tenant)->stop().has_value());
     }
     // Reopen: the state is there and resubmitting an old transaction id is a duplicate.
-    auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                    queen::NullLogger::instance(),
-                                                    queen::SystemClock::instance(), waiters);
+    auto tenant = open_tenant(dir.path(), config, waiters);
     REQUIRE(tenant.has_value());
     CHECK((*tenant)->health().applied_index == applied);
     std::promise<queen::queues::PushStatus> status;
@@ -106,9 +110,7 @@ TEST_CASE("node: a full proposal queue answers busy instead of growing", "[node]
     queen::node::detail::Waiters waiters(queen::SystemClock::instance());
     auto config = small_config();
     config.tenant.proposals_max = 1;
-    auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                    queen::NullLogger::instance(),
-                                                    queen::SystemClock::instance(), waiters);
+    auto tenant = open_tenant(dir.path(), config, waiters);
     REQUIRE(tenant.has_value());
     // Submit from one thread as fast as possible: with room for one waiting command, some of a
     // burst of 2000 must be refused (the proposer cannot drain the queue between two submits
@@ -140,9 +142,7 @@ TEST_CASE("node: the log is compacted below the durably applied index and replay
     config.tenant.state_sync_interval_ms = 5;
     const auto first_segment = dir.path() / "log" / "00000000000000000001.seg";
     {
-        auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                        queen::NullLogger::instance(),
-                                                        queen::SystemClock::instance(), waiters);
+        auto tenant = open_tenant(dir.path(), config, waiters);
         REQUIRE(tenant.has_value());
         for (int i = 0; i < 300; ++i) {
             std::promise<void> done;
@@ -158,9 +158,7 @@ TEST_CASE("node: the log is compacted below the durably applied index and replay
         CHECK_FALSE(std::filesystem::exists(first_segment));
         REQUIRE((*tenant)->stop().has_value());
     }
-    auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                    queen::NullLogger::instance(),
-                                                    queen::SystemClock::instance(), waiters);
+    auto tenant = open_tenant(dir.path(), config, waiters);
     REQUIRE(tenant.has_value());
     std::promise<queen::queues::PushStatus> status;
     (*tenant)->submit(
@@ -272,9 +270,7 @@ TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a re
     };
     std::uint64_t applied = 0;
     {
-        auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                        queen::NullLogger::instance(),
-                                                        queen::SystemClock::instance(), waiters);
+        auto tenant = open_tenant(dir.path(), config, waiters);
         REQUIRE(tenant.has_value());
         submit_all(**tenant, 0);
         CHECK(messages_of(**tenant) == pushes);
@@ -284,9 +280,7 @@ TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a re
         applied = (*tenant)->health().applied_index;
         REQUIRE((*tenant)->stop().has_value());
     }
-    auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                    queen::NullLogger::instance(),
-                                                    queen::SystemClock::instance(), waiters);
+    auto tenant = open_tenant(dir.path(), config, waiters);
     REQUIRE(tenant.has_value());
     CHECK((*tenant)->health().applied_index == applied);
     CHECK(messages_of(**tenant) == 3 * pushes);
