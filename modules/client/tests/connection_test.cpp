@@ -22,6 +22,7 @@ using queen::client::ConnectionPool;
 using queen::client::Endpoint;
 using queen::client::Errc;
 using queen::client::HttpRequest;
+using queen::client::testing::answer_once_then_drop_first_connection;
 using queen::client::testing::close_reply;
 using queen::client::testing::get;
 using queen::client::testing::json_reply;
@@ -144,13 +145,7 @@ TEST_CASE("client: a keep-alive connection closed by the server is retried once 
     TestServer server;
     // The first connection answers one request, then drops the second without answering: what a
     // server closing an idle connection looks like when the close races our write.
-    server.set_handler([](const RecordedRequest& request) {
-        static thread_local int answered_on_first = 0;
-        if (request.connection_index == 0 && answered_on_first++ > 0) {
-            return close_reply();
-        }
-        return json_reply(200, R"({"n":1})");
-    });
+    server.set_handler(answer_once_then_drop_first_connection());
     Connection connection{local(server.port()), {}, queen::SystemClock::instance()};
     REQUIRE(connection.request(get("/first")));
 

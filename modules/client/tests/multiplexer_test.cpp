@@ -23,6 +23,7 @@ using queen::client::Endpoint;
 using queen::client::Errc;
 using queen::client::HttpMultiplexer;
 using queen::client::HttpRequest;
+using queen::client::testing::answer_once_then_drop_first_connection;
 using queen::client::testing::close_reply;
 using queen::client::testing::get;
 using queen::client::testing::json_reply;
@@ -136,13 +137,7 @@ TEST_CASE("multiplexer: a request dropped on a reused connection is resent once 
           "[client][multiplexer]") {
     TestServer server;
     // The first connection answers one request, then drops the next without answering.
-    server.set_handler([](const RecordedRequest& request) {
-        static thread_local int answered_on_first = 0;
-        if (request.connection_index == 0 && answered_on_first++ > 0) {
-            return close_reply();
-        }
-        return json_reply(200, R"({"n":1})");
-    });
+    server.set_handler(answer_once_then_drop_first_connection());
     HttpMultiplexer mux{local(server.port()), {}, queen::SystemClock::instance(), 1};
     REQUIRE(mux.start(0, get("/first")));
     REQUIRE(drain(mux).at(0).status);
@@ -363,13 +358,7 @@ TEST_CASE(
     TestServer server;
     // The first connection answers one request, then drops the next without answering: the
     // taken body must still be there for the resend on a new connection.
-    server.set_handler([](const RecordedRequest& request) {
-        static thread_local int answered_on_first = 0;
-        if (request.connection_index == 0 && answered_on_first++ > 0) {
-            return close_reply();
-        }
-        return json_reply(200, R"({"n":1})");
-    });
+    server.set_handler(answer_once_then_drop_first_connection());
     HttpMultiplexer mux{local(server.port()), {}, queen::SystemClock::instance(), 2};
     // Short (inside the string object), medium and large (partial writes) bodies.
     std::vector<std::string> sent_bodies;

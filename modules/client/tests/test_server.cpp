@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace queen::client::testing {
@@ -71,6 +73,16 @@ Reply no_content_reply() {
 
 Reply close_reply() {
     return Reply{"", true, false};
+}
+
+Handler answer_once_then_drop_first_connection() {
+    auto answered_on_first = std::make_shared<std::atomic<int>>(0);
+    return [answered_on_first](const RecordedRequest& request) {
+        if (request.connection_index == 0 && answered_on_first->fetch_add(1) > 0) {
+            return close_reply();
+        }
+        return json_reply(200, R"({"n":1})");
+    };
 }
 
 TestServer::TestServer() : handler_([](const RecordedRequest&) { return json_reply(200, "{}"); }) {

@@ -63,9 +63,15 @@ Reply no_content_reply();
 /// Closes the connection without writing anything.
 Reply close_reply();
 
+using Handler = std::function<Reply(const RecordedRequest&)>;
+/// Answers 200 {"n":1}, except that the first connection answers one request and then closes
+/// on the next without answering: a keep-alive connection the server dropped while the client
+/// reused it.
+Handler answer_once_then_drop_first_connection();
+
 class TestServer {
 public:
-    using Handler = std::function<Reply(const RecordedRequest&)>;
+    using Handler = testing::Handler;
     /// Listens on 127.0.0.1 at a free port. The default handler answers 200 {}.
     TestServer();
     ~TestServer();
