@@ -21,6 +21,7 @@
 
 #include "exchange.hpp"
 #include "queen/core/assert.hpp"
+#include "queen/core/thread_name.hpp"
 #include "queen/http/detail/request_parser.hpp"
 
 namespace queen::http {
@@ -692,7 +693,8 @@ struct Server::Impl {
         }
     }
 
-    void run_loop(Loop& loop) {
+    void run_loop(Loop& loop, std::size_t number) {
+        set_thread_name("http-io-" + std::to_string(number));
         for (;;) {
             try {
                 loop.context.run();
@@ -762,8 +764,9 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Hand
     impl->address = bound.address().to_string();
     impl->do_accept();
     Impl& started = *impl;
-    for (const auto& loop : impl->loops) {
-        loop->thread = std::thread([&started, &loop = *loop] { started.run_loop(loop); });
+    for (std::size_t i = 0; i < impl->loops.size(); ++i) {
+        impl->loops[i]->thread =
+            std::thread([&started, &loop = *impl->loops[i], i] { started.run_loop(loop, i); });
     }
     QUEEN_LOG(logger, Level::info, "http.listening",
               "address=" << impl->address << " port=" << impl->port

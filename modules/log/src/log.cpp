@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/thread_name.hpp"
 
 namespace queen::log {
 
@@ -361,6 +362,7 @@ struct Log::Impl {
     }
 
     void writer_main() {
+        set_thread_name("log-writer");
         std::unique_lock lock(mutex);
         for (;;) {
             work_cv.wait(lock, [&] { return stopping || !pending.appends.empty(); });

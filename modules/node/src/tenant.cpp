@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "entry.hpp"
+#include "queen/core/thread_name.hpp"
 
 namespace queen::node::detail {
 namespace {
@@ -219,6 +220,7 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
 }
 
 void Tenant::run_applier() {
+    set_thread_name("applier");
     {
         std::lock_guard lock(mutex_);
         applier_id_ = std::this_thread::get_id();
@@ -397,6 +399,7 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
 }
 
 void Tenant::run_maintenance() {
+    set_thread_name("maintenance");
     const std::int64_t sweep_interval = config_.tenant.sweep_interval_ms;
     const std::int64_t sync_interval = config_.tenant.state_sync_interval_ms;
     const std::int64_t writeback_interval = config_.tenant.state_writeback_interval_ms;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "queen/core/thread_name.hpp"
+
 namespace queen::node::detail {
 
 class Waiters::Token final : public api::WaitToken {
@@ -132,6 +134,7 @@ std::size_t Waiters::parked() const {
 }
 
 void Waiters::run_timer() {
+    set_thread_name("pop-waiters");
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         if (by_deadline_.empty()) {
