@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tools/bench.sh — `make bench`: start a fresh `queen serve` (free port, temp data dir on disk), run
-# the standard profiles of conf/bench.toml (or the profiles named), write bench/results/<date>.json
-# and a markdown table next to it, stop the server.
+# tools/bench.sh — `make bench`: run the standard profiles of conf/bench.toml (or the profiles
+# named), each against its own freshly started `queen serve` (free port, empty temp data dir on
+# disk, stopped after the profile), so no profile runs on the data or the memory the earlier ones
+# left; write bench/results/<date>.json and a markdown table next to it.
 # Usage: tools/bench.sh path/to/queen [PROFILE...]
 # Env: QUEEN_BENCH_DIR (parent of the temp data dir, default /var/tmp; must not be tmpfs),
 #      QUEEN_BENCH_PROFILES (profiles file, default conf/bench.toml), QUEEN_BENCH_SET (extra
@@ -31,24 +32,31 @@ PY
 )
 fi
 
-data_dir=$(mktemp -d "$parent/queen-bench.XXXXXX")
-server_log=$data_dir.log
 results_dir=$root/bench/results
 mkdir -p "$results_dir"
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
 lines=$(mktemp)
+data_dir=""
+server_log=""
 server_pid=""
 
-cleanup() {
-    local code=$?
+stop_server() {
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
         kill -TERM "$server_pid"
         wait "$server_pid" || true
     fi
-    rm -rf "$data_dir" "$lines"
+    server_pid=""
+    [ -n "$data_dir" ] && rm -rf "$data_dir"
+    data_dir=""
+}
+
+cleanup() {
+    local code=$?
+    stop_server
+    rm -f "$lines"
     if [ "$code" -eq 0 ]; then
-        rm -f "$server_log"
-    else
+        [ -n "$server_log" ] && rm -f "$server_log"
+    elif [ -n "$server_log" ]; then
         echo "bench: server log kept in $server_log" >&2
     fi
 }
@@ -58,28 +66,39 @@ settings=(--set http.address=127.0.0.1 --set http.port=0)
 for kv in ${QUEEN_BENCH_SET:-}; do
     settings+=(--set "$kv")
 done
-"$queen" serve --data-dir "$data_dir" "${settings[@]}" >"$server_log" 2>&1 &
-server_pid=$!
-port=""
-for _ in $(seq 1 300); do
-    port=$(sed -n 's/.*node\.listening http=[^ ]*:\([0-9]*\).*/\1/p' "$server_log" | head -n 1)
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$server_log" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "bench: queen serve did not start" >&2; cat "$server_log" >&2; exit 1; }
-url="http://127.0.0.1:$port"
-echo "bench: queen serve pid $server_pid on $url, data in $data_dir ($(stat -f -c %T "$data_dir"))"
+
+# Starts a server on an empty data dir; sets server_pid and url.
+start_server() {
+    data_dir=$(mktemp -d "$parent/queen-bench.XXXXXX")
+    [ -n "$server_log" ] && rm -f "$server_log"
+    server_log=$data_dir.log
+    "$queen" serve --data-dir "$data_dir" "${settings[@]}" >"$server_log" 2>&1 &
+    server_pid=$!
+    local port=""
+    for _ in $(seq 1 300); do
+        port=$(sed -n 's/.*node\.listening http=[^ ]*:\([0-9]*\).*/\1/p' "$server_log" | head -n 1)
+        [ -n "$port" ] && break
+        kill -0 "$server_pid" 2>/dev/null || { cat "$server_log" >&2; exit 1; }
+        sleep 0.1
+    done
+    [ -n "$port" ] || { echo "bench: queen serve did not start" >&2; cat "$server_log" >&2; exit 1; }
+    url="http://127.0.0.1:$port"
+    echo "bench: queen serve pid $server_pid on $url, data in $data_dir ($(stat -f -c %T "$data_dir"))" >&2
+}
 
 status=0
 for profile in "${profiles[@]}"; do
+    start_server
     echo "bench: profile $profile (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
     if ! "$queen" bench --profile "$profile" --profiles-file "$profiles_file" --url "$url" --json \
         --server-pid "$server_pid" \
         --durability "log group commit, fdatasync before ack; settings: ${QUEEN_BENCH_SET:-defaults}" >>"$lines"; then
-        echo "bench: profile $profile failed or reported errors" >&2
+        kept=$parent/queen-bench-$stamp-$profile.log
+        cp "$server_log" "$kept"
+        echo "bench: profile $profile failed or reported errors (server log: $kept)" >&2
         status=1
     fi
+    stop_server
 done
 
 json=$results_dir/$stamp.json
