@@ -112,17 +112,26 @@ doc = {"date": stamp, "host": platform.node(), "cores": os.cpu_count(),
 with open(json_path, "w") as f:
     json.dump(doc, f, indent=2)
     f.write("\n")
-rows = ["| profile | workload | msgs/s | target msgs/s | MB/s | p50 ms | p99 ms | max ms | errors | batch | size "
+rows = ["| profile | workload | msgs/s | target msgs/s | MB/s | p50 ms | p99 ms | max ms | errors | goal | batch | size "
         "| partitions | clients | load avg | notes |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"]
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---|"]
 for r in results:
     c, l = r["conditions"], r["latency_ms"]
     m = r["metrics"]
     notes = ", ".join(f"{k} {v:,.0f}" for k, v in m.items())
     target = f"{r['target_msgs_per_s']:,.0f}" if r.get("target_msgs_per_s") else "unpaced"
+    g = r.get("goal")
+    goal = ""
+    if g:
+        parts = []
+        if g["msgs_per_s_min"]:
+            parts.append(f"≥ {g['msgs_per_s_min']:,.0f}/s")
+        if g["p99_ms_max"]:
+            parts.append(f"p99 < {g['p99_ms_max']:g} ms")
+        goal = ", ".join(parts) + (": met" if g["met"] else ": **not met**")
     rows.append(f"| {r['profile']} | {r['workload']} | {r['msgs_per_s']:,.0f} | {target} "
                 f"| {r['mb_per_s']:.1f} "
-                f"| {l['p50']:.2f} | {l['p99']:.2f} | {l['max']:.2f} | {r['errors']} | {c['batch']} "
+                f"| {l['p50']:.2f} | {l['p99']:.2f} | {l['max']:.2f} | {r['errors']} | {goal} | {c['batch']} "
                 f"| {c['size_bytes']} | {c['partitions']:,} | {c['producers']}P/{c['consumers']}C "
                 f"| {c['load_average_1m'] or 0:.1f} | {notes} |")
 with open(md_path, "w") as f:

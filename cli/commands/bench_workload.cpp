@@ -35,7 +35,8 @@ bool is_given(const BenchOptions& options, std::string_view flag) {
 }
 
 /// The workload options: the profile's values first, then the flags given on the command line.
-queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::string& profile) {
+queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::string& profile,
+                                              bench::Goal& goal) {
     bench::WorkloadOptions w;
     std::string workload = options.workload;
     if (!options.profile.empty()) {
@@ -49,6 +50,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
         }
         workload = std::string(bench::to_string(p.workload));
         profile = p.name;
+        goal = p.goal;
         w.producers = p.producers.value_or(w.producers);
         w.consumers = p.consumers.value_or(w.consumers);
         w.batch = p.batch.value_or(w.batch);
@@ -167,7 +169,8 @@ std::int64_t server_rss_bytes(client::Client& client, int server_pid) {
 
 int run_bench_workload(const BenchOptions& options) {
     std::string profile;
-    auto resolved = resolve(options, profile);
+    bench::Goal goal;
+    auto resolved = resolve(options, profile, goal);
     if (!resolved) {
         std::cerr << "queen bench: " << resolved.error().message() << "\n";
         return exit_usage;
@@ -215,6 +218,7 @@ int run_bench_workload(const BenchOptions& options) {
         return exit_failed;
     }
     report->profile = profile;
+    report->goal = goal;
     bench::Conditions& c = report->conditions;
     c.url = options.url;
     c.server_version = facts ? facts->version : std::string();

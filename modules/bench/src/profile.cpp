@@ -65,6 +65,12 @@ queen::Result<Profile> parse_profile(std::string name, const toml::table& table)
                 return invalid(where + ".rate: expected a number of messages per second >= 0");
             }
             profile.rate_msgs_per_s = *value.value<double>();
+        } else if (key == "goal_msgs_per_s" || key == "goal_p99_ms") {
+            if (!value.is_number() || !(*value.value<double>() > 0)) {
+                return invalid(where + "." + key + ": expected a number > 0");
+            }
+            (key == "goal_msgs_per_s" ? profile.goal.msgs_per_s_min : profile.goal.p99_ms_max) =
+                *value.value<double>();
         } else if (key == "standard") {
             if (!value.is_boolean()) {
                 return invalid(where + ".standard: expected true or false");

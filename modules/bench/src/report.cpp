@@ -32,6 +32,28 @@ double Report::mb_per_s() const noexcept {
     return elapsed_s > 0 ? static_cast<double>(bytes) / 1e6 / elapsed_s : 0.0;
 }
 
+std::optional<bool> Report::goal_met() const {
+    if (!goal.is_set()) {
+        return std::nullopt;
+    }
+    const bool fast_enough = goal.msgs_per_s_min <= 0 || msgs_per_s() >= goal.msgs_per_s_min;
+    const bool quick_enough =
+        goal.p99_ms_max <= 0 || ms_of(latency_ns.value_at_percentile(99)) < goal.p99_ms_max;
+    return errors == 0 && fast_enough && quick_enough;
+}
+
+std::string describe_goal(const Goal& goal) {
+    std::string out;
+    if (goal.msgs_per_s_min > 0) {
+        out += ">= " + fixed(goal.msgs_per_s_min, 0) + " msgs/s";
+    }
+    if (goal.p99_ms_max > 0) {
+        out += (out.empty() ? "" : ", ") + std::string("p99 < ") + fixed(goal.p99_ms_max, 1) +
+               " ms";
+    }
+    return out;
+}
+
 std::string format_ms(std::int64_t ns) {
     return fixed(ms_of(ns), 3);
 }
@@ -72,6 +94,9 @@ std::string format_table(const Report& report) {
              std::to_string(report.duplicates) + " / " + std::to_string(report.missing));
     }
     line("errors", std::to_string(report.errors));
+    if (const auto met = report.goal_met()) {
+        line("goal", describe_goal(report.goal) + ": " + (*met ? "met" : "NOT met"));
+    }
     for (const Metric& metric : report.metrics) {
         line(metric.name,
              fixed(metric.value,
@@ -145,7 +170,13 @@ std::string format_json(const Report& report) {
         {"errors", report.errors},
         {"metrics", metrics},
         {"conditions", conditions},
+        {"goal", nullptr},
     };
+    if (const auto met = report.goal_met()) {
+        json["goal"] = {{"msgs_per_s_min", report.goal.msgs_per_s_min},
+                        {"p99_ms_max", report.goal.p99_ms_max},
+                        {"met", *met}};
+    }
     return json.dump();
 }
 

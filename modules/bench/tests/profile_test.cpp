@@ -26,10 +26,15 @@ consumer_group = "g"
 [profiles.paced]
 workload = "e2e"
 rate = 150000
+goal_msgs_per_s = 148500
+goal_p99_ms = 50
 )");
     REQUIRE(profiles.has_value());
     REQUIRE(profiles->size() == 3);
     CHECK((*profiles)[2].rate_msgs_per_s == 150'000.0);
+    CHECK((*profiles)[2].goal.msgs_per_s_min == 148'500.0);
+    CHECK((*profiles)[2].goal.p99_ms_max == 50.0);
+    CHECK_FALSE((*profiles)[0].goal.is_set());
     const auto& push = (*profiles)[0];
     CHECK(push.name == "push-100");
     CHECK(push.workload == Workload::produce);
@@ -64,6 +69,10 @@ TEST_CASE("bench: profile errors name the profile and key", "[bench][profile]") 
     CHECK(error_of("[profiles.a]\nbatch = 3\n") == "profiles.a: missing workload");
     CHECK(error_of("[profiles.a]\nworkload = \"e2e\"\nrate = -1\n") ==
           "profiles.a.rate: expected a number of messages per second >= 0");
+    CHECK(error_of("[profiles.a]\nworkload = \"e2e\"\ngoal_p99_ms = 0\n") ==
+          "profiles.a.goal_p99_ms: expected a number > 0");
+    CHECK(error_of("[profiles.a]\nworkload = \"e2e\"\ngoal_msgs_per_s = \"fast\"\n") ==
+          "profiles.a.goal_msgs_per_s: expected a number > 0");
     CHECK(error_of("[profiles.a]\nworkload = \"fly\"\n").find("unknown workload") !=
           std::string::npos);
     CHECK(error_of("[other]\n").find("unknown top-level key other") != std::string::npos);
@@ -95,5 +104,14 @@ TEST_CASE("bench: conf/bench.toml parses and has the standard profiles", "[bench
     auto unpaced = queen::bench::find_profile(*profiles, "e2e-100-unpaced");
     REQUIRE(unpaced.has_value());
     CHECK_FALSE(unpaced->rate_msgs_per_s.has_value());
+    // The issue-5 targets a rate and a p99 express are goals of their profiles.
+    CHECK(e2e->goal.p99_ms_max == Approx(50));
+    CHECK(unpaced->goal.msgs_per_s_min == Approx(150'000));
+    for (const auto& [name, rate] : std::initializer_list<std::pair<const char*, double>>{
+             {"push-1", 25'000}, {"push-100-16", 300'000}, {"transaction", 20'000}}) {
+        auto profile = queen::bench::find_profile(*profiles, name);
+        REQUIRE(profile.has_value());
+        CHECK(profile->goal.msgs_per_s_min == Approx(rate));
+    }
     CHECK_FALSE(queen::bench::load_profiles("/nonexistent/bench.toml").has_value());
 }

@@ -103,3 +103,32 @@ TEST_CASE("bench: a paced report shows its target next to the achieved rate", "[
     CHECK(json["target_msgs_per_s"].get<double>() == Approx(150'000));
     CHECK(json["produce_msgs_per_s"].get<double>() == Approx(120'000));
 }
+
+TEST_CASE("bench: a report checks its profile's goal on rate, p99 and errors", "[bench][report]") {
+    auto report = sample_report();  // 50,000 msgs/s, p99 ~99 ms, 3 errors
+    CHECK_FALSE(report.goal_met().has_value());
+    CHECK(queen::bench::format_table(report).find("goal") == std::string::npos);
+    CHECK(nlohmann::json::parse(queen::bench::format_json(report))["goal"].is_null());
+
+    report.errors = 0;
+    report.goal.msgs_per_s_min = 50'000;
+    CHECK(report.goal_met() == std::optional<bool>(true));
+    report.goal.msgs_per_s_min = 50'001;
+    CHECK(report.goal_met() == std::optional<bool>(false));
+    report.goal.msgs_per_s_min = 0;
+    report.goal.p99_ms_max = 100;
+    CHECK(report.goal_met() == std::optional<bool>(true));
+    report.goal.p99_ms_max = 99;  // p99 is 99 ms: not under it
+    CHECK(report.goal_met() == std::optional<bool>(false));
+    report.goal = {40'000, 150};
+    CHECK(report.goal_met() == std::optional<bool>(true));
+    CHECK(queen::bench::format_table(report).find(
+              "goal                  >= 40000 msgs/s, p99 < 150.0 ms: met") != std::string::npos);
+    report.errors = 1;  // errors never meet a goal
+    CHECK(report.goal_met() == std::optional<bool>(false));
+    CHECK(queen::bench::format_table(report).find(": NOT met") != std::string::npos);
+    const auto json = nlohmann::json::parse(queen::bench::format_json(report));
+    CHECK(json["goal"]["msgs_per_s_min"].get<double>() == Approx(40'000));
+    CHECK(json["goal"]["p99_ms_max"].get<double>() == Approx(150));
+    CHECK(json["goal"]["met"] == false);
+}

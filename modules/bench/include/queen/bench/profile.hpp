@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "queen/bench/report.hpp"
 #include "queen/bench/workload.hpp"
 #include "queen/core/result.hpp"
 
@@ -30,11 +31,13 @@ struct Profile {
     std::optional<double> rate_msgs_per_s;  ///< key `rate`: paced producers (produce, e2e)
     std::optional<std::string> consumer_group;
     bool is_standard = false;  ///< key `standard`: run by `make bench`
+    Goal goal;                 ///< keys `goal_msgs_per_s`, `goal_p99_ms`: checked in the report
 };
 
 /// Every profile of the TOML text `text` (`[profiles.<name>]` tables), in file order.
 /// Keys: description, workload (required), producers, consumers, batch, size, partitions,
-/// pop_partitions, messages, duration, rate, consumer_group, standard.
+/// pop_partitions, messages, duration, rate, consumer_group, standard, goal_msgs_per_s,
+/// goal_p99_ms.
 /// Errors: queen::Errc::invalid_argument naming the profile and key (TOML syntax, unknown key,
 /// wrong type, unknown workload, missing workload).
 [[nodiscard]] queen::Result<std::vector<Profile>> parse_profiles(std::string_view text);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct Metric {
     double value = 0;
 };
 
+/// A profile's performance goal (conf/bench.toml `goal_msgs_per_s`, `goal_p99_ms`); 0: none.
+struct Goal {
+    double msgs_per_s_min = 0;  ///< the run's msgs_per_s must reach this
+    double p99_ms_max = 0;      ///< and its p99 latency stay below this
+    [[nodiscard]] bool is_set() const noexcept { return msgs_per_s_min > 0 || p99_ms_max > 0; }
+};
+
 /// One run. `latency_ns` holds one value per measured operation (see `latency_of`).
 struct Report {
     std::string workload;           ///< produce | consume | e2e | transaction | partitions
@@ -50,11 +58,15 @@ struct Report {
     Histogram latency_ns;
     std::vector<Metric> metrics;
     Conditions conditions;
+    Goal goal;  ///< from the profile; unset without one
 
     /// messages / elapsed_s (0 when elapsed_s is 0).
     [[nodiscard]] double msgs_per_s() const noexcept;
     /// bytes / elapsed_s in MB (10^6 bytes) per second.
     [[nodiscard]] double mb_per_s() const noexcept;
+    /// Whether the run met `goal` (std::nullopt without one): msgs_per_s() >= msgs_per_s_min
+    /// and p99 < p99_ms_max, each only when set. A run with errors never meets it.
+    [[nodiscard]] std::optional<bool> goal_met() const;
 };
 
 /// A human-readable summary: rates (a paced run shows its target next to what producers
@@ -65,8 +77,12 @@ struct Report {
 /// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, target_msgs_per_s (0:
 /// unpaced), produce_msgs_per_s, latency_ms {p50, p90, p99, p999, max, count, of}, elapsed_s,
 /// messages, bytes, produced, consumed, duplicates, missing, errors, metrics {name: value},
-/// conditions {...}. No trailing newline.
+/// conditions {...}, goal {msgs_per_s_min, p99_ms_max, met} (null without one). No trailing
+/// newline.
 [[nodiscard]] std::string format_json(const Report& report);
+
+/// ">= 300,000 msgs/s, p99 < 50.0 ms" (the parts that are set).
+[[nodiscard]] std::string describe_goal(const Goal& goal);
 
 /// Nanoseconds as milliseconds with 3 decimals ("1.234").
 [[nodiscard]] std::string format_ms(std::int64_t ns);
