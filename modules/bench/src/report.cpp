@@ -48,8 +48,8 @@ std::string describe_goal(const Goal& goal) {
         out += ">= " + fixed(goal.msgs_per_s_min, 0) + " msgs/s";
     }
     if (goal.p99_ms_max > 0) {
-        out += (out.empty() ? "" : ", ") + std::string("p99 < ") + fixed(goal.p99_ms_max, 1) +
-               " ms";
+        out +=
+            (out.empty() ? "" : ", ") + std::string("p99 < ") + fixed(goal.p99_ms_max, 1) + " ms";
     }
     return out;
 }
