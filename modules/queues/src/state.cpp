@@ -68,7 +68,7 @@ Result<const detail::PartitionInfo*> partition_info(State& s, const store::Txn& 
     if (!record) {
         return nullptr;
     }
-    return &s.partition_cache.add(
+    return &s.partition_cache.add_info(
         pid, detail::PartitionInfo{record->queue, std::move(record->name), record->created_at});
 }
 

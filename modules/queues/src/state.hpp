@@ -106,6 +106,18 @@ public:
         by_name_[it->second.queue.value()].insert_or_assign(it->second.name, pid);
         return it->second;
     }
+    /// Caches what LMDB says of `pid` for lookups by id only: a pop or an ack that read the
+    /// record does not index its name (a 1M-partition drain sees each partition once).
+    const PartitionInfo& add_info(std::uint64_t pid, PartitionInfo info) {
+        if (size_ >= entries_max) {
+            clear();
+        }
+        auto [it, is_new] = by_id_.insert_or_assign(pid, std::move(info));
+        if (is_new) {
+            ++size_;
+        }
+        return it->second;
+    }
     /// Caches that partition `name` of `qid` has id `pid` (the name index only).
     void add_name(std::uint32_t qid, std::string_view name, std::uint64_t pid) {
         if (size_ >= entries_max) {
