@@ -96,15 +96,9 @@ public:
     }
     /// Caches what LMDB says of `pid` (both ways); returns the cached info.
     const PartitionInfo& add(std::uint64_t pid, PartitionInfo info) {
-        if (size_ >= entries_max) {
-            clear();
-        }
-        auto [it, is_new] = by_id_.insert_or_assign(pid, std::move(info));
-        if (is_new) {
-            ++size_;
-        }
-        by_name_[it->second.queue.value()].insert_or_assign(it->second.name, pid);
-        return it->second;
+        const PartitionInfo& cached = add_info(pid, std::move(info));
+        by_name_[cached.queue.value()].insert_or_assign(cached.name, pid);
+        return cached;
     }
     /// Caches what LMDB says of `pid` for lookups by id only: a pop or an ack that read the
     /// record does not index its name (a 1M-partition drain sees each partition once).
