@@ -46,19 +46,13 @@ stop_server() {
         wait "$server_pid" || true
     fi
     server_pid=""
-    [ -n "$data_dir" ] && rm -rf "$data_dir"
+    [ -n "$data_dir" ] && rm -rf "$data_dir" "$server_log"
     data_dir=""
 }
 
 cleanup() {
-    local code=$?
     stop_server
     rm -f "$lines"
-    if [ "$code" -eq 0 ]; then
-        [ -n "$server_log" ] && rm -f "$server_log"
-    elif [ -n "$server_log" ]; then
-        echo "bench: server log kept in $server_log" >&2
-    fi
 }
 trap cleanup EXIT
 
@@ -70,8 +64,7 @@ done
 # Starts a server on an empty data dir; sets server_pid and url.
 start_server() {
     data_dir=$(mktemp -d "$parent/queen-bench.XXXXXX")
-    [ -n "$server_log" ] && rm -f "$server_log"
-    server_log=$data_dir.log
+    server_log=$data_dir.log  # removed with the data dir; a failed profile copies it first
     "$queen" serve --data-dir "$data_dir" "${settings[@]}" >"$server_log" 2>&1 &
     server_pid=$!
     local port=""
