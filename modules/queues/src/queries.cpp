@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "messages.hpp"
 #include "records.hpp"
 
 namespace queen::queues {
@@ -59,12 +60,12 @@ Result<void> scan_prefix(const store::Txn& txn, store::Table table, ByteSpan pre
 /// Creation time of the first stored message at or after `from` (0 when none).
 Result<std::int64_t> created_at_from(const Tables& t, const store::Txn& txn, std::uint64_t pid,
                                      std::uint64_t from) {
-    QUEEN_TRY(auto cursor, txn.cursor(t.messages));
-    QUEEN_TRY(auto entry, cursor.seek(detail::message_key(PartitionId{pid}, from).span()));
-    if (!entry || !detail::has_prefix(entry->key, detail::partition_key(PartitionId{pid}).span())) {
+    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, t.messages, pid, from));
+    QUEEN_TRY(auto stored, scan.next());
+    if (!stored) {
         return std::int64_t{0};
     }
-    QUEEN_TRY(auto message, detail::decode_message(entry->value));
+    QUEEN_TRY(auto message, detail::decode_message(stored->record));
     return message.created_at.value();
 }
 
@@ -325,9 +326,7 @@ Result<std::optional<MessageDetail>> get_message(const Tables& tables, const sto
         return std::optional<MessageDetail>{};
     }
     QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
-    QUEEN_TRY(auto message,
-              detail::get_record(txn, tables.messages, detail::message_key(partition, seq).span(),
-                                 detail::decode_message));
+    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, partition.value(), seq));
     QUEEN_TRY(auto p,
               detail::get_record(txn, tables.partitions, detail::partition_key(partition).span(),
                                  detail::decode_partition));
@@ -397,6 +396,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
     const std::uint64_t wanted = offset + limit;
     for (std::size_t i = 0; i < pids.size(); ++i) {
         const std::uint64_t pid = pids[i].first;
+        // Newest first: blocks from the partition's last, each block's messages reversed.
         QUEEN_TRY(auto cursor, txn.cursor(tables.messages));
         const auto prefix = detail::partition_key(PartitionId{pid});
         QUEEN_TRY(auto entry,
@@ -407,13 +407,29 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
             QUEEN_TRY(entry, cursor.prev());
         }
         std::uint64_t taken = 0;
+        std::vector<Item> block_items;
         while (entry && detail::has_prefix(entry->key, prefix.span()) && taken < wanted) {
             store::KeyReader key(entry->key);
             (void)key.u64be();
-            const std::uint64_t seq = key.u64be();
-            QUEEN_TRY(auto message, detail::decode_message(entry->value));
-            items.push_back({message.created_at.value(), pid, seq, i});
-            ++taken;
+            std::uint64_t seq = key.u64be();
+            QUEEN_TRY(auto block, detail::BlockReader::parse(entry->value));
+            block_items.clear();
+            ByteSpan record;
+            for (;;) {
+                QUEEN_TRY(const bool more, block.next(record));
+                if (!more) {
+                    break;
+                }
+                if (!record.empty()) {
+                    QUEEN_TRY(auto message, detail::decode_message(record));
+                    block_items.push_back({message.created_at.value(), pid, seq, i});
+                }
+                ++seq;
+            }
+            for (auto it = block_items.rbegin(); it != block_items.rend() && taken < wanted; ++it) {
+                items.push_back(*it);
+                ++taken;
+            }
             QUEEN_TRY(entry, cursor.prev());
         }
     }
@@ -423,10 +439,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
     for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(offset, items.size()));
          i < items.size() && out.size() < limit; ++i) {
         const Item& item = items[i];
-        QUEEN_TRY(auto message,
-                  detail::get_record(txn, tables.messages,
-                                     detail::message_key(PartitionId{item.pid}, item.seq).span(),
-                                     detail::decode_message));
+        QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, item.pid, item.seq));
         if (!message) {
             continue;
         }
@@ -587,10 +600,7 @@ Result<std::vector<TraceHit>> list_traces_by_name(const Tables& tables, const st
         hit.event.data = std::move(f.record.data);
         hit.event.created_at = f.record.created_at;
         hit.message = MessageId{PartitionId{f.pid}, Sequence{f.seq}};
-        QUEEN_TRY(auto message,
-                  detail::get_record(txn, tables.messages,
-                                     detail::message_key(PartitionId{f.pid}, f.seq).span(),
-                                     detail::decode_message));
+        QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, f.pid, f.seq));
         if (message) {
             hit.transaction_id = message->transaction_id;
             hit.payload = std::move(message->payload);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "messages.hpp"
 #include "queen/core/assert.hpp"
 #include "state.hpp"
 
@@ -301,9 +302,15 @@ Result<void> write_cursor(State& s, store::WriteTxn& txn, std::uint64_t pid, std
 
 Result<std::optional<MessageRecord>> read_message(const State& s, const store::Txn& txn,
                                                   std::uint64_t pid, std::uint64_t seq) {
-    return detail::get_record(txn, s.tables.messages,
-                              detail::message_key(PartitionId{pid}, seq).span(),
-                              detail::decode_message);
+    return detail::read_message(txn, s.tables.messages, pid, seq);
+}
+
+/// The first live sequence of `pid` at or after `from` (last + 1 when none).
+Result<std::uint64_t> next_live_sequence(const State& s, const store::Txn& txn, std::uint64_t pid,
+                                         std::uint64_t from) {
+    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+    QUEEN_TRY(auto next, scan.next());
+    return next ? next->sequence : s.partitions[pid].last_sequence + 1;
 }
 
 Result<std::string> partition_name(State& s, const store::Txn& txn, std::uint64_t pid) {
@@ -326,18 +333,14 @@ const detail::SubscriptionRecord* find_subscription(const State& s, std::uint32_
 /// (last + 1 when none).
 Result<std::uint64_t> first_sequence_from(const State& s, const store::Txn& txn, std::uint64_t pid,
                                           std::uint64_t from, std::int64_t ts_ms) {
-    QUEEN_TRY(auto cursor, txn.cursor(s.tables.messages));
-    const auto start = detail::message_key(PartitionId{pid}, from);
-    const auto prefix = detail::partition_key(PartitionId{pid});
-    QUEEN_TRY(auto entry, cursor.seek(start.span()));
-    while (entry && detail::has_prefix(entry->key, prefix.span())) {
-        QUEEN_TRY(auto message, detail::decode_message(entry->value));
+    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+    QUEEN_TRY(auto stored, scan.next());
+    while (stored) {
+        QUEEN_TRY(auto message, detail::decode_message(stored->record));
         if (message.created_at.value() >= ts_ms) {
-            store::KeyReader key(entry->key);
-            (void)key.u64be();
-            return key.u64be();
+            return stored->sequence;
         }
-        QUEEN_TRY(entry, cursor.next());
+        QUEEN_TRY(stored, scan.next());
     }
     return s.partitions[pid].last_sequence + 1;
 }
@@ -433,23 +436,19 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
     }
     std::string name;
     QUEEN_TRY(name, partition_name(s, txn, pid));
-    QUEEN_TRY(auto it, txn.cursor(s.tables.messages));
-    const auto prefix = detail::partition_key(PartitionId{pid});
     const std::int64_t delay_ms = options.delayed_processing_s * 1000;
     std::int64_t delayed_until = 0;
     take.messages.reserve(
         static_cast<std::size_t>(std::min<std::uint64_t>(budget, mem.last_sequence - from + 1)));
-    QUEEN_TRY(auto entry, it.seek(detail::message_key(PartitionId{pid}, from).span()));
-    while (entry && detail::has_prefix(entry->key, prefix.span()) &&
-           take.messages.size() < budget) {
-        QUEEN_TRY(auto message, detail::decode_message(entry->value));
+    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+    QUEEN_TRY(auto stored, scan.next());
+    while (stored && take.messages.size() < budget) {
+        QUEEN_TRY(auto message, detail::decode_message(stored->record));
         if (delay_ms > 0 && message.created_at.value() + delay_ms > now_ms) {
             delayed_until = message.created_at.value() + delay_ms;
             break;
         }
-        store::KeyReader key(entry->key);
-        (void)key.u64be();
-        const std::uint64_t seq = key.u64be();
+        const std::uint64_t seq = stored->sequence;
         PoppedMessage out;
         out.id = MessageId{PartitionId{pid}, Sequence{seq}};
         out.transaction_id = std::move(message.transaction_id);
@@ -464,7 +463,7 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
         if (take.messages.size() == budget) {
             break;
         }
-        QUEEN_TRY(entry, it.next());
+        QUEEN_TRY(stored, scan.next());
     }
     if (take.messages.empty()) {
         if (delayed_until > 0) {
@@ -591,8 +590,18 @@ public:
         std::uint64_t pid = 0;
         bool is_marked_ready = false;  ///< marked ready for every group by this apply
         bool has_wakeup = false;       ///< a wakeup for it is pending
+        std::size_t block = no_block;  ///< its block being built in blocks_
     };
     static constexpr std::size_t pairs_max = 16;
+    static constexpr std::size_t no_block = SIZE_MAX;
+    /// A block is written when the next record would take it past this many bytes.
+    static constexpr std::size_t block_bytes_max = 64 * 1024;
+
+    /// Borrows the state's block buffers (their capacity outlives the apply).
+    explicit PushMemo(State& s) : state_(s) { blocks_.swap(s.block_pool); }
+    ~PushMemo() { blocks_.swap(state_.block_pool); }
+    PushMemo(const PushMemo&) = delete;
+    PushMemo& operator=(const PushMemo&) = delete;
 
     /// The pair of `item`, or nullptr when not memoized.
     Pair* find(const PushItem& item) noexcept {
@@ -618,12 +627,74 @@ public:
         slot->pid = pid;
         slot->is_marked_ready = false;
         slot->has_wakeup = false;
+        slot->block = no_block;  // an evicted pair's block stays in blocks_ until flush()
         return *slot;
     }
 
+    /// Adds the MessageRecord `record` of sequence `seq` to the block of `pair`'s partition.
+    Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
+                        ByteSpan record) {
+        if (pair.block != no_block) {
+            detail::BlockBuilder& block = blocks_[pair.block];
+            QUEEN_ASSERT(block.first() + block.count() == seq,
+                         "a block's sequences are consecutive");
+            if (block.bytes() + record.size() <= block_bytes_max) {
+                block.add(record);
+                return {};
+            }
+            QUEEN_TRY(write(s, txn, block));
+            block.start(pair.pid, seq);
+            block.add(record);
+            return {};
+        }
+        if (used_ == blocks_.size()) {
+            blocks_.emplace_back();
+        }
+        pair.block = used_++;
+        blocks_[pair.block].start(pair.pid, seq);
+        blocks_[pair.block].add(record);
+        return {};
+    }
+
+    /// Writes the blocks being built (one q.messages insert each). Call after the items of a
+    /// push, before anything reads the messages.
+    Result<void> flush(State& s, store::WriteTxn& txn) {
+        for (std::size_t i = 0; i < used_; ++i) {
+            QUEEN_TRY(write(s, txn, blocks_[i]));
+        }
+        used_ = 0;
+        for (Pair& pair : pairs_) {
+            pair.block = no_block;
+        }
+        return {};
+    }
+
 private:
+    /// One insert: a lone record is stored as it is (format 1), more as a block (format 2).
+    static Result<void> write(State& s, store::WriteTxn& txn, detail::BlockBuilder& block) {
+        if (block.count() == 0) {
+            return {};
+        }
+        const auto key = detail::message_key(PartitionId{block.partition()}, block.first());
+        const ByteSpan value = block.count() == 1 ? block.single() : block.value();
+        // Sequences only grow, so the key is new: an insert, which inside a transaction also
+        // spares the journal a read of the old value.
+        QUEEN_TRY(auto clash, put_if_absent(s, txn, s.tables.messages, key.span(), value));
+        if (clash) {
+            return Error{queen::Errc::corruption,
+                         "queues: message " + std::to_string(block.first()) + " of partition " +
+                             std::to_string(block.partition()) +
+                             " exists beyond the partition's last sequence"};
+        }
+        block.start(block.partition(), block.first() + block.count());
+        return {};
+    }
+
+    State& state_;
     std::vector<Pair> pairs_;
     std::size_t victim_ = 0;
+    std::vector<detail::BlockBuilder> blocks_;
+    std::size_t used_ = 0;  ///< blocks_[0, used_) are being built
 };
 
 /// Pushes one item; its answer goes into `result` (every field is assigned, so a reused
@@ -704,16 +775,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
     }
     PartitionMem& mem = touch_partition(s, pid);
     detail::encode_message_into(s.scratch, now, item);
-    // Sequences only grow, so the key is new: an insert, which inside a transaction also
-    // spares the journal a read of the old value.
-    QUEEN_TRY(auto clash,
-              put_if_absent(s, txn, s.tables.messages,
-                            detail::message_key(PartitionId{pid}, seq).span(), s.scratch));
-    if (clash) {
-        return Error{queen::Errc::corruption, "queues: message " + std::to_string(seq) +
-                                                  " of partition " + std::to_string(pid) +
-                                                  " exists beyond the partition's last sequence"};
-    }
+    QUEEN_TRY(memo.append(s, txn, *pair, seq, s.scratch));
     if (mem.message_count == 0) {
         mem.first_sequence = seq;
     }
@@ -740,6 +802,8 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
                                  TimestampMs now, bool is_transaction, PushMemo& memo) {
     PushItemResult result;
     QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
+    // Alone: what follows may read the message (an ack in the same transaction).
+    QUEEN_TRY(memo.flush(s, txn));
     return result;
 }
 
@@ -1093,28 +1157,27 @@ Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, std::uint64_
     if (mem.message_count == 0 || budget == 0) {
         return deleted;
     }
-    QUEEN_TRY(auto cursor, txn.cursor(s.tables.messages));
-    const auto prefix = detail::partition_key(PartitionId{pid});
-    QUEEN_TRY(auto entry,
-              cursor.seek(detail::message_key(PartitionId{pid}, mem.first_sequence).span()));
+    QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
+    QUEEN_TRY(auto scan,
+              detail::MessageScan::open(txn, s.tables.messages, pid, mem.first_sequence));
     std::vector<std::pair<std::uint64_t, std::string>> doomed;
-    while (entry && detail::has_prefix(entry->key, prefix.span()) && doomed.size() < budget) {
-        store::KeyReader key(entry->key);
-        (void)key.u64be();
-        const std::uint64_t seq = key.u64be();
-        QUEEN_TRY(auto message, detail::decode_message(entry->value));
-        if (keep(seq, message.created_at.value())) {
+    std::vector<std::uint64_t> doomed_sequences;
+    QUEEN_TRY(auto stored, scan.next());
+    while (stored && doomed.size() < budget) {
+        QUEEN_TRY(auto message, detail::decode_message(stored->record));
+        if (keep(stored->sequence, message.created_at.value())) {
             break;
         }
-        doomed.emplace_back(seq, std::move(message.transaction_id));
-        QUEEN_TRY(entry, cursor.next());
+        doomed.emplace_back(stored->sequence, std::move(message.transaction_id));
+        doomed_sequences.push_back(stored->sequence);
+        QUEEN_TRY(stored, scan.next());
     }
     if (doomed.empty()) {
         return deleted;
     }
     PartitionMem& changed = touch_partition(s, pid);
+    QUEEN_TRY(detail::erase_messages(txn, s.tables.messages, pid, doomed_sequences, s.scratch));
     for (const auto& [seq, txid] : doomed) {
-        QUEEN_TRY(txn.del(s.tables.messages, detail::message_key(PartitionId{pid}, seq).span()));
         QUEEN_TRY(
             txn.del(s.tables.transaction_ids, detail::txid_key(PartitionId{pid}, txid).span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.traces,
@@ -1125,14 +1188,7 @@ Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, std::uint64_
     changed.first_sequence = doomed.back().first + 1;
     if (changed.message_count > 0) {
         // The next stored message (holes from single deletes are skipped).
-        QUEEN_TRY(
-            auto next,
-            cursor.seek(detail::message_key(PartitionId{pid}, changed.first_sequence).span()));
-        if (next && detail::has_prefix(next->key, prefix.span())) {
-            store::KeyReader key(next->key);
-            (void)key.u64be();
-            changed.first_sequence = key.u64be();
-        }
+        QUEEN_TRY(changed.first_sequence, next_live_sequence(s, txn, pid, changed.first_sequence));
     } else {
         changed.first_sequence = changed.last_sequence + 1;
     }
@@ -1389,10 +1445,11 @@ Result<PushResult> QueueState::apply(store::WriteTxn& txn, const Push& command, 
     State& s = *state_;
     PushResult result;
     result.items.reserve(command.items.size());
-    PushMemo memo;
+    PushMemo memo(s);
     for (const auto& item : command.items) {
         QUEEN_TRY(push_item_into(s, txn, item, now, false, memo, result.items.emplace_back()));
     }
+    QUEEN_TRY(memo.flush(s, txn));
     QUEEN_TRY(flush_partitions(s, txn));
     return result;
 }
@@ -1643,7 +1700,7 @@ Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transact
     }
     begin_atomic(s);
     std::string failure;
-    PushMemo memo;
+    PushMemo memo(s);
     for (const auto& op : command.ops) {
         TransactionOpResult one;
         one.kind = op.kind;
@@ -1944,7 +2001,7 @@ Result<MaintenanceResult> QueueState::apply(store::WriteTxn& txn, const SetMaint
                 QUEEN_TRY(entry, cursor.next());
             }
             QUEEN_TRY(txn.clear(s.tables.buffer));
-            PushMemo memo;
+            PushMemo memo(s);
             for (const auto& item : items) {
                 QUEEN_TRY(auto pushed, push_item(s, txn, item, now, false, memo));
                 (void)pushed;
@@ -2045,8 +2102,10 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
         return result;
     }
     QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
+    QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
     QUEEN_TRY(txn.del(s.tables.transaction_ids, txid.span()));
-    QUEEN_TRY(txn.del(s.tables.messages, detail::message_key(command.partition, seq).span()));
+    const std::uint64_t doomed[] = {seq};
+    QUEEN_TRY(detail::erase_messages(txn, s.tables.messages, pid, doomed, s.scratch));
     QUEEN_TRY(
         delete_prefix(s, txn, s.tables.traces, detail::message_key(command.partition, seq).span()));
     PartitionMem& mem = touch_partition(s, pid);
@@ -2055,12 +2114,9 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
     if (mem.message_count == 0) {
         mem.first_sequence = mem.last_sequence + 1;
     } else if (seq == mem.first_sequence) {
-        QUEEN_TRY(auto cursor, txn.cursor(s.tables.messages));
-        QUEEN_TRY(auto next, cursor.seek(detail::message_key(command.partition, seq).span()));
-        QUEEN_ASSERT(next.has_value(), "message count says more messages follow");
-        store::KeyReader key(next->key);
-        (void)key.u64be();
-        mem.first_sequence = key.u64be();
+        QUEEN_TRY(mem.first_sequence, next_live_sequence(s, txn, pid, seq));
+        QUEEN_ASSERT(mem.first_sequence <= mem.last_sequence,
+                     "message count says more messages follow");
     }
     QUEEN_TRY(flush_partitions(s, txn));
     result.found = true;

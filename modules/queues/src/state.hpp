@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "messages.hpp"
 #include "queen/queues/queues.hpp"
 #include "records.hpp"
 
@@ -218,6 +219,8 @@ struct State {
     Bytes meta_scratch;
     /// Reused encode buffer of an old value the journal records without reading it.
     Bytes old_scratch;
+    /// The message blocks a push builds, kept between applies for their buffers' capacity.
+    std::vector<BlockBuilder> block_pool;
 };
 
 }  // namespace queen::queues::detail

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "harness.hpp"
+#include "messages.hpp"
 #include "queen/core/rng.hpp"
 #include "records.hpp"
 #include "state.hpp"
@@ -25,7 +26,29 @@ std::string hex(ByteSpan bytes) {
     return out;
 }
 
-/// Every entry of every queue table, then the memory index.
+/// The messages of one q.messages entry, one line each: a batch stores one block per partition
+/// where pushes one by one store one entry each, so the messages are compared, not the blocks.
+Result<std::string> dump_messages(const store::Entry& entry) {
+    store::KeyReader key(entry.key);
+    const std::uint64_t pid = key.u64be();
+    std::uint64_t seq = key.u64be();
+    QUEEN_TRY(auto block, detail::BlockReader::parse(entry.value));
+    std::string out;
+    ByteSpan record;
+    for (;;) {
+        QUEEN_TRY(const bool more, block.next(record));
+        if (!more) {
+            return out;
+        }
+        if (!record.empty()) {
+            out +=
+                hex(detail::message_key(PartitionId{pid}, seq).span()) + "=" + hex(record) + "\n";
+        }
+        ++seq;
+    }
+}
+
+/// Every entry of every queue table (q.messages per message), then the memory index.
 std::string dump(Harness& h) {
     std::string tables = h.read([](const Tables& t, const store::Txn& txn) -> Result<std::string> {
         std::string out;
@@ -36,7 +59,12 @@ std::string dump(Harness& h) {
             QUEEN_TRY(auto cursor, txn.cursor(table));
             QUEEN_TRY(auto entry, cursor.first());
             while (entry) {
-                out += hex(entry->key) + "=" + hex(entry->value) + "\n";
+                if (table == t.messages) {
+                    QUEEN_TRY(auto messages, dump_messages(*entry));
+                    out += messages;
+                } else {
+                    out += hex(entry->key) + "=" + hex(entry->value) + "\n";
+                }
                 QUEEN_TRY(entry, cursor.next());
             }
             out += "--\n";

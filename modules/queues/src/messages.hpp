@@ -1,0 +1,116 @@
+// queues/src/messages.hpp — the "q.messages" table: blocks of consecutive messages of one
+// partition (docs/engine.md, "Message blocks").
+//
+// Key: u64be partition + u64be first sequence. Value, one of:
+//   format 1: one MessageRecord (its own format byte 1), the message `first`;
+//   format 2: a block: byte 2, u32le count n, then n records for sequences first .. first+n-1,
+//             each a varint length and that many MessageRecord bytes; length 0 = deleted.
+// A push writes one block per partition it touches (one B-tree insert for all of its messages
+// there); deletes rewrite a block with zero lengths, or remove it when nothing is left.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/result.hpp"
+#include "queen/store/txn.hpp"
+#include "records.hpp"
+
+namespace queen::queues::detail {
+
+inline constexpr std::uint8_t message_block_format = 2;
+/// The format byte and the u32le count.
+inline constexpr std::size_t message_block_header_bytes = 5;
+
+/// A live message read from the table: its sequence and MessageRecord bytes (valid until the
+/// txn's next write or the scan's next step).
+struct StoredMessage {
+    std::uint64_t sequence = 0;
+    ByteSpan record;
+};
+
+/// Walks the records of one q.messages value.
+class BlockReader {
+public:
+    /// Errors: Errc::corruption when `value` is neither format.
+    static Result<BlockReader> parse(ByteSpan value);
+    /// How many sequences the value covers (deleted ones included).
+    [[nodiscard]] std::uint32_t count() const noexcept { return count_; }
+    /// The next record (empty span = deleted); false after the last.
+    /// Errors: Errc::corruption on a length past the value's end.
+    Result<bool> next(ByteSpan& record);
+
+private:
+    std::uint32_t count_ = 0;
+    std::uint32_t read_ = 0;
+    bool is_single_ = false;
+    ByteReader in_{ByteSpan{}};
+    ByteSpan single_;
+};
+
+/// The live messages of one partition with sequence >= `from`, ascending.
+class MessageScan {
+public:
+    static Result<MessageScan> open(const store::Txn& txn, store::Table table,
+                                    std::uint64_t partition, std::uint64_t from);
+    /// The next live message; std::nullopt past the partition's last.
+    Result<std::optional<StoredMessage>> next();
+
+private:
+    MessageScan(store::Cursor cursor, std::uint64_t partition)
+        : cursor_(std::move(cursor)), partition_(partition) {}
+    /// Loads the block of `entry` (std::nullopt or another partition ends the scan).
+    Result<void> load(const std::optional<store::Entry>& entry);
+
+    store::Cursor cursor_;
+    std::uint64_t partition_;
+    std::optional<BlockReader> block_;
+    std::uint64_t sequence_ = 0;  ///< of the block's next record
+    bool is_done_ = false;
+};
+
+/// The MessageRecord bytes of (partition, sequence); std::nullopt when absent or deleted.
+Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, store::Table table,
+                                             std::uint64_t partition, std::uint64_t sequence);
+
+/// The decoded message (partition, sequence); std::nullopt when absent or deleted.
+Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, store::Table table,
+                                                  std::uint64_t partition, std::uint64_t sequence);
+
+/// Deletes the messages `sequences` (ascending, each stored and live) of `partition`: a block
+/// left with no live message is removed, any other is rewritten with their lengths zeroed.
+/// `scratch` is reused for the rewritten values. Not journaled (callers run outside atomic
+/// entries).
+Result<void> erase_messages(store::WriteTxn& txn, store::Table table, std::uint64_t partition,
+                            std::span<const std::uint64_t> sequences, Bytes& scratch);
+
+/// Appends messages of one partition to a block being built (consecutive sequences).
+class BlockBuilder {
+public:
+    /// Starts an empty block at `first` (reusing the storage).
+    void start(std::uint64_t partition, std::uint64_t first);
+    /// Adds the record of sequence first + count().
+    void add(ByteSpan record);
+    [[nodiscard]] std::uint64_t partition() const noexcept { return partition_; }
+    [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
+    [[nodiscard]] std::uint32_t count() const noexcept { return count_; }
+    [[nodiscard]] std::size_t bytes() const noexcept { return bytes_.size(); }
+    /// The finished value (count filled in).
+    ByteSpan value();
+    /// The first record alone (a block of one is stored as its record).
+    [[nodiscard]] ByteSpan single() const noexcept {
+        return ByteSpan(bytes_).subspan(single_at_, single_bytes_);
+    }
+
+private:
+    std::uint64_t partition_ = 0;
+    std::uint64_t first_ = 0;
+    std::uint32_t count_ = 0;
+    std::size_t single_at_ = 0;
+    std::size_t single_bytes_ = 0;
+    Bytes bytes_;
+};
+
+}  // namespace queen::queues::detail
