@@ -276,6 +276,66 @@ TEST_CASE("engine: map growth reruns the batch and applies every entry once", "[
 namespace queen::engine {
 namespace {
 
+std::uint64_t message_entries(const Engine& engine) {
+    return engine
+        .read([](const Tables& t, const store::Txn& txn) -> Result<std::uint64_t> {
+            QUEEN_TRY(auto stats, txn.stats(t.messages));
+            return stats.entries;
+        })
+        .value();
+}
+
+std::vector<std::string> popped_ids(const PopResult& popped) {
+    std::vector<std::string> out;
+    for (const auto& m : popped.messages) {
+        out.push_back(m.transaction_id);
+    }
+    return out;
+}
+
+Command pop_partition_command(const std::string& queue, const std::string& partition,
+                              const std::string& group) {
+    Pop pop;
+    pop.queue = queue;
+    pop.has_partition = true;
+    pop.partition = partition;
+    pop.batch = 100;
+    pop.group = group;
+    return Command{0, 0, pop};
+}
+
+TEST_CASE(
+    "engine: the pushes of one batch share a message block per partition, and the rest "
+    "of the batch sees their messages",
+    "[engine][messages]") {
+    queen::testing::TempDir dir;
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    // One batch of pushes: partition a gets one block of three messages, b a lone record.
+    const std::vector<Command> pushes{push_command("q", "a", "t1"), push_command("q", "a", "t2"),
+                                      push_command("q", "b", "t3"), push_command("q", "a", "t4")};
+    auto results = engine.apply_commands(pushes, TimestampMs{1000}).value();
+    REQUIRE(std::get<PushResult>(results[3]).items[0].message_id.sequence.value() == 3);
+    REQUIRE(message_entries(engine) == 2);
+    // A pop in the middle of a batch sees the pushes before it; the push after it starts anew.
+    const std::vector<Command> mixed{push_command("q", "a", "t5"),
+                                     pop_partition_command("q", "a", "g1"),
+                                     push_command("q", "a", "t6")};
+    results = engine.apply_commands(mixed, TimestampMs{1001}).value();
+    REQUIRE(popped_ids(std::get<PopResult>(results[1])) ==
+            std::vector<std::string>{"t1", "t2", "t4", "t5"});
+    REQUIRE(message_entries(engine) == 4);  // a: [t1 t2 t4], [t5], [t6]; b: [t3]
+    // A queue deleted in the batch that pushed to it leaves no message behind.
+    const std::vector<Command> doomed{push_command("x", "p", "u1"), push_command("x", "p", "u2"),
+                                      Command{0, 0, DeleteQueue{"x"}}};
+    results = engine.apply_commands(doomed, TimestampMs{1002}).value();
+    REQUIRE(std::get<DeleteQueueResult>(results[2]).existed);
+    REQUIRE(message_entries(engine) == 4);
+    // After a restart every message reads back in order.
+    engine = Engine::open(dir.path(), Options{}).value();
+    auto all = apply_one<PopResult>(engine, pop_partition_command("q", "a", "g2"), 1003);
+    REQUIRE(popped_ids(all) == std::vector<std::string>{"t1", "t2", "t4", "t5", "t6"});
+}
+
 TEST_CASE("engine: a failing transaction rolls back only its own entry in a batch",
           "[engine][transaction]") {
     queen::testing::TempDir dir;

@@ -242,4 +242,28 @@ ByteSpan BlockBuilder::value() {
     return bytes_;
 }
 
+std::size_t PendingBlocks::find(std::uint64_t partition) const {
+    const auto it = index_.find(partition);
+    return it == index_.end() ? none : it->second;
+}
+
+std::size_t PendingBlocks::start(std::uint64_t partition, std::uint64_t first) {
+    if (used_ == blocks_.size()) {
+        blocks_.emplace_back();
+    }
+    index_.emplace(partition, used_);
+    blocks_[used_].start(partition, first);
+    return used_++;
+}
+
+void PendingBlocks::clear() {
+    // A batch over many partitions leaves many buffers: keep a few for the next one.
+    constexpr std::size_t kept_max = 64;
+    if (blocks_.size() > kept_max) {
+        blocks_.resize(kept_max);
+    }
+    used_ = 0;
+    index_.clear();
+}
+
 }  // namespace queen::queues::detail

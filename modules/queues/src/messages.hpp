@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/result.hpp"
@@ -111,6 +113,37 @@ private:
     std::size_t single_at_ = 0;
     std::size_t single_bytes_ = 0;
     Bytes bytes_;
+};
+
+/// The blocks the pushes of one apply batch are building, one per partition, written at the
+/// batch's end (or before anything else reads or deletes messages).
+class PendingBlocks {
+public:
+    static constexpr std::size_t none = SIZE_MAX;
+    /// The index of the block of `partition` being built; `none` when there is none. Indexes
+    /// stay valid until flush() or clear().
+    [[nodiscard]] std::size_t find(std::uint64_t partition) const;
+    /// Starts the block of `partition` at `first` (there is none); returns its index.
+    std::size_t start(std::uint64_t partition, std::uint64_t first);
+    BlockBuilder& at(std::size_t index) noexcept { return blocks_[index]; }
+    [[nodiscard]] bool empty() const noexcept { return used_ == 0; }
+    /// Calls `write(block)` for each block, in the order they were started, then forgets them
+    /// (keeping a bounded number of buffers for the next batch).
+    template <class Write>
+    Result<void> flush(Write&& write) {
+        for (std::size_t i = 0; i < used_; ++i) {
+            QUEEN_TRY(write(blocks_[i]));
+        }
+        clear();
+        return {};
+    }
+    /// Forgets the blocks unwritten (after an aborted txn).
+    void clear();
+
+private:
+    std::vector<BlockBuilder> blocks_;
+    std::size_t used_ = 0;                                  ///< blocks_[0, used_) are being built
+    std::unordered_map<std::uint64_t, std::size_t> index_;  ///< partition -> blocks_ index
 };
 
 }  // namespace queen::queues::detail

@@ -575,6 +575,27 @@ Result<std::vector<std::uint64_t>> queue_partitions(const State& s, const store:
 // ------------------------------------------------------------------------------------------
 // Push of one item.
 
+/// Writes one block of the pushes (one insert): a lone record is stored as it is (format 1),
+/// more as a block (format 2). The block restarts empty after them.
+Result<void> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& block) {
+    if (block.count() == 0) {
+        return {};
+    }
+    const auto key = detail::message_key(PartitionId{block.partition()}, block.first());
+    const ByteSpan value = block.count() == 1 ? block.single() : block.value();
+    // Sequences only grow, so the key is new: an insert, which inside a transaction also
+    // spares the journal a read of the old value.
+    QUEEN_TRY(auto clash, put_if_absent(s, txn, s.tables.messages, key.span(), value));
+    if (clash) {
+        return Error{queen::Errc::corruption, "queues: message " + std::to_string(block.first()) +
+                                                  " of partition " +
+                                                  std::to_string(block.partition()) +
+                                                  " exists beyond the partition's last sequence"};
+    }
+    block.start(block.partition(), block.first() + block.count());
+    return {};
+}
+
 /// The (queue, partition) pairs the items of one apply pushed to: a push request names a few
 /// of them over and over (a producer spreading a batch over its partitions), and this saves a
 /// partition-name lookup in LMDB per item, and the candidate and wakeup bookkeeping after the
@@ -590,18 +611,11 @@ public:
         std::uint64_t pid = 0;
         bool is_marked_ready = false;  ///< marked ready for every group by this apply
         bool has_wakeup = false;       ///< a wakeup for it is pending
-        std::size_t block = no_block;  ///< its block being built in blocks_
+        std::size_t block = detail::PendingBlocks::none;  ///< its pending block, once looked up
     };
     static constexpr std::size_t pairs_max = 16;
-    static constexpr std::size_t no_block = SIZE_MAX;
     /// A block is written when the next record would take it past this many bytes.
     static constexpr std::size_t block_bytes_max = 64 * 1024;
-
-    /// Borrows the state's block buffers (their capacity outlives the apply).
-    explicit PushMemo(State& s) : state_(s) { blocks_.swap(s.block_pool); }
-    ~PushMemo() { blocks_.swap(state_.block_pool); }
-    PushMemo(const PushMemo&) = delete;
-    PushMemo& operator=(const PushMemo&) = delete;
 
     /// The pair of `item`, or nullptr when not memoized.
     Pair* find(const PushItem& item) noexcept {
@@ -627,75 +641,50 @@ public:
         slot->pid = pid;
         slot->is_marked_ready = false;
         slot->has_wakeup = false;
-        slot->block = no_block;  // an evicted pair's block stays in blocks_ until flush()
+        slot->block = detail::PendingBlocks::none;
         return *slot;
     }
 
-    /// Adds the MessageRecord `record` of sequence `seq` to the block of `pair`'s partition.
+    /// Adds the MessageRecord `record` of sequence `seq` to the block of `pair`'s partition
+    /// (in the state's pending blocks, which an earlier push of the batch may have started).
     Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
                         ByteSpan record) {
-        if (pair.block != no_block) {
-            detail::BlockBuilder& block = blocks_[pair.block];
-            QUEEN_ASSERT(block.first() + block.count() == seq,
-                         "a block's sequences are consecutive");
-            if (block.bytes() + record.size() <= block_bytes_max) {
-                block.add(record);
-                return {};
+        if (pair.block == detail::PendingBlocks::none) {
+            pair.block = s.pending_blocks.find(pair.pid);
+            if (pair.block == detail::PendingBlocks::none) {
+                pair.block = s.pending_blocks.start(pair.pid, seq);
             }
-            QUEEN_TRY(write(s, txn, block));
-            block.start(pair.pid, seq);
-            block.add(record);
-            return {};
         }
-        if (used_ == blocks_.size()) {
-            blocks_.emplace_back();
+        detail::BlockBuilder& block = s.pending_blocks.at(pair.block);
+        QUEEN_ASSERT(block.first() + block.count() == seq, "a block's sequences are consecutive");
+        if (block.count() > 0 && block.bytes() + record.size() > block_bytes_max) {
+            QUEEN_TRY(write_block(s, txn, block));
         }
-        pair.block = used_++;
-        blocks_[pair.block].start(pair.pid, seq);
-        blocks_[pair.block].add(record);
+        block.add(record);
         return {};
     }
 
-    /// Writes the blocks being built (one q.messages insert each). Call after the items of a
-    /// push, before anything reads the messages.
-    Result<void> flush(State& s, store::WriteTxn& txn) {
-        for (std::size_t i = 0; i < used_; ++i) {
-            QUEEN_TRY(write(s, txn, blocks_[i]));
-        }
-        used_ = 0;
+    /// Forgets the pairs' block indexes (the pending blocks were written).
+    void forget_blocks() noexcept {
         for (Pair& pair : pairs_) {
-            pair.block = no_block;
+            pair.block = detail::PendingBlocks::none;
         }
-        return {};
     }
 
 private:
-    /// One insert: a lone record is stored as it is (format 1), more as a block (format 2).
-    static Result<void> write(State& s, store::WriteTxn& txn, detail::BlockBuilder& block) {
-        if (block.count() == 0) {
-            return {};
-        }
-        const auto key = detail::message_key(PartitionId{block.partition()}, block.first());
-        const ByteSpan value = block.count() == 1 ? block.single() : block.value();
-        // Sequences only grow, so the key is new: an insert, which inside a transaction also
-        // spares the journal a read of the old value.
-        QUEEN_TRY(auto clash, put_if_absent(s, txn, s.tables.messages, key.span(), value));
-        if (clash) {
-            return Error{queen::Errc::corruption,
-                         "queues: message " + std::to_string(block.first()) + " of partition " +
-                             std::to_string(block.partition()) +
-                             " exists beyond the partition's last sequence"};
-        }
-        block.start(block.partition(), block.first() + block.count());
-        return {};
-    }
-
-    State& state_;
     std::vector<Pair> pairs_;
     std::size_t victim_ = 0;
-    std::vector<detail::BlockBuilder> blocks_;
-    std::size_t used_ = 0;  ///< blocks_[0, used_) are being built
 };
+
+/// Writes the pushes' pending blocks (one q.messages insert each). The batch's end calls it, and
+/// so does every command but Push before it reads or deletes anything.
+Result<void> flush_pending(State& s, store::WriteTxn& txn) {
+    if (s.pending_blocks.empty()) {
+        return {};
+    }
+    return s.pending_blocks.flush(
+        [&](detail::BlockBuilder& block) { return write_block(s, txn, block); });
+}
 
 /// Pushes one item; its answer goes into `result` (every field is assigned, so a reused
 /// result keeps its strings' storage).
@@ -803,7 +792,8 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     PushItemResult result;
     QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
     // Alone: what follows may read the message (an ack in the same transaction).
-    QUEEN_TRY(memo.flush(s, txn));
+    QUEEN_TRY(flush_pending(s, txn));
+    memo.forget_blocks();
     return result;
 }
 
@@ -1402,6 +1392,8 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
 
 Result<ConfigureResult> QueueState::apply(store::WriteTxn& txn, const ConfigureQueue& command,
                                           TimestampMs now) {
+    // Pushes earlier in the batch leave pending message blocks: written before anything else.
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     ConfigureResult result;
     result.queue = command.queue;
@@ -1445,16 +1437,17 @@ Result<PushResult> QueueState::apply(store::WriteTxn& txn, const Push& command, 
     State& s = *state_;
     PushResult result;
     result.items.reserve(command.items.size());
-    PushMemo memo(s);
+    PushMemo memo;
     for (const auto& item : command.items) {
         QUEEN_TRY(push_item_into(s, txn, item, now, false, memo, result.items.emplace_back()));
     }
-    QUEEN_TRY(memo.flush(s, txn));
+    // The messages stay in the pending blocks, which the next pushes of the batch may extend.
     QUEEN_TRY(flush_partitions(s, txn));
     return result;
 }
 
 Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     const std::int64_t now_ms = now.value();
     PopResult result;
@@ -1610,6 +1603,7 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
 }
 
 Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     AckResult result;
     // Acks of one request apply in message order per partition (spec 4.5); the results keep
@@ -1661,6 +1655,7 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
 
 Result<ExtendLeaseResult> QueueState::apply(store::WriteTxn& txn, const ExtendLease& command,
                                             TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     const std::int64_t now_ms = now.value();
     ExtendLeaseResult result;
@@ -1706,6 +1701,7 @@ Result<ExtendLeaseResult> QueueState::apply(store::WriteTxn& txn, const ExtendLe
 
 Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transaction& command,
                                             TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     TransactionResult result;
     if (command.ops.empty()) {
@@ -1714,7 +1710,7 @@ Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transact
     }
     begin_atomic(s);
     std::string failure;
-    PushMemo memo(s);
+    PushMemo memo;
     for (const auto& op : command.ops) {
         TransactionOpResult one;
         one.kind = op.kind;
@@ -1775,6 +1771,7 @@ Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transact
 
 Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQueue& command,
                                             TimestampMs /*now*/) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     DeleteQueueResult result;
     const auto found = find_queue(s, command.queue);
@@ -1830,6 +1827,7 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
 
 Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGroup& command,
                                             TimestampMs /*now*/) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     DeleteGroupResult result;
     auto g = s.group_ids.find(command.group);
@@ -1885,6 +1883,7 @@ Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGr
 Result<UpdateSubscriptionResult> QueueState::apply(store::WriteTxn& txn,
                                                    const UpdateSubscription& command,
                                                    TimestampMs /*now*/) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     UpdateSubscriptionResult result;
     auto g = s.group_ids.find(command.group);
@@ -1915,6 +1914,7 @@ Result<UpdateSubscriptionResult> QueueState::apply(store::WriteTxn& txn,
 
 Result<SeekGroupResult> QueueState::apply(store::WriteTxn& txn, const SeekGroup& command,
                                           TimestampMs /*now*/) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     SeekGroupResult result;
     auto g = s.group_ids.find(command.group);
@@ -1960,6 +1960,7 @@ Result<SeekGroupResult> QueueState::apply(store::WriteTxn& txn, const SeekGroup&
 
 Result<SeekPartitionResult> QueueState::apply(store::WriteTxn& txn, const SeekPartition& command,
                                               TimestampMs /*now*/) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     SeekPartitionResult result;
     const auto found = find_queue(s, command.queue);
@@ -1992,6 +1993,7 @@ Result<SeekPartitionResult> QueueState::apply(store::WriteTxn& txn, const SeekPa
 
 Result<MaintenanceResult> QueueState::apply(store::WriteTxn& txn, const SetMaintenance& command,
                                             TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     MaintenanceResult result;
     if (command.mode == SetMaintenance::Mode::pop) {
@@ -2015,7 +2017,7 @@ Result<MaintenanceResult> QueueState::apply(store::WriteTxn& txn, const SetMaint
                 QUEEN_TRY(entry, cursor.next());
             }
             QUEEN_TRY(txn.clear(s.tables.buffer));
-            PushMemo memo(s);
+            PushMemo memo;
             for (const auto& item : items) {
                 QUEEN_TRY(auto pushed, push_item(s, txn, item, now, false, memo));
                 (void)pushed;
@@ -2033,6 +2035,7 @@ Result<MaintenanceResult> QueueState::apply(store::WriteTxn& txn, const SetMaint
 }
 
 Result<SweepResult> QueueState::apply(store::WriteTxn& txn, const Sweep& command, TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     const std::int64_t now_ms = now.value();
     SweepResult result;
@@ -2104,6 +2107,7 @@ Result<SweepResult> QueueState::apply(store::WriteTxn& txn, const Sweep& command
 
 Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const DeleteMessage& command,
                                               TimestampMs /*now*/) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     DeleteMessageResult result;
     const std::uint64_t pid = command.partition.value();
@@ -2139,6 +2143,7 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
 
 Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& command,
                                          TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     AddTraceResult result;
     const std::uint64_t pid = command.partition.value();
@@ -2165,6 +2170,10 @@ Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& c
     result.found = true;
     result.trace_id = id;
     return result;
+}
+
+Result<void> QueueState::end_batch(store::WriteTxn& txn) {
+    return flush_pending(*state_, txn);
 }
 
 std::vector<Wakeup> QueueState::take_wakeups() {

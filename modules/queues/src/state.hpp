@@ -219,8 +219,8 @@ struct State {
     Bytes meta_scratch;
     /// Reused encode buffer of an old value the journal records without reading it.
     Bytes old_scratch;
-    /// The message blocks a push builds, kept between applies for their buffers' capacity.
-    std::vector<BlockBuilder> block_pool;
+    /// The message blocks the pushes of the current apply batch are building.
+    PendingBlocks pending_blocks;
 };
 
 }  // namespace queen::queues::detail
