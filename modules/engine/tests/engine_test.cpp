@@ -316,6 +316,14 @@ TEST_CASE(
     auto results = engine.apply_commands(pushes, TimestampMs{1000}).value();
     REQUIRE(std::get<PushResult>(results[3]).items[0].message_id.sequence.value() == 3);
     REQUIRE(message_entries(engine) == 2);
+    // The partitions' records, also written once at the batch's end, hold every push.
+    const auto listed = engine
+                            .read([](const Tables& t, const store::Txn& txn) {
+                                return list_queues(t, txn, TimestampMs{1000});
+                            })
+                            .value();
+    REQUIRE(listed.size() == 1);
+    REQUIRE(listed[0].messages == 4);
     // A pop in the middle of a batch sees the pushes before it; the push after it starts anew.
     const std::vector<Command> mixed{push_command("q", "a", "t5"),
                                      pop_partition_command("q", "a", "g1"),

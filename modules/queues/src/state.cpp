@@ -676,14 +676,22 @@ private:
     std::size_t victim_ = 0;
 };
 
-/// Writes the pushes' pending blocks (one q.messages insert each). The batch's end calls it, and
-/// so does every command but Push before it reads or deletes anything.
-Result<void> flush_pending(State& s, store::WriteTxn& txn) {
+/// Writes the pushes' pending message blocks (one q.messages insert each); a transaction's push
+/// op calls it before its next op.
+Result<void> flush_blocks(State& s, store::WriteTxn& txn) {
     if (s.pending_blocks.empty()) {
         return {};
     }
     return s.pending_blocks.flush(
         [&](detail::BlockBuilder& block) { return write_block(s, txn, block); });
+}
+
+/// Writes what the pushes of the batch left in memory: their message blocks and the records of
+/// the partitions they changed (once per batch, not per push). The batch's end calls it, and so
+/// does every command but Push before it reads, deletes or journals anything.
+Result<void> flush_pending(State& s, store::WriteTxn& txn) {
+    QUEEN_TRY(flush_blocks(s, txn));
+    return flush_partitions(s, txn);
 }
 
 /// Pushes one item; its answer goes into `result` (every field is assigned, so a reused
@@ -792,7 +800,7 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
     PushItemResult result;
     QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
     // Alone: what follows may read the message (an ack in the same transaction).
-    QUEEN_TRY(flush_pending(s, txn));
+    QUEEN_TRY(flush_blocks(s, txn));
     memo.forget_blocks();
     return result;
 }
@@ -1441,8 +1449,8 @@ Result<PushResult> QueueState::apply(store::WriteTxn& txn, const Push& command, 
     for (const auto& item : command.items) {
         QUEEN_TRY(push_item_into(s, txn, item, now, false, memo, result.items.emplace_back()));
     }
-    // The messages stay in the pending blocks, which the next pushes of the batch may extend.
-    QUEEN_TRY(flush_partitions(s, txn));
+    // The messages stay in the pending blocks, which the next pushes of the batch may extend,
+    // and the changed partitions' records wait for the batch's end too (flush_pending).
     return result;
 }
 
