@@ -131,6 +131,15 @@ TEST_CASE("store: an overflowing key builder makes store calls fail cleanly", "[
     CHECK(key.size() == 504);
     key.u64be(1);  // 512 > 511
     CHECK(key.is_overflowed());
+    // Raw bytes past the limit: what fits is kept, the rest overflows.
+    KeyBuilder long_raw;
+    long_raw.u64be(7).raw(bytes(std::string(503, 'r')));
+    CHECK_FALSE(long_raw.is_overflowed());
+    CHECK(long_raw.size() == 511);
+    long_raw.clear();
+    long_raw.u64be(7).raw(bytes(std::string(504, 'r')));
+    CHECK(long_raw.is_overflowed());
+    CHECK(long_raw.size() == 511);
 
     queen::testing::TempDir dir;
     Env env = must(Env::open(dir.path(), Options{}));

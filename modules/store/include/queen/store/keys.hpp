@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <type_traits>
 
@@ -83,8 +84,14 @@ public:
     /// Bytes appended as they are: only as the last field, or when every key has the same
     /// length at this point (otherwise order and uniqueness of later fields break).
     KeyBuilder& raw(ByteSpan bytes) noexcept {
-        for (const Byte b : bytes) {
-            byte(b);
+        const std::size_t room = size_max - size_;
+        const std::size_t count = bytes.size() <= room ? bytes.size() : room;
+        if (count > 0) {
+            std::memcpy(buffer_.data() + size_, bytes.data(), count);
+            size_ += count;
+        }
+        if (count < bytes.size()) {
+            is_overflowed_ = true;
         }
         return *this;
     }
