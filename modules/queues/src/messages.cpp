@@ -226,14 +226,12 @@ void BlockBuilder::start(std::uint64_t partition, std::uint64_t first) {
     bytes_[0] = message_block_format;
 }
 
-void BlockBuilder::add(ByteSpan record) {
-    ByteWriter writer(bytes_);
-    writer.varint(record.size());
+void BlockBuilder::add_message(TimestampMs created_at, const PushItem& item) {
+    const std::size_t at = append_message_blob(bytes_, created_at, item);
     if (count_ == 0) {
-        single_at_ = bytes_.size();
-        single_bytes_ = record.size();
+        single_at_ = at;
+        single_bytes_ = bytes_.size() - at;
     }
-    writer.raw(record);
     ++count_;
 }
 

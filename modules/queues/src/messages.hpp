@@ -93,8 +93,8 @@ class BlockBuilder {
 public:
     /// Starts an empty block at `first` (reusing the storage).
     void start(std::uint64_t partition, std::uint64_t first);
-    /// Adds the record of sequence first + count().
-    void add(ByteSpan record);
+    /// Adds the MessageRecord of a pushed item as sequence first + count(), encoded in place.
+    void add_message(TimestampMs created_at, const PushItem& item);
     [[nodiscard]] std::uint64_t partition() const noexcept { return partition_; }
     [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
     [[nodiscard]] std::uint32_t count() const noexcept { return count_; }

@@ -2,6 +2,7 @@
 // per record drives both the encoder and the decoder.
 #include "records.hpp"
 
+#include <cstring>
 #include <type_traits>
 
 #include "queen/core/field_codec.hpp"
@@ -226,24 +227,57 @@ void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, Tim
     writer.varint(message_count);
 }
 
-void encode_message_into(Bytes& out, TimestampMs created_at, const PushItem& item) {
-    // Field order and encodings of fields(MessageRecord).
-    const auto zigzag = [](std::int64_t value) {
-        return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
-    };
+namespace {
+
+std::uint64_t zigzag(std::int64_t value) noexcept {
+    return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
+}
+
+Byte* put_varint(Byte* at, std::uint64_t value) noexcept {
+    while (value >= 0x80) {
+        *at++ = static_cast<Byte>(value | 0x80);
+        value >>= 7;
+    }
+    *at++ = static_cast<Byte>(value);
+    return at;
+}
+
+Byte* put_blob(Byte* at, const void* data, std::size_t size) noexcept {
+    at = put_varint(at, size);
+    if (size > 0) {
+        std::memcpy(at, data, size);
+    }
+    return at + size;
+}
+
+/// Writes the MessageRecord bytes of a pushed item at `at` (message_record_size of them; field
+/// order and encodings of fields(MessageRecord)).
+void write_message_record(Byte* at, TimestampMs created_at, const PushItem& item) noexcept {
+    *at++ = record_format_version;
+    at = put_varint(at, zigzag(created_at.value()));
+    at = put_blob(at, item.transaction_id.data(), item.transaction_id.size());
+    at = put_blob(at, item.trace_id.data(), item.trace_id.size());
+    at = put_blob(at, item.producer_sub.data(), item.producer_sub.size());
+    *at++ = item.is_encrypted ? 1 : 0;
+    (void)put_blob(at, item.payload.data(), item.payload.size());
+}
+
+}  // namespace
+
+std::size_t message_record_size(TimestampMs created_at, const PushItem& item) noexcept {
     const auto blob_size = [](std::size_t length) { return codec::varint_size(length) + length; };
-    out.clear();
-    out.reserve(1 + codec::varint_size(zigzag(created_at.value())) +
-                blob_size(item.transaction_id.size()) + blob_size(item.trace_id.size()) +
-                blob_size(item.producer_sub.size()) + 1 + blob_size(item.payload.size()));
-    out.push_back(record_format_version);
-    ByteWriter writer(out);
-    writer.svarint(created_at.value());
-    writer.str(item.transaction_id);
-    writer.str(item.trace_id);
-    writer.str(item.producer_sub);
-    writer.u8(item.is_encrypted ? 1 : 0);
-    writer.blob(item.payload);
+    return 1 + codec::varint_size(zigzag(created_at.value())) +
+           blob_size(item.transaction_id.size()) + blob_size(item.trace_id.size()) +
+           blob_size(item.producer_sub.size()) + 1 + blob_size(item.payload.size());
+}
+
+std::size_t append_message_blob(Bytes& out, TimestampMs created_at, const PushItem& item) {
+    const std::size_t size = message_record_size(created_at, item);
+    const std::size_t at = out.size();
+    out.resize(at + codec::varint_size(size) + size);
+    Byte* record = put_varint(out.data() + at, size);
+    write_message_record(record, created_at, item);
+    return static_cast<std::size_t>(record - out.data());
 }
 
 Result<MetaRecord> decode_meta(ByteSpan bytes) {

@@ -131,8 +131,11 @@ void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, Tim
                            TimestampMs last_created_at, std::uint64_t message_count);
 /// The MessageRecord of a pushed item: the bytes of encode(MessageRecord{created_at,
 /// item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted, item.payload}),
-/// without copying the item's fields into a record first.
-void encode_message_into(Bytes& out, TimestampMs created_at, const PushItem& item);
+/// without copying the item's fields into a record first. Their size:
+std::size_t message_record_size(TimestampMs created_at, const PushItem& item) noexcept;
+/// Appends to `out` the same bytes as a blob (varint length, then the record) in one resize;
+/// returns the offset of the record in `out`.
+std::size_t append_message_blob(Bytes& out, TimestampMs created_at, const PushItem& item);
 
 /// Decoders. Errors: Errc::corruption naming the record kind.
 Result<MetaRecord> decode_meta(ByteSpan bytes);

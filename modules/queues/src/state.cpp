@@ -645,10 +645,11 @@ public:
         return *slot;
     }
 
-    /// Adds the MessageRecord `record` of sequence `seq` to the block of `pair`'s partition
-    /// (in the state's pending blocks, which an earlier push of the batch may have started).
+    /// Adds the message `item` pushed at `now` as sequence `seq` to the block of `pair`'s
+    /// partition (in the state's pending blocks, which an earlier push of the batch may have
+    /// started).
     Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
-                        ByteSpan record) {
+                        TimestampMs now, const PushItem& item) {
         if (pair.block == detail::PendingBlocks::none) {
             pair.block = s.pending_blocks.find(pair.pid);
             if (pair.block == detail::PendingBlocks::none) {
@@ -657,10 +658,11 @@ public:
         }
         detail::BlockBuilder& block = s.pending_blocks.at(pair.block);
         QUEEN_ASSERT(block.first() + block.count() == seq, "a block's sequences are consecutive");
-        if (block.count() > 0 && block.bytes() + record.size() > block_bytes_max) {
+        if (block.count() > 0 &&
+            block.bytes() + detail::message_record_size(now, item) > block_bytes_max) {
             QUEEN_TRY(write_block(s, txn, block));
         }
-        block.add(record);
+        block.add_message(now, item);
         return {};
     }
 
@@ -771,8 +773,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         return {};
     }
     PartitionMem& mem = touch_partition(s, pid);
-    detail::encode_message_into(s.scratch, now, item);
-    QUEEN_TRY(memo.append(s, txn, *pair, seq, s.scratch));
+    QUEEN_TRY(memo.append(s, txn, *pair, seq, now, item));
     if (mem.message_count == 0) {
         mem.first_sequence = seq;
     }

@@ -6,6 +6,7 @@
 
 #include "harness.hpp"
 #include "messages.hpp"
+#include "queen/core/field_codec.hpp"
 #include "queen/core/rng.hpp"
 #include "records.hpp"
 #include "state.hpp"
@@ -275,7 +276,7 @@ TEST_CASE("queues: a batch push equals its items pushed one by one", "[queues][p
     }) > 0);
 }
 
-TEST_CASE("queues: encode_message_into writes the bytes of encode(MessageRecord)",
+TEST_CASE("queues: append_message_blob writes the bytes of encode(MessageRecord)",
           "[queues][records]") {
     const auto seed = queen::testing::seed_from_env();
     INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
@@ -295,11 +296,19 @@ TEST_CASE("queues: encode_message_into writes the bytes of encode(MessageRecord)
                                         : -static_cast<std::int64_t>(rng.below(1'000'000));
         detail::MessageRecord record{TimestampMs{now_ms}, item.transaction_id, item.trace_id,
                                      item.producer_sub,   item.is_encrypted,   item.payload};
-        detail::encode_message_into(reused, TimestampMs{now_ms}, item);
         const Bytes encoded = detail::encode(record);
-        REQUIRE(reused == encoded);
         // Encoders size the buffer exactly once (libstdc++ reserves exactly what is asked).
         REQUIRE(encoded.capacity() == encoded.size());
+        REQUIRE(detail::message_record_size(TimestampMs{now_ms}, item) == encoded.size());
+        // Appended as a blob after other bytes: a varint length, then the same bytes.
+        Bytes blob{0xaa};
+        const std::size_t at = detail::append_message_blob(blob, TimestampMs{now_ms}, item);
+        REQUIRE(at == 1 + codec::varint_size(encoded.size()));
+        REQUIRE(blob.size() == at + encoded.size());
+        reused.assign(blob.begin() + static_cast<std::ptrdiff_t>(at), blob.end());
+        REQUIRE(reused == encoded);
+        ByteReader length(ByteSpan(blob).subspan(1));
+        REQUIRE(length.varint() == encoded.size());
         auto decoded = detail::decode_message(reused);
         REQUIRE(decoded.has_value());
         CHECK(decoded->created_at.value() == now_ms);
