@@ -1621,18 +1621,13 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
     for (std::size_t i = 0; i < order.size(); ++i) {
         order[i] = i;
     }
-    // The sequences, looked up in key order through one cursor: the ids of one popped batch
-    // sit side by side in q.txids, so most lookups stay in the leaf of the one before instead
-    // of descending from the root.
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        const auto& x = command.items[a];
-        const auto& y = command.items[b];
-        return std::tie(x.partition, x.transaction_id) < std::tie(y.partition, y.transaction_id);
-    });
+    // The sequences, looked up through one cursor: the ids of one popped batch sit side by side
+    // in q.txids, so most lookups stay in the leaf of the one before instead of descending from
+    // the root (LMDB checks the cursor's leaf first).
     std::vector<std::uint64_t> sequences(command.items.size(), UINT64_MAX);
     {
         QUEEN_TRY(auto ids, txn.cursor(s.tables.transaction_ids));
-        for (const std::size_t i : order) {
+        for (std::size_t i = 0; i < command.items.size(); ++i) {
             const auto& item = command.items[i];
             QUEEN_TRY(auto found,
                       ids.find(detail::txid_key(item.partition, item.transaction_id).span()));
@@ -1641,15 +1636,16 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
             }
         }
     }
-    for (std::size_t i = 0; i < order.size(); ++i) {
-        order[i] = i;
-    }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto before = [&](std::size_t a, std::size_t b) {
         const auto& x = command.items[a];
         const auto& y = command.items[b];
         return std::tie(x.partition, x.group, sequences[a]) <
                std::tie(y.partition, y.group, sequences[b]);
-    });
+    };
+    // Acks of one popped batch usually come in its order already.
+    if (!std::is_sorted(order.begin(), order.end(), before)) {
+        std::stable_sort(order.begin(), order.end(), before);
+    }
     result.items.resize(command.items.size());
     AckMemo memo;
     for (const std::size_t i : order) {
