@@ -65,6 +65,9 @@ done
 start_server() {
     data_dir=$(mktemp -d "$parent/queen-bench.XXXXXX")
     server_log=$data_dir.log  # removed with the data dir; a failed profile copies it first
+    # Created before the server starts: the loop below may read it before the background
+    # shell has opened it (with pipefail, a missing file would end the script).
+    : >"$server_log"
     "$queen" serve --data-dir "$data_dir" "${settings[@]}" >"$server_log" 2>&1 &
     server_pid=$!
     local port=""
