@@ -297,7 +297,8 @@ struct Engine::Impl {
             }
             emit(std::move(result));
         }
-        // The pushes' pending message blocks go into the txn before it can commit.
+        // The pushes' pending message blocks and partition records go into the txn before it
+        // can commit.
         QUEEN_TRY(queues.end_batch(txn));
         if (before_commit != nullptr && !handed) {
             handed = true;
