@@ -141,23 +141,12 @@ Result<std::optional<StoredMessage>> MessageScan::next() {
 
 Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, store::Table table,
                                              std::uint64_t partition, std::uint64_t sequence) {
-    QUEEN_TRY(auto cursor, txn.cursor(table));
-    QUEEN_TRY(auto entry, seek_block(cursor, partition, sequence));
-    if (!entry) {
-        return std::optional<ByteSpan>{};
+    QUEEN_TRY(auto scan, MessageScan::open(txn, table, partition, sequence));
+    QUEEN_TRY(auto stored, scan.next());
+    if (!stored || stored->sequence != sequence) {
+        return std::optional<ByteSpan>{};  // absent or deleted: the scan went past it
     }
-    QUEEN_TRY(auto block, BlockReader::parse(entry->value));
-    ByteSpan record;
-    for (std::uint64_t at = key_of(entry->key).first; at <= sequence; ++at) {
-        QUEEN_TRY(const bool more, block.next(record));
-        if (!more) {
-            return corrupt("block ends before sequence " + std::to_string(sequence));
-        }
-    }
-    if (record.empty()) {
-        return std::optional<ByteSpan>{};
-    }
-    return std::optional<ByteSpan>{record};
+    return std::optional<ByteSpan>{stored->record};
 }
 
 Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, store::Table table,

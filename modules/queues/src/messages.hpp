@@ -137,10 +137,11 @@ public:
         clear();
         return {};
     }
-    /// Forgets the blocks unwritten (after an aborted txn).
-    void clear();
 
 private:
+    /// Forgets the blocks (written by flush(); an aborted txn rebuilds the whole State).
+    void clear();
+
     std::vector<BlockBuilder> blocks_;
     std::size_t used_ = 0;                                  ///< blocks_[0, used_) are being built
     std::unordered_map<std::uint64_t, std::size_t> index_;  ///< partition -> blocks_ index
