@@ -50,11 +50,12 @@ public:
             encoded_.push_back(encode_command(command));
         }
         std::vector<Entry> entries;
-        LogIndex index = engine_.applied_index();
+        LogIndex index = std::max(engine_.applied_index(), last_index_);
         for (const Bytes& bytes : encoded_) {
             index = index.next();
             entries.push_back(Entry{index, now, bytes});
         }
+        last_index_ = index;
         std::vector<CommandResult> results;
         const Engine::BeforeCommit hand = [&](std::size_t, std::span<CommandResult> typed) {
             for (auto& result : typed) {
@@ -62,7 +63,15 @@ public:
             }
         };
         const double start = thread_cpu_s();
-        REQUIRE(engine_.apply(entries, hand).has_value());
+        if (batches_per_commit_ <= 1) {
+            REQUIRE(engine_.apply(entries, hand).has_value());
+        } else {
+            REQUIRE(engine_.apply_uncommitted(entries, hand).has_value());
+            if (++uncommitted_batches_ >= batches_per_commit_) {
+                REQUIRE(engine_.commit().has_value());
+                uncommitted_batches_ = 0;
+            }
+        }
         apply_cpu_s += thread_cpu_s() - start;
         return results;
     }
@@ -71,6 +80,11 @@ public:
 private:
     Engine& engine_;
     std::vector<Bytes> encoded_;
+    /// QUEEN_BENCH_BATCHES_PER_COMMIT: apply calls per LMDB commit (the node keeps its txn open
+    /// across apply batches and commits every few milliseconds); 1 commits every call.
+    std::int64_t batches_per_commit_ = queen::testing::env_int("QUEEN_BENCH_BATCHES_PER_COMMIT", 1);
+    std::int64_t uncommitted_batches_ = 0;
+    LogIndex last_index_{0};  ///< the last entry applied (committed or not)
 };
 
 Options bench_options() {

@@ -1,8 +1,10 @@
 // modules/http/fuzz/http_request_fuzz.cpp — libFuzzer target: arbitrary bytes through the
-// request parser (split at fuzzer-chosen points), target decoding and the router.
+// request parser (split at fuzzer-chosen points), target decoding and the router; and the
+// parser's fast path against http_parser alone on the same bytes (they must agree).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "queen/http/detail/request_parser.hpp"
@@ -35,6 +37,43 @@ void check(bool condition) {
     }
 }
 
+/// Everything a handler sees of the requests in `bytes`, fed whole (so the fast path can take
+/// them), and how the stream failed.
+std::string read_all(std::string_view bytes, const queen::http::detail::ParserLimits& limits) {
+    using State = queen::http::detail::RequestParser::State;
+    queen::http::detail::RequestParser parser(limits);
+    std::string out;
+    while (!bytes.empty()) {
+        const std::size_t used = parser.feed(bytes);
+        bytes.remove_prefix(used);
+        if (parser.state() == State::request_ready) {
+            const queen::http::detail::ParsedRequest parsed = parser.take_request();
+            const queen::http::Request& r = parsed.request;
+            out += r.method_name + ' ' + r.target + ' ' + r.path + '?' + r.raw_query + ' ' +
+                   std::to_string(r.version_minor) + (r.is_keep_alive ? 'k' : 'c') +
+                   (parsed.is_upgrade ? 'u' : '-') + parsed.target_error.value_or("") + '\n';
+            for (const auto& segment : r.segments) {
+                out += segment + '/';
+            }
+            for (const auto& [key, value] : r.query) {
+                out += key + '=' + value + '&';
+            }
+            for (const auto& header : r.headers) {
+                out += header.name + ':' + header.value + '\n';
+            }
+            out += r.body + '\n';
+        }
+        if (parser.state() == State::failed) {
+            return out + "failed " + std::to_string(parser.failure().status) + ' ' +
+                   parser.failure().message;
+        }
+        if (parser.state() != State::idle) {
+            break;  // incomplete: both paths have taken what they can
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -51,6 +90,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     limits.body_size_bytes_max = 4096;
     queen::http::detail::RequestParser parser(limits);
     using State = queen::http::detail::RequestParser::State;
+
+    {
+        queen::http::detail::ParserLimits slow = limits;
+        slow.is_fast_path_enabled = false;
+        check(read_all(bytes, limits) == read_all(bytes, slow));
+    }
 
     while (!bytes.empty()) {
         const std::string_view chunk = bytes.substr(0, piece);
