@@ -53,7 +53,9 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
 
 Result<void> save_meta(State& s, store::WriteTxn& txn) {
     detail::encode_into(s.meta_scratch, s.meta);
-    return put(s, txn, s.tables.meta, as_bytes(meta_state_key), s.meta_scratch);
+    QUEEN_TRY(put(s, txn, s.tables.meta, as_bytes(meta_state_key), s.meta_scratch));
+    s.is_meta_dirty = false;
+    return {};
 }
 
 /// The immutable part of partition `pid`'s record (from the cache, else read from LMDB and
@@ -491,7 +493,7 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
     } else {
         if (lease == 0) {
             lease = s.meta.next_lease_id++;
-            QUEEN_TRY(save_meta(s, txn));
+            s.is_meta_dirty = true;  // one meta write per batch, not per pop
         }
         record.lease_id = lease;
         record.lease_expires_ms = now_ms + lease_ms(options);
@@ -1101,6 +1103,9 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
         return {};
     }();
     s.meta = journal.meta;
+    // LMDB's record may now be older than memory (a pop's counter the entry's save_meta wrote
+    // and the undo took back): the batch's end writes it again.
+    s.is_meta_dirty = true;
     for (auto it = journal.partitions.rbegin(); it != journal.partitions.rend(); ++it) {
         s.partitions[it->first] = it->second;
     }
@@ -2178,7 +2183,11 @@ Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& c
 }
 
 Result<void> QueueState::end_batch(store::WriteTxn& txn) {
-    return flush_pending(*state_, txn);
+    QUEEN_TRY(flush_pending(*state_, txn));
+    if (state_->is_meta_dirty) {
+        QUEEN_TRY(save_meta(*state_, txn));
+    }
+    return {};
 }
 
 std::vector<Wakeup> QueueState::take_wakeups() {

@@ -199,6 +199,9 @@ struct State {
     Options options;
     Tables tables;
     MetaRecord meta;
+    /// `meta` changed since it was last written (a pop's lease counter): written at the end of
+    /// the apply batch (QueueState::end_batch) or by the next save_meta, whichever comes first.
+    bool is_meta_dirty = false;
     std::vector<PartitionMem> partitions{1};  ///< index 0 unused
     std::map<std::uint32_t, QueueMem> queues;
     NameIds queue_ids;  ///< lookup only

@@ -533,6 +533,53 @@ TEST_CASE("queues: a failed transaction changes nothing, a good one applies ever
     REQUIRE_FALSE(h.run(dup).success);
 }
 
+TEST_CASE(
+    "queues: a pop's lease counter reaches LMDB at the batch's end, also past a rolled-back "
+    "transaction that wrote the meta record",
+    "[queues][restart]") {
+    Harness h;
+    h.push("q", "Default", "m1", "a");
+    h.push("q", "Other", "m2", "b");
+    // One batch (one txn, end_batch once): a pop moves the lease counter in memory only; a
+    // transaction then creates a queue (its meta write carries the counter), fails, and its
+    // undo puts LMDB's older meta record back.
+    auto txn = h.env->begin_write();
+    REQUIRE(txn.has_value());
+    const TimestampMs now{h.now_ms};
+    Pop pop;
+    pop.queue = "q";
+    pop.has_partition = true;
+    pop.partition = "Default";
+    auto popped = h.state->apply(*txn, pop, now);
+    REQUIRE(popped.has_value());
+    REQUIRE(popped->messages.size() == 1);
+    Transaction tx;
+    TransactionOp push;
+    push.kind = TransactionOp::Kind::push;
+    push.push.queue = "fresh";
+    push.push.transaction_id = "o1";
+    push.push.payload = text("x");
+    tx.ops.push_back(push);
+    TransactionOp bad;
+    bad.kind = TransactionOp::Kind::ack;
+    bad.ack.partition = popped->messages[0].id.partition;
+    bad.ack.transaction_id = "missing";
+    tx.ops.push_back(bad);
+    auto failed = h.state->apply(*txn, tx, now);
+    REQUIRE(failed.has_value());
+    REQUIRE_FALSE(failed->success);
+    REQUIRE(h.state->end_batch(*txn).has_value());
+    REQUIRE(txn->commit().has_value());
+    const std::string before = h.state->debug_dump_index();
+    h.reopen();
+    REQUIRE(h.state->debug_dump_index() == before);  // "meta ..." holds next_lease_id
+    // So the next lease is a new one, not the one still held on "Default".
+    pop.partition = "Other";
+    auto next = h.run(pop);
+    REQUIRE(next.messages.size() == 1);
+    REQUIRE(next.lease != popped->lease);
+}
+
 TEST_CASE("queues: state and index are identical after a reopen", "[queues][restart]") {
     Harness h;
     QueueOptions options;

@@ -100,9 +100,9 @@ public:
 
     /// Writes what the pushes of a batch left pending: their message blocks (a push's messages
     /// to a partition join the block an earlier push of the batch started there) and the
-    /// records of the partitions they changed. Call after the last apply of a batch, before the
-    /// txn commits; every apply but Push does it first itself. Errors: store errors of the
-    /// writes.
+    /// records of the partitions they changed; every apply but Push does that first itself.
+    /// Also writes the meta record when a pop moved its lease counter. Call after the last
+    /// apply of a batch, before the txn commits. Errors: store errors of the writes.
     [[nodiscard]] Result<void> end_batch(store::WriteTxn& txn);
 
     /// The (queue, partition) pairs that may have new deliverable messages since the last call
