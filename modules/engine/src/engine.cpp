@@ -219,26 +219,34 @@ struct Engine::Impl {
     }
 
     /// Applies one batch in one write txn. On failure nothing of it is applied.
-    /// `before_commit` (may be null) gets the results before the commit, typed (never encoded
-    /// unless a client session caches them); `handed` says whether an earlier run of this same
-    /// batch already handed them over (a map growth rerun).
+    /// `before_commit` (may be null) gets each entry's result as soon as the entry ran, typed
+    /// (never encoded unless a client session caches them): an answer does not wait for the
+    /// rest of its batch. `handed` counts the entries of this batch whose results went out,
+    /// so a rerun of the same batch after a map growth hands over only the others (the rerun
+    /// computes the same results: apply is deterministic).
     Result<ApplyOutcome> apply_batch(std::span<const Entry> entries, std::size_t first,
-                                     const Engine::BeforeCommit* before_commit, bool& handed) {
+                                     const Engine::BeforeCommit* before_commit,
+                                     std::size_t& handed) {
         if (!open_txn) {
             QUEEN_TRY(auto fresh, env.begin_write());
             open_txn.emplace(std::move(fresh));
         }
         store::WriteTxn& txn = *open_txn;
         ApplyOutcome outcome;
-        std::vector<CommandResult> typed;
-        if (before_commit != nullptr) {
-            typed.reserve(entries.size());
-        } else {
+        if (before_commit == nullptr) {
             outcome.results.reserve(entries.size());
         }
+        std::size_t produced = 0;  // entries of the batch with a result so far
+        auto hand = [&](CommandResult&& result) {
+            if (produced >= handed) {
+                (*before_commit)(first + produced, std::span<CommandResult>(&result, 1));
+                handed = produced + 1;
+            }
+            ++produced;
+        };
         auto emit = [&](CommandResult&& result) {
             if (before_commit != nullptr) {
-                typed.push_back(std::move(result));
+                hand(std::move(result));
             } else {
                 outcome.results.push_back(encode_result(result));
             }
@@ -271,7 +279,7 @@ struct Engine::Impl {
                         if (before_commit != nullptr) {
                             auto cached = decode_result(session.result);
                             QUEEN_ASSERT(cached.has_value(), "the engine decodes its own results");
-                            typed.push_back(std::move(*cached));
+                            hand(std::move(*cached));
                         } else {
                             outcome.results.push_back(std::move(session.result));
                         }
@@ -300,10 +308,6 @@ struct Engine::Impl {
         // The pushes' pending message blocks and partition records go into the txn before it
         // can commit.
         QUEEN_TRY(queues.end_batch(txn));
-        if (before_commit != nullptr && !handed) {
-            handed = true;
-            (*before_commit)(first, typed);
-        }
         applied_index = index;
         last_now = now;
         return outcome;
@@ -374,7 +378,7 @@ struct Engine::Impl {
                     Entry{entry.index, entry.timestamp,
                           ByteSpan{uncommitted_bytes}.subspan(entry.offset, entry.size)});
             }
-            bool handed = true;
+            std::size_t handed = entries.size();  // no before_commit: nothing is handed
             auto rerun = apply_batch(entries, 0, nullptr, handed);
             if (rerun) {
                 return {};
@@ -506,7 +510,7 @@ Result<ApplyOutcome> Engine::apply_entries(std::span<const Entry> entries,
         const std::size_t count = std::min(
             entries.size() - done, std::max<std::size_t>(impl.options.entries_per_txn_max, 1));
         const auto batch = entries.subspan(done, count);
-        bool handed = false;
+        std::size_t handed = 0;
         Result<ApplyOutcome> outcome = impl.apply_batch(batch, done, before_commit, handed);
         // Each map_full doubled the map; the store bounds the doublings, so this loop ends.
         while (!outcome && outcome.error().is(store::Errc::map_full)) {

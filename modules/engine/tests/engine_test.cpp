@@ -559,11 +559,13 @@ TEST_CASE("engine: before_commit gets every result once, before the commit, as a
         CHECK(calls[i] == 1);
         CHECK(encode_result(handed[i]) == expected.results[i]);
     }
-    // One hand-over per txn, each before its commit: the first saw an empty state, the last
+    // One hand-over per entry, right after it ran and before its txn's commit: the first
+    // txn's (entries 0-63) saw an empty state, the second's saw the first's messages, the last
     // not yet the messages of its own txn.
-    REQUIRE(visible_at_hand_over.size() == (entries.size() + 63) / 64);
+    REQUIRE(visible_at_hand_over.size() == entries.size());
     CHECK(visible_at_hand_over[0] == 0);
-    CHECK(visible_at_hand_over[1] > 0);
+    CHECK(visible_at_hand_over[63] == 0);
+    CHECK(visible_at_hand_over[64] > 0);
     CHECK(visible_at_hand_over.back() < queued_messages(plain));
     CHECK(queued_messages(hooked) == queued_messages(plain));
     CHECK(hooked.applied_index() == LogIndex{entries.size()});

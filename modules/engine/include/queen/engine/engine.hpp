@@ -85,10 +85,11 @@ public:
     [[nodiscard]] Result<ApplyOutcome> apply(std::span<const Entry> entries);
 
     /// Receives the results of entries [first, first + results.size()) of an apply() call once
-    /// they ran and before their LMDB write txn commits (it may move them out). The entries are
-    /// committed in the log, so their answers may leave before LMDB has them: after a crash, or
-    /// a failed commit, replay gives the same results. Called once per entry, even when a map
-    /// growth reruns the txn.
+    /// they ran and before their LMDB write txn commits (it may move them out); today one
+    /// entry per call, right after the entry ran, so an answer does not wait for the rest of
+    /// its batch. The entries are committed in the log, so their answers may leave before LMDB
+    /// has them: after a crash, or a failed commit or a later entry's failure, replay gives the
+    /// same results. Called once per entry, in order, even when a map growth reruns the txn.
     using BeforeCommit = std::function<void(std::size_t first, std::span<CommandResult> results)>;
     /// As apply(), but the results go to `before_commit`, typed (ApplyOutcome::results stays
     /// empty), so the answers need not wait for the commit's fdatasync nor pay an encode and a
