@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -79,6 +81,12 @@ struct Segment {
     std::uint64_t file_bytes = 0;  // the file's size: size_bytes plus a zero-filled tail
     std::shared_ptr<File> file;
     std::vector<IndexEntry> sparse;  // ascending; the first record always has an entry
+    // Writer only, last segment only (Options::direct_io): the O_DIRECT handle, opened at the
+    // first write and dropped when the segment is sealed or truncated, and the bytes of the
+    // partial block the next write starts in (its offsets [size_bytes - tail.size(),
+    // size_bytes)), which that write rewrites unchanged.
+    std::unique_ptr<File> direct;
+    Bytes tail;
 
     [[nodiscard]] bool is_empty() const noexcept { return last_index < header.first_index; }
     void note_record(LogIndex index, Term term, std::uint64_t offset, std::uint64_t size,
@@ -112,6 +120,8 @@ struct PendingAppend {
 
 /// The writer keeps the buffers of a written group up to this capacity for the next one.
 constexpr std::size_t spare_capacity_bytes_max = std::size_t{4} << 20;
+/// zero_fill_ahead writes zeros in pieces of this size.
+constexpr std::size_t zero_fill_chunk_bytes = std::size_t{1} << 20;
 
 struct Group {
     Bytes buffer;
@@ -120,14 +130,66 @@ struct Group {
 };
 
 Status write_fully(File& file, std::uint64_t offset, ByteSpan data) {
+    const std::size_t alignment = std::max<std::size_t>(file.direct_alignment(), 1);
     while (!data.empty()) {
         QUEEN_TRY(const std::size_t written, file.write_at(offset, data));
         QUEEN_ASSERT(written > 0 && written <= data.size(), "write_at returned ", written);
+        if (written % alignment != 0) {
+            // The rest could not be written directly from where it starts.
+            return Error{Errc::io, "direct write at offset " + std::to_string(offset) + " wrote " +
+                                       std::to_string(written) + " bytes, not a multiple of " +
+                                       std::to_string(alignment)};
+        }
         offset += written;
         data = data.subspan(written);
     }
     return {};
 }
+
+constexpr std::uint64_t round_up(std::uint64_t value, std::uint64_t alignment) noexcept {
+    return (value + alignment - 1) / alignment * alignment;
+}
+
+/// A buffer whose address is a multiple of an alignment (for O_DIRECT writes).
+class AlignedBuffer {
+public:
+    /// Makes room for `size` bytes at `alignment`; the old contents are not kept.
+    [[nodiscard]] Byte* reserve(std::size_t size, std::size_t alignment) {
+        if (size > capacity_ || alignment != alignment_) {
+            const std::size_t capacity = round_up(std::max(size, capacity_), alignment);
+            bytes_.reset(static_cast<Byte*>(std::aligned_alloc(alignment, capacity)));
+            QUEEN_ASSERT(bytes_ != nullptr, "out of memory for a ", capacity, "-byte buffer");
+            capacity_ = capacity;
+            alignment_ = alignment;
+        }
+        return bytes_.get();
+    }
+    /// `size` zeros at `alignment` (zeroed when allocated: only for a buffer used for nothing
+    /// else).
+    [[nodiscard]] const Byte* zeros(std::size_t size, std::size_t alignment) {
+        const bool is_new = size > capacity_ || alignment != alignment_;
+        Byte* const bytes = reserve(size, alignment);
+        if (is_new) {
+            std::memset(bytes, 0, capacity_);
+        }
+        return bytes;
+    }
+    /// Frees the buffer if it grew past `size_max` (a burst), so it does not stay large.
+    void trim(std::size_t size_max) noexcept {
+        if (capacity_ > size_max) {
+            bytes_.reset();
+            capacity_ = 0;
+        }
+    }
+
+private:
+    struct Free {
+        void operator()(Byte* bytes) const noexcept { std::free(bytes); }
+    };
+    std::unique_ptr<Byte, Free> bytes_;
+    std::size_t capacity_ = 0;
+    std::size_t alignment_ = 0;
+};
 
 Result<std::size_t> read_fully(const File& file, std::uint64_t offset, MutableByteSpan out) {
     std::size_t done = 0;
@@ -166,7 +228,10 @@ struct Log::Impl {
     std::uint64_t appended_sequence = 0;
     std::uint64_t durable_sequence = 0;
     Group pending;
-    Group spare;  // writer: the buffers of the last group written, cleared, for reuse
+    Group spare;            // writer: the buffers of the last group written, cleared, for reuse
+    AlignedBuffer staging;  // writer: a direct write's blocks
+    AlignedBuffer zeros;    // writer: zero_fill_chunk_bytes of zeros for direct writes
+    bool is_direct_refused = false;  // writer: the file system refused O_DIRECT; buffered since
     std::uint64_t pending_bytes = 0;
     bool writer_busy = false;
     bool stopping = false;
@@ -259,33 +324,114 @@ struct Log::Impl {
         return segment;
     }
 
+    /// Writer only: the O_DIRECT handle of the last segment (opened at its first write, with
+    /// the partial block it ends in read back), or nullptr for buffered writes (direct_io off, or
+    /// refused by the file system).
+    Result<File*> direct_file(Segment& segment) {
+        if (!options.direct_io || is_direct_refused) {
+            return nullptr;
+        }
+        if (segment.direct != nullptr) {
+            return segment.direct.get();
+        }
+        auto opened = env.file_system->open_direct(segment.path);
+        if (!opened) {
+            if (!opened.error().is(Errc::unsupported)) {
+                return std::move(opened).error();
+            }
+            is_direct_refused = true;
+            QUEEN_LOG(*env.logger, Level::info, "log.direct_io_refused",
+                      "dir=" << dir.string() << " detail=\"" << opened.error().message()
+                             << "\" (buffered writes from now on)");
+            return nullptr;
+        }
+        const std::size_t alignment = (*opened)->direct_alignment();
+        QUEEN_ASSERT(alignment > 0 && (alignment & (alignment - 1)) == 0,
+                     "direct I/O alignment is a power of two, not ", alignment);
+        segment.tail.resize(segment.size_bytes % alignment);
+        QUEEN_TRY(const std::size_t got,
+                  read_fully(*segment.file, segment.size_bytes - segment.tail.size(),
+                             MutableByteSpan{segment.tail}));
+        if (got != segment.tail.size()) {
+            return Error{Errc::corruption, segment.path.string() + ": ends before offset " +
+                                               std::to_string(segment.size_bytes)};
+        }
+        segment.direct = std::move(opened).value();
+        return segment.direct.get();
+    }
+
+    /// Writer only: drops the O_DIRECT handle of a segment whose end moved other than by
+    /// write_at_end (sealed, truncated); the next write opens it again.
+    static void drop_direct(Segment& segment) noexcept {
+        segment.direct.reset();
+        segment.tail.clear();
+    }
+
+    /// Writer only: writes `data` at the segment's end (size_bytes; the caller then notes the
+    /// records). Directly: the partial block the end is in, `data` and zeros up to the next
+    /// block boundary go out as whole blocks; the block's old bytes are rewritten unchanged, so
+    /// a write torn at any sector leaves every synced record intact.
+    Status write_at_end(Segment& segment, ByteSpan data) {
+        QUEEN_TRY(File* const direct, direct_file(segment));
+        if (direct == nullptr) {
+            return write_fully(*segment.file, segment.size_bytes, data);
+        }
+        const std::size_t alignment = direct->direct_alignment();
+        const std::uint64_t start = segment.size_bytes - segment.tail.size();
+        const std::size_t used = segment.tail.size() + data.size();
+        const auto total = static_cast<std::size_t>(round_up(used, alignment));
+        Byte* const blocks = staging.reserve(total, alignment);
+        std::memcpy(blocks, segment.tail.data(), segment.tail.size());
+        std::memcpy(blocks + segment.tail.size(), data.data(), data.size());
+        std::memset(blocks + used, 0, total - used);
+        QUEEN_TRY(write_fully(*direct, start, ByteSpan{blocks, total}));
+        segment.tail.assign(blocks + used - used % alignment, blocks + used);
+        segment.file_bytes = std::max(segment.file_bytes, start + total);
+        staging.trim(spare_capacity_bytes_max);
+        return {};
+    }
+
     /// Writer only: makes the file hold zeros up to at least `end` (and preallocate_bytes_ahead
     /// beyond it, within the segment's size limit) before records are written below `end`. The
     /// fdatasync of a group then overwrites blocks that are already allocated and inside the
     /// file's size, so the file system has no size or extent change to journal for it: on ext4
     /// that makes the sync ~30-40 % faster and cheaper. The zeros are synced with the group that
-    /// needed them; recovery reads an all-zero tail as the clean end of the records.
+    /// needed them; recovery reads an all-zero tail as the clean end of the records. Direct
+    /// zeros start at the first block boundary past the file's end (the file reads as zeros
+    /// between its end and there) and end at a block boundary.
     Status zero_fill_ahead(Segment& segment, std::uint64_t end) {
         if (options.preallocate_bytes_ahead == 0 || end <= segment.file_bytes) {
             return {};
         }
         const std::uint64_t limit = std::max(options.segment_size_bytes_max, end);
-        const std::uint64_t target = std::min(end + options.preallocate_bytes_ahead, limit);
-        static const std::vector<Byte> zeros(std::size_t{1} << 20, Byte{0});
+        std::uint64_t target = std::min(end + options.preallocate_bytes_ahead, limit);
         std::uint64_t at = std::max(segment.file_bytes, segment.size_bytes);
+        QUEEN_TRY(File* const direct, direct_file(segment));
+        File& file = direct != nullptr ? *direct : *segment.file;
+        const Byte* chunk = nullptr;
+        if (direct != nullptr) {
+            const std::size_t alignment = direct->direct_alignment();
+            at = round_up(at, alignment);
+            target = round_up(target, alignment);
+            chunk = zeros.zeros(zero_fill_chunk_bytes, alignment);
+        } else {
+            static const std::vector<Byte> buffered_zeros(zero_fill_chunk_bytes, Byte{0});
+            chunk = buffered_zeros.data();
+        }
         while (at < target) {
-            const auto size =
-                static_cast<std::size_t>(std::min<std::uint64_t>(target - at, zeros.size()));
-            QUEEN_TRY(write_fully(*segment.file, at, ByteSpan{zeros.data(), size}));
+            const auto size = static_cast<std::size_t>(
+                std::min<std::uint64_t>(target - at, zero_fill_chunk_bytes));
+            QUEEN_TRY(write_fully(file, at, ByteSpan{chunk, size}));
             at += size;
         }
-        segment.file_bytes = target;
+        segment.file_bytes = std::max(segment.file_bytes, target);
         return {};
     }
 
     /// Writer only: cuts the zero-filled tail off a full segment and syncs it, before the next
     /// segment is created (a segment that is not the last ends at its last record).
     Status seal(Segment& segment) {
+        drop_direct(segment);
         if (segment.file_bytes > segment.size_bytes) {
             QUEEN_TRY(segment.file->truncate(segment.size_bytes));
             segment.file_bytes = segment.size_bytes;
@@ -336,8 +482,7 @@ struct Log::Impl {
                 continue;
             }
             QUEEN_TRY(zero_fill_ahead(segment, segment.size_bytes + chunk));
-            QUEEN_TRY(write_fully(*segment.file, segment.size_bytes,
-                                  ByteSpan{group.buffer}.subspan(at, chunk)));
+            QUEEN_TRY(write_at_end(segment, ByteSpan{group.buffer}.subspan(at, chunk)));
             {
                 std::lock_guard lock(mutex);
                 std::uint64_t offset = segment.size_bytes;
@@ -535,6 +680,7 @@ struct Log::Impl {
             if (last_kept >= segment.header.first_index) {
                 QUEEN_TRY(cut, offset_of(segment, last_kept.next()));
             }
+            drop_direct(segment);
             QUEEN_TRY(segment.file->truncate(cut));
             QUEEN_TRY(segment.file->sync_data());
             segment.size_bytes = cut;

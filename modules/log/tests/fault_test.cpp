@@ -192,18 +192,83 @@ TEST_CASE("log: a directory fsync failure at a segment roll poisons the log", "[
 TEST_CASE("log: short writes are completed and the data is intact", "[log][faults]") {
     queen::testing::TempDir dir;
     Faults faults;
-    faults.short_writes = true;
+    faults.short_writes = true;  // buffered writes write at most 7 bytes
     FaultyFileSystem fs(faults);
     Environment environment;
     environment.file_system = &fs;
+    Options options = small_segments();
+    options.direct_io = false;
     {
-        auto log = Log::open(dir.path(), small_segments(), environment);
+        auto log = Log::open(dir.path(), options, environment);
         REQUIRE(log);
         for (std::uint64_t i = 1; i <= 60; ++i) {
             REQUIRE(append_one(**log, i));
         }
         CHECK(faults.writes.load() > 60 * 3);
         CHECK_FALSE((*log)->poison_reason());
+    }
+    check_reopened(dir.path(), 60);
+}
+
+TEST_CASE("log: short direct writes (whole blocks) are completed and the data is intact",
+          "[log][faults]") {
+    queen::testing::TempDir dir;
+    Faults faults;
+    faults.short_writes = true;  // direct writes write one block at a time
+    FaultyFileSystem fs(faults);
+    Environment environment;
+    environment.file_system = &fs;
+    Options options;
+    options.segment_size_bytes_max = 256u << 10;
+    options.preallocate_bytes_ahead = 64u << 10;
+    // Records of 10,000 bytes and more: every group spans blocks, so every write is cut short.
+    const auto payload = [](std::uint64_t i) { return std::string(10'000 + i * 37, 'a' + i % 26); };
+    constexpr std::uint64_t count = 50;
+    {
+        auto log = Log::open(dir.path(), options, environment);
+        REQUIRE(log);
+        for (std::uint64_t i = 1; i <= count; ++i) {
+            const std::string text = payload(i);
+            auto ticket = (*log)->append_next(Term{1}, 0, as_bytes(text));
+            REQUIRE(ticket);
+            REQUIRE((*log)->wait_durable(*ticket));
+        }
+        // Each group is at least three blocks, written one block per call.
+        CHECK(faults.writes.load() >= static_cast<int>(count * 3));
+        CHECK_FALSE((*log)->poison_reason());
+    }
+    auto log = Log::open(dir.path(), options);
+    REQUIRE(log);
+    REQUIRE((*log)->last_index() == LogIndex{count});
+    auto records = (*log)->read(LogIndex{1}, LogIndex{count + 1});
+    REQUIRE(records);
+    REQUIRE(records->size() == count);
+    for (const Record& record : *records) {
+        CHECK(as_chars(record.payload) == payload(record.index.value()));
+    }
+}
+
+TEST_CASE("log: where direct I/O is refused the writer writes through the page cache",
+          "[log][faults]") {
+    queen::testing::TempDir dir;
+    Faults faults;
+    faults.refuse_direct = true;
+    FaultyFileSystem fs(faults);
+    Environment environment;
+    environment.file_system = &fs;
+    Options options = small_segments();
+    options.preallocate_bytes_ahead = 0;  // buffered and without zeros: files end at a record
+    {
+        auto log = Log::open(dir.path(), options, environment);
+        REQUIRE(log);
+        for (std::uint64_t i = 1; i <= 60; ++i) {
+            REQUIRE(append_one(**log, i));
+        }
+        CHECK_FALSE((*log)->poison_reason());
+    }
+    // A direct write would have padded the last segment to a whole block.
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        CHECK(std::filesystem::file_size(entry.path()) % 4096 != 0);
     }
     check_reopened(dir.path(), 60);
 }

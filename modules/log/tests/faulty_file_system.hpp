@@ -2,6 +2,7 @@
 // failures on demand: write errors, short writes, ENOSPC, fdatasync errors, directory errors.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <memory>
@@ -21,9 +22,10 @@ struct Faults {
     std::atomic<int> sync_errno{EIO};
     std::atomic<bool> short_writes{false};  ///< every write writes at most 7 bytes
     std::atomic<bool> fail_sync_directory{false};
-    std::atomic<bool> fail_create{false};  ///< open(create_exclusive) fails with ENOSPC
-    std::atomic<int> writes{0};            ///< write_at calls seen
-    std::atomic<int> syncs{0};             ///< sync_data calls seen
+    std::atomic<bool> fail_create{false};    ///< open(create_exclusive) fails with ENOSPC
+    std::atomic<bool> refuse_direct{false};  ///< open_direct fails with Errc::unsupported
+    std::atomic<int> writes{0};              ///< write_at calls seen
+    std::atomic<int> syncs{0};               ///< sync_data calls seen
 };
 
 namespace detail {
@@ -44,13 +46,19 @@ public:
         : inner_(std::move(inner)), faults_(faults) {}
     Result<std::size_t> write_at(std::uint64_t offset, ByteSpan data) override {
         ++faults_.writes;
+        // A direct file takes whole blocks only, as O_DIRECT does.
+        const std::size_t block = std::max<std::size_t>(inner_->direct_alignment(), 1);
         if (detail::fires(faults_.fail_write_after)) {
             // Like a real failing write, part of the data may have reached the file.
-            (void)inner_->write_at(offset, data.first(data.size() / 2));
+            const std::size_t part = data.size() / 2 / block * block;
+            if (part > 0) {
+                (void)inner_->write_at(offset, data.first(part));
+            }
             return errno_error(faults_.write_errno.load(), "pwrite (injected)");
         }
-        if (faults_.short_writes.load() && data.size() > 7) {
-            data = data.first(7);
+        const std::size_t short_size = std::max<std::size_t>(7 / block * block, block);
+        if (faults_.short_writes.load() && data.size() > short_size) {
+            data = data.first(short_size);
         }
         return inner_->write_at(offset, data);
     }
@@ -66,6 +74,7 @@ public:
     }
     Status truncate(std::uint64_t size) override { return inner_->truncate(size); }
     Result<std::uint64_t> size() const override { return inner_->size(); }
+    std::size_t direct_alignment() const noexcept override { return inner_->direct_alignment(); }
 
 private:
     std::unique_ptr<File> inner_;
@@ -80,6 +89,13 @@ public:
             return errno_error(ENOSPC, "open " + path.string() + " (injected)");
         }
         QUEEN_TRY(std::unique_ptr<File> inner, posix_file_system().open(path, mode));
+        return std::unique_ptr<File>(std::make_unique<FaultyFile>(std::move(inner), faults_));
+    }
+    Result<std::unique_ptr<File>> open_direct(const std::filesystem::path& path) override {
+        if (faults_.refuse_direct.load()) {
+            return Error{Errc::unsupported, "direct I/O on " + path.string() + " (injected)"};
+        }
+        QUEEN_TRY(std::unique_ptr<File> inner, posix_file_system().open_direct(path));
         return std::unique_ptr<File>(std::make_unique<FaultyFile>(std::move(inner), faults_));
     }
     Status remove(const std::filesystem::path& path) override {

@@ -106,6 +106,9 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("log.preallocate_bytes_ahead", &c.log.preallocate_bytes_ahead,
                        "Zeros kept written ahead of the last record, so that fdatasync has no file "
                        "size change to journal (0: off).");
+    schema.add_bool("log.direct_io", &c.log.direct_io,
+                    "Write the log with O_DIRECT (no copy into the page cache); buffered where the "
+                    "file system refuses it.");
     schema.add_integer("log.record_size_bytes_max", &c.log.record_size_bytes_max,
                        "Largest log entry (one command, e.g. a push batch).");
     schema.add_integer("log.pending_bytes_max", &c.log.pending_bytes_max,

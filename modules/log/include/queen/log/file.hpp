@@ -32,6 +32,9 @@ public:
     [[nodiscard]] virtual Status truncate(std::uint64_t size) = 0;
     /// Current size in bytes (fstat).
     [[nodiscard]] virtual Result<std::uint64_t> size() const = 0;
+    /// 0 for a file from FileSystem::open. For one from FileSystem::open_direct: the alignment
+    /// in bytes that the offset, the size and the buffer address of every write_at must have.
+    [[nodiscard]] virtual std::size_t direct_alignment() const noexcept { return 0; }
 };
 
 /// How to open a file.
@@ -48,6 +51,14 @@ public:
     virtual ~FileSystem() = default;
     [[nodiscard]] virtual Result<std::unique_ptr<File>> open(const std::filesystem::path& path,
                                                              OpenMode mode) = 0;
+    /// Opens an existing file for direct writes (O_DIRECT: the data goes from the caller's
+    /// buffer to the device, not through the page cache; durable after sync_data). Only
+    /// write_at and sync_data are meant for it; see File::direct_alignment. Errc::unsupported
+    /// when the file system does not do direct I/O (tmpfs, some network file systems).
+    [[nodiscard]] virtual Result<std::unique_ptr<File>> open_direct(
+        const std::filesystem::path& path) {
+        return Error{Errc::unsupported, "direct I/O on " + path.string()};
+    }
     /// unlink(2). Errc::not_found when missing.
     [[nodiscard]] virtual Status remove(const std::filesystem::path& path) = 0;
     /// Names (not paths) of the entries of `dir`, unsorted.
@@ -59,7 +70,8 @@ public:
     [[nodiscard]] virtual Status sync_directory(const std::filesystem::path& dir) = 0;
 };
 
-/// The real file system (open/pwrite/pread/fdatasync/ftruncate/unlink, O_CLOEXEC everywhere).
+/// The real file system (open/pwrite/pread/fdatasync/ftruncate/unlink, O_CLOEXEC everywhere;
+/// open_direct adds O_DIRECT and takes its alignment from statx(STATX_DIOALIGN)).
 /// One process-wide instance; stateless.
 FileSystem& posix_file_system();
 

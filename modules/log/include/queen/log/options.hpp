@@ -16,6 +16,11 @@ struct Options {
     /// file grows with each write). Overwriting allocated zeros lets fdatasync skip journaling a
     /// size change; the cost is writing each byte of the log twice (zeros, then records).
     std::uint64_t preallocate_bytes_ahead = 1u << 20;
+    /// The writer writes records (and the zeros ahead of them) with O_DIRECT: from its buffer to
+    /// the device, without a copy into the page cache, rewriting the last partial block with
+    /// each group. Where the file system refuses direct I/O the writer uses buffered writes.
+    /// Reads (recovery, read()) always go through the page cache.
+    bool direct_io = true;
     /// Largest payload of one record; appends above it fail with Errc::invalid_argument, and
     /// recovery treats a longer length field as damage.
     std::uint32_t record_size_bytes_max = 16u << 20;
