@@ -339,10 +339,7 @@ struct Log::Impl {
             if (!opened.error().is(Errc::unsupported)) {
                 return std::move(opened).error();
             }
-            is_direct_refused = true;
-            QUEEN_LOG(*env.logger, Level::info, "log.direct_io_refused",
-                      "dir=" << dir.string() << " detail=\"" << opened.error().message()
-                             << "\" (buffered writes from now on)");
+            refuse_direct(segment, opened.error());
             return nullptr;
         }
         const std::size_t alignment = (*opened)->direct_alignment();
@@ -358,6 +355,16 @@ struct Log::Impl {
         }
         segment.direct = std::move(opened).value();
         return segment.direct.get();
+    }
+
+    /// Writer only: the file system refused direct I/O (the open, or a write with EINVAL, which
+    /// happens before any byte is written): buffered writes from now on.
+    void refuse_direct(Segment& segment, const Error& why) {
+        is_direct_refused = true;
+        drop_direct(segment);
+        QUEEN_LOG(*env.logger, Level::info, "log.direct_io_refused",
+                  "dir=" << dir.string() << " detail=\"" << why.message()
+                         << "\" (buffered writes from now on)");
     }
 
     /// Writer only: drops the O_DIRECT handle of a segment whose end moved other than by
@@ -384,7 +391,15 @@ struct Log::Impl {
         std::memcpy(blocks, segment.tail.data(), segment.tail.size());
         std::memcpy(blocks + segment.tail.size(), data.data(), data.size());
         std::memset(blocks + used, 0, total - used);
-        QUEEN_TRY(write_fully(*direct, start, ByteSpan{blocks, total}));
+        if (Status status = write_fully(*direct, start, ByteSpan{blocks, total}); !status) {
+            if (!status.error().is(Errc::unsupported)) {
+                return status;
+            }
+            // Refused before anything was written (or, at worst, after whole blocks of these
+            // same bytes): write it all again through the page cache.
+            refuse_direct(segment, status.error());
+            return write_fully(*segment.file, segment.size_bytes, data);
+        }
         segment.tail.assign(blocks + used - used % alignment, blocks + used);
         segment.file_bytes = std::max(segment.file_bytes, start + total);
         staging.trim(spare_capacity_bytes_max);
@@ -421,7 +436,13 @@ struct Log::Impl {
         while (at < target) {
             const auto size = static_cast<std::size_t>(
                 std::min<std::uint64_t>(target - at, zero_fill_chunk_bytes));
-            QUEEN_TRY(write_fully(file, at, ByteSpan{chunk, size}));
+            if (Status status = write_fully(file, at, ByteSpan{chunk, size}); !status) {
+                if (direct == nullptr || !status.error().is(Errc::unsupported)) {
+                    return status;
+                }
+                refuse_direct(segment, status.error());
+                return zero_fill_ahead(segment, end);  // again, buffered
+            }
             at += size;
         }
         segment.file_bytes = std::max(segment.file_bytes, target);

@@ -33,6 +33,11 @@ public:
                 }
                 return static_cast<std::size_t>(n);
             }
+            if (errno == EINVAL && direct_alignment_ != 0) {
+                // O_DIRECT refused this write (alignment or file system); nothing was written.
+                return Error{Errc::unsupported,
+                             "direct pwrite " + path_.string() + " refused (EINVAL)"};
+            }
             if (errno != EINTR) {
                 return path_error(errno, "pwrite", path_);
             }

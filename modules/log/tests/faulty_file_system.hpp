@@ -22,10 +22,12 @@ struct Faults {
     std::atomic<int> sync_errno{EIO};
     std::atomic<bool> short_writes{false};  ///< every write writes at most 7 bytes
     std::atomic<bool> fail_sync_directory{false};
-    std::atomic<bool> fail_create{false};    ///< open(create_exclusive) fails with ENOSPC
-    std::atomic<bool> refuse_direct{false};  ///< open_direct fails with Errc::unsupported
-    std::atomic<int> writes{0};              ///< write_at calls seen
-    std::atomic<int> syncs{0};               ///< sync_data calls seen
+    std::atomic<bool> fail_create{false};           ///< open(create_exclusive) fails with ENOSPC
+    std::atomic<bool> refuse_direct{false};         ///< open_direct fails with Errc::unsupported
+    std::atomic<bool> refuse_direct_writes{false};  ///< direct writes fail as EINVAL does
+    std::atomic<int> writes{0};                     ///< write_at calls seen
+    std::atomic<int> direct_writes{0};              ///< of them, on files from open_direct
+    std::atomic<int> syncs{0};                      ///< sync_data calls seen
 };
 
 namespace detail {
@@ -48,6 +50,12 @@ public:
         ++faults_.writes;
         // A direct file takes whole blocks only, as O_DIRECT does.
         const std::size_t block = std::max<std::size_t>(inner_->direct_alignment(), 1);
+        if (block > 1) {
+            ++faults_.direct_writes;
+            if (faults_.refuse_direct_writes.load()) {
+                return Error{Errc::unsupported, "direct pwrite refused (EINVAL, injected)"};
+            }
+        }
         if (detail::fires(faults_.fail_write_after)) {
             // Like a real failing write, part of the data may have reached the file.
             const std::size_t part = data.size() / 2 / block * block;

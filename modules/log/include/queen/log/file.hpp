@@ -21,7 +21,8 @@ class File {
 public:
     virtual ~File() = default;
     /// Writes up to data.size() bytes at `offset`; returns how many were written (may be short,
-    /// never 0 for a non-empty `data` unless an error is returned).
+    /// never 0 for a non-empty `data` unless an error is returned). A direct file whose write
+    /// the kernel refuses (EINVAL: alignment, file system) fails with Errc::unsupported.
     [[nodiscard]] virtual Result<std::size_t> write_at(std::uint64_t offset, ByteSpan data) = 0;
     /// Reads up to out.size() bytes at `offset`; returns how many (0 only at end of file).
     [[nodiscard]] virtual Result<std::size_t> read_at(std::uint64_t offset,
