@@ -444,8 +444,8 @@ struct Log::Impl {
                 return zero_fill_ahead(segment, end);  // again, buffered
             }
             at += size;
+            segment.file_bytes = std::max(segment.file_bytes, at);
         }
-        segment.file_bytes = std::max(segment.file_bytes, target);
         return {};
     }
 
