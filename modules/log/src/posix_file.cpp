@@ -16,6 +16,17 @@ Error path_error(int errno_value, const char* call, const std::filesystem::path&
     return errno_error(errno_value, std::string(call) + " " + path.string());
 }
 
+/// The error of a failed call that names a file: a missing or an existing one get their codes.
+Error file_error(int errno_value, const char* call, const std::filesystem::path& path) {
+    if (errno_value == ENOENT) {
+        return Error{Errc::not_found, std::string(call) + " " + path.string()};
+    }
+    if (errno_value == EEXIST) {
+        return Error{Errc::already_exists, std::string(call) + " " + path.string()};
+    }
+    return path_error(errno_value, call, path);
+}
+
 class PosixFile final : public File {
 public:
     PosixFile(int fd, std::filesystem::path path, std::size_t direct_alignment = 0)
@@ -95,14 +106,7 @@ public:
         }
         const int fd = ::open(path.c_str(), flags, 0644);
         if (fd < 0) {
-            const int saved = errno;
-            if (saved == ENOENT) {
-                return Error{Errc::not_found, "open " + path.string()};
-            }
-            if (saved == EEXIST) {
-                return Error{Errc::already_exists, "open " + path.string()};
-            }
-            return path_error(saved, "open", path);
+            return file_error(errno, "open", path);
         }
         return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path));
     }
@@ -110,11 +114,7 @@ public:
         std::size_t alignment = direct_alignment_min;
         struct statx info {};
         if (::statx(AT_FDCWD, path.c_str(), 0, STATX_DIOALIGN, &info) != 0) {
-            const int saved = errno;
-            if (saved == ENOENT) {
-                return Error{Errc::not_found, "statx " + path.string()};
-            }
-            return path_error(saved, "statx", path);
+            return file_error(errno, "statx", path);
         }
         if ((info.stx_mask & STATX_DIOALIGN) != 0) {
             // Reported (Linux 6.1+ on ext4, xfs, btrfs, block devices): 0 means no direct I/O.
@@ -131,29 +131,20 @@ public:
             if (saved == EINVAL) {
                 return Error{Errc::unsupported, "open O_DIRECT " + path.string()};
             }
-            if (saved == ENOENT) {
-                return Error{Errc::not_found, "open " + path.string()};
-            }
-            return path_error(saved, "open O_DIRECT", path);
+            return file_error(saved, "open O_DIRECT", path);
         }
         return std::unique_ptr<File>(std::make_unique<PosixFile>(fd, path, alignment));
     }
     Status remove(const std::filesystem::path& path) override {
         if (::unlink(path.c_str()) != 0) {
-            if (errno == ENOENT) {
-                return Error{Errc::not_found, "unlink " + path.string()};
-            }
-            return path_error(errno, "unlink", path);
+            return file_error(errno, "unlink", path);
         }
         return {};
     }
     Result<std::vector<std::string>> list(const std::filesystem::path& dir) override {
         DIR* handle = ::opendir(dir.c_str());
         if (handle == nullptr) {
-            if (errno == ENOENT) {
-                return Error{Errc::not_found, "opendir " + dir.string()};
-            }
-            return path_error(errno, "opendir", dir);
+            return file_error(errno, "opendir", dir);
         }
         std::vector<std::string> names;
         errno = 0;
