@@ -24,9 +24,11 @@ Status NodeOptions::validate() const {
 }
 
 Status TenantOptions::validate() const {
-    if (proposals_max == 0 || batch_entries_max == 0 || batch_bytes_max == 0) {
+    if (proposals_max == 0 || batch_entries_max == 0 || batch_bytes_max == 0 ||
+        state_commit_bytes == 0) {
         return Error{config::Errc::out_of_range,
-                     "tenant.proposals_max, batch_entries_max and batch_bytes_max must be > 0"};
+                     "tenant.proposals_max, batch_entries_max, batch_bytes_max and "
+                     "state_commit_bytes must be > 0"};
     }
     if (sweep_interval_ms == 0 || state_sync_interval_ms == 0) {
         return Error{config::Errc::out_of_range,
@@ -140,13 +142,16 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("tenant.batch_entries_max", &t.batch_entries_max,
                        "Committed commands taken into one apply at most.", 1);
     schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max,
-                       "Entry bytes taken into one apply (and held by an open LMDB txn) at most.",
-                       1);
+                       "Entry bytes taken into one apply at most.", 1);
     schema.add_integer("tenant.sweep_interval_ms", &t.sweep_interval_ms,
                        "Period of the retention / ttl / eviction sweep.", 1);
     schema.add_integer("tenant.state_commit_interval_us", &t.state_commit_interval_us,
                        "How long applied entries may wait in an open LMDB write txn for more to "
                        "share its commit (answers do not wait; 0 = commit every apply batch).");
+    schema.add_integer("tenant.state_commit_bytes", &t.state_commit_bytes,
+                       "Entry bytes an open LMDB write txn gathers before it commits, whatever "
+                       "the interval.",
+                       1);
     schema.add_integer("tenant.state_sync_interval_ms", &t.state_sync_interval_ms,
                        "Period of the LMDB flush that lets the log be compacted.", 1);
     schema.add_integer("tenant.state_writeback_interval_ms", &t.state_writeback_interval_ms,

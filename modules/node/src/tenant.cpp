@@ -276,7 +276,7 @@ void Tenant::run_applier() {
         lock.lock();
         const engine::UncommittedStats pending = engine_->uncommitted();
         if (pending.entries > 0 && (readers_waiting_ > 0 || commit_wait_ns() <= 0 ||
-                                    pending.bytes >= config_.tenant.batch_bytes_max)) {
+                                    pending.bytes >= config_.tenant.state_commit_bytes)) {
             lock.unlock();
             commit_state();
             lock.lock();

@@ -287,3 +287,54 @@ TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a re
     REQUIRE((*tenant)->stop().has_value());
     waiters.stop();
 }
+
+TEST_CASE("node: an open LMDB txn commits once it holds state_commit_bytes, without a reader",
+          "[node][tenant]") {
+    queen::testing::TempDir dir;
+    queen::node::detail::Waiters waiters(queen::SystemClock::instance());
+    auto config = small_config();
+    config.tenant.state_commit_interval_us = 600'000'000;  // time alone never commits here
+    config.tenant.state_sync_interval_ms = 600'000;
+    const auto commits = [](const queen::node::detail::Tenant& tenant) {
+        std::vector<queen::api::MetricSample> samples;
+        std::vector<queen::api::HistogramSample> histograms;
+        tenant.collect_metrics(samples, histograms);
+        for (const auto& sample : samples) {
+            if (sample.name == "queen_state_commits_total") {
+                return static_cast<std::uint64_t>(sample.value);
+            }
+        }
+        FAIL("queen_state_commits_total is missing");
+        return std::uint64_t{0};
+    };
+    constexpr int pushes = 20;
+    // Each push is answered before the next is submitted, so each is an apply batch of its own.
+    const auto push_and_read = [&](queen::node::detail::Tenant& tenant) {
+        const std::uint64_t before = commits(tenant);
+        for (int i = 0; i < pushes; ++i) {
+            std::promise<bool> done;
+            tenant.submit(push_command("p", std::to_string(i)),
+                          [&](queen::Result<queen::engine::CommandResult> result) {
+                              done.set_value(result.has_value());
+                          });
+            REQUIRE(done.get_future().get());
+        }
+        REQUIRE(tenant.read([](const queen::engine::Engine&) {}).has_value());
+        return commits(tenant) - before;
+    };
+    SECTION("one byte: every apply batch commits") {
+        config.tenant.state_commit_bytes = 1;
+        auto tenant = open_tenant(dir.path(), config, waiters);
+        REQUIRE(tenant.has_value());
+        CHECK(push_and_read(**tenant) >= static_cast<std::uint64_t>(pushes));
+        REQUIRE((*tenant)->stop().has_value());
+    }
+    SECTION("a gigabyte: only the read commits, once") {
+        config.tenant.state_commit_bytes = std::uint64_t{1} << 30;
+        auto tenant = open_tenant(dir.path(), config, waiters);
+        REQUIRE(tenant.has_value());
+        CHECK(push_and_read(**tenant) == 1);
+        REQUIRE((*tenant)->stop().has_value());
+    }
+    waiters.stop();
+}

@@ -30,15 +30,20 @@ struct TenantOptions {
     std::uint32_t proposals_max = 100'000;
     /// Committed commands the applier takes into one engine apply.
     std::uint32_t batch_entries_max = 4096;
-    /// Encoded entry bytes the applier takes into one engine apply; also the most an open
-    /// LMDB write txn holds before it commits (state_commit_interval_us).
+    /// Encoded entry bytes the applier takes into one engine apply.
     std::uint64_t batch_bytes_max = std::uint64_t{8} << 20;
     /// How often the leader proposes a sweep (retention, ttl, eviction) entry.
     std::uint32_t sweep_interval_ms = 5'000;
     /// How long applied entries may wait in an open LMDB write txn for more to share its
     /// commit (their answers do not wait: they leave before the commit). Reads wait for the
     /// commit, which a waiting read brings forward. 0 = commit after every apply batch.
-    std::uint32_t state_commit_interval_us = 10'000;
+    /// Waiting longer saves the copies of pages that several entries change (a partition's
+    /// last leaf, its cursor, the indexes); appends gain nothing, so state_commit_bytes ends
+    /// the wait early when entries are large.
+    std::uint32_t state_commit_interval_us = 100'000;
+    /// Encoded entry bytes an open LMDB write txn gathers before it commits, whatever the
+    /// interval (the txn holds at most this plus one apply batch).
+    std::uint64_t state_commit_bytes = std::uint64_t{1} << 20;
     /// How often LMDB is flushed to disk (fsync) so the log below it can be compacted.
     std::uint32_t state_sync_interval_ms = 1'000;
     /// Between checkpoints, how often the kernel is asked to start writing LMDB's dirty pages
