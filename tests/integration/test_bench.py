@@ -4,6 +4,7 @@ once in e2e, consume and partitions; the JSON has the documented fields."""
 import json
 import os
 import subprocess
+import tempfile
 import unittest
 
 from harness import QUEEN_BIN, SOURCE_DIR, Server
@@ -181,3 +182,100 @@ class BenchTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BenchScriptTest(unittest.TestCase):
+    """tools/bench.sh (`make bench`): each profile runs once per round against its own fresh
+    `queen serve`; the JSON keeps every run and the table shows each profile's median run."""
+
+    PROFILES = """
+[profiles.tiny-push]
+description = "pushes of 10, two producers"
+workload = "produce"
+producers = 2
+batch = 10
+size = 64
+partitions = 2
+messages = 200
+duration = 30
+standard = true
+goal_msgs_per_s = 1
+
+[profiles.tiny-e2e]
+description = "push, pop, ack"
+workload = "e2e"
+producers = 1
+consumers = 1
+batch = 10
+size = 64
+partitions = 1
+messages = 100
+duration = 30
+standard = true
+
+[profiles.not-standard]
+description = "left out unless named"
+workload = "produce"
+producers = 1
+batch = 1
+size = 8
+partitions = 1
+messages = 10
+duration = 30
+"""
+
+    def run_script(self, work, rounds):
+        profiles = os.path.join(work, "bench.toml")
+        with open(profiles, "w") as f:
+            f.write(self.PROFILES)
+        results = os.path.join(work, "results")
+        env = dict(os.environ, QUEEN_BENCH_PROFILES=profiles, QUEEN_BENCH_ROUNDS=rounds,
+                   QUEEN_BENCH_RESULTS=results, QUEEN_BENCH_DIR=work)
+        out = subprocess.run([os.path.join(SOURCE_DIR, "tools/bench.sh"), QUEEN_BIN], env=env,
+                             capture_output=True, text=True, timeout=300)
+        return out, results
+
+    def test_rounds_keep_every_run_and_the_table_shows_the_median(self):
+        with tempfile.TemporaryDirectory(dir=os.environ.get("QUEEN_TEST_DIR")) as work:
+            out, results = self.run_script(work, "3")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            names = sorted(os.listdir(results))
+            self.assertEqual(len(names), 2, names)  # <date>.json and <date>.md
+            with open(os.path.join(results, names[0])) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["rounds"], 3)
+            # Round by round, in profile order; the non-standard profile never ran.
+            self.assertEqual([(r["round"], r["profile"]) for r in doc["results"]],
+                             [(n, p) for n in (1, 2, 3) for p in ("tiny-push", "tiny-e2e")])
+            for r in doc["results"]:
+                self.assertEqual(r["errors"], 0)
+                expected = 200 if r["profile"] == "tiny-push" else 100
+                self.assertEqual(r["produced"], expected)
+            for s in doc["summary"]:
+                runs = sorted(r["msgs_per_s"] for r in doc["results"] if r["profile"] == s["profile"])
+                self.assertEqual(s["runs"], 3)
+                self.assertEqual(s["msgs_per_s_median"], runs[1])
+                self.assertEqual((s["msgs_per_s_min"], s["msgs_per_s_max"]), (runs[0], runs[2]))
+                median_run = [r for r in doc["results"]
+                              if r["profile"] == s["profile"] and r["round"] == s["median_round"]]
+                self.assertEqual(median_run[0]["msgs_per_s"], runs[1])
+            by_name = {s["profile"]: s for s in doc["summary"]}
+            self.assertEqual(by_name["tiny-push"]["goal_met_runs"], 3)
+            self.assertIsNone(by_name["tiny-e2e"]["goal_met_runs"])
+            with open(os.path.join(results, names[1])) as f:
+                table = f.read()
+            push_row = [line for line in table.splitlines() if line.startswith("| tiny-push |")]
+            self.assertEqual(len(push_row), 1, table)
+            self.assertIn(f"{by_name['tiny-push']['msgs_per_s_median']:,.0f}", push_row[0])
+            self.assertIn("(3 runs)", push_row[0])
+            self.assertIn("met in 3 of 3", push_row[0])
+            self.assertNotIn("not-standard", table)
+            # Every server stopped and its data directory went with it.
+            self.assertEqual([n for n in os.listdir(work) if n.startswith("queen-bench")], [])
+
+    def test_a_bad_round_count_is_refused(self):
+        with tempfile.TemporaryDirectory(dir=os.environ.get("QUEEN_TEST_DIR")) as work:
+            out, results = self.run_script(work, "0")
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("QUEEN_BENCH_ROUNDS must be a positive integer", out.stderr)
+            self.assertFalse(os.path.exists(results))
