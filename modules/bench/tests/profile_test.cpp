@@ -107,8 +107,11 @@ TEST_CASE("bench: conf/bench.toml parses and has the standard profiles", "[bench
     // The issue-5 targets a rate and a p99 express are goals of their profiles.
     CHECK(e2e->goal.p99_ms_max == Approx(50));
     CHECK(unpaced->goal.msgs_per_s_min == Approx(150'000));
-    for (const auto& [name, rate] : std::initializer_list<std::pair<const char*, double>>{
-             {"push-1", 25'000}, {"push-100-16", 300'000}, {"transaction", 20'000}}) {
+    for (const auto& [name, rate] :
+         std::initializer_list<std::pair<const char*, double>>{{"push-1", 25'000},
+                                                               {"push-100-16", 300'000},
+                                                               {"push-100-64", 300'000},
+                                                               {"transaction", 20'000}}) {
         auto profile = queen::bench::find_profile(*profiles, name);
         REQUIRE(profile.has_value());
         CHECK(profile->goal.msgs_per_s_min == Approx(rate));
