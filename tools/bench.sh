@@ -155,7 +155,7 @@ for s in summary:
     r = s["median"]
     c, l = r["conditions"], r["latency_ms"]
     m = r["metrics"]
-    notes = ", ".join(f"{k} {v:,.0f}" for k, v in m.items())
+    notes = ", ".join(f"{k} {v:,.1f}" if abs(v) < 100 else f"{k} {v:,.0f}" for k, v in m.items())
     target = f"{r['target_msgs_per_s']:,.0f}" if r.get("target_msgs_per_s") else "unpaced"
     spread = (f"{s['msgs_per_s_min']:,.0f} - {s['msgs_per_s_max']:,.0f} ({s['runs']} runs)"
               if s["runs"] > 1 else "1 run")

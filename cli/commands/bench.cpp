@@ -56,8 +56,9 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
                         "Run the named profile of the profiles file (flags given override it)");
     command->add_option("--profiles-file", options->profiles_file, "Profiles file")
         ->capture_default_str();
-    command->add_option("--server-pid", options->server_pid,
-                        "Read the server's RSS from /proc/<pid> (default: /metrics/prometheus)");
+    command->add_option(
+        "--server-pid", options->server_pid,
+        "Read the server's RSS and CPU time from /proc/<pid> (default: /metrics/prometheus)");
     command
         ->add_option("--durability", options->durability,
                      "How the server was configured to persist, for the report's conditions")

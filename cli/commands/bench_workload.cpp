@@ -165,6 +165,22 @@ std::int64_t server_rss_bytes(client::Client& client, int server_pid) {
     return rss ? static_cast<std::int64_t>(*rss) : -1;
 }
 
+/// The server's CPU time so far in microseconds: /proc/<pid>/stat when the server runs here
+/// (--server-pid), else its Prometheus counters; < 0 unknown.
+double server_cpu_us(client::Client& client, int server_pid) {
+    if (server_pid > 0) {
+        auto cpu = bench::read_process_cpu_us(server_pid);
+        return cpu ? *cpu : -1;
+    }
+    auto text = client.get_json("/metrics/prometheus");
+    if (!text) {
+        return -1;
+    }
+    const auto user = bench::find_prometheus_sample(*text, "queen_cpu_user_microseconds_total");
+    const auto system = bench::find_prometheus_sample(*text, "queen_cpu_system_microseconds_total");
+    return user && system ? *user + *system : -1;
+}
+
 }  // namespace
 
 int run_bench_workload(const BenchOptions& options) {
@@ -202,6 +218,9 @@ int run_bench_workload(const BenchOptions& options) {
     workload.wait_until_ns = wait_until_monotonic_ns;
     workload.server_rss_bytes = [&client, &options] {
         return server_rss_bytes(client, options.server_pid);
+    };
+    workload.server_cpu_us = [&client, &options] {
+        return server_cpu_us(client, options.server_pid);
     };
 
     bench::Progress progress;

@@ -46,6 +46,11 @@ class BenchTest(unittest.TestCase):
             self.assertIn(key, latency)
         self.assertLessEqual(latency["p50"], latency["p99"])
         self.assertLessEqual(latency["p99"], latency["max"])
+        # CPU per message over the measured phase: the server's from /proc/<pid>/stat (in clock
+        # ticks, so a short run may show 0), the bench's own from getrusage.
+        metrics = report["metrics"]
+        self.assertGreaterEqual(metrics["server_cpu_us_per_msg"], 0)
+        self.assertGreater(metrics["bench_cpu_us_per_msg"], 0)
         conditions = report["conditions"]
         self.assertTrue(conditions["server_version"])
         self.assertGreaterEqual(conditions["cores"], 1)

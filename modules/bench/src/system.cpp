@@ -1,6 +1,11 @@
 // bench/src/system.cpp — /proc readers and the small parsers behind a report's conditions.
 #include "queen/bench/system.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -27,6 +32,62 @@ queen::Result<std::int64_t> read_process_rss_bytes(int pid) {
         break;
     }
     return queen::Error{queen::Errc::io, path + ": no VmRSS in kB"};
+}
+
+std::optional<std::int64_t> parse_proc_stat_cpu_ticks(std::string_view stat) {
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string_view::npos) {
+        return std::nullopt;
+    }
+    // After ") ": field 3 (state) is the first; utime and stime are fields 14 and 15.
+    std::string_view rest = stat.substr(close + 1);
+    std::int64_t ticks = 0;
+    for (int field = 3; field <= 15; ++field) {
+        while (!rest.empty() && rest.front() == ' ') {
+            rest.remove_prefix(1);
+        }
+        const std::size_t end = std::min(rest.find(' '), rest.size());
+        const std::string_view value = rest.substr(0, end);
+        if (value.empty()) {
+            return std::nullopt;
+        }
+        if (field >= 14) {
+            std::int64_t parsed = 0;
+            const auto [ptr, ec] =
+                std::from_chars(value.data(), value.data() + value.size(), parsed);
+            if (ec != std::errc{} || ptr != value.data() + value.size() || parsed < 0) {
+                return std::nullopt;
+            }
+            ticks += parsed;
+        }
+        rest.remove_prefix(end);
+    }
+    return ticks;
+}
+
+queen::Result<double> read_process_cpu_us(int pid) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    std::ifstream in(path);
+    if (!in) {
+        return queen::Error{queen::Errc::not_found, path};
+    }
+    std::string stat;
+    std::getline(in, stat);
+    const auto ticks = parse_proc_stat_cpu_ticks(stat);
+    const long per_second = ::sysconf(_SC_CLK_TCK);
+    if (!ticks || per_second <= 0) {
+        return queen::Error{queen::Errc::io, path + ": no CPU times"};
+    }
+    return static_cast<double>(*ticks) * 1e6 / static_cast<double>(per_second);
+}
+
+double own_cpu_us() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const auto us = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec);
+    };
+    return us(usage.ru_utime) + us(usage.ru_stime);
 }
 
 std::optional<double> read_load_average_1m() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "queen/bench/pacer.hpp"
+#include "queen/bench/system.hpp"
 #include "queen/client/multiplexer.hpp"
 #include "queen/client/protocol.hpp"
 #include "queen/core/assert.hpp"
@@ -630,6 +631,38 @@ std::int64_t sample_rss(const WorkloadOptions& options) {
     return options.server_rss_bytes ? options.server_rss_bytes() : -1;
 }
 
+/// The CPU time the server and this process spend over a measured phase, per message of its
+/// report (the server's only when options.server_cpu_us knows it). The phase's idle tail (the
+/// consumers' last long polls) is in it too.
+class CpuWindow {
+public:
+    explicit CpuWindow(const WorkloadOptions& options)
+        : options_(options), server_start_us_(sample_server()), own_start_us_(own_cpu_us()) {}
+
+    void add_to(Report& report) const {
+        const double own_us = own_cpu_us() - own_start_us_;
+        const double server_end_us = sample_server();
+        const auto messages = static_cast<double>(report.messages);
+        if (messages <= 0) {
+            return;
+        }
+        if (server_start_us_ >= 0 && server_end_us >= server_start_us_) {
+            report.metrics.push_back(
+                {"server_cpu_us_per_msg", (server_end_us - server_start_us_) / messages});
+        }
+        report.metrics.push_back({"bench_cpu_us_per_msg", own_us / messages});
+    }
+
+private:
+    [[nodiscard]] double sample_server() const {
+        return options_.server_cpu_us ? options_.server_cpu_us() : -1;
+    }
+
+    const WorkloadOptions& options_;
+    double server_start_us_;
+    double own_start_us_;
+};
+
 /// Fills the queue with run.target messages using the producer threads; returns the fill rate.
 double fill(Run& run, std::int64_t deadline_ns) {
     run.progress.phase.store("fill");
@@ -655,6 +688,7 @@ std::uint64_t count_missing(const Run& run) {
 /// Drains with the consumer threads; fills elapsed, consumed and latency of `report`.
 void drain(Run& run, std::int64_t deadline_ns, Report& report) {
     run.progress.phase.store("drain");
+    const CpuWindow cpu(run.options);
     run.last_delivery_ns.store(run.clock.monotonic_ns());
     const std::int64_t start_ns = run.clock.monotonic_ns();
     report.latency_ns =
@@ -667,6 +701,7 @@ void drain(Run& run, std::int64_t deadline_ns, Report& report) {
     report.bytes = run.bytes_consumed.load();
     report.missing = count_missing(run);
     report.duplicates = run.duplicates.load();
+    cpu.add_to(report);
 }
 
 /// The target rate, and how far behind schedule the producers fell (paced runs only).
@@ -684,6 +719,7 @@ Report run_produce(Run& run, std::int64_t deadline_ns) {
     report.latency_of =
         run.options.rate_msgs_per_s > 0 ? "push request, from its due time" : "push request";
     run.progress.phase.store("run");
+    const CpuWindow cpu(run.options);
     const std::int64_t start_ns = run.clock.monotonic_ns();
     run.pacer = Pacer{run.options.rate_msgs_per_s, start_ns};
     report.latency_ns = run_producers(run, deadline_ns, true);
@@ -693,6 +729,7 @@ Report run_produce(Run& run, std::int64_t deadline_ns) {
     report.bytes = run.bytes_produced.load();
     report.produce_msgs_per_s = report.msgs_per_s();
     add_pacing_metrics(run, report);
+    cpu.add_to(report);
     return report;
 }
 
@@ -713,6 +750,7 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
                             : "payload timestamp to delivery; unpaced, so it includes the "
                               "backlog producers build ahead of consumers (see --rate)";
     run.progress.phase.store("run");
+    const CpuWindow cpu(run.options);
     const std::int64_t start_ns = run.clock.monotonic_ns();
     run.pacer = Pacer{run.options.rate_msgs_per_s, start_ns};
     run.last_delivery_ns.store(start_ns);
@@ -749,6 +787,7 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
         {"drain_after_produce_s",
          elapsed_s(produce_end_ns, std::max(run.last_delivery_ns.load(), produce_end_ns))});
     add_pacing_metrics(run, report);
+    cpu.add_to(report);
     return report;
 }
 
@@ -790,6 +829,7 @@ queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
     Report report;
     report.latency_of = "pop + transaction (ack and push)";
     run.progress.phase.store("run");
+    const CpuWindow cpu(run.options);
     const std::int64_t start_ns = run.clock.monotonic_ns();
     report.latency_ns = run_agents(
         run, run.options.consumers, [&run, deadline_ns](std::int64_t worker, Lane& lane) {
@@ -804,6 +844,7 @@ queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
     report.metrics.push_back({"transactions", transactions});
     report.metrics.push_back(
         {"transactions_per_s", report.elapsed_s > 0 ? transactions / report.elapsed_s : 0.0});
+    cpu.add_to(report);
     return report;
 }
 

@@ -16,6 +16,19 @@ namespace queen::bench {
 /// (the file has no VmRSS line, e.g. a zombie).
 [[nodiscard]] queen::Result<std::int64_t> read_process_rss_bytes(int pid);
 
+/// User + system CPU time in clock ticks from the text of /proc/<pid>/stat (fields 14 and 15,
+/// counted after the command name's closing parenthesis, which may hold spaces). nullopt when
+/// malformed.
+[[nodiscard]] std::optional<std::int64_t> parse_proc_stat_cpu_ticks(std::string_view stat);
+
+/// User + system CPU time of process `pid` (all its threads) in microseconds, from
+/// /proc/<pid>/stat. Errors: queen::Errc::not_found (no such process), queen::Errc::io
+/// (unparsable).
+[[nodiscard]] queen::Result<double> read_process_cpu_us(int pid);
+
+/// User + system CPU time of this process (all its threads) in microseconds (getrusage).
+[[nodiscard]] double own_cpu_us();
+
 /// The 1-minute load average of the machine from /proc/loadavg, or nullopt when unreadable.
 [[nodiscard]] std::optional<double> read_load_average_1m();
 

@@ -63,6 +63,9 @@ struct WorkloadOptions {
     /// Returns the server's RSS in bytes (< 0 unknown); the partitions workload samples it after
     /// each phase. May be empty.
     std::function<std::int64_t()> server_rss_bytes;
+    /// Returns the server's CPU time so far (user + system, microseconds; < 0 unknown). Sampled
+    /// around the measured phase for the report's server_cpu_us_per_msg. May be empty.
+    std::function<double()> server_cpu_us;
 
     /// Errors: queen::Errc::invalid_argument naming the first out-of-range field.
     [[nodiscard]] queen::Result<void> validate() const;
