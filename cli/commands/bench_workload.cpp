@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <initializer_list>
 #include <iostream>
+#include <string_view>
 #include <thread>
 
 #include "commands/bench.hpp"
@@ -152,33 +154,40 @@ void wait_until_monotonic_ns(std::int64_t due_ns) {
     }
 }
 
-std::int64_t server_rss_bytes(client::Client& client, int server_pid) {
+/// A fact about the server, < 0 when unknown: read from /proc/<pid> by `read_proc` when the
+/// server runs here (--server-pid), else the sum of the Prometheus samples `names`.
+template <class ReadProc>
+double server_fact(client::Client& client, int server_pid, ReadProc read_proc,
+                   std::initializer_list<std::string_view> names) {
     if (server_pid > 0) {
-        auto rss = bench::read_process_rss_bytes(server_pid);
-        return rss ? *rss : -1;
+        auto value = read_proc(server_pid);
+        return value ? static_cast<double>(*value) : -1;
     }
     auto text = client.get_json("/metrics/prometheus");
     if (!text) {
         return -1;
     }
-    const auto rss = bench::find_prometheus_sample(*text, "queen_process_resident_memory_bytes");
-    return rss ? static_cast<std::int64_t>(*rss) : -1;
+    double sum = 0;
+    for (const std::string_view name : names) {
+        const auto sample = bench::find_prometheus_sample(*text, name);
+        if (!sample) {
+            return -1;
+        }
+        sum += *sample;
+    }
+    return sum;
 }
 
-/// The server's CPU time so far in microseconds: /proc/<pid>/stat when the server runs here
-/// (--server-pid), else its Prometheus counters; < 0 unknown.
+std::int64_t server_rss_bytes(client::Client& client, int server_pid) {
+    return static_cast<std::int64_t>(server_fact(client, server_pid, bench::read_process_rss_bytes,
+                                                 {"queen_process_resident_memory_bytes"}));
+}
+
+/// The server's CPU time so far in microseconds (user + system); < 0 unknown.
 double server_cpu_us(client::Client& client, int server_pid) {
-    if (server_pid > 0) {
-        auto cpu = bench::read_process_cpu_us(server_pid);
-        return cpu ? *cpu : -1;
-    }
-    auto text = client.get_json("/metrics/prometheus");
-    if (!text) {
-        return -1;
-    }
-    const auto user = bench::find_prometheus_sample(*text, "queen_cpu_user_microseconds_total");
-    const auto system = bench::find_prometheus_sample(*text, "queen_cpu_system_microseconds_total");
-    return user && system ? *user + *system : -1;
+    return server_fact(
+        client, server_pid, bench::read_process_cpu_us,
+        {"queen_cpu_user_microseconds_total", "queen_cpu_system_microseconds_total"});
 }
 
 }  // namespace
