@@ -342,13 +342,12 @@ std::string_view command_name(CommandType type) noexcept {
     return "unknown";
 }
 
-Bytes encode_command(const Command& command) {
+void encode_command_into(const Command& command, Bytes& out) {
     Sizer sizer;
     std::visit([&](const auto& body) { sizer(const_cast<std::decay_t<decltype(body)>&>(body)); },
                command.body);
-    Bytes out;
-    out.reserve(1 + codec::varint_size(command.client_id) + codec::varint_size(command.client_seq) +
-                1 + sizer.size());
+    out.reserve(out.size() + 1 + codec::varint_size(command.client_id) +
+                codec::varint_size(command.client_seq) + 1 + sizer.size());
     ByteWriter header(out);
     header.u8(command_format_version);
     header.varint(command.client_id);
@@ -359,6 +358,11 @@ Bytes encode_command(const Command& command) {
     // only reads them.
     std::visit([&](const auto& body) { writer(const_cast<std::decay_t<decltype(body)>&>(body)); },
                command.body);
+}
+
+Bytes encode_command(const Command& command) {
+    Bytes out;
+    encode_command_into(command, out);
     return out;
 }
 

@@ -1,5 +1,7 @@
 // engine/tests/command_test.cpp — the command and result codec: round trips and bad input.
 #include "queen/engine/command.hpp"
+
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +137,14 @@ TEST_CASE("engine: every command round-trips through the codec", "[engine][codec
         REQUIRE(decoded->body.index() == command.body.index());
         // Encoding is canonical: re-encoding the decoded command gives the same bytes.
         REQUIRE(encode_command(*decoded) == encoded);
+        // encode_command_into appends the same bytes after what `out` holds, growing it once.
+        Bytes framed{0xAB, 0xCD, 0xEF};
+        encode_command_into(command, framed);
+        REQUIRE(framed.size() == 3 + encoded.size());
+        REQUIRE(framed.capacity() == framed.size());
+        REQUIRE(framed[0] == 0xAB);
+        REQUIRE(framed[2] == 0xEF);
+        REQUIRE(std::equal(encoded.begin(), encoded.end(), framed.begin() + 3));
         // Every strict prefix fails to decode (no silent truncation).
         const std::size_t cut = static_cast<std::size_t>(rng.below(encoded.size()));
         REQUIRE_FALSE(decode_command(ByteSpan(encoded.data(), cut)).has_value());

@@ -18,12 +18,11 @@ inline constexpr std::uint8_t entry_format_version = 1;
 inline constexpr std::size_t entry_header_size = 1 + 8;
 static_assert(entry_header_size == 9, "entry envelope changed: bump entry_format_version");
 
-/// Appends the envelope of one entry to `out`.
-inline void encode_entry(Bytes& out, TimestampMs timestamp, ByteSpan command) {
+/// Appends the envelope's header (version, timestamp) to `out`; the command bytes follow it.
+inline void encode_entry_header(Bytes& out, TimestampMs timestamp) {
     ByteWriter writer(out);
     writer.u8(entry_format_version);
     writer.fixed<std::int64_t>(timestamp.value());
-    writer.raw(command);
 }
 
 struct EntryView {

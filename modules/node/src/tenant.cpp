@@ -129,10 +129,9 @@ Tenant::~Tenant() {
 }
 
 void Tenant::submit(engine::Command command, api::Backend::Completion done) {
-    const Bytes encoded = engine::encode_command(command);
     Bytes payload;
-    payload.reserve(entry_header_size + encoded.size());
-    encode_entry(payload, TimestampMs{0}, encoded);  // the timestamp is set under the lock
+    encode_entry_header(payload, TimestampMs{0});  // the timestamp is set under the lock
+    engine::encode_command_into(command, payload);
     std::unique_lock lock(mutex_);
     std::optional<Error> refused;
     if (poison_) {

@@ -84,6 +84,9 @@ inline constexpr std::size_t command_bytes_max = std::size_t{64} << 20;
 
 /// Encodes `command` (format version 1). Never fails.
 [[nodiscard]] Bytes encode_command(const Command& command);
+/// Appends the encoding of `command` to `out` (the same bytes encode_command returns), growing
+/// it once: a caller that frames the command writes its header first and copies nothing.
+void encode_command_into(const Command& command, Bytes& out);
 /// Decodes bytes made by encode_command. Errors: Errc::invalid_argument (unknown version or
 /// type, truncated input, trailing bytes, an enum or bool out of range, input over
 /// command_bytes_max), with the byte offset in the context.
