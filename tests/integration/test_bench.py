@@ -39,6 +39,7 @@ class BenchTest(unittest.TestCase):
     def check_common(self, report, workload):
         self.assertEqual(report["workload"], workload)
         self.assertEqual(report["errors"], 0)
+        self.assertEqual(report["error_samples"], [])
         for key in ("msgs_per_s", "mb_per_s", "elapsed_s"):
             self.assertGreaterEqual(report[key], 0)
         latency = report["latency_ms"]
@@ -183,6 +184,46 @@ class BenchTest(unittest.TestCase):
         self.assertIn("msgs/s", out.stdout)
         self.assertIn("p99.9", out.stdout)
         self.assertNotIn("\r", out.stderr)  # not a terminal: plain lines only
+
+
+class BenchErrorTest(unittest.TestCase):
+    """A run whose requests fail says why: each kind of error with its count, in the JSON and the
+    table (a server that refuses bodies over 4 KiB, so pushes of 10 x 1,000 bytes get 413)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(settings={"http.body_size_bytes_max": "4096"}).start()
+        cls.url = f"http://127.0.0.1:{cls.server.port}"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.server.cleanup()
+
+    def run_bench(self, *args):
+        cmd = [QUEEN_BIN, "bench", "produce", "--url", self.url, "--queue", "b-errors", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+    def test_errors_are_counted_and_described(self):
+        out = self.run_bench("--messages", "50", "--batch", "10", "--size", "1000", "--producers", "2", "--json")
+        self.assertEqual(out.returncode, 1, out.stderr)  # a run with errors fails
+        report = json.loads(out.stdout)
+        self.assertEqual(report["produced"], 0)
+        self.assertGreater(report["errors"], 0)
+        samples = report["error_samples"]
+        self.assertEqual(len(samples), 1, samples)  # one kind: every push was refused the same way
+        self.assertEqual(samples[0]["count"], report["errors"])
+        self.assertTrue(samples[0]["error"].startswith("push: "), samples)
+        self.assertIn("413", samples[0]["error"])
+        self.assertIn("4096", samples[0]["error"])
+        out = self.run_bench("--messages", "50", "--batch", "10", "--size", "1000", "--producers", "2")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertRegex(out.stdout, r"\n {20,}\d+ x push: .*413")
+        # Small pushes to the same server go through: the errors came from the size alone.
+        out = self.run_bench("--messages", "50", "--batch", "10", "--size", "100", "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        report = json.loads(out.stdout)
+        self.assertEqual((report["produced"], report["errors"], report["error_samples"]), (50, 0, []))
 
 
 if __name__ == "__main__":

@@ -94,6 +94,9 @@ std::string format_table(const Report& report) {
              std::to_string(report.duplicates) + " / " + std::to_string(report.missing));
     }
     line("errors", std::to_string(report.errors));
+    for (const ErrorSample& sample : report.error_samples) {
+        line("", std::to_string(sample.count) + " x " + sample.what);
+    }
     if (const auto met = report.goal_met()) {
         line("goal", describe_goal(report.goal) + ": " + (*met ? "met" : "NOT met"));
     }
@@ -127,6 +130,10 @@ std::string format_json(const Report& report) {
     nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
     for (const Metric& metric : report.metrics) {
         metrics[metric.name] = metric.value;
+    }
+    nlohmann::ordered_json error_samples = nlohmann::ordered_json::array();
+    for (const ErrorSample& sample : report.error_samples) {
+        error_samples.push_back({{"error", sample.what}, {"count", sample.count}});
     }
     const Conditions& c = report.conditions;
     nlohmann::ordered_json conditions = {
@@ -168,6 +175,7 @@ std::string format_json(const Report& report) {
         {"duplicates", report.duplicates},
         {"missing", report.missing},
         {"errors", report.errors},
+        {"error_samples", error_samples},
         {"metrics", metrics},
         {"conditions", conditions},
         {"goal", nullptr},

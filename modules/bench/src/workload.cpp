@@ -7,6 +7,9 @@
 #include <charconv>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -36,6 +39,32 @@ queen::Error invalid(std::string what) {
 
 std::int64_t seconds_to_ns(double seconds) {
     return static_cast<std::int64_t>(seconds * 1e9);
+}
+
+/// Distinct error texts a report keeps (with their counts); later kinds are only counted.
+constexpr std::size_t error_kinds_max = 8;
+
+/// The transport's error, else what `read` (the client's answer reader) says of the answer.
+template <class Read>
+queen::Status read_answer(const queen::Status& transport, Read&& read) {
+    if (!transport) {
+        return transport;
+    }
+    return read();
+}
+
+/// "<request>: <why>" for a request that failed as a whole.
+std::string failure(std::string_view request, const queen::Status& status) {
+    return std::string(request) + ": " + status.error().message();
+}
+
+/// "push: <status>[: <server's reason>]" for one pushed item that was not queued.
+std::string item_failure(const client::PushResult& result) {
+    std::string what = "push: item " + std::string(client::to_string(result.status));
+    if (!result.error.empty()) {
+        what += ": " + result.error;
+    }
+    return what;
 }
 
 /// State shared by the threads of one run.
@@ -77,12 +106,31 @@ struct Run {
     std::string partition_prefix = "p";
     Pacer pacer{0, 0};                                    // set when the measured phase starts
     std::atomic<std::int64_t> behind_schedule_ns_max{0};  // latest send after its due time
+    std::mutex error_mutex;
+    std::vector<ErrorSample> error_samples;  // guarded by error_mutex
 
     bool is_stopping() const {
         return progress.is_stop_requested.load(relaxed) ||
                progress.errors.load(relaxed) >= options.errors_max;
     }
-    void count_error(std::uint64_t n = 1) { progress.errors.fetch_add(n, relaxed); }
+    /// Counts `n` errors of kind `what` ("pop: ...", "ack: ..."); the first error_kinds_max
+    /// kinds keep their text and count for the report.
+    void count_error(std::string_view what, std::uint64_t n = 1) {
+        if (n == 0) {
+            return;
+        }
+        progress.errors.fetch_add(n, relaxed);
+        std::lock_guard lock(error_mutex);
+        for (ErrorSample& sample : error_samples) {
+            if (sample.what == what) {
+                sample.count += n;
+                return;
+            }
+        }
+        if (error_samples.size() < error_kinds_max) {
+            error_samples.push_back(ErrorSample{std::string(what), n});
+        }
+    }
     /// A producer agent stopped; the last one marks the end of producing.
     void producer_stopped() {
         if (producers_live.fetch_sub(1) == 1) {
@@ -219,8 +267,11 @@ public:
         if (latency_ != nullptr) {
             latency_->record(now_ns - stamp_ns_);
         }
-        if (!status || !client::read_push_answer(request, response, count_, results_)) {
-            run_.count_error();
+        if (const queen::Status read = read_answer(
+                status,
+                [&] { return client::read_push_answer(request, response, count_, results_); });
+            !read) {
+            run_.count_error(failure("push", read));
             return;
         }
         std::uint64_t queued = 0;
@@ -232,7 +283,7 @@ public:
                     run_.produced_flags[first_ + i].store(1, relaxed);
                 }
             } else {
-                run_.count_error();
+                run_.count_error(item_failure(results_[i]));
             }
         }
         run_.bytes_produced.fetch_add(bytes_ / count_ * queued, relaxed);
@@ -303,8 +354,10 @@ public:
             complete_ack(now_ns, status, request, response);
             return;
         }
-        if (!status || !client::read_pop_answer(request, response, pop_, popped_)) {
-            run_.count_error();
+        if (const queen::Status read = read_answer(
+                status, [&] { return client::read_pop_answer(request, response, pop_, popped_); });
+            !read) {
+            run_.count_error(failure("pop", read));
             return;
         }
         if (popped_.messages.empty()) {
@@ -318,7 +371,7 @@ public:
             bytes_ += message.data_json.size();
             PayloadStamp stamp;
             if (!parse_payload(message.data_json, stamp)) {
-                run_.count_error();
+                run_.count_error("pop: a delivered payload is not one the bench wrote");
                 continue;
             }
             if (is_e2e_latency_ && latency_ != nullptr) {
@@ -339,16 +392,25 @@ private:
         if (!is_e2e_latency_ && latency_ != nullptr) {
             latency_->record(now_ns - start_ns_);
         }
-        if (!status || !client::read_ack_batch_answer(request, response, popped_.messages.size(),
-                                                      ack_results_)) {
-            run_.count_error();
+        if (const queen::Status read = read_answer(status,
+                                                   [&] {
+                                                       return client::read_ack_batch_answer(
+                                                           request, response,
+                                                           popped_.messages.size(), ack_results_);
+                                                   });
+            !read) {
+            run_.count_error(failure("ack", read));
             return;
         }
         std::uint64_t successes = 0;
         for (const client::AckResult& result : ack_results_) {
-            successes += result.is_success ? 1 : 0;
+            if (result.is_success) {
+                ++successes;
+            } else {
+                run_.count_error("ack: " +
+                                 (result.error.empty() ? std::string("not acked") : result.error));
+            }
         }
-        run_.count_error(ack_results_.size() - successes);
         run_.bytes_consumed.fetch_add(bytes_ / popped_.messages.size() * successes, relaxed);
         run_.progress.consumed.fetch_add(successes, relaxed);
     }
@@ -405,8 +467,11 @@ public:
         if (is_commit_due_) {
             is_commit_due_ = false;
             lane_.latency.record(now_ns - start_ns_);
-            if (!status || !client::read_transaction_answer(request, response, committed_)) {
-                run_.count_error();
+            if (const queen::Status read = read_answer(
+                    status,
+                    [&] { return client::read_transaction_answer(request, response, committed_); });
+                !read) {
+                run_.count_error(failure("transaction", read));
                 return;
             }
             run_.transactions.fetch_add(1, relaxed);
@@ -415,8 +480,10 @@ public:
             run_.progress.produced.fetch_add(moved_, relaxed);
             return;
         }
-        if (!status || !client::read_pop_answer(request, response, pop_, popped_)) {
-            run_.count_error();
+        if (const queen::Status read = read_answer(
+                status, [&] { return client::read_pop_answer(request, response, pop_, popped_); });
+            !read) {
+            run_.count_error(failure("pop", read));
             return;
         }
         if (popped_.messages.empty()) {
@@ -969,6 +1036,10 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     }
     report.workload = std::string(to_string(options.workload));
     report.errors = progress.errors.load();
+    {
+        std::lock_guard lock(run.error_mutex);
+        report.error_samples = run.error_samples;
+    }
     Conditions& c = report.conditions;
     c.batch = options.batch;
     c.size_bytes = options.size_bytes;

@@ -18,6 +18,8 @@ Report sample_report() {
     report.produced = 100'000;
     report.bytes = 25'600'000;
     report.errors = 3;
+    report.error_samples.push_back({"push: HTTP 413 body too large", 2});
+    report.error_samples.push_back({"push: item failed: queue paused", 1});
     for (std::int64_t ms = 1; ms <= 100; ++ms) {
         report.latency_ns.record(ms * 1'000'000);
     }
@@ -59,6 +61,11 @@ TEST_CASE("bench: report JSON has the documented fields and units", "[bench][rep
     CHECK(latency["max"].get<double>() == Approx(100));
     CHECK(latency["count"] == 100);
     CHECK(json["errors"] == 3);
+    REQUIRE(json["error_samples"].size() == 2);
+    CHECK(json["error_samples"][0]["error"] == "push: HTTP 413 body too large");
+    CHECK(json["error_samples"][0]["count"] == 2);
+    CHECK(json["error_samples"][1]["error"] == "push: item failed: queue paused");
+    CHECK(json["error_samples"][1]["count"] == 1);
     CHECK(json["metrics"]["fill_msgs_per_s"].get<double>() == Approx(1234.5));
     const auto& conditions = json["conditions"];
     CHECK(conditions["server_version"] == "0.1.0");
@@ -82,6 +89,12 @@ TEST_CASE("bench: report table shows rates, percentiles, errors and conditions",
     CHECK(table.find("p99 99.") != std::string::npos);
     CHECK(table.find("max 100.000") != std::string::npos);
     CHECK(table.find("errors                3") != std::string::npos);
+    // Each kind of error on its own line under the count, in the order they first happened.
+    const auto first = table.find("2 x push: HTTP 413 body too large\n");
+    const auto second = table.find("1 x push: item failed: queue paused\n");
+    CHECK(first != std::string::npos);
+    CHECK(second != std::string::npos);
+    CHECK(first < second);
     CHECK(table.find("fill_msgs_per_s") != std::string::npos);
     CHECK(table.find("100 msgs x 256 bytes") != std::string::npos);
     CHECK(table.find("2 cores, load average 3.50") != std::string::npos);

@@ -40,19 +40,29 @@ struct Goal {
     [[nodiscard]] bool is_set() const noexcept { return msgs_per_s_min > 0 || p99_ms_max > 0; }
 };
 
+/// One kind of error a run met: its text ("pop: timeout: no complete response before the
+/// deadline", "ack: Invalid or expired lease", ...) and how often.
+struct ErrorSample {
+    std::string what;
+    std::uint64_t count = 0;
+};
+
 /// One run. `latency_ns` holds one value per measured operation (see `latency_of`).
 struct Report {
-    std::string workload;           ///< produce | consume | e2e | transaction | partitions
-    std::string profile;            ///< the conf/bench.toml profile, or empty
-    std::string latency_of;         ///< what one latency value measures, e.g. "push request"
-    double elapsed_s = 0;           ///< of the measured phase
-    std::uint64_t produced = 0;     ///< messages the server answered `queued`
-    std::uint64_t consumed = 0;     ///< messages delivered and acked
-    std::uint64_t duplicates = 0;   ///< deliveries of an already consumed message (e2e)
-    std::uint64_t missing = 0;      ///< produced but never consumed (e2e with --messages)
-    std::uint64_t messages = 0;     ///< the count the rate is computed from
-    std::uint64_t bytes = 0;        ///< payload bytes of `messages`
-    std::uint64_t errors = 0;       ///< failed requests, failed items and failed acks
+    std::string workload;          ///< produce | consume | e2e | transaction | partitions
+    std::string profile;           ///< the conf/bench.toml profile, or empty
+    std::string latency_of;        ///< what one latency value measures, e.g. "push request"
+    double elapsed_s = 0;          ///< of the measured phase
+    std::uint64_t produced = 0;    ///< messages the server answered `queued`
+    std::uint64_t consumed = 0;    ///< messages delivered and acked
+    std::uint64_t duplicates = 0;  ///< deliveries of an already consumed message (e2e)
+    std::uint64_t missing = 0;     ///< produced but never consumed (e2e with --messages)
+    std::uint64_t messages = 0;    ///< the count the rate is computed from
+    std::uint64_t bytes = 0;       ///< payload bytes of `messages`
+    std::uint64_t errors = 0;      ///< failed requests, failed items and failed acks
+    /// The first distinct kinds of `errors` with their counts (a few; later kinds are only in
+    /// `errors`), in the order they first happened.
+    std::vector<ErrorSample> error_samples;
     double target_msgs_per_s = 0;   ///< the paced producers' target (--rate); 0: unpaced
     double produce_msgs_per_s = 0;  ///< what the producers achieved (queued messages per second)
     Histogram latency_ns;
@@ -76,7 +86,8 @@ struct Report {
 
 /// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, target_msgs_per_s (0:
 /// unpaced), produce_msgs_per_s, latency_ms {p50, p90, p99, p999, max, count, of}, elapsed_s,
-/// messages, bytes, produced, consumed, duplicates, missing, errors, metrics {name: value},
+/// messages, bytes, produced, consumed, duplicates, missing, errors, error_samples [{error,
+/// count}], metrics {name: value},
 /// conditions {...}, goal {msgs_per_s_min, p99_ms_max, met} (null without one). No trailing
 /// newline.
 [[nodiscard]] std::string format_json(const Report& report);
