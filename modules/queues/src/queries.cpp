@@ -78,6 +78,26 @@ std::uint64_t messages_after(const detail::PartitionRecord& p, std::uint64_t aft
     return std::min(span, p.message_count);
 }
 
+/// What one partition adds to its queue's totals, given its __QUEUE_MODE__ cursor (a default
+/// cursor when it has none).
+struct PartitionCounts {
+    std::uint64_t messages = 0;
+    std::uint64_t pending = 0;
+    std::uint64_t processing = 0;
+};
+
+PartitionCounts count_partition(const detail::PartitionRecord& p, const CursorRecord& cursor,
+                                std::int64_t now_ms) {
+    PartitionCounts out;
+    out.messages = p.message_count;
+    out.pending = messages_after(p, cursor.consumed);
+    if (cursor.is_leased(now_ms)) {
+        out.processing = std::min<std::uint64_t>(
+            cursor.batch_size - std::min(cursor.acked_count, cursor.batch_size), out.pending);
+    }
+    return out;
+}
+
 Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& txn,
                                              std::uint64_t pid, const detail::PartitionRecord& p,
                                              std::optional<std::uint32_t> queue_mode_gid,
@@ -102,11 +122,11 @@ Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& 
                       detail::decode_cursor));
         cursor = found.value_or(CursorRecord{});
     }
-    out.pending = messages_after(p, cursor.consumed);
+    const PartitionCounts counts = count_partition(p, cursor, now_ms);
+    out.pending = counts.pending;
     out.completed = out.messages - out.pending;
+    out.processing = counts.processing;
     if (cursor.is_leased(now_ms)) {
-        out.processing = std::min<std::uint64_t>(
-            cursor.batch_size - std::min(cursor.acked_count, cursor.batch_size), out.pending);
         out.lease_expires_at = TimestampMs{cursor.lease_expires_ms};
     }
     return out;
@@ -122,9 +142,58 @@ Result<std::uint64_t> count_dlq(const Tables& t, const store::Txn& txn, std::uin
     return count;
 }
 
+/// The partition, message, pending, processing and dead-letter totals of every queue, from one
+/// pass over q.partitions merged with the __QUEUE_MODE__ cursors of q.cursors (both in partition
+/// id order: no seek per partition, no message read) and one over q.dlq. A metrics scrape of a
+/// tenant with millions of partitions costs one sequential read of these tables.
+Result<std::map<std::uint32_t, QueueSummary>> total_queues(const Tables& t, const store::Txn& txn,
+                                                           std::int64_t now_ms) {
+    std::map<std::uint32_t, QueueSummary> totals;
+    QUEEN_TRY(auto queue_mode_gid, find_group_id(t, txn, queue_mode_name));
+    QUEEN_TRY(auto cursors, txn.cursor(t.cursors));
+    std::optional<store::Entry> at_cursor;  // the first q.cursors entry not yet passed
+    if (queue_mode_gid) {
+        QUEEN_TRY(at_cursor, cursors.first());
+    }
+    const auto cursor_of = [&](std::uint64_t pid) -> Result<CursorRecord> {
+        // Entries sort by (partition, group): pass the ones before (pid, queue mode).
+        while (at_cursor) {
+            store::KeyReader reader(at_cursor->key);
+            const std::uint64_t key_pid = reader.u64be();
+            const std::uint32_t key_gid = reader.u32be();
+            if (key_pid > pid || (key_pid == pid && key_gid > *queue_mode_gid)) {
+                break;
+            }
+            if (key_pid == pid && key_gid == *queue_mode_gid) {
+                return detail::decode_cursor(at_cursor->value);
+            }
+            QUEEN_TRY(at_cursor, cursors.next());
+        }
+        return CursorRecord{};
+    };
+    QUEEN_TRY(scan_prefix(txn, t.partitions, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
+        store::KeyReader reader(key);
+        const std::uint64_t pid = reader.u64be();
+        QUEEN_TRY(auto p, detail::decode_partition(value));
+        QUEEN_TRY(auto cursor, cursor_of(pid));
+        const PartitionCounts counts = count_partition(p, cursor, now_ms);
+        QueueSummary& q = totals[p.queue.value()];
+        q.partitions++;
+        q.messages += counts.messages;
+        q.pending += counts.pending;
+        q.processing += counts.processing;
+        return true;
+    }));
+    QUEEN_TRY(scan_prefix(txn, t.dlq, {}, [&](ByteSpan, ByteSpan value) -> Result<bool> {
+        QUEEN_TRY(auto record, detail::decode_dlq(value));
+        totals[record.queue.value()].dead_letter++;
+        return true;
+    }));
+    return totals;
+}
+
 Result<QueueDetail> describe_queue(const Tables& t, const store::Txn& txn, std::uint32_t qid,
-                                   const detail::QueueRecord& record, bool with_partitions,
-                                   std::int64_t now_ms) {
+                                   const detail::QueueRecord& record, std::int64_t now_ms) {
     QueueDetail detail;
     QueueSummary& q = detail.queue;
     q.id = QueueId{qid};
@@ -153,9 +222,7 @@ Result<QueueDetail> describe_queue(const Tables& t, const store::Txn& txn, std::
         q.messages += summary.messages;
         q.pending += summary.pending;
         q.processing += summary.processing;
-        if (with_partitions) {
-            detail.partitions.push_back(std::move(summary));
-        }
+        detail.partitions.push_back(std::move(summary));
     }
     QUEEN_TRY(q.dead_letter, count_dlq(t, txn, qid));
     return detail;
@@ -212,9 +279,19 @@ Result<std::vector<QueueSummary>> list_queues(const Tables& tables, const store:
             records.emplace_back(qid, std::move(record));
             return true;
         }));
-    for (const auto& [qid, record] : records) {
-        QUEEN_TRY(auto detail, describe_queue(tables, txn, qid, record, false, now.value()));
-        out.push_back(std::move(detail.queue));
+    QUEEN_TRY(auto totals, total_queues(tables, txn, now.value()));
+    for (auto& [qid, record] : records) {
+        QueueSummary q;
+        if (const auto it = totals.find(qid); it != totals.end()) {
+            q = it->second;
+        }
+        q.id = QueueId{qid};
+        q.name = std::move(record.name);
+        q.namespace_name = std::move(record.namespace_name);
+        q.task = std::move(record.task);
+        q.created_at = record.created_at;
+        q.options = std::move(record.options);
+        out.push_back(std::move(q));
     }
     // Newest first (spec 7.1); ids break ties deterministically.
     std::sort(out.begin(), out.end(), [](const QueueSummary& a, const QueueSummary& b) {
@@ -235,7 +312,7 @@ Result<std::optional<QueueDetail>> get_queue(const Tables& tables, const store::
     if (!record) {
         return std::optional<QueueDetail>{};
     }
-    QUEEN_TRY(auto detail, describe_queue(tables, txn, *qid, *record, true, now.value()));
+    QUEEN_TRY(auto detail, describe_queue(tables, txn, *qid, *record, now.value()));
     return std::optional<QueueDetail>{std::move(detail)};
 }
 

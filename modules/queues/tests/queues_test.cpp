@@ -1,5 +1,6 @@
 // queues/tests/queues_test.cpp — apply semantics of every queue command (spec sections 4-5).
 #include "harness.hpp"
+#include "queen/core/rng.hpp"
 
 namespace queen::queues {
 namespace {
@@ -417,6 +418,100 @@ TEST_CASE("queues: deleting a group restarts it; deleting a queue removes everyt
     });
     REQUIRE(queues.size() == 1);
     REQUIRE(queues[0].messages == 1);
+}
+
+TEST_CASE("queues: list_queues totals equal each queue's per-partition detail",
+          "[queues][queries]") {
+    // list_queues counts in one pass over partitions and cursors; get_queue per partition. Any
+    // state a random mix of pushes, pops (queue mode and a group), acks, failures (to the DLQ),
+    // lease expiries and queues without partitions reaches must give both the same totals.
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    Harness h;
+    QueueOptions options;
+    options.lease_time_s = 5;
+    options.retry_limit = 1;
+    const std::vector<std::string> queues = {"qa", "qb", "qc"};
+    for (const auto& queue : queues) {
+        h.configure(queue, options);
+    }
+    h.configure("empty", options);
+    int txid = 0;
+    std::vector<std::pair<PopResult, std::string>> held;  // popped, not acked: (result, group)
+    for (int step = 0; step < 600; ++step) {
+        const std::string& queue = queues[rng.below(queues.size())];
+        const auto action = rng.below(10);
+        if (action < 5) {
+            h.push(queue, "p" + std::to_string(rng.below(12)), "t" + std::to_string(txid++));
+        } else if (action < 8) {
+            const std::string group = rng.chance(0.7) ? std::string(queue_mode_group) : "g";
+            auto popped = h.pop(queue, static_cast<std::uint32_t>(rng.between(1, 4)), group,
+                                static_cast<std::uint32_t>(rng.between(1, 3)));
+            if (!popped.messages.empty()) {
+                held.emplace_back(std::move(popped), group);
+            }
+        } else if (!held.empty()) {
+            const std::size_t at = rng.below(held.size());
+            const auto& [popped, group] = held[at];
+            const AckStatus status = rng.chance(0.3) ? AckStatus::failed : AckStatus::completed;
+            for (const PoppedMessage& message : popped.messages) {
+                (void)h.ack(message, popped.lease, status, group, "failed by the test");
+            }
+            held.erase(held.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        if (rng.chance(0.05)) {
+            h.advance_s(static_cast<std::int64_t>(rng.between(1, 6)));  // some leases expire
+        }
+    }
+    // One message failed until it is dead-lettered, whatever the mix did (retries wait for a
+    // delay, so time moves on between the attempts).
+    h.push("qb", "dead", "t-dead");
+    bool is_dead = false;
+    for (int attempt = 0; attempt < 10 && !is_dead; ++attempt) {
+        h.advance_s(10);
+        auto popped = h.pop_partition("qb", "dead");
+        REQUIRE(popped.messages.size() == 1);
+        is_dead = h.ack(popped.messages[0], popped.lease, AckStatus::failed,
+                        std::string(queue_mode_group), "failed by the test")
+                      .dlq;
+    }
+    REQUIRE(is_dead);
+    // And one lease held at the end.
+    h.push("qc", "held", "t-held");
+    REQUIRE(h.pop_partition("qc", "held").messages.size() == 1);
+    const auto listed = h.read([&](const Tables& t, const store::Txn& txn) {
+        return list_queues(t, txn, TimestampMs{h.now_ms});
+    });
+    REQUIRE(listed.size() == queues.size() + 1);
+    std::uint64_t processing = 0;
+    std::uint64_t dead_letter = 0;
+    for (const QueueSummary& summary : listed) {
+        INFO("queue " << summary.name);
+        const auto detail = h.read([&](const Tables& t, const store::Txn& txn) {
+            return get_queue(t, txn, summary.name, TimestampMs{h.now_ms});
+        });
+        REQUIRE(detail.has_value());
+        const QueueSummary& q = detail->queue;
+        CHECK(summary.id == q.id);
+        CHECK(summary.partitions == q.partitions);
+        CHECK(summary.messages == q.messages);
+        CHECK(summary.pending == q.pending);
+        CHECK(summary.processing == q.processing);
+        CHECK(summary.dead_letter == q.dead_letter);
+        CHECK(summary.partitions == detail->partitions.size());
+        processing += summary.processing;
+        dead_letter += summary.dead_letter;
+        if (summary.name == "empty") {
+            CHECK(summary.messages == 0);  // configured only (its Default partition, if any)
+        } else {
+            CHECK(summary.partitions > 0);
+            CHECK(summary.pending <= summary.messages);
+        }
+    }
+    // The mix reached the states compared above (not only empty ones).
+    CHECK(processing > 0);
+    CHECK(dead_letter > 0);
 }
 
 TEST_CASE("queues: push maintenance buffers pushes and delivers them after, none lost or doubled",
