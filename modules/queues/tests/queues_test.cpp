@@ -420,6 +420,73 @@ TEST_CASE("queues: deleting a group restarts it; deleting a queue removes everyt
     REQUIRE(queues[0].messages == 1);
 }
 
+TEST_CASE("queues: a group's first pop finds every partition with messages, big queue or small",
+          "[queues][pop][groups]") {
+    // The candidates of a new group come from the memory mirror when the queue holds a good
+    // share of all partitions, else from its name index: both must give the same partitions.
+    Harness h;
+    std::vector<std::string> big_expected;
+    for (int i = 0; i < 40; ++i) {
+        const std::string name = "b" + std::to_string(100 + i);  // name order = creation order
+        const auto pushed = h.push("big", name, "t" + name);
+        if (i % 3 == 0) {
+            big_expected.push_back(name);
+        } else {
+            // A partition without messages is no candidate for any group.
+            REQUIRE(h.run(DeleteMessage{pushed.items[0].message_id.partition, "t" + name}).found);
+        }
+    }
+    h.push("small", "s1", "x1");
+    h.push("small", "s2", "x2");
+    for (const auto& [queue, expected] :
+         {std::pair{std::string("big"), big_expected},
+          std::pair{std::string("small"), std::vector<std::string>{"s1", "s2"}}}) {
+        INFO("queue " << queue);
+        std::vector<std::string> delivered;
+        for (std::size_t i = 0; i <= expected.size(); ++i) {
+            auto popped = h.pop(queue, 1, "fresh-group");  // leases hold each partition taken
+            if (popped.messages.empty()) {
+                break;
+            }
+            delivered.push_back(popped.messages[0].partition);
+        }
+        CHECK(delivered == expected);
+    }
+}
+
+TEST_CASE("queues: an ack that empties a partition leaves no stale candidate behind",
+          "[queues][pop][ack]") {
+    // Each acked partition used to go back to the ready set whether or not anything was left;
+    // after draining many partitions a pop that wrapped around walked them all in one apply.
+    Harness h;
+    for (int i = 0; i < 300; ++i) {
+        h.push("q", "p" + std::to_string(i), "t" + std::to_string(i));
+    }
+    h.push("q", "p0", "second");  // p0 keeps a message after its first ack
+    std::uint64_t delivered = 0;
+    while (true) {
+        auto popped = h.pop("q", 10, std::string(queue_mode_group), 10);
+        if (popped.messages.empty()) {
+            break;
+        }
+        for (const PoppedMessage& message : popped.messages) {
+            REQUIRE(h.ack(message, popped.lease).success);
+        }
+        delivered += popped.messages.size();
+        // Only partitions that still hold something are candidates: at most one per message
+        // left (p0 holds two).
+        CHECK(h.state->index_stats().ready_entries <= 301 - delivered);
+    }
+    CHECK(delivered == 301);
+    CHECK(h.state->index_stats().ready_entries == 0);
+    CHECK(h.state->index_stats().deferred_entries == 0);
+    // A push makes an emptied partition a candidate again.
+    h.push("q", "p7", "later");
+    auto again = h.pop("q", 10);
+    REQUIRE(again.messages.size() == 1);
+    CHECK(again.messages[0].partition == "p7");
+}
+
 TEST_CASE("queues: list_queues totals equal each queue's per-partition detail",
           "[queues][queries]") {
     // list_queues counts in one pass over partitions and cursors; get_queue per partition. Any
