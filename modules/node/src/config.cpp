@@ -121,7 +121,9 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Records one log read returns at most.");
 
     schema.add_section("store", "Each tenant's LMDB state.");
-    schema.add_integer("store.map_size_bytes", &c.store.map_size_bytes, "Initial LMDB map size.");
+    schema.add_integer("store.map_size_bytes", &c.store.map_size_bytes,
+                       "Initial LMDB map size (address space; the file grows with the data). "
+                       "Each doubling pauses the tenant while its memory index is rebuilt.");
     schema.add_integer("store.map_size_bytes_max", &c.store.map_size_bytes_max,
                        "The map doubles when full, up to this.");
     schema.add_integer("store.tables_max", &c.store.tables_max, "Named LMDB tables at most.");

@@ -62,6 +62,10 @@ TEST_CASE("store: open creates the directory and files, and reopen keeps the dat
     }
     CHECK(std::filesystem::is_regular_file(path / "data.mdb"));
     CHECK(std::filesystem::is_regular_file(path / "lock.mdb"));
+    // The default map is large (growth is a pause) and costs address space only: the file
+    // holds just the pages written.
+    CHECK(Options{}.map_size_bytes >= (std::uint64_t{16} << 30));
+    CHECK(std::filesystem::file_size(path / "data.mdb") < (std::uint64_t{1} << 20));
     Env env = must(Env::open(path, Options{}));
     const Table table = must(env.open_table("t"));
     CHECK(read_key(env, table, "k") == "v");
