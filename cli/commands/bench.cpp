@@ -38,6 +38,9 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
         ->add_option("--pop-partitions", options->pop_partitions,
                      "Partitions one pop may claim under one lease")
         ->check(CLI::Range(1, 10'000));
+    command->add_flag("--pipeline", options->pipeline,
+                      "Transaction workers send each pop right behind the previous transaction "
+                      "on the same connection (HTTP/1.1 pipelining)");
     command->add_option("--consumer-group", options->consumer_group,
                         "Consume as this consumer group (default: queue mode)");
     command

@@ -39,6 +39,7 @@ struct BenchOptions {
     std::int64_t size_bytes = 256;
     std::int64_t partitions = 1;
     std::int64_t pop_partitions = 1;
+    bool pipeline = false;
     std::string consumer_group;
     double duration_s = 10;
     std::uint64_t messages = 0;

@@ -63,6 +63,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
         w.duration_s = p.duration_s.value_or(w.duration_s);
         w.rate_msgs_per_s = p.rate_msgs_per_s.value_or(w.rate_msgs_per_s);
         w.consumer_group = p.consumer_group.value_or(w.consumer_group);
+        w.is_pipelined = p.is_pipelined.value_or(w.is_pipelined);
     }
     QUEEN_TRY(w.workload, bench::parse_workload(workload));
     w.queue = options.queue;
@@ -79,6 +80,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
     take("--partitions", w.partitions, options.partitions);
     take("--pop-partitions", w.pop_partitions, options.pop_partitions);
     take("--consumer-group", w.consumer_group, options.consumer_group);
+    take("--pipeline", w.is_pipelined, options.pipeline);
     take("--messages", w.messages, options.messages);
     take("--duration", w.duration_s, options.duration_s);
     take("--rate", w.rate_msgs_per_s, options.rate_msgs_per_s);

@@ -123,10 +123,11 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(report["missing"], 0)
         self.assertIn("fill_msgs_per_s", report["metrics"])
 
-    def check_transaction_counts(self, queue_name, workers, batch, transactions):
+    def check_transaction_counts(self, queue_name, workers, batch, transactions, pipelined=False):
         report = self.bench("transaction", "--queue", queue_name, "--consumers", str(workers), "--batch",
-                            str(batch), "--messages", str(transactions))
+                            str(batch), "--messages", str(transactions), *(["--pipeline"] if pipelined else []))
         self.check_common(report, "transaction")
+        self.assertEqual(report["conditions"]["pipelined"], pipelined)
         # Workers claim a transaction after their pop, so the count is exact at any concurrency.
         self.assertEqual(report["metrics"]["transactions"], transactions)
         self.assertEqual(report["consumed"], batch * transactions)
@@ -148,6 +149,13 @@ class BenchTest(unittest.TestCase):
 
     def test_transaction_loop_stays_exact_with_64_workers(self):
         self.check_transaction_counts("b-tx-64", workers=64, batch=1, transactions=500)
+
+    def test_pipelined_transaction_loop_stays_exact(self):
+        # Each pop travels right behind the transaction that pushed what it pops.
+        self.check_transaction_counts("b-tx-pipe", workers=2, batch=3, transactions=100, pipelined=True)
+        self.check_transaction_counts("b-tx-pipe-64", workers=64, batch=1, transactions=500, pipelined=True)
+        out = self.bench("e2e", "--pipeline", expect_code=2)
+        self.assertIn("pipelining applies to the transaction workload only", out.stderr)
 
     def test_partitions_fills_and_drains_one_message_per_partition(self):
         report = self.bench("partitions", "--queue", "b-parts", "--producers", "2", "--consumers", "2",

@@ -71,11 +71,12 @@ queen::Result<Profile> parse_profile(std::string name, const toml::table& table)
             }
             (key == "goal_msgs_per_s" ? profile.goal.msgs_per_s_min : profile.goal.p99_ms_max) =
                 *value.value<double>();
-        } else if (key == "standard") {
+        } else if (key == "standard" || key == "pipeline") {
             if (!value.is_boolean()) {
-                return invalid(where + ".standard: expected true or false");
+                return invalid(where + "." + key + ": expected true or false");
             }
-            profile.is_standard = *value.value<bool>();
+            (key == "standard" ? profile.is_standard : profile.is_pipelined.emplace()) =
+                *value.value<bool>();
         } else {
             return invalid(where + "." + key + ": unknown key");
         }

@@ -116,7 +116,8 @@ std::string format_table(const Report& report) {
     line("  partitions", std::to_string(c.partitions));
     line("  clients", std::to_string(c.producers) + " producers, " + std::to_string(c.consumers) +
                           " consumers on " + std::to_string(c.driver_threads) + " driver thread" +
-                          (c.driver_threads == 1 ? "" : "s"));
+                          (c.driver_threads == 1 ? "" : "s") +
+                          (c.is_pipelined ? ", pops pipelined behind transactions" : ""));
     line("  machine", std::to_string(c.cores) + " cores, load average " + load_of(c));
     if (c.server_rss_bytes >= 0) {
         line("  server rss",
@@ -146,6 +147,7 @@ std::string format_json(const Report& report) {
         {"producers", c.producers},
         {"consumers", c.consumers},
         {"driver_threads", c.driver_threads},
+        {"pipelined", c.is_pipelined},
         {"cores", c.cores},
         {"load_average_1m", c.load_average_1m < 0 ? nlohmann::ordered_json(nullptr)
                                                   : nlohmann::ordered_json(c.load_average_1m)},

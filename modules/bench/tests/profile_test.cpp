@@ -25,6 +25,7 @@ consumer_group = "g"
 
 [profiles.paced]
 workload = "e2e"
+pipeline = false
 rate = 150000
 goal_msgs_per_s = 148500
 goal_p99_ms = 50
@@ -45,6 +46,8 @@ goal_p99_ms = 50
     CHECK(push.is_standard);
     CHECK_FALSE(push.consumers.has_value());
     CHECK_FALSE(push.rate_msgs_per_s.has_value());
+    CHECK_FALSE(push.is_pipelined.has_value());
+    CHECK((*profiles)[2].is_pipelined == false);
     auto drain = queen::bench::find_profile(*profiles, "drain");
     REQUIRE(drain.has_value());
     CHECK(drain->workload == Workload::partitions);
@@ -73,6 +76,8 @@ TEST_CASE("bench: profile errors name the profile and key", "[bench][profile]") 
           "profiles.a.goal_p99_ms: expected a number > 0");
     CHECK(error_of("[profiles.a]\nworkload = \"e2e\"\ngoal_msgs_per_s = \"fast\"\n") ==
           "profiles.a.goal_msgs_per_s: expected a number > 0");
+    CHECK(error_of("[profiles.a]\nworkload = \"transaction\"\npipeline = 1\n") ==
+          "profiles.a.pipeline: expected true or false");
     CHECK(error_of("[profiles.a]\nworkload = \"fly\"\n").find("unknown workload") !=
           std::string::npos);
     CHECK(error_of("[other]\n").find("unknown top-level key other") != std::string::npos);

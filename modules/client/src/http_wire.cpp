@@ -202,6 +202,7 @@ void ResponseParser::start(HttpResponse& target, std::size_t size_bytes_max) {
     is_complete = false;
     is_too_large = false;
     is_last_header_value = false;
+    consumed_ = 0;
     http_parser_init(&parser_, HTTP_RESPONSE);
     parser_.data = this;
 }
@@ -214,6 +215,7 @@ ResponseParser::Step ResponseParser::feed(const char* data, std::size_t length) 
         return is_complete ? Step::complete : Step::closed_early;
     }
     const std::size_t parsed = http_parser_execute(&parser_, &settings, data, length);
+    consumed_ = parsed;
     const auto parse_error = HTTP_PARSER_ERRNO(&parser_);
     if (is_too_large) {
         return Step::too_large;

@@ -75,6 +75,9 @@ public:
     [[nodiscard]] bool is_keep_alive() const noexcept;
     /// After `malformed`: libhttp-parser's description.
     [[nodiscard]] const char* description() const noexcept;
+    /// Bytes of the last feed() that belong to this response: after `trailing_bytes`, the rest
+    /// of that feed starts the next response (pipelined requests).
+    [[nodiscard]] std::size_t consumed() const noexcept { return consumed_; }
 
     // Callback state (public for the C callbacks; not part of the interface).
     HttpResponse* response = nullptr;
@@ -86,6 +89,7 @@ public:
 
 private:
     http_parser parser_{};
+    std::size_t consumed_ = 0;
 };
 
 /// The error code of a failed parse step (bad_response, or connection_closed for closed_early).

@@ -34,11 +34,13 @@ struct HttpMultiplexer::Slot {
     int fd = -1;
     State state = State::idle;
     std::uint32_t watched = 0;  // events registered with epoll; 0: not registered
-    std::string out;            // head of the request in flight
-    std::string body;           // its body, sent after the head
+    std::string out;            // head of the request in flight (a group: every request whole)
+    std::string body;           // its body, sent after the head (a group: empty)
     std::size_t out_sent = 0;   // bytes of head and body sent
     std::string what;           // "<method> <target>", the prefix of its errors
-    HttpResponse response;
+    std::vector<HttpResponse> responses = std::vector<HttpResponse>(1);  // one per request
+    std::size_t expected = 1;  // answers the request or group in flight waits for
+    std::size_t answered = 0;  // of them, arrived whole
     detail::ResponseParser parser;
     std::int64_t deadline_ns = 0;
     bool is_idempotent = true;
@@ -71,9 +73,15 @@ HttpMultiplexer::~HttpMultiplexer() {
     }
 }
 
-HttpResponse& HttpMultiplexer::response(std::size_t slot) {
+HttpResponse& HttpMultiplexer::response(std::size_t slot, std::size_t index) {
     QUEEN_ASSERT(slot < slots_.size(), "slot out of range");
-    return slots_[slot]->response;
+    QUEEN_ASSERT(index < slots_[slot]->responses.size(), "answer index out of range");
+    return slots_[slot]->responses[index];
+}
+
+std::size_t HttpMultiplexer::answered(std::size_t slot) const {
+    QUEEN_ASSERT(slot < slots_.size(), "slot out of range");
+    return slots_[slot]->answered;
 }
 
 bool HttpMultiplexer::is_busy(std::size_t slot) const {
@@ -127,7 +135,8 @@ queen::Status HttpMultiplexer::open(Slot& slot) {
 queen::Status HttpMultiplexer::begin(Slot& slot, std::vector<Completion>& completed) {
     slot.out_sent = 0;
     slot.is_nothing_received = true;
-    slot.parser.start(slot.response, options_.response_size_bytes_max);
+    slot.answered = 0;
+    slot.parser.start(slot.responses[0], options_.response_size_bytes_max);
     slot.is_reused = slot.fd >= 0;
     if (slot.is_reused) {
         slot.state = Slot::State::sending;
@@ -159,7 +168,21 @@ queen::Status HttpMultiplexer::start(std::size_t index, const HttpRequest& reque
     QUEEN_TRY(check_idle(index));
     Slot& slot = *slots_[index];
     slot.body.assign(request.has_body ? request.body : std::string_view{});
-    return launch(slot, request);
+    return launch(slot, std::span<const HttpRequest>(&request, 1));
+}
+
+queen::Status HttpMultiplexer::start_pipelined(std::size_t index,
+                                               std::span<const HttpRequest> requests) {
+    QUEEN_TRY(check_idle(index));
+    if (requests.empty()) {
+        return queen::Error{Errc::invalid_argument, "start_pipelined: no request"};
+    }
+    Slot& slot = *slots_[index];
+    if (requests.size() == 1) {
+        return start(index, requests.front());
+    }
+    slot.body.clear();  // launch() writes every request whole into `out`
+    return launch(slot, requests);
 }
 
 queen::Status HttpMultiplexer::start_with_body(std::size_t index, const HttpRequest& request,
@@ -171,21 +194,38 @@ queen::Status HttpMultiplexer::start_with_body(std::size_t index, const HttpRequ
     HttpRequest with_body = request;
     with_body.body = slot.body;
     with_body.has_body = true;
-    auto launched = launch(slot, with_body);
+    auto launched = launch(slot, std::span<const HttpRequest>(&with_body, 1));
     if (!launched) {
         slot.body.swap(body);  // nothing started: the caller keeps its body
     }
     return launched;
 }
 
-queen::Status HttpMultiplexer::launch(Slot& slot, const HttpRequest& request) {
+queen::Status HttpMultiplexer::launch(Slot& slot, std::span<const HttpRequest> requests) {
+    // One request: its head here, its body already in slot.body. A group: all of it here.
+    const bool is_group = requests.size() > 1;
     slot.out.clear();
-    detail::append_request_head(slot.out, request, head_prefix_);
-    slot.what.assign(request.method).append(" ").append(request.target);
-    const std::int64_t timeout_ms =
-        request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms;
+    std::int64_t timeout_ms = 0;
+    slot.is_idempotent = true;
+    for (const HttpRequest& request : requests) {
+        detail::append_request_head(slot.out, request, head_prefix_);
+        if (is_group && request.has_body) {
+            slot.out.append(request.body);
+        }
+        timeout_ms = std::max(
+            timeout_ms, request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms);
+        slot.is_idempotent = slot.is_idempotent && request.is_idempotent;
+    }
+    const HttpRequest& first = requests.front();
+    slot.what.assign(first.method).append(" ").append(first.target);
+    if (is_group) {
+        slot.what.append(" (+").append(std::to_string(requests.size() - 1)).append(" pipelined)");
+    }
+    slot.expected = requests.size();
+    if (slot.responses.size() < slot.expected) {
+        slot.responses.resize(slot.expected);
+    }
     slot.deadline_ns = clock_.monotonic_ns() + timeout_ms * 1'000'000;
-    slot.is_idempotent = request.is_idempotent;
     slot.is_resent = false;
     ++in_flight_;
     auto begun = begin(slot, pending_);
@@ -247,24 +287,57 @@ void HttpMultiplexer::receive(Slot& slot, std::vector<Completion>& completed) {
             return;
         }
         const auto length = static_cast<std::size_t>(received);
-        const auto step = slot.parser.feed(read_buffer_.data(), length);
-        if (step == detail::ResponseParser::Step::complete) {
-            if (!slot.parser.is_keep_alive()) {
-                close_socket(slot);
-            }
-            finish(slot, {}, completed);
+        if (parse(slot, read_buffer_.data(), length, completed)) {
             return;
         }
-        if (step != detail::ResponseParser::Step::more) {
-            const std::string why = detail::describe(step, slot.parser, slot.is_nothing_received,
-                                                     options_.response_size_bytes_max);
-            fail(slot, detail::error_of(step), why.c_str(), completed);
-            return;
-        }
-        slot.is_nothing_received = false;
         if (length < read_buffer_.size()) {
             return;  // level-triggered: epoll reports the rest when it arrives
         }
+    }
+}
+
+bool HttpMultiplexer::parse(Slot& slot, const char* data, std::size_t length,
+                            std::vector<Completion>& completed) {
+    using Step = detail::ResponseParser::Step;
+    for (;;) {
+        const Step step = slot.parser.feed(data, length);
+        const bool is_last = slot.answered + 1 == slot.expected;
+        // Bytes after an answer start the next one of a pipelined group.
+        if (step == Step::complete || (step == Step::trailing_bytes && !is_last)) {
+            ++slot.answered;
+            slot.is_nothing_received = false;
+            const bool is_keep_alive = slot.parser.is_keep_alive();
+            if (is_last) {
+                if (!is_keep_alive) {
+                    close_socket(slot);
+                }
+                finish(slot, {}, completed);
+                return true;
+            }
+            if (!is_keep_alive) {
+                const std::string why = "closed by the server after " +
+                                        std::to_string(slot.answered) + " of " +
+                                        std::to_string(slot.expected) + " pipelined answers";
+                fail(slot, Errc::connection_closed, why.c_str(), completed);
+                return true;
+            }
+            const std::size_t used = slot.parser.consumed();
+            slot.parser.start(slot.responses[slot.answered], options_.response_size_bytes_max);
+            if (step == Step::complete) {
+                return false;  // this read ended with the answer: the next comes in a later one
+            }
+            data += used;
+            length -= used;
+            continue;
+        }
+        if (step != Step::more) {
+            const std::string why = detail::describe(step, slot.parser, slot.is_nothing_received,
+                                                     options_.response_size_bytes_max);
+            fail(slot, detail::error_of(step), why.c_str(), completed);
+            return true;
+        }
+        slot.is_nothing_received = false;
+        return false;
     }
 }
 

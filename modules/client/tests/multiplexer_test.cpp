@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <set>
+#include <span>
+#include <utility>
 
 #include "queen/client/errc.hpp"
 #include "queen/client/protocol.hpp"
@@ -161,6 +164,88 @@ TEST_CASE("multiplexer: a request dropped on a reused connection is resent once 
         CHECK(completed[0].status.error().is(Errc::connection_closed));
         CHECK(server.requests().size() == 2);
     }
+}
+
+TEST_CASE("multiplexer: a pipelined group goes out together and its answers come back in order",
+          "[client][multiplexer]") {
+    TestServer server;
+    std::string coalesced;  // answers held back to leave with a later one, in one write
+    server.set_handler([&](const RecordedRequest& request) {
+        Reply reply = json_reply(200, "\"" + request.target + request.body + "\"");
+        if (request.target == "/held") {
+            coalesced = reply.raw;
+            return Reply{};  // nothing written now
+        }
+        reply.raw = std::exchange(coalesced, "") + reply.raw;
+        return reply;
+    });
+    HttpMultiplexer mux{local(server.port()), {}, queen::SystemClock::instance(), 2};
+    SECTION("answers in separate writes") {
+        const std::array<HttpRequest, 3> group{get("/a"), post("/b", "x"), get("/c")};
+        REQUIRE(mux.start_pipelined(1, group));
+        CHECK(mux.is_busy(1));
+        const auto completed = drain(mux);
+        REQUIRE(completed.size() == 1);
+        REQUIRE(completed[0].status);
+        CHECK(completed[0].slot == 1);
+        CHECK(mux.answered(1) == 3);
+        CHECK(mux.response(1, 0).body == "\"/a\"");
+        CHECK(mux.response(1, 1).body == "\"/bx\"");
+        CHECK(mux.response(1, 2).body == "\"/c\"");
+    }
+    SECTION("answers in one write: the bytes after the first answer start the second") {
+        const std::array<HttpRequest, 2> group{post("/held", "1"), post("/b", "2")};
+        REQUIRE(mux.start_pipelined(1, group));
+        const auto completed = drain(mux);
+        REQUIRE(completed.size() == 1);
+        REQUIRE(completed[0].status);
+        CHECK(mux.answered(1) == 2);
+        CHECK(mux.response(1, 0).body == "\"/held1\"");
+        CHECK(mux.response(1, 1).body == "\"/b2\"");
+    }
+    const auto recorded = server.requests();
+    REQUIRE(recorded.size() >= 2);
+    for (const RecordedRequest& request : recorded) {
+        CHECK(request.connection_index == 0);  // one connection carried the whole group
+    }
+    // The slot goes on with single requests on the same connection.
+    REQUIRE(mux.start(1, get("/after")));
+    const auto completed = drain(mux);
+    REQUIRE(completed.size() == 1);
+    REQUIRE(completed[0].status);
+    CHECK(mux.answered(1) == 1);
+    CHECK(mux.response(1).body == "\"/after\"");
+    CHECK(mux.connects_total() == 1);
+    CHECK(
+        mux.start_pipelined(0, std::span<const HttpRequest>{}).error().is(Errc::invalid_argument));
+}
+
+TEST_CASE("multiplexer: a pipelined group cut short fails as a whole, answers before it kept",
+          "[client][multiplexer]") {
+    TestServer server;
+    SECTION("the connection drops after the first answer") {
+        server.set_handler([](const RecordedRequest& request) {
+            return request.target == "/a" ? json_reply(200, "\"a\"") : close_reply();
+        });
+    }
+    SECTION("the first answer says Connection: close") {
+        server.set_handler([](const RecordedRequest&) {
+            return json_reply(200, "\"a\"", "Connection: close\r\n");
+        });
+    }
+    HttpMultiplexer mux{local(server.port()), {}, queen::SystemClock::instance(), 1};
+    // Idempotent GETs, but an answer came: never resent.
+    const std::array<HttpRequest, 2> group{get("/a"), get("/b")};
+    REQUIRE(mux.start_pipelined(0, group));
+    const auto completed = drain(mux);
+    REQUIRE(completed.size() == 1);
+    REQUIRE_FALSE(completed[0].status);
+    CHECK(completed[0].status.error().is(Errc::connection_closed));
+    CHECK_THAT(completed[0].status.error().message(),
+               Catch::Matchers::Contains("GET /a (+1 pipelined)"));
+    CHECK(mux.answered(0) == 1);
+    CHECK(mux.response(0, 0).body == "\"a\"");
+    CHECK(mux.connects_total() == 1);
 }
 
 TEST_CASE("multiplexer: deadlines, closed ports and bad answers fail only their slot",

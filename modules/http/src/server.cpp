@@ -225,7 +225,14 @@ public:
         }
         slot.is_ready = true;
         slot.exchange.reset();
-        try_write();
+        if (!slots_.back().is_ready) {
+            // A later request of this connection is still being handled (pipelining): its answer
+            // may be posted to this thread already, so write after the handlers queued now and
+            // let answers finished together leave in one write.
+            post_write();
+        } else {
+            try_write();
+        }
         do_read();
         update_timer(false);
     }
@@ -423,6 +430,17 @@ private:
         try_write();
     }
 
+    void post_write() {
+        if (is_write_posted_) {
+            return;
+        }
+        is_write_posted_ = true;
+        asio::post(loop_.context, [self = shared_from_this()] {
+            self->is_write_posted_ = false;
+            self->try_write();
+        });
+    }
+
     void try_write() {
         if (is_writing_ || is_closed_) {
             return;
@@ -586,8 +604,9 @@ private:
     std::uint64_t timer_generation_ = 0;
     bool is_reading_ = false;
     bool is_writing_ = false;
-    bool is_closing_ = false;   // no more requests are parsed
-    bool is_draining_ = false;  // final answer sent; discarding input until EOF or linger
+    bool is_write_posted_ = false;  // a post_write() handler is queued
+    bool is_closing_ = false;       // no more requests are parsed
+    bool is_draining_ = false;      // final answer sent; discarding input until EOF or linger
     bool is_closed_ = false;
     bool is_timed_out_ = false;
     bool is_continue_sent_ = false;

@@ -30,14 +30,15 @@ struct Profile {
     std::optional<double> duration_s;       ///< key `duration`
     std::optional<double> rate_msgs_per_s;  ///< key `rate`: paced producers (produce, e2e)
     std::optional<std::string> consumer_group;
-    bool is_standard = false;  ///< key `standard`: run by `make bench`
-    Goal goal;                 ///< keys `goal_msgs_per_s`, `goal_p99_ms`: checked in the report
+    std::optional<bool> is_pipelined;  ///< key `pipeline`
+    bool is_standard = false;          ///< key `standard`: run by `make bench`
+    Goal goal;  ///< keys `goal_msgs_per_s`, `goal_p99_ms`: checked in the report
 };
 
 /// Every profile of the TOML text `text` (`[profiles.<name>]` tables), in file order.
 /// Keys: description, workload (required), producers, consumers, batch, size, partitions,
-/// pop_partitions, messages, duration, rate, consumer_group, standard, goal_msgs_per_s,
-/// goal_p99_ms.
+/// pop_partitions, messages, duration, rate, consumer_group, pipeline, standard,
+/// goal_msgs_per_s, goal_p99_ms.
 /// Errors: queen::Errc::invalid_argument naming the profile and key (TOML syntax, unknown key,
 /// wrong type, unknown workload, missing workload).
 [[nodiscard]] queen::Result<std::vector<Profile>> parse_profiles(std::string_view text);

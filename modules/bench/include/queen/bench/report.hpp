@@ -22,6 +22,7 @@ struct Conditions {
     std::int64_t producers = 0;
     std::int64_t consumers = 0;
     std::int64_t driver_threads = 0;     ///< event-loop threads driving them (at most one each)
+    bool is_pipelined = false;           ///< pops pipelined behind transactions
     std::int64_t cores = 0;              ///< online CPUs of this machine
     double load_average_1m = -1;         ///< of this machine at the end of the run; < 0 unknown
     std::int64_t server_rss_bytes = -1;  ///< at the end of the run; < 0 unknown

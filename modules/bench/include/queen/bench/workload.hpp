@@ -39,7 +39,10 @@ struct WorkloadOptions {
     /// partitions workload fills exactly this many partitions with one message each.
     std::int64_t partitions = 1;
     std::int64_t pop_partitions = 1;  ///< pops claim up to this many partitions (one lease)
-    std::string consumer_group;       ///< empty: queue mode
+    /// Transaction workers send the next pop right behind their transaction on the same
+    /// connection (HTTP/1.1 pipelining): one round trip per loop instead of two.
+    bool is_pipelined = false;
+    std::string consumer_group;  ///< empty: queue mode
     /// When messages is 0: length of the measured phase. Otherwise the upper bound of each phase
     /// (a run never exceeds it per phase, whatever the count).
     double duration_s = 10;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -16,15 +17,16 @@
 
 namespace queen::client {
 
-/// `slots` connections, each carrying one request at a time (HTTP/1.1 without pipelining), all
-/// waited on by wait(). A slot connects lazily (non-blocking connect) on its first request,
-/// keeps the connection alive between requests, reconnects after the server closed it, honours
-/// `Connection: close`, and fails a request that passes its deadline with Errc::timeout. Like
-/// Connection, a request that fails on a reused connection before any answer byte arrived is sent
-/// once more on a new connection when it is idempotent (the server closed an idle connection).
-/// Requests are copied when started (start_with_body() takes the body instead): the caller's
-/// views may die at once. Answers land in the slot's response(), reusing its storage.
-/// Thread-safety: none; one thread drives a multiplexer (run one per thread).
+/// `slots` connections, each carrying one request at a time, or one pipelined group of requests
+/// (start_pipelined: sent back to back, answered in order), all waited on by wait(). A slot
+/// connects lazily (non-blocking connect) on its first request, keeps the connection alive between
+/// requests, reconnects after the server closed it, honours `Connection: close`, and fails a
+/// request that passes its deadline with Errc::timeout. Like Connection, a request that fails on a
+/// reused connection before any answer byte arrived is sent once more on a new connection when it
+/// is idempotent (the server closed an idle connection). Requests are copied when started
+/// (start_with_body() takes the body instead): the caller's views may die at once. Answers land in
+/// the slot's response(), reusing its storage. Thread-safety: none; one thread drives a multiplexer
+/// (run one per thread).
 class HttpMultiplexer {
 public:
     /// A finished request: the slot, and success (any HTTP status: see check_http_status) or the
@@ -57,6 +59,17 @@ public:
     [[nodiscard]] queen::Status start_with_body(std::size_t slot, const HttpRequest& request,
                                                 std::string& body);
 
+    /// Starts `requests` (at least one) on `slot` (which must be idle) back to back on its
+    /// connection, in one write: HTTP/1.1 pipelining, so the server handles them in this order
+    /// and answers in this order. One completion reports the group once every answer arrived,
+    /// answer k in response(slot, k); a failure reports the group failed, with answered(slot)
+    /// answers whole before it. A group is sent once more on a new connection only when every
+    /// request in it is idempotent and no answer byte came (as start()). The group's deadline is
+    /// the latest of its requests'. Bodies are copied. Errors: as start(), and
+    /// Errc::invalid_argument for an empty group.
+    [[nodiscard]] queen::Status start_pipelined(std::size_t slot,
+                                                std::span<const HttpRequest> requests);
+
     /// Waits up to `timeout_ns` (0: only what is ready now) for socket events, advances every
     /// slot they concern, fails the requests past their deadline (Errc::timeout), and appends
     /// each finished request to `completed`. Returns early once something finished. Transport
@@ -65,8 +78,12 @@ public:
     /// Errors (of the call itself): Errc::invalid_argument (timeout_ns < 0).
     [[nodiscard]] queen::Status wait(std::int64_t timeout_ns, std::vector<Completion>& completed);
 
-    /// The answer of the last request finished on `slot`; valid until the next start() on it.
-    [[nodiscard]] HttpResponse& response(std::size_t slot);
+    /// Answer `index` of the last request (or pipelined group) finished on `slot`; valid until
+    /// the next start on it.
+    [[nodiscard]] HttpResponse& response(std::size_t slot, std::size_t index = 0);
+    /// How many answers of the last request or group on `slot` arrived whole (after a failure:
+    /// those before it).
+    [[nodiscard]] std::size_t answered(std::size_t slot) const;
     /// Whether `slot` carries a request that has not finished.
     [[nodiscard]] bool is_busy(std::size_t slot) const;
     /// Requests started and not yet reported finished by wait().
@@ -80,11 +97,13 @@ public:
 private:
     struct Slot;
     queen::Status check_idle(std::size_t index) const;
-    queen::Status launch(Slot& slot, const HttpRequest& request);
+    queen::Status launch(Slot& slot, std::span<const HttpRequest> requests);
     queen::Status open(Slot& slot);
     queen::Status begin(Slot& slot, std::vector<Completion>& completed);
     void send_some(Slot& slot, std::vector<Completion>& completed);
     void receive(Slot& slot, std::vector<Completion>& completed);
+    bool parse(Slot& slot, const char* data, std::size_t length,
+               std::vector<Completion>& completed);
     void on_event(Slot& slot, std::uint32_t events, std::vector<Completion>& completed);
     void fail(Slot& slot, std::error_code code, const char* why,
               std::vector<Completion>& completed);
