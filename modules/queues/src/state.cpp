@@ -2272,8 +2272,8 @@ QueueState::IndexStats QueueState::index_stats() const {
     IndexStats stats;
     const State& s = *state_;
     stats.queues = s.queues.size();
-    for (const auto& mem : s.partitions) {
-        stats.partitions += mem.queue.value() != 0 ? 1 : 0;
+    for (std::size_t pid = 0; pid < s.partitions.size(); ++pid) {
+        stats.partitions += s.partitions[pid].queue.value() != 0 ? 1 : 0;
     }
     for (const auto& [qid, q] : s.queues) {
         for (const auto& [gid, gc] : q.groups) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "messages.hpp"
+#include "queen/core/chunked_array.hpp"
 #include "queen/queues/queues.hpp"
 #include "records.hpp"
 
@@ -202,7 +203,8 @@ struct State {
     /// `meta` changed since it was last written (a pop's lease counter): written at the end of
     /// the apply batch (QueueState::end_batch) or by the next save_meta, whichever comes first.
     bool is_meta_dirty = false;
-    std::vector<PartitionMem> partitions{1};  ///< index 0 unused
+    /// By partition id; index 0 unused. Chunked: growing to millions never copies it.
+    ChunkedArray<PartitionMem> partitions{1};
     std::map<std::uint32_t, QueueMem> queues;
     NameIds queue_ids;  ///< lookup only
     NameIds group_ids;  ///< lookup only
