@@ -2,6 +2,7 @@
 #include "queen/client/client.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 
@@ -453,6 +454,59 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
     TransactionResult result;
     QUEEN_TRY(read_transaction_answer(http, response, result));
     return result;
+}
+
+Client::TransactionThenPop Client::transaction_then_pop(const TransactionRequest& transaction,
+                                                        const PopRequest& pop) {
+    const auto both = [](const queen::Error& error) { return TransactionThenPop{error, error}; };
+    OwnedRequest transaction_request;
+    OwnedRequest pop_request;
+    if (auto built = build_transaction(transaction, options_.is_payload_validated, *this,
+                                       transaction_request);
+        !built) {
+        return both(built.error());
+    }
+    if (auto built = build_pop(pop, options_.pop_wait_margin_ms, pop_request); !built) {
+        return both(built.error());
+    }
+    const std::array<HttpRequest, 2> group{transaction_request.view(), pop_request.view()};
+    std::array<HttpResponse, 2> responses;
+    std::size_t answered = 0;
+    auto lease = pool_.acquire(options_.pool_wait_ms);
+    if (!lease) {
+        return both(lease.error());
+    }
+    const queen::Status exchanged = (*lease)->request_pipelined(group, responses, answered);
+    // An answer that arrived whole is read whatever happened to the other.
+    const auto status_of = [&](std::size_t k) -> queen::Status {
+        if (answered <= k) {
+            return exchanged.error();
+        }
+        return check_http_status(group[k], responses[k]);
+    };
+    TransactionThenPop out{queen::Error{Errc::cancelled, "not read"},
+                           queen::Error{Errc::cancelled, "not read"}};
+    if (queen::Status checked = status_of(0); !checked) {
+        out.transaction = checked.error();
+    } else {
+        TransactionResult result;
+        if (queen::Status read = read_transaction_answer(group[0], responses[0], result); !read) {
+            out.transaction = read.error();
+        } else {
+            out.transaction = std::move(result);
+        }
+    }
+    if (queen::Status checked = status_of(1); !checked) {
+        out.pop = checked.error();
+    } else {
+        PopResult result;
+        if (queen::Status read = read_pop_answer(group[1], responses[1], pop, result); !read) {
+            out.pop = read.error();
+        } else {
+            out.pop = std::move(result);
+        }
+    }
+    return out;
 }
 
 queen::Result<std::string> Client::trace(const TraceEvent& event) {

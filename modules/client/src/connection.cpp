@@ -201,14 +201,40 @@ queen::Result<HttpResponse> Connection::request(const HttpRequest& request) {
 }
 
 queen::Status Connection::request_into(const HttpRequest& request, HttpResponse& response) {
-    const std::int64_t timeout_ms =
-        request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms;
+    std::size_t answered = 0;
+    return perform(std::span<const HttpRequest>(&request, 1), std::span<HttpResponse>(&response, 1),
+                   answered);
+}
+
+queen::Status Connection::request_pipelined(std::span<const HttpRequest> requests,
+                                            std::span<HttpResponse> responses,
+                                            std::size_t& answered) {
+    answered = 0;
+    if (requests.empty() || responses.size() != requests.size()) {
+        return queen::Error{Errc::invalid_argument,
+                            "request_pipelined: " + std::to_string(requests.size()) +
+                                " requests and " + std::to_string(responses.size()) + " responses"};
+    }
+    return perform(requests, responses, answered);
+}
+
+queen::Status Connection::perform(std::span<const HttpRequest> requests,
+                                  std::span<HttpResponse> responses, std::size_t& answered) {
+    std::int64_t timeout_ms = 0;
+    bool is_idempotent = true;
+    for (const HttpRequest& request : requests) {
+        timeout_ms = std::max(
+            timeout_ms, request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms);
+        is_idempotent = is_idempotent && request.is_idempotent;
+    }
     const std::int64_t start_ns = clock_.monotonic_ns();
     const std::int64_t deadline_ns = start_ns + timeout_ms * 1'000'000;
     for (int attempt = 0;; ++attempt) {
+        answered = 0;
         if (is_aborted_) {
             close();
-            return queen::Error{Errc::cancelled, std::string{request.target} + ": aborted"};
+            return queen::Error{Errc::cancelled,
+                                std::string{requests.front().target} + ": aborted"};
         }
         bool is_reused = fd_ >= 0;
         const bool is_recent =
@@ -224,7 +250,7 @@ queen::Status Connection::request_into(const HttpRequest& request, HttpResponse&
             QUEEN_TRY(open(connect_deadline_ns));
         }
         bool is_nothing_received = true;
-        auto exchanged = exchange(request, deadline_ns, is_nothing_received, response);
+        auto exchanged = exchange(requests, deadline_ns, is_nothing_received, responses, answered);
         if (exchanged) {
             if (options_.idle_check_after_ms > 0) {
                 last_answer_ns_ = clock_.monotonic_ns();
@@ -236,26 +262,39 @@ queen::Status Connection::request_into(const HttpRequest& request, HttpResponse&
         // like this; a fresh connection failing the same way is a real failure.
         const bool is_stale =
             is_reused && is_nothing_received && exchanged.error().is(Errc::connection_closed);
-        if (!is_stale || !request.is_idempotent || attempt > 0) {
+        if (!is_stale || !is_idempotent || attempt > 0) {
             return exchanged;
         }
     }
 }
 
-queen::Status Connection::exchange(const HttpRequest& request, std::int64_t deadline_ns,
-                                   bool& is_nothing_received, HttpResponse& response) {
+queen::Status Connection::exchange(std::span<const HttpRequest> requests, std::int64_t deadline_ns,
+                                   bool& is_nothing_received, std::span<HttpResponse> responses,
+                                   std::size_t& answered) {
+    const HttpRequest& first = requests.front();
+    const bool is_group = requests.size() > 1;
     const auto fail = [&](Errc code, const std::string& why) {
-        return queen::Error{
-            code, std::string{request.method} + " " + std::string{request.target} + ": " + why};
+        std::string what = std::string{first.method} + " " + std::string{first.target};
+        if (is_group) {
+            what += " (+" + std::to_string(requests.size() - 1) + " pipelined)";
+        }
+        return queen::Error{code, what + ": " + why};
     };
+    // One request: its head here and its body from where it is. A group: all of it here.
     std::string head;
-    head.reserve(64 + request.target.size() + head_prefix_.size());
-    detail::append_request_head(head, request, head_prefix_);
+    head.reserve(64 + first.target.size() + head_prefix_.size());
+    for (const HttpRequest& request : requests) {
+        detail::append_request_head(head, request, head_prefix_);
+        if (is_group && request.has_body) {
+            head.append(request.body);
+        }
+    }
+    const bool is_body_apart = !is_group && first.has_body;
 
     // Send head and body with one syscall when possible.
     iovec parts[2] = {
         {head.data(), head.size()},
-        {const_cast<char*>(request.body.data()), request.has_body ? request.body.size() : 0}};
+        {const_cast<char*>(first.body.data()), is_body_apart ? first.body.size() : 0}};
     std::size_t part = 0;
     while (part < 2) {
         if (parts[part].iov_len == 0) {
@@ -295,7 +334,7 @@ queen::Status Connection::exchange(const HttpRequest& request, std::int64_t dead
     }
 
     detail::ResponseParser parser;
-    parser.start(response, options_.response_size_bytes_max);
+    parser.start(responses.front(), options_.response_size_bytes_max);
     // The answer cannot be there yet right after sending: wait first instead of a recv() that
     // would only say EAGAIN (one syscall less per request).
     bool is_wait_needed = true;
@@ -324,9 +363,14 @@ queen::Status Connection::exchange(const HttpRequest& request, std::int64_t dead
         if (is_aborted_) {
             return fail(Errc::cancelled, "aborted");
         }
-        const auto step = parser.feed(read_buffer_.data(), static_cast<std::size_t>(received));
+        const auto step =
+            detail::feed_answers(parser, responses, answered, options_.response_size_bytes_max,
+                                 read_buffer_.data(), static_cast<std::size_t>(received));
         if (step == detail::ResponseParser::Step::complete) {
             break;
+        }
+        if (answered > 0) {
+            is_nothing_received = false;
         }
         if (step != detail::ResponseParser::Step::more) {
             return fail(detail::error_of(step), detail::describe(step, parser, is_nothing_received,

@@ -237,9 +237,38 @@ const char* ResponseParser::description() const noexcept {
     return http_errno_description(HTTP_PARSER_ERRNO(&parser_));
 }
 
+ResponseParser::Step feed_answers(ResponseParser& parser, std::span<HttpResponse> responses,
+                                  std::size_t& answered, std::size_t body_size_bytes_max,
+                                  const char* data, std::size_t length) {
+    using Step = ResponseParser::Step;
+    for (;;) {
+        const Step step = parser.feed(data, length);
+        const bool is_last = answered + 1 == responses.size();
+        if (step != Step::complete && (step != Step::trailing_bytes || is_last)) {
+            return step;  // more, or a failure
+        }
+        ++answered;
+        if (is_last) {
+            return Step::complete;
+        }
+        if (!parser.is_keep_alive()) {
+            return Step::closed_between;
+        }
+        const std::size_t used = parser.consumed();
+        parser.start(responses[answered], body_size_bytes_max);
+        if (step == Step::complete) {
+            return Step::more;  // the answer ended this piece: the next comes in a later one
+        }
+        data += used;
+        length -= used;
+    }
+}
+
 Errc error_of(ResponseParser::Step step) noexcept {
-    return step == ResponseParser::Step::closed_early ? Errc::connection_closed
-                                                      : Errc::bad_response;
+    return step == ResponseParser::Step::closed_early ||
+                   step == ResponseParser::Step::closed_between
+               ? Errc::connection_closed
+               : Errc::bad_response;
 }
 
 std::string describe(ResponseParser::Step step, const ResponseParser& parser,
@@ -253,6 +282,8 @@ std::string describe(ResponseParser::Step step, const ResponseParser& parser,
         case ResponseParser::Step::closed_early:
             return is_nothing_received ? "closed by the server before answering"
                                        : "closed by the server mid-response";
+        case ResponseParser::Step::closed_between:
+            return "closed by the server before the last pipelined answer";
         case ResponseParser::Step::more:
         case ResponseParser::Step::complete: break;
     }

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,7 @@ public:
         malformed,       ///< not HTTP (description() says why)
         trailing_bytes,  ///< bytes followed the complete response
         closed_early,    ///< end of stream before the response was whole
+        closed_between,  ///< (feed_answers) an answer closed the connection before the last
     };
 
     ResponseParser() = default;
@@ -92,7 +94,19 @@ private:
     std::size_t consumed_ = 0;
 };
 
-/// The error code of a failed parse step (bad_response, or connection_closed for closed_early).
+/// Feeds `data` (`length` 0: end of stream) to the answers of a pipelined group: `parser` parses
+/// `responses[answered]`; each whole answer raises `answered` and the bytes after it start the
+/// next. Returns Step::complete once every answer is whole, Step::more when more bytes are
+/// needed, or the failing step (Step::closed_between when an answer other than the last says
+/// the connection closes; Step::trailing_bytes after the last).
+[[nodiscard]] ResponseParser::Step feed_answers(ResponseParser& parser,
+                                                std::span<HttpResponse> responses,
+                                                std::size_t& answered,
+                                                std::size_t body_size_bytes_max, const char* data,
+                                                std::size_t length);
+
+/// The error code of a failed parse step (bad_response, or connection_closed for closed_early
+/// and closed_between).
 [[nodiscard]] Errc error_of(ResponseParser::Step step) noexcept;
 /// Why a parse step failed, for the error's context. `is_nothing_received`: no byte of the answer
 /// had arrived before the stream closed.

@@ -299,46 +299,27 @@ void HttpMultiplexer::receive(Slot& slot, std::vector<Completion>& completed) {
 bool HttpMultiplexer::parse(Slot& slot, const char* data, std::size_t length,
                             std::vector<Completion>& completed) {
     using Step = detail::ResponseParser::Step;
-    for (;;) {
-        const Step step = slot.parser.feed(data, length);
-        const bool is_last = slot.answered + 1 == slot.expected;
-        // Bytes after an answer start the next one of a pipelined group.
-        if (step == Step::complete || (step == Step::trailing_bytes && !is_last)) {
-            ++slot.answered;
-            slot.is_nothing_received = false;
-            const bool is_keep_alive = slot.parser.is_keep_alive();
-            if (is_last) {
-                if (!is_keep_alive) {
-                    close_socket(slot);
-                }
-                finish(slot, {}, completed);
-                return true;
-            }
-            if (!is_keep_alive) {
-                const std::string why = "closed by the server after " +
-                                        std::to_string(slot.answered) + " of " +
-                                        std::to_string(slot.expected) + " pipelined answers";
-                fail(slot, Errc::connection_closed, why.c_str(), completed);
-                return true;
-            }
-            const std::size_t used = slot.parser.consumed();
-            slot.parser.start(slot.responses[slot.answered], options_.response_size_bytes_max);
-            if (step == Step::complete) {
-                return false;  // this read ended with the answer: the next comes in a later one
-            }
-            data += used;
-            length -= used;
-            continue;
-        }
-        if (step != Step::more) {
-            const std::string why = detail::describe(step, slot.parser, slot.is_nothing_received,
-                                                     options_.response_size_bytes_max);
-            fail(slot, detail::error_of(step), why.c_str(), completed);
-            return true;
-        }
-        slot.is_nothing_received = false;
+    const Step step = detail::feed_answers(
+        slot.parser, std::span<HttpResponse>(slot.responses.data(), slot.expected), slot.answered,
+        options_.response_size_bytes_max, data, length);
+    if (step == Step::more) {
+        slot.is_nothing_received = false;  // `more` only ever follows received bytes
         return false;
     }
+    if (step == Step::complete) {
+        if (!slot.parser.is_keep_alive()) {
+            close_socket(slot);
+        }
+        finish(slot, {}, completed);
+        return true;
+    }
+    if (slot.answered > 0) {
+        slot.is_nothing_received = false;
+    }
+    const std::string why = detail::describe(step, slot.parser, slot.is_nothing_received,
+                                             options_.response_size_bytes_max);
+    fail(slot, detail::error_of(step), why.c_str(), completed);
+    return true;
 }
 
 void HttpMultiplexer::fail(Slot& slot, std::error_code code, const char* why,

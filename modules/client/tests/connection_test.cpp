@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <span>
 #include <thread>
+#include <utility>
 
 #include "queen/client/errc.hpp"
 #include "queen/core/rng.hpp"
@@ -411,4 +414,73 @@ TEST_CASE("client: large bodies cross partial writes and many reads intact",
         CHECK(server.last_request().body == request_body);
     }
     CHECK(connection.connects_total() == 1);
+}
+
+TEST_CASE("connection: a pipelined group goes out in one write and its answers come back in order",
+          "[client][connection]") {
+    TestServer server;
+    std::string held;  // an answer held back to leave in one write with the next
+    server.set_handler([&](const RecordedRequest& request) {
+        Reply reply = json_reply(200, "\"" + request.target + request.body + "\"");
+        if (request.target == "/held") {
+            held = reply.raw;
+            return Reply{};
+        }
+        reply.raw = std::exchange(held, "") + reply.raw;
+        return reply;
+    });
+    Connection connection{local(server.port()), {}, queen::SystemClock::instance()};
+    std::size_t answered = 0;
+    SECTION("answers in separate writes") {
+        const std::array<HttpRequest, 3> group{post("/a", "1"), get("/b"), post("/c", "3")};
+        std::array<queen::client::HttpResponse, 3> responses;
+        REQUIRE(connection.request_pipelined(group, responses, answered));
+        CHECK(answered == 3);
+        CHECK(responses[0].body == "\"/a1\"");
+        CHECK(responses[1].body == "\"/b\"");
+        CHECK(responses[2].body == "\"/c3\"");
+    }
+    SECTION("answers in one write") {
+        const std::array<HttpRequest, 2> group{post("/held", "x"), get("/b")};
+        std::array<queen::client::HttpResponse, 2> responses;
+        REQUIRE(connection.request_pipelined(group, responses, answered));
+        CHECK(answered == 2);
+        CHECK(responses[0].body == "\"/heldx\"");
+        CHECK(responses[1].body == "\"/b\"");
+    }
+    // The connection goes on with single requests.
+    auto after = connection.request(get("/after"));
+    REQUIRE(after.has_value());
+    CHECK(after->body == "\"/after\"");
+    CHECK(connection.connects_total() == 1);
+    std::array<queen::client::HttpResponse, 1> one;
+    CHECK(connection.request_pipelined({}, one, answered).error().is(Errc::invalid_argument));
+    const std::array<HttpRequest, 2> two{get("/x"), get("/y")};
+    CHECK(connection.request_pipelined(two, one, answered).error().is(Errc::invalid_argument));
+}
+
+TEST_CASE("connection: a pipelined group cut short fails, answers before it kept",
+          "[client][connection]") {
+    TestServer server;
+    SECTION("the connection drops after the first answer") {
+        server.set_handler([](const RecordedRequest& request) {
+            return request.target == "/a" ? json_reply(200, "\"a\"") : close_reply();
+        });
+    }
+    SECTION("the first answer says Connection: close") {
+        server.set_handler([](const RecordedRequest&) {
+            return json_reply(200, "\"a\"", "Connection: close\r\n");
+        });
+    }
+    Connection connection{local(server.port()), {}, queen::SystemClock::instance()};
+    const std::array<HttpRequest, 2> group{get("/a"), get("/b")};
+    std::array<queen::client::HttpResponse, 2> responses;
+    std::size_t answered = 0;
+    const queen::Status status = connection.request_pipelined(group, responses, answered);
+    REQUIRE_FALSE(status);
+    CHECK(status.error().is(Errc::connection_closed));
+    CHECK_THAT(status.error().message(), Catch::Matchers::Contains("GET /a (+1 pipelined)"));
+    CHECK(answered == 1);
+    CHECK(responses[0].body == "\"a\"");
+    CHECK(connection.connects_total() == 1);  // an answer came: not sent again
 }

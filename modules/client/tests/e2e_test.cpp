@@ -174,6 +174,55 @@ TEST_CASE("client e2e: transactions commit atomically or roll back", "[.e2e][cli
     REQUIRE(client->delete_queue(target));
 }
 
+TEST_CASE("client e2e: transaction_then_pop commits and pops the next message in one round trip",
+          "[.e2e][client]") {
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string queue = "e2e-txpop-" + std::to_string(seed % 1'000'000'000);
+    REQUIRE(client->push(items_for(queue, "p", 1)));
+    PopRequest pop;
+    pop.queue = queue;
+    pop.partition = "p";
+    pop.is_wait = false;
+    auto input = client->pop(pop);
+    REQUIRE(input);
+    REQUIRE(input->messages.size() == 1);
+
+    // The pop runs after the transaction: it finds the message the transaction pushed.
+    TransactionRequest next;
+    next.operations.emplace_back(Ack::of(input->messages[0]));
+    next.operations.emplace_back(TransactionPush{items_for(queue, "p", 1, 1)});
+    auto moved = client->transaction_then_pop(next, pop);
+    REQUIRE(moved.transaction);
+    CHECK(moved.transaction->results.size() == 2);
+    REQUIRE(moved.pop);
+    REQUIRE(moved.pop->messages.size() == 1);
+    CHECK(moved.pop->messages[0].data_json == "{\"n\":1}");
+
+    // A transaction rolled back pushes nothing; the pop behind it still runs (and finds nothing:
+    // the message in hand stays leased).
+    TransactionRequest bad;
+    Ack missing = Ack::of(moved.pop->messages[0]);
+    missing.transaction_id = "no-such-message";
+    bad.operations.emplace_back(missing);
+    bad.operations.emplace_back(TransactionPush{items_for(queue, "p", 1, 2)});
+    auto refused = client->transaction_then_pop(bad, pop);
+    REQUIRE_FALSE(refused.transaction);
+    CHECK(refused.transaction.error().is(Errc::rejected));
+    REQUIRE(refused.pop);
+    CHECK(refused.pop->messages.empty());
+    // Invalid input: nothing is sent, both say why.
+    auto invalid = client->transaction_then_pop(TransactionRequest{}, pop);
+    REQUIRE_FALSE(invalid.transaction);
+    REQUIRE_FALSE(invalid.pop);
+    REQUIRE(client->delete_queue(queue));
+}
+
 TEST_CASE("client e2e: consumer groups fan out and seek", "[.e2e][client]") {
     auto client = connect_or_skip();
     if (!client) {

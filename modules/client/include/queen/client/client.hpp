@@ -109,6 +109,21 @@ public:
     /// is Errc::rejected with the server's reason. Never retried (it is not idempotent).
     [[nodiscard]] queen::Result<TransactionResult> transaction(const TransactionRequest& request);
 
+    /// transaction_then_pop(): each request's own outcome.
+    struct TransactionThenPop {
+        queen::Result<TransactionResult> transaction;
+        queen::Result<PopResult> pop;
+    };
+    /// POST /api/v1/transaction and, right behind it on the same connection, the pop (HTTP/1.1
+    /// pipelining): a worker's commit and its next message in one round trip. The broker applies
+    /// the pop after the transaction, so the pop sees what the transaction pushed and no longer
+    /// sees what it acked. Each result stands alone: a transaction rolled back (Errc::rejected)
+    /// does not undo the pop, whose messages are then leased to the caller like any pop's.
+    /// Errors of both: invalid input (nothing sent), the pool's wait, transport errors (a request
+    /// whose answer did not arrive whole). Never retried (the transaction is not idempotent).
+    [[nodiscard]] TransactionThenPop transaction_then_pop(const TransactionRequest& transaction,
+                                                          const PopRequest& pop);
+
     /// POST /api/v1/traces: records a trace event; returns the trace id. Never retried.
     [[nodiscard]] queen::Result<std::string> trace(const TraceEvent& event);
 

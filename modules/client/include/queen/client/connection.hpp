@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,16 @@ public:
     /// call (a request loop stops allocating per answer). Errors: as request(); `response` is
     /// then unspecified but valid.
     [[nodiscard]] queen::Status request_into(const HttpRequest& request, HttpResponse& response);
+    /// Sends `requests` (at least one) back to back in one write and reads their answers in
+    /// order into `responses` (as many): HTTP/1.1 pipelining, so the server handles them in this
+    /// order. `answered` is how many answers arrived whole: all on success, those before the
+    /// failure otherwise. Sent once more on a new connection only when every request is
+    /// idempotent and no answer byte came (as request()). The deadline is the latest of the
+    /// requests'. Errors: as request(), and Errc::invalid_argument (no request, or a different
+    /// count of responses).
+    [[nodiscard]] queen::Status request_pipelined(std::span<const HttpRequest> requests,
+                                                  std::span<HttpResponse> responses,
+                                                  std::size_t& answered);
 
     /// Closes the socket; the next request() connects again.
     void close() noexcept;
@@ -101,8 +112,11 @@ public:
 private:
     struct Attempt;
     queen::Status open(std::int64_t deadline_ns);
-    queen::Status exchange(const HttpRequest& request, std::int64_t deadline_ns,
-                           bool& is_nothing_received, HttpResponse& response);
+    queen::Status perform(std::span<const HttpRequest> requests, std::span<HttpResponse> responses,
+                          std::size_t& answered);
+    queen::Status exchange(std::span<const HttpRequest> requests, std::int64_t deadline_ns,
+                           bool& is_nothing_received, std::span<HttpResponse> responses,
+                           std::size_t& answered);
     [[nodiscard]] bool is_idle_connection_dead() const noexcept;
     int wait_fd(short events, std::int64_t deadline_ns) const;
 
