@@ -220,15 +220,16 @@ queen::Status Connection::request_pipelined(std::span<const HttpRequest> request
 
 queen::Status Connection::perform(std::span<const HttpRequest> requests,
                                   std::span<HttpResponse> responses, std::size_t& answered) {
-    std::int64_t timeout_ms = 0;
-    bool is_idempotent = true;
-    for (const HttpRequest& request : requests) {
-        timeout_ms = std::max(
-            timeout_ms, request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms);
-        is_idempotent = is_idempotent && request.is_idempotent;
-    }
+    // One request: its head here and its body sent from where it is. A group: all of it here.
+    std::string head;
+    head.reserve(64 + requests.front().target.size() + head_prefix_.size());
+    const detail::Outgoing facts =
+        detail::append_requests(head, requests, head_prefix_, options_.request_timeout_ms);
+    const HttpRequest& first = requests.front();
+    const std::string_view body =
+        requests.size() == 1 && first.has_body ? first.body : std::string_view{};
     const std::int64_t start_ns = clock_.monotonic_ns();
-    const std::int64_t deadline_ns = start_ns + timeout_ms * 1'000'000;
+    const std::int64_t deadline_ns = start_ns + facts.timeout_ms * 1'000'000;
     for (int attempt = 0;; ++attempt) {
         answered = 0;
         if (is_aborted_) {
@@ -250,7 +251,8 @@ queen::Status Connection::perform(std::span<const HttpRequest> requests,
             QUEEN_TRY(open(connect_deadline_ns));
         }
         bool is_nothing_received = true;
-        auto exchanged = exchange(requests, deadline_ns, is_nothing_received, responses, answered);
+        auto exchanged =
+            exchange(head, body, facts.what, deadline_ns, is_nothing_received, responses, answered);
         if (exchanged) {
             if (options_.idle_check_after_ms > 0) {
                 last_answer_ns_ = clock_.monotonic_ns();
@@ -262,39 +264,22 @@ queen::Status Connection::perform(std::span<const HttpRequest> requests,
         // like this; a fresh connection failing the same way is a real failure.
         const bool is_stale =
             is_reused && is_nothing_received && exchanged.error().is(Errc::connection_closed);
-        if (!is_stale || !is_idempotent || attempt > 0) {
+        if (!is_stale || !facts.is_idempotent || attempt > 0) {
             return exchanged;
         }
     }
 }
 
-queen::Status Connection::exchange(std::span<const HttpRequest> requests, std::int64_t deadline_ns,
+queen::Status Connection::exchange(const std::string& head, std::string_view body,
+                                   std::string_view what, std::int64_t deadline_ns,
                                    bool& is_nothing_received, std::span<HttpResponse> responses,
                                    std::size_t& answered) {
-    const HttpRequest& first = requests.front();
-    const bool is_group = requests.size() > 1;
     const auto fail = [&](Errc code, const std::string& why) {
-        std::string what = std::string{first.method} + " " + std::string{first.target};
-        if (is_group) {
-            what += " (+" + std::to_string(requests.size() - 1) + " pipelined)";
-        }
-        return queen::Error{code, what + ": " + why};
+        return queen::Error{code, std::string{what} + ": " + why};
     };
-    // One request: its head here and its body from where it is. A group: all of it here.
-    std::string head;
-    head.reserve(64 + first.target.size() + head_prefix_.size());
-    for (const HttpRequest& request : requests) {
-        detail::append_request_head(head, request, head_prefix_);
-        if (is_group && request.has_body) {
-            head.append(request.body);
-        }
-    }
-    const bool is_body_apart = !is_group && first.has_body;
-
     // Send head and body with one syscall when possible.
-    iovec parts[2] = {
-        {head.data(), head.size()},
-        {const_cast<char*>(first.body.data()), is_body_apart ? first.body.size() : 0}};
+    iovec parts[2] = {{const_cast<char*>(head.data()), head.size()},
+                      {const_cast<char*>(body.data()), body.size()}};
     std::size_t part = 0;
     while (part < 2) {
         if (parts[part].iov_len == 0) {

@@ -193,6 +193,26 @@ void append_request_head(std::string& out, const HttpRequest& request,
     out.append("\r\n");
 }
 
+Outgoing append_requests(std::string& out, std::span<const HttpRequest> requests,
+                         std::string_view head_prefix, std::int64_t default_timeout_ms) {
+    const bool is_group = requests.size() > 1;
+    Outgoing facts{std::string(requests.front().method), 0, true};
+    facts.what.append(" ").append(requests.front().target);
+    if (is_group) {
+        facts.what.append(" (+").append(std::to_string(requests.size() - 1)).append(" pipelined)");
+    }
+    for (const HttpRequest& request : requests) {
+        append_request_head(out, request, head_prefix);
+        if (is_group && request.has_body) {
+            out.append(request.body);
+        }
+        facts.timeout_ms = std::max(
+            facts.timeout_ms, request.timeout_ms > 0 ? request.timeout_ms : default_timeout_ms);
+        facts.is_idempotent = facts.is_idempotent && request.is_idempotent;
+    }
+    return facts;
+}
+
 void ResponseParser::start(HttpResponse& target, std::size_t size_bytes_max) {
     response = &target;
     response->status = 0;

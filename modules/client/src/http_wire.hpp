@@ -50,6 +50,17 @@ void set_no_delay(int fd) noexcept;
 void append_request_head(std::string& out, const HttpRequest& request,
                          std::string_view head_prefix);
 
+/// What both connection kinds need to send a request or a pipelined group (at least one).
+struct Outgoing {
+    std::string what;         ///< "<method> <target>" of the first, "+ (N pipelined)" for a group
+    std::int64_t timeout_ms;  ///< the longest of the requests' timeouts (0 takes the default)
+    bool is_idempotent;       ///< every request is
+};
+/// Appends the heads of `requests` to `out`, and for a group also their bodies (a group leaves
+/// as one buffer; a single request's body is sent from where it is), and returns their facts.
+Outgoing append_requests(std::string& out, std::span<const HttpRequest> requests,
+                         std::string_view head_prefix, std::int64_t default_timeout_ms);
+
 /// Parses one response, fed in pieces as they arrive. Reuses the storage of the target's body and
 /// headers. Not copyable: the http_parser points back at it.
 class ResponseParser {

@@ -203,24 +203,12 @@ queen::Status HttpMultiplexer::start_with_body(std::size_t index, const HttpRequ
 
 queen::Status HttpMultiplexer::launch(Slot& slot, std::span<const HttpRequest> requests) {
     // One request: its head here, its body already in slot.body. A group: all of it here.
-    const bool is_group = requests.size() > 1;
     slot.out.clear();
-    std::int64_t timeout_ms = 0;
-    slot.is_idempotent = true;
-    for (const HttpRequest& request : requests) {
-        detail::append_request_head(slot.out, request, head_prefix_);
-        if (is_group && request.has_body) {
-            slot.out.append(request.body);
-        }
-        timeout_ms = std::max(
-            timeout_ms, request.timeout_ms > 0 ? request.timeout_ms : options_.request_timeout_ms);
-        slot.is_idempotent = slot.is_idempotent && request.is_idempotent;
-    }
-    const HttpRequest& first = requests.front();
-    slot.what.assign(first.method).append(" ").append(first.target);
-    if (is_group) {
-        slot.what.append(" (+").append(std::to_string(requests.size() - 1)).append(" pipelined)");
-    }
+    detail::Outgoing facts =
+        detail::append_requests(slot.out, requests, head_prefix_, options_.request_timeout_ms);
+    slot.what = std::move(facts.what);
+    slot.is_idempotent = facts.is_idempotent;
+    const std::int64_t timeout_ms = facts.timeout_ms;
     slot.expected = requests.size();
     if (slot.responses.size() < slot.expected) {
         slot.responses.resize(slot.expected);

@@ -114,9 +114,9 @@ private:
     queen::Status open(std::int64_t deadline_ns);
     queen::Status perform(std::span<const HttpRequest> requests, std::span<HttpResponse> responses,
                           std::size_t& answered);
-    queen::Status exchange(std::span<const HttpRequest> requests, std::int64_t deadline_ns,
-                           bool& is_nothing_received, std::span<HttpResponse> responses,
-                           std::size_t& answered);
+    queen::Status exchange(const std::string& head, std::string_view body, std::string_view what,
+                           std::int64_t deadline_ns, bool& is_nothing_received,
+                           std::span<HttpResponse> responses, std::size_t& answered);
     [[nodiscard]] bool is_idle_connection_dead() const noexcept;
     int wait_fd(short events, std::int64_t deadline_ns) const;
 
