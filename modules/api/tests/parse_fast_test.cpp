@@ -422,7 +422,7 @@ TEST_CASE("api: the push fast path keeps payload text and removes only token whi
     CHECK(std::string(payload.begin(), payload.end()) == R"({"a":[1.50,"x  y",1e2]})");
     CHECK(parsed->push.items[0].partition == "Default");
     // A generated transactionId is a UUIDv7 carrying the time: ids grow with time.
-    const std::string& id = parsed->push.items[0].transaction_id;
+    const std::string id = parsed->push.items[0].transaction_id.str();
     CHECK(id.size() == 36);
     CHECK(id.substr(0, 13) == "018bcfe5-6800");  // 1'700'000'000'000 ms = 0x018bcfe56800
     CHECK(id[14] == '7');

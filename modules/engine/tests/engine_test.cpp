@@ -288,7 +288,7 @@ std::uint64_t message_entries(const Engine& engine) {
 std::vector<std::string> popped_ids(const PopResult& popped) {
     std::vector<std::string> out;
     for (const auto& m : popped.messages) {
-        out.push_back(m.transaction_id);
+        out.push_back(m.transaction_id.str());
     }
     return out;
 }

@@ -54,7 +54,7 @@ struct PartitionRecord {
 
 struct MessageRecord {
     TimestampMs created_at{0};
-    std::string transaction_id;
+    SmallString transaction_id;
     std::string trace_id;
     std::string producer_sub;
     bool is_encrypted = false;

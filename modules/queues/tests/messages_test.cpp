@@ -40,7 +40,7 @@ std::optional<MessageDetail> find(Harness& h, PartitionId partition, const std::
 std::vector<std::string> txids(const PopResult& popped) {
     std::vector<std::string> out;
     for (const auto& m : popped.messages) {
-        out.push_back(m.transaction_id);
+        out.push_back(m.transaction_id.str());
     }
     return out;
 }
@@ -153,7 +153,8 @@ TEST_CASE("message blocks: random batches, deletes, ttl sweeps and pops match a 
             const auto result = h.run(push);
             for (std::size_t i = 0; i < push.items.size(); ++i) {
                 REQUIRE(result.items[i].status == PushStatus::queued);
-                live[push.items[i].partition].push_back({push.items[i].transaction_id, h.now_ms});
+                live[push.items[i].partition].push_back(
+                    {push.items[i].transaction_id.str(), h.now_ms});
                 ids[push.items[i].partition] = result.items[i].message_id.partition;
             }
         } else if (dice < 50) {

@@ -301,7 +301,7 @@ TEST_CASE("queues: autoAck pops interleaved with pushes deliver everything exact
             pop.auto_ack = true;
             auto result = h.run(pop);
             for (const auto& m : result.messages) {
-                REQUIRE(++delivered[m.transaction_id] == 1);
+                REQUIRE(++delivered[m.transaction_id.str()] == 1);
                 pending[m.partition]--;
             }
             if (result.messages.empty()) {

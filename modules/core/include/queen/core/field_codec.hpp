@@ -28,6 +28,7 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/ids.hpp"
+#include "queen/core/small_string.hpp"
 
 namespace queen::codec {
 
@@ -50,6 +51,7 @@ public:
     void operator()(std::uint64_t& value) { out_.varint(value); }
     void operator()(std::int64_t& value) { out_.svarint(value); }
     void operator()(std::string& value) { out_.str(value); }
+    void operator()(SmallString& value) { out_.str(value); }
     void operator()(Bytes& value) { out_.blob(value); }
     template <class Tag, class Rep>
     void operator()(StrongInt<Tag, Rep>& value) {
@@ -84,6 +86,7 @@ public:
                              static_cast<std::uint64_t>(value >> 63));
     }
     void operator()(std::string& value) { size_ += varint_size(value.size()) + value.size(); }
+    void operator()(SmallString& value) { size_ += varint_size(value.size()) + value.size(); }
     void operator()(Bytes& value) { size_ += varint_size(value.size()) + value.size(); }
     template <class Tag, class Rep>
     void operator()(StrongInt<Tag, Rep>& value) {
@@ -143,6 +146,7 @@ public:
         value = static_cast<std::int64_t>(raw >> 1) ^ -static_cast<std::int64_t>(raw & 1);
     }
     void operator()(std::string& value) { value.assign(as_chars(blob())); }
+    void operator()(SmallString& value) { value.assign(as_chars(blob())); }
     void operator()(Bytes& value) {
         const ByteSpan raw = blob();
         value.assign(raw.begin(), raw.end());

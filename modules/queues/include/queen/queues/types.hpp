@@ -9,6 +9,7 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/ids.hpp"
+#include "queen/core/small_string.hpp"
 
 namespace queen::queues {
 
@@ -72,7 +73,7 @@ struct ConfigureQueue {
 struct PushItem {
     std::string queue;
     std::string partition{default_partition_name};
-    std::string transaction_id;
+    SmallString transaction_id;
     std::string trace_id;      ///< empty = none
     std::string producer_sub;  ///< empty = none
     Bytes payload;             ///< opaque (JSON text, possibly encrypted)
@@ -107,7 +108,7 @@ enum class AckStatus : std::uint8_t { completed = 0, failed = 1, dlq = 2, retry 
 /// One acknowledgement. `lease` 0 = not given (no lease check).
 struct AckItem {
     PartitionId partition;
-    std::string transaction_id;
+    SmallString transaction_id;
     AckStatus status = AckStatus::completed;
     bool has_error = false;
     std::string error;
@@ -215,7 +216,7 @@ enum class PushStatus : std::uint8_t { queued = 0, duplicate = 1, buffered = 2, 
 
 struct PushItemResult {
     PushStatus status = PushStatus::queued;
-    std::string transaction_id;
+    SmallString transaction_id;
     MessageId message_id;  ///< queued: the new message; duplicate: the existing one
     std::string queue;
     std::string partition;
@@ -229,7 +230,7 @@ struct PushResult {
 
 struct PoppedMessage {
     MessageId id;
-    std::string transaction_id;
+    SmallString transaction_id;
     std::string trace_id;
     std::string producer_sub;
     Bytes payload;
@@ -256,7 +257,7 @@ struct PopResult {
 enum class LeaseReleased : std::uint8_t { unknown = 0, no = 1, yes = 2 };
 
 struct AckItemResult {
-    std::string transaction_id;
+    SmallString transaction_id;
     bool success = false;
     std::string error;  ///< empty = null
     std::string queue;  ///< empty when the message was not found
@@ -279,7 +280,7 @@ struct ExtendLeaseResult {
 struct TransactionOpResult {
     TransactionOp::Kind kind = TransactionOp::Kind::push;
     bool success = false;
-    std::string transaction_id;
+    SmallString transaction_id;
     MessageId message_id;  ///< push
     std::string queue;     ///< push
     bool dlq = false;      ///< ack
