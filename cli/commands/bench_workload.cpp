@@ -124,15 +124,19 @@ void show_progress(const bench::Progress& progress, const std::atomic<bool>& is_
         const std::uint64_t produced = progress.produced.load();
         const std::uint64_t consumed = progress.consumed.load();
         const double interval_s = static_cast<double>(now_ns - last_ns) / 1e9;
+        // The largest latency of this second only (a stall shows where it happened).
+        const std::int64_t latency_max_ns = control.latency_max_ns.exchange(0);
         char line[256];
         std::snprintf(line, sizeof line,
-                      "[%6.1fs] %-5s produced %s (%.0f/s)  consumed %s (%.0f/s)  errors %llu",
+                      "[%6.1fs] %-5s produced %s (%.0f/s)  consumed %s (%.0f/s)  errors %llu  "
+                      "max latency %.1f ms",
                       static_cast<double>(now_ns - start_ns) / 1e9, progress.phase.load(),
                       with_commas(produced).c_str(),
                       static_cast<double>(produced - last_produced) / interval_s,
                       with_commas(consumed).c_str(),
                       static_cast<double>(consumed - last_consumed) / interval_s,
-                      static_cast<unsigned long long>(progress.errors.load()));
+                      static_cast<unsigned long long>(progress.errors.load()),
+                      static_cast<double>(latency_max_ns) / 1e6);
         if (is_tty) {
             std::cerr << "\r" << line << "\x1b[K" << std::flush;
         } else {

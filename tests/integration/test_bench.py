@@ -3,6 +3,7 @@ hundred messages each, checking counts (never timings): every produced message i
 once in e2e, consume and partitions; the JSON has the documented fields."""
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -192,6 +193,17 @@ class BenchTest(unittest.TestCase):
         self.assertIn("msgs/s", out.stdout)
         self.assertIn("p99.9", out.stdout)
         self.assertNotIn("\r", out.stderr)  # not a terminal: plain lines only
+
+    def test_progress_line_shows_the_largest_latency_of_its_second(self):
+        cmd = [QUEEN_BIN, "bench", "produce", "--url", self.url, "--queue", "b-progress", "--duration", "1.6",
+               "--batch", "10", "--producers", "2"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [line for line in out.stderr.splitlines() if "] run " in line]
+        self.assertTrue(lines, out.stderr)  # the run lasts past the first progress line
+        maxima = [float(m.group(1)) for m in (re.search(r"max latency ([0-9.]+) ms$", line) for line in lines) if m]
+        self.assertEqual(len(maxima), len(lines), out.stderr)
+        self.assertGreater(maxima[0], 0.0, out.stderr)  # pushes completed in that second
 
 
 class BenchErrorTest(unittest.TestCase):

@@ -68,6 +68,12 @@ std::string item_failure(const client::PushResult& result) {
     return what;
 }
 
+void raise_to(std::atomic<std::int64_t>& maximum, std::int64_t value) {
+    std::int64_t seen = maximum.load(relaxed);
+    while (value > seen && !maximum.compare_exchange_weak(seen, value, relaxed)) {
+    }
+}
+
 /// State shared by the threads of one run.
 struct Run {
     Run(client::Client& c, const WorkloadOptions& o, const queen::Clock& k, Progress& p)
@@ -132,6 +138,11 @@ struct Run {
             error_samples.push_back(ErrorSample{std::string(what), n});
         }
     }
+    /// Records one latency sample in `histogram` (the caller's lane) and in the live maximum.
+    void record_latency(Histogram& histogram, std::int64_t ns) {
+        histogram.record(ns);
+        raise_to(progress.latency_max_ns, ns);
+    }
     /// A producer agent stopped; the last one marks the end of producing.
     void producer_stopped() {
         if (producers_live.fetch_sub(1) == 1) {
@@ -158,12 +169,6 @@ void assign_partition_name(const Run& run, std::uint64_t sequence, std::string& 
     const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, sequence % partitions);
     QUEEN_ASSERT(ec == std::errc{}, "a 64-bit number fits in 24 digits");
     out.assign(run.partition_prefix).append(digits, end);
-}
-
-void raise_to(std::atomic<std::int64_t>& maximum, std::int64_t value) {
-    std::int64_t seen = maximum.load(relaxed);
-    while (value > seen && !maximum.compare_exchange_weak(seen, value, relaxed)) {
-    }
 }
 
 /// Sets `ack` to the completion of `message` (Ack::of), reusing the ack's storage.
@@ -269,7 +274,7 @@ public:
                   const client::HttpRequest& request,
                   const client::HttpResponse& response) override {
         if (latency_ != nullptr) {
-            latency_->record(now_ns - stamp_ns_);
+            run_.record_latency(*latency_, now_ns - stamp_ns_);
         }
         if (const queen::Status read = read_answer(
                 status,
@@ -370,6 +375,7 @@ public:
         }
         run_.last_delivery_ns.store(now_ns, relaxed);
         bytes_ = 0;
+        std::int64_t latency_max_ns = 0;
         for (std::size_t m = 0; m < popped_.messages.size(); ++m) {
             const client::Message& message = popped_.messages[m];
             bytes_ += message.data_json.size();
@@ -380,12 +386,14 @@ public:
             }
             if (is_e2e_latency_ && latency_ != nullptr) {
                 latency_->record(now_ns - stamp.timestamp_ns);
+                latency_max_ns = std::max(latency_max_ns, now_ns - stamp.timestamp_ns);
             }
             if (run_.consumed_flags && stamp.sequence < run_.target &&
                 run_.consumed_flags[stamp.sequence].exchange(1) != 0) {
                 run_.duplicates.fetch_add(1, relaxed);
             }
         }
+        raise_to(run_.progress.latency_max_ns, latency_max_ns);
         is_ack_due_ = true;
     }
 
@@ -394,7 +402,7 @@ private:
                       const client::HttpRequest& request, const client::HttpResponse& response) {
         is_ack_due_ = false;
         if (!is_e2e_latency_ && latency_ != nullptr) {
-            latency_->record(now_ns - start_ns_);
+            run_.record_latency(*latency_, now_ns - start_ns_);
         }
         if (const queen::Status read = read_answer(status,
                                                    [&] {
@@ -481,7 +489,7 @@ public:
                   const client::HttpResponse& response) override {
         if (is_commit_due_) {
             is_commit_due_ = false;
-            lane_.latency.record(now_ns - loop_start_ns_);
+            run_.record_latency(lane_.latency, now_ns - loop_start_ns_);
             if (const queen::Status read = read_answer(
                     status,
                     [&] { return client::read_transaction_answer(request, response, committed_); });

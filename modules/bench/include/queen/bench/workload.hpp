@@ -79,6 +79,9 @@ struct Progress {
     std::atomic<std::uint64_t> produced{0};
     std::atomic<std::uint64_t> consumed{0};
     std::atomic<std::uint64_t> errors{0};
+    /// Largest latency sample (ns) recorded since the reader last took it with exchange(0): a
+    /// stall shows in the progress line of the second it happened.
+    std::atomic<std::int64_t> latency_max_ns{0};
     std::atomic<const char*> phase{"starting"};  ///< a static string: fill, run, drain, done
     std::atomic<bool> is_stop_requested{false};  ///< set by anyone to end the run early
 };
