@@ -10,7 +10,8 @@
 # Env: QUEEN_BENCH_DIR (parent of the temp data dir, default /var/tmp; must not be tmpfs),
 #      QUEEN_BENCH_PROFILES (profiles file, default conf/bench.toml), QUEEN_BENCH_SET (extra
 #      space-separated `key=value` server settings), QUEEN_BENCH_ROUNDS (runs of each profile,
-#      default 3), QUEEN_BENCH_RESULTS (where the results go, default bench/results).
+#      default 3), QUEEN_BENCH_RESULTS (where the results go, default bench/results),
+#      QUEEN_BENCH_SETTLE_MAX (seconds to wait at most between profiles, default 30; see settle).
 set -euo pipefail
 
 queen=${1:?usage: tools/bench.sh path/to/queen [PROFILE...]}
@@ -39,6 +40,11 @@ fi
 rounds=${QUEEN_BENCH_ROUNDS:-3}
 if ! [[ "$rounds" =~ ^[1-9][0-9]*$ ]]; then
     echo "bench: QUEEN_BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2
+    exit 2
+fi
+settle_max=${QUEEN_BENCH_SETTLE_MAX:-30}
+if ! [[ "$settle_max" =~ ^[0-9]+$ ]]; then
+    echo "bench: QUEEN_BENCH_SETTLE_MAX must be a whole number of seconds, not '$settle_max'" >&2
     exit 2
 fi
 results_dir=${QUEEN_BENCH_RESULTS:-$root/bench/results}
@@ -92,6 +98,39 @@ start_server() {
     echo "bench: queen serve pid $server_pid on $url, data in $data_dir ($(stat -f -c %T "$data_dir"))" >&2
 }
 
+# Waits until the memory the last profile freed (its server's heap, its data dir's page cache) is
+# no longer being handed back to the hypervisor. A guest with free page reporting (virtio-balloon
+# here) reports freed memory in bursts every ~2 s, ~0.5 GB a burst, and while a burst runs the
+# guest's CPUs stall for 15-30 ms: a 3.5 GB teardown put such stalls into the first 8-12 s of
+# the next profile and its paced p99 went from ~15 ms to 84-134 ms (docs/benchmarks.md, "Between
+# profiles"). Done when a 2.5 s window reported under 64 MiB, or after QUEEN_BENCH_SETTLE_MAX
+# seconds (default 30; 0 skips the wait); immediate where the kernel has no page reporting.
+settle() {
+    local counter=/sys/module/page_reporting/parameters/reported_kib
+    [ -r "$counter" ] && [ "$settle_max" -gt 0 ] || return 0
+    local max_s=$settle_max
+    local -a window=()
+    local waited=0 kib
+    while :; do
+        kib=$(cat "$counter")
+        window+=("$kib")
+        # Five samples 0.5 s apart span 2 s; the sixth closes a 2.5 s window.
+        if [ "${#window[@]}" -gt 6 ]; then
+            window=("${window[@]:1}")
+        fi
+        if [ "${#window[@]}" -eq 6 ] && [ $((window[5] - window[0])) -lt 65536 ]; then
+            break
+        fi
+        if [ "$waited" -ge $((max_s * 2)) ]; then
+            echo "bench: freed memory still being reported after ${max_s} s; going on" >&2
+            break
+        fi
+        sleep 0.5
+        waited=$((waited + 1))
+    done
+    echo "bench: settled in $(awk "BEGIN{print $waited / 2}") s" >&2
+}
+
 status=0
 for round in $(seq 1 "$rounds"); do
     for profile in "${profiles[@]}"; do
@@ -110,6 +149,7 @@ for round in $(seq 1 "$rounds"); do
             printf '%s\t%s\n' "$round" "$(tr -d '\n' <"$report")" >>"$lines"
         fi
         stop_server
+        settle
     done
 done
 

@@ -290,13 +290,13 @@ messages = 10
 duration = 30
 """
 
-    def run_script(self, work, rounds):
+    def run_script(self, work, rounds, **extra_env):
         profiles = os.path.join(work, "bench.toml")
         with open(profiles, "w") as f:
             f.write(self.PROFILES)
         results = os.path.join(work, "results")
         env = dict(os.environ, QUEEN_BENCH_PROFILES=profiles, QUEEN_BENCH_ROUNDS=rounds,
-                   QUEEN_BENCH_RESULTS=results, QUEEN_BENCH_DIR=work)
+                   QUEEN_BENCH_RESULTS=results, QUEEN_BENCH_DIR=work, **extra_env)
         out = subprocess.run([os.path.join(SOURCE_DIR, "tools/bench.sh"), QUEEN_BIN], env=env,
                              capture_output=True, text=True, timeout=300)
         return out, results
@@ -344,4 +344,11 @@ duration = 30
             out, results = self.run_script(work, "0")
             self.assertEqual(out.returncode, 2)
             self.assertIn("QUEEN_BENCH_ROUNDS must be a positive integer", out.stderr)
+            self.assertFalse(os.path.exists(results))
+
+    def test_a_bad_settle_bound_is_refused(self):
+        with tempfile.TemporaryDirectory(dir=os.environ.get("QUEEN_TEST_DIR")) as work:
+            out, results = self.run_script(work, "1", QUEEN_BENCH_SETTLE_MAX="soon")
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("QUEEN_BENCH_SETTLE_MAX must be a whole number of seconds", out.stderr)
             self.assertFalse(os.path.exists(results))
