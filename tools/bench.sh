@@ -108,21 +108,20 @@ start_server() {
 settle() {
     local counter=/sys/module/page_reporting/parameters/reported_kib
     [ -r "$counter" ] && [ "$settle_max" -gt 0 ] || return 0
-    local max_s=$settle_max
     local -a window=()
     local waited=0 kib
     while :; do
         kib=$(cat "$counter")
         window+=("$kib")
-        # Five samples 0.5 s apart span 2 s; the sixth closes a 2.5 s window.
+        # The last six samples, 0.5 s apart: a 2.5 s window.
         if [ "${#window[@]}" -gt 6 ]; then
             window=("${window[@]:1}")
         fi
         if [ "${#window[@]}" -eq 6 ] && [ $((window[5] - window[0])) -lt 65536 ]; then
             break
         fi
-        if [ "$waited" -ge $((max_s * 2)) ]; then
-            echo "bench: freed memory still being reported after ${max_s} s; going on" >&2
+        if [ "$waited" -ge $((settle_max * 2)) ]; then
+            echo "bench: freed memory still being reported after ${settle_max} s; going on" >&2
             break
         fi
         sleep 0.5
