@@ -20,20 +20,27 @@ constexpr auto relaxed = std::memory_order_relaxed;
 // A handler body that reads state: returns the response or an error to map.
 using ReadFn = std::function<Result<Response>(Context&, const std::string& tenant, Request&)>;
 
+// Runs `fn` once the tenant's state holds every entry answered so far (when_readable), on the
+// request's I/O thread: at once when nothing waits, else after the LMDB commit, without any
+// thread waiting for it.
 http::Handler read_handler(const ContextPtr& context, ReadFn fn) {
-    return make_handler(context, [fn = std::move(fn)](Context& c, const ContextPtr&,
-                                                      Request& request, Responder responder) {
-        std::string tenant;
-        if (!resolve_tenant(c, request, responder, tenant)) {
-            return;
-        }
-        auto response = fn(c, tenant, request);
-        if (!response) {
-            responder.complete(error_response(c, response.error(), tenant));
-            return;
-        }
-        responder.complete(std::move(*response));
-    });
+    return make_handler(
+        context, [fn = std::make_shared<const ReadFn>(std::move(fn))](
+                     Context& c, const ContextPtr& shared, Request& request, Responder responder) {
+            std::string tenant;
+            if (!resolve_tenant(c, request, responder, tenant)) {
+                return;
+            }
+            auto held = std::make_shared<Request>(std::move(request));
+            when_readable(shared, tenant, responder, [shared, fn, held, tenant, responder] {
+                auto response = (*fn)(*shared, tenant, *held);
+                if (!response) {
+                    responder.complete(error_response(*shared, response.error(), tenant));
+                    return;
+                }
+                responder.complete(std::move(*response));
+            });
+        });
 }
 
 Error bad(std::string message) {

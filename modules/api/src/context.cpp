@@ -1,6 +1,7 @@
 // api/src/context.cpp — tenant resolution, error mapping, body parsing, payload encryption.
 #include "context.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "format.hpp"
@@ -188,39 +189,81 @@ Result<nlohmann::json> request_json(const Context& context, const http::Request&
     return parse_body(request.body, context.options.json_depth_max);
 }
 
-Status encrypt_payloads(Context& context, std::string_view tenant,
-                        const std::vector<queues::PushItem*>& items) {
-    // One lookup per distinct queue not in the cache. std::map keeps this deterministic.
-    std::map<std::string, bool, std::less<>> encrypted;
-    std::vector<std::string> unknown;
+void when_readable(const ContextPtr& context, const std::string& tenant,
+                   const http::Responder& responder, std::function<void()> then) {
+    context->backend.when_readable(
+        tenant, [context, tenant, responder, then = std::move(then)](Status ready) mutable {
+            if (!ready) {
+                responder.complete(error_response(*context, ready.error(), tenant));
+                return;
+            }
+            responder.dispatch(std::move(then));
+        });
+}
+
+std::vector<queues::PushItem*> push_items(queues::Push& push) {
+    std::vector<queues::PushItem*> items;
+    items.reserve(push.items.size());
+    for (queues::PushItem& item : push.items) {
+        items.push_back(&item);
+    }
+    return items;
+}
+
+std::vector<queues::PushItem*> push_items(queues::Transaction& transaction) {
+    std::vector<queues::PushItem*> items;
+    for (queues::TransactionOp& op : transaction.ops) {
+        if (op.kind == queues::TransactionOp::Kind::push) {
+            items.push_back(&op.push);
+        }
+    }
+    return items;
+}
+
+void cached_queue_flags(Context& context, std::string_view tenant,
+                        const std::vector<queues::PushItem*>& items, QueueFlags& flags,
+                        std::vector<std::string>& missing) {
     const std::int64_t now_ms = context.backend.now_ms();
     for (const queues::PushItem* item : items) {
-        if (encrypted.find(item->queue) != encrypted.end()) {
+        if (flags.find(item->queue) != flags.end()) {
             continue;
         }
         const auto cached = context.queue_flags.get(tenant, item->queue, now_ms,
                                                     context.options.queue_flags_cache_ms);
-        encrypted.emplace(item->queue, cached.value_or(false));
+        flags.emplace(item->queue, cached.value_or(false));
         if (!cached.has_value()) {
-            unknown.push_back(item->queue);
+            missing.push_back(item->queue);
         }
     }
-    if (!unknown.empty()) {
-        // Only the queue record: a push must not cost O(partitions of the queue).
-        QUEEN_TRY(query(
-            context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
-                for (const std::string& name : unknown) {
-                    QUEEN_TRY(auto options, queues::get_queue_options(tables, txn, name));
-                    encrypted[name] = options.has_value() && options->encryption_enabled;
-                }
-                return {};
-            }));
-        for (const std::string& name : unknown) {
-            context.queue_flags.put(tenant, name, encrypted[name], now_ms);
-        }
+    std::sort(missing.begin(), missing.end());
+}
+
+Status read_queue_flags(Context& context, std::string_view tenant,
+                        const std::vector<std::string>& missing, QueueFlags& flags) {
+    if (missing.empty()) {
+        return {};
     }
+    // Only the queue record: a push must not cost O(partitions of the queue).
+    QUEEN_TRY(
+        query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
+            for (const std::string& name : missing) {
+                QUEEN_TRY(auto options, queues::get_queue_options(tables, txn, name));
+                flags[name] = options.has_value() && options->encryption_enabled;
+            }
+            return {};
+        }));
+    const std::int64_t now_ms = context.backend.now_ms();
+    for (const std::string& name : missing) {
+        context.queue_flags.put(tenant, name, flags[name], now_ms);
+    }
+    return {};
+}
+
+Status encrypt_items(Context& context, const std::vector<queues::PushItem*>& items,
+                     const QueueFlags& flags) {
     for (queues::PushItem* item : items) {
-        if (!encrypted.find(item->queue)->second) {
+        const auto flag = flags.find(item->queue);
+        if (flag == flags.end() || !flag->second) {
             continue;
         }
         if (!context.cipher.has_value()) {

@@ -135,7 +135,9 @@ using ContextPtr = std::shared_ptr<Context>;
                                                   const http::Request& request);
 
 /// Runs `fn(const queues::Tables&, const store::Txn&) -> Result<T>` in a read txn of the
-/// tenant's engine. Errors: the backend's (unknown tenant, ...), the store's, fn's.
+/// tenant's engine, now (never waits). It sees what earlier answers reported only when it runs
+/// after when_readable(); read_handler() routes do. Errors: the backend's (unknown tenant, ...),
+/// the store's, fn's.
 template <class Fn>
 auto query(Context& context, std::string_view tenant, Fn&& fn)
     -> decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>())) {
@@ -161,11 +163,77 @@ template <class R, class Body>
 void submit_and_reply(const ContextPtr& context, const std::string& tenant, Body body,
                       http::Responder responder, std::function<http::Response(R&)> on_result);
 
-/// Looks up the queues of `items` and, for those with encryptionEnabled, replaces the payload
-/// by its AES-256-GCM form (is_encrypted = true). Errors: Errc::unsupported naming the queue
-/// when no key is configured (500), backend and store errors of the lookup.
-[[nodiscard]] Status encrypt_payloads(Context& context, std::string_view tenant,
-                                      const std::vector<queues::PushItem*>& items);
+/// Continues a request once the state of `tenant` holds every entry answered so far
+/// (Backend::when_readable): `then` runs on the request's I/O thread, at once when nothing has
+/// to wait, and may read with query(). No thread waits meanwhile. A backend error (unknown
+/// tenant, poisoned, busy, ...) completes `responder` with error_response() instead.
+void when_readable(const ContextPtr& context, const std::string& tenant,
+                   const http::Responder& responder, std::function<void()> then);
+
+/// The encryptionEnabled flag of each queue, by name.
+using QueueFlags = std::map<std::string, bool, std::less<>>;
+
+/// The push items of a command (pointers into it, valid while it is neither changed nor
+/// destroyed).
+[[nodiscard]] std::vector<queues::PushItem*> push_items(queues::Push& push);
+[[nodiscard]] std::vector<queues::PushItem*> push_items(queues::Transaction& transaction);
+
+/// Fills `flags` with the cached flag of each queue of `items`; the queues not cached go to
+/// `missing` (each once, in name order).
+void cached_queue_flags(Context& context, std::string_view tenant,
+                        const std::vector<queues::PushItem*>& items, QueueFlags& flags,
+                        std::vector<std::string>& missing);
+/// Reads the flags of `missing` from the tenant's state into `flags` and the cache (the queue
+/// records only: O(queues), not O(partitions)). Never waits: call it after when_readable().
+/// Errors: the backend's and the store's.
+[[nodiscard]] Status read_queue_flags(Context& context, std::string_view tenant,
+                                      const std::vector<std::string>& missing, QueueFlags& flags);
+/// Replaces the payload of every item whose queue has encryptionEnabled by its AES-256-GCM form
+/// (is_encrypted = true). Errors: Errc::unsupported naming the queue when no key is set.
+[[nodiscard]] Status encrypt_items(Context& context, const std::vector<queues::PushItem*>& items,
+                                   const QueueFlags& flags);
+
+/// Encrypts the payloads of `command` (a queues::Push or queues::Transaction) that go to queues
+/// with encryptionEnabled, then calls `then(std::move(command))`. When every queue's flag is
+/// cached (the usual push) this all happens now, on this thread; otherwise the flags are read
+/// once the state holds what was answered (a configure answered before this push counts), and
+/// `then` runs later on the request's I/O thread. Errors complete `responder` instead of
+/// calling `then`: Errc::unsupported (no key), the backend's and the store's.
+template <class Command, class Then>
+void encrypt_then(const ContextPtr& context, const std::string& tenant,
+                  const http::Responder& responder, Command command, Then then) {
+    QueueFlags flags;
+    std::vector<std::string> missing;
+    const std::vector<queues::PushItem*> items = push_items(command);
+    cached_queue_flags(*context, tenant, items, flags, missing);
+    if (missing.empty()) {
+        if (const Status encrypted = encrypt_items(*context, items, flags); !encrypted) {
+            responder.complete(error_response(*context, encrypted.error(), tenant));
+            return;
+        }
+        then(std::move(command));
+        return;
+    }
+    struct Held {
+        Command command;
+        Then then;
+        QueueFlags flags;
+        std::vector<std::string> missing;
+    };
+    auto held = std::make_shared<Held>(
+        Held{std::move(command), std::move(then), std::move(flags), std::move(missing)});
+    when_readable(context, tenant, responder, [context, tenant, responder, held] {
+        Status done = read_queue_flags(*context, tenant, held->missing, held->flags);
+        if (done) {
+            done = encrypt_items(*context, push_items(held->command), held->flags);
+        }
+        if (!done) {
+            responder.complete(error_response(*context, done.error(), tenant));
+            return;
+        }
+        held->then(std::move(held->command));
+    });
+}
 
 /// Forgets the cached flags of `queue` (after a configure or delete through this API).
 void invalidate_queue_cache(Context& context, std::string_view tenant, std::string_view queue);

@@ -115,37 +115,32 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
         responder.complete(Response::json(201, "[]"));
         return;
     }
-    std::vector<queues::PushItem*> items;
-    items.reserve(parsed->push.items.size());
-    for (queues::PushItem& item : parsed->push.items) {
-        items.push_back(&item);
-    }
-    if (const Status encrypted = encrypt_payloads(context, tenant, items); !encrypted) {
-        responder.complete(error_response(context, encrypted.error(), tenant));
-        return;
-    }
-    submit_and_reply<queues::PushResult>(
-        shared, tenant, std::move(parsed->push), std::move(responder),
-        [&context,
-         client_ids = std::move(parsed->has_client_transaction_id)](queues::PushResult& result) {
-            std::uint64_t queued = 0;
-            for (const queues::PushItemResult& item : result.items) {
-                switch (item.status) {
-                    case queues::PushStatus::queued: ++queued; break;
-                    case queues::PushStatus::duplicate:
-                        context.metrics.push_duplicates.fetch_add(1, relaxed);
-                        break;
-                    case queues::PushStatus::buffered:
-                        context.metrics.push_buffered.fetch_add(1, relaxed);
-                        break;
-                    case queues::PushStatus::failed:
-                        context.metrics.push_failed.fetch_add(1, relaxed);
-                        break;
-                }
-            }
-            context.metrics.push_messages.fetch_add(queued, relaxed);
-            context.metrics.ingested.add(context.backend.wall_ms(), queued);
-            return Response::json(201, format_push(result, client_ids));
+    encrypt_then(
+        shared, tenant, responder, std::move(parsed->push),
+        [&context, shared, tenant, responder,
+         client_ids = std::move(parsed->has_client_transaction_id)](queues::Push push) mutable {
+            submit_and_reply<queues::PushResult>(
+                shared, tenant, std::move(push), std::move(responder),
+                [&context, client_ids = std::move(client_ids)](queues::PushResult& result) {
+                    std::uint64_t queued = 0;
+                    for (const queues::PushItemResult& item : result.items) {
+                        switch (item.status) {
+                            case queues::PushStatus::queued: ++queued; break;
+                            case queues::PushStatus::duplicate:
+                                context.metrics.push_duplicates.fetch_add(1, relaxed);
+                                break;
+                            case queues::PushStatus::buffered:
+                                context.metrics.push_buffered.fetch_add(1, relaxed);
+                                break;
+                            case queues::PushStatus::failed:
+                                context.metrics.push_failed.fetch_add(1, relaxed);
+                                break;
+                        }
+                    }
+                    context.metrics.push_messages.fetch_add(queued, relaxed);
+                    context.metrics.ingested.add(context.backend.wall_ms(), queued);
+                    return Response::json(201, format_push(result, client_ids));
+                });
         });
 }
 
@@ -243,42 +238,36 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
         }
         command = std::move(*slow);
     }
-    std::vector<queues::PushItem*> pushes;
-    for (queues::TransactionOp& op : command->ops) {
-        if (op.kind == queues::TransactionOp::Kind::push) {
-            pushes.push_back(&op.push);
-        }
-    }
-    if (const Status encrypted = encrypt_payloads(context, tenant, pushes); !encrypted) {
-        responder.complete(error_response(context, encrypted.error(), tenant));
-        return;
-    }
-    context.metrics.transactions.fetch_add(1, relaxed);
-    submit_and_reply<queues::TransactionResult>(
-        shared, tenant, std::move(*command), std::move(responder),
-        [&context, uuid = random_uuid(context.random)](queues::TransactionResult& result) {
-            if (result.success) {
-                std::uint64_t pushed = 0;
-                std::uint64_t acked = 0;
-                for (const queues::TransactionOpResult& op : result.results) {
-                    if (op.kind == queues::TransactionOp::Kind::push) {
-                        ++pushed;
-                    } else {
-                        ++acked;
-                        if (op.dlq) {
-                            context.metrics.dlq_messages.fetch_add(1, relaxed);
+    encrypt_then(
+        shared, tenant, responder, std::move(*command),
+        [&context, shared, tenant, responder](queues::Transaction transaction) mutable {
+            context.metrics.transactions.fetch_add(1, relaxed);
+            submit_and_reply<queues::TransactionResult>(
+                shared, tenant, std::move(transaction), std::move(responder),
+                [&context, uuid = random_uuid(context.random)](queues::TransactionResult& result) {
+                    if (result.success) {
+                        std::uint64_t pushed = 0;
+                        std::uint64_t acked = 0;
+                        for (const queues::TransactionOpResult& op : result.results) {
+                            if (op.kind == queues::TransactionOp::Kind::push) {
+                                ++pushed;
+                            } else {
+                                ++acked;
+                                if (op.dlq) {
+                                    context.metrics.dlq_messages.fetch_add(1, relaxed);
+                                }
+                            }
                         }
+                        const std::int64_t now = context.backend.wall_ms();
+                        context.metrics.push_messages.fetch_add(pushed, relaxed);
+                        context.metrics.ack_messages.fetch_add(acked, relaxed);
+                        context.metrics.ingested.add(now, pushed);
+                        context.metrics.processed.add(now, acked);
+                    } else {
+                        context.metrics.transactions_failed.fetch_add(1, relaxed);
                     }
-                }
-                const std::int64_t now = context.backend.wall_ms();
-                context.metrics.push_messages.fetch_add(pushed, relaxed);
-                context.metrics.ack_messages.fetch_add(acked, relaxed);
-                context.metrics.ingested.add(now, pushed);
-                context.metrics.processed.add(now, acked);
-            } else {
-                context.metrics.transactions_failed.fetch_add(1, relaxed);
-            }
-            return Response::json(200, format_transaction(result, uuid));
+                    return Response::json(200, format_transaction(result, uuid));
+                });
         });
 }
 
@@ -288,9 +277,13 @@ void handle_extend_lease(Context& context, const ContextPtr& shared, Request& re
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    auto body = body_or_reply(context, request, responder, tenant);
-    if (!body) {
-        return;
+    // The official Python client renews with no body at all: that means {} (default seconds).
+    std::optional<nlohmann::json> body = nlohmann::json::object();
+    if (request.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+        body = body_or_reply(context, request, responder, tenant);
+        if (!body) {
+            return;
+        }
     }
     const std::string lease_text(request.param("leaseId").value_or(""));
     auto command = parse_extend_lease(lease_text, *body, context.options);

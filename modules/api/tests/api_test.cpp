@@ -512,9 +512,28 @@ TEST_CASE("api: lease expiry redelivers and lease extend keeps it", "[api][lease
     CHECK(expired[0]["expiresAt"].is_null());
     const json unknown = h.post("/api/v1/lease/not-a-lease/extend", json::object()).json();
     CHECK(unknown[0]["success"] == false);
-    CHECK(h.post_raw("/api/v1/lease/" + lease + "/extend", "").status == 400);
+    // No body is {} (the official Python client renews without one); a bad body is still 400.
+    const Reply no_body = h.post_raw("/api/v1/lease/" + lease + "/extend", "");
+    REQUIRE(no_body.status == 200);
+    CHECK(no_body.json()[0]["success"] == false);  // that lease expired above
+    CHECK(h.post_raw("/api/v1/lease/" + lease + "/extend", "{").status == 400);
     CHECK(h.post("/api/v1/lease/" + lease + "/extend", {{"seconds", 0}}).status == 400);
     CHECK(h.post("/api/v1/lease/" + lease + "/extend", {{"seconds", "5"}}).status == 400);
+}
+
+TEST_CASE("api: a lease extend without a body renews a live lease", "[api][lease]") {
+    Harness h;
+    REQUIRE(h.post("/api/v1/configure", configure_body("l", {{"leaseTime", 10}})).status == 200);
+    h.push("l", "Default", {json("x")});
+    const json first = pop_ok(h, "/api/v1/pop/queue/l");
+    const std::string lease = first["leaseId"];
+    for (const char* body : {"", " \r\n"}) {
+        INFO("body: '" << body << "'");
+        const Reply renewed = h.post_raw("/api/v1/lease/" + lease + "/extend", body);
+        REQUIRE(renewed.status == 200);
+        CHECK(renewed.json()[0]["success"] == true);
+        CHECK(renewed.json()[0]["expiresAt"].is_string());
+    }
 }
 
 TEST_CASE("api: transactions commit atomically and roll back", "[api][transaction]") {
@@ -1059,6 +1078,9 @@ TEST_CASE("api: random garbage bodies get an answer, errors as JSON", "[api][fuz
 
 namespace queen::api::testing {
 namespace {
+
+using nlohmann::json;
+
 TEST_CASE("api: a parked long poll with autoAck and batch is woken by a push", "[api][longpoll]") {
     Harness h;
     auto pending = h.start(http::Method::get,
@@ -1068,5 +1090,59 @@ TEST_CASE("api: a parked long poll with autoAck and batch is woken by a push", "
     REQUIRE(pending.reply->is_done);
     CHECK(pending.reply->status == 200);
 }
+TEST_CASE("api: a read route waits for the state without a thread and answers once it is readable",
+          "[api][reads]") {
+    Harness h;
+    h.push("orders", "p1", {json{{"n", 1}}});
+    h.backend.defer_reads(true);
+    auto pending = h.start(http::Method::get, "/api/v1/resources/queues");
+    // The handler returned; the answer waits for the backend's readiness, not a blocked thread.
+    CHECK_FALSE(pending.reply->is_done);
+    CHECK(h.backend.deferred_reads() == 1);
+    h.backend.release_reads();
+    REQUIRE(pending.reply->is_done);
+    CHECK(pending.reply->status == 200);
+    CHECK(pending.reply->json()["queues"][0]["name"] == "orders");
+
+    SECTION("a backend error while waiting answers that error") {
+        auto failed = h.start(http::Method::get, "/api/v1/resources/queues");
+        CHECK_FALSE(failed.reply->is_done);
+        h.backend.release_reads(Error{Errc::busy, "too many reads waiting"});
+        REQUIRE(failed.reply->is_done);
+        CHECK(failed.reply->status == 503);
+    }
+}
+
+TEST_CASE("api: a push to a queue whose flags are not cached waits for the state, then encrypts",
+          "[api][encryption][reads]") {
+    ApiOptions options;
+    options.encryption_key_hex = key_hex;
+    Harness h(options);
+    REQUIRE(h.post("/api/v1/configure", configure_body("secret", {{"encryptionEnabled", true}}))
+                .status == 200);
+    h.backend.defer_reads(true);
+    const json secret = {{"card", "4111-1111-1111-1111"}};
+    const json items = {{{"queue", "secret"}, {"partition", "Default"}, {"payload", secret}}};
+    auto pending = h.start(http::Method::post, "/api/v1/push", json{{"items", items}}.dump());
+    CHECK_FALSE(pending.reply->is_done);
+    h.backend.release_reads();
+    REQUIRE(pending.reply->is_done);
+    REQUIRE(pending.reply->status == 201);
+    const std::string partition_id = pending.reply->json()[0]["partition_id"];
+    const std::string transaction_id = pending.reply->json()[0]["transaction_id"];
+    const auto stored =
+        h.backend.engine().read([&](const queues::Tables& tables, const store::Txn& txn) {
+            return queues::get_message(tables, txn, queues::parse_partition_id(partition_id),
+                                       transaction_id, TimestampMs{0});
+        });
+    REQUIRE(stored.has_value());
+    REQUIRE(stored->has_value());
+    CHECK((*stored)->is_encrypted);
+    // The flag is cached now: the next push to the queue does not wait.
+    auto second = h.start(http::Method::post, "/api/v1/push", json{{"items", items}}.dump());
+    CHECK(second.reply->is_done);
+    CHECK(h.backend.deferred_reads() == 0);
+}
+
 }  // namespace
 }  // namespace queen::api::testing

@@ -65,6 +65,31 @@ public:
         }
     }
 
+    void when_readable(std::string_view tenant, ReadReady ready) override {
+        if (tenant != "default") {
+            ready(Error{Errc::not_found, "no such tenant"});
+            return;
+        }
+        if (is_deferring_reads_) {
+            deferred_reads_.push_back(std::move(ready));
+            return;
+        }
+        ready({});
+    }
+
+    /// While on, when_readable() keeps its callbacks until release_reads() (a read waiting for
+    /// the state to catch up, as on a node whose applier has not committed yet).
+    void defer_reads(bool is_on) { is_deferring_reads_ = is_on; }
+    [[nodiscard]] std::size_t deferred_reads() const { return deferred_reads_.size(); }
+    /// Calls the kept callbacks with `status` (ok by default), in order.
+    void release_reads(const Status& status = {}) {
+        auto reads = std::move(deferred_reads_);
+        deferred_reads_.clear();
+        for (auto& ready : reads) {
+            ready(status);
+        }
+    }
+
     Status read(std::string_view tenant,
                 const std::function<void(const engine::Engine&)>& fn) override {
         if (tenant != "default") {
@@ -219,6 +244,8 @@ private:
     std::vector<engine::CommandType> submitted_types_;
     std::optional<Error> fail_with_;
     bool is_poisoned_ = false;
+    bool is_deferring_reads_ = false;
+    std::vector<ReadReady> deferred_reads_;
     mutable std::mutex mutex_;
     std::map<std::uint64_t, Wait> waits_;
     std::uint64_t next_wait_id_ = 0;

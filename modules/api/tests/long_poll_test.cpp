@@ -40,6 +40,8 @@ public:
         changed_.notify_all();
     }
 
+    void when_readable(std::string_view, ReadReady ready) override { ready({}); }
+
     Status read(std::string_view, const std::function<void(const engine::Engine&)>& fn) override {
         fn(*engine_);
         return {};

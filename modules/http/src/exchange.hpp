@@ -32,6 +32,9 @@ struct Exchange {
     /// Optional: runs the response maker where the connection lives (its I/O thread) and
     /// delivers its result; without it, complete_with() makes the response on the calling thread.
     std::function<void(std::function<Response()>)> deliver_made;
+    /// Optional: runs work on the connection's I/O thread (dropped once the server stopped);
+    /// without it, Responder::dispatch() runs the work on the calling thread.
+    std::function<void(std::function<void()>)> dispatch;
     mutable std::mutex mutex;
     bool is_completed = false;
     bool is_cancelled = false;

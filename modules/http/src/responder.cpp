@@ -77,6 +77,15 @@ void Responder::complete_with(std::function<Response()> make) const {
     }
 }
 
+void Responder::dispatch(std::function<void()> work) const {
+    QUEEN_ASSERT(exchange_ != nullptr, "dispatch() on an empty Responder");
+    if (exchange_->dispatch) {
+        exchange_->dispatch(std::move(work));
+    } else {
+        work();
+    }
+}
+
 void Responder::on_cancel(std::function<void()> callback) const {
     QUEEN_ASSERT(exchange_ != nullptr, "on_cancel() on an empty Responder");
     {

@@ -347,6 +347,7 @@ private:
         }
         auto exchange = std::make_shared<detail::Exchange>(make_deliver(id));
         exchange->deliver_made = make_deliver_made(id);
+        exchange->dispatch = make_dispatch();
         slots_.back().exchange = exchange;
         Responder responder(exchange);
         try {
@@ -407,6 +408,22 @@ private:
             asio::post(executor, [self = std::move(self), id, make = std::move(make)]() mutable {
                 self->finish_slot(id, make());
             });
+        };
+    }
+
+    std::function<void(std::function<void()>)> make_dispatch() {
+        return [guard = shared_.guard,
+                executor = loop_.context.get_executor()](std::function<void()> work) {
+            std::shared_lock lock(guard->mutex);
+            if (guard->is_stopped) {
+                return;
+            }
+            if (executor.running_in_this_thread()) {
+                lock.unlock();
+                work();
+                return;
+            }
+            asio::post(executor, std::move(work));
         };
     }
 

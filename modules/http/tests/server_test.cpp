@@ -322,6 +322,38 @@ TEST_CASE("http: complete_with on a detached responder makes the answer right aw
     CHECK(responder.is_completed());
 }
 
+TEST_CASE("http: dispatch continues a parked request on its connection's I/O thread",
+          "[http][server]") {
+    Fixture fixture;
+    TestClient client(fixture.server->port());
+    client.send(TestClient::format_request("GET", "/park/1"));
+    Parked parked = fixture.parked.pop();
+    std::atomic<std::thread::id> worker;
+    std::atomic<std::thread::id> continued;
+    std::thread([&] {
+        worker = std::this_thread::get_id();
+        const Responder responder = parked.responder;
+        responder.dispatch([responder, &continued] {
+            continued = std::this_thread::get_id();
+            // On the I/O thread a further dispatch runs at once, before this one returns.
+            bool is_nested_inline = false;
+            responder.dispatch([&] { is_nested_inline = true; });
+            responder.complete(Response::json(200, is_nested_inline ? "\"inline\"" : "\"posted\""));
+        });
+    }).join();
+    CHECK(client.read_response().body == "\"inline\"");
+    CHECK(continued.load() != std::thread::id{});
+    CHECK(continued.load() != worker.load());
+    CHECK(continued.load() != std::this_thread::get_id());
+}
+
+TEST_CASE("http: dispatch on a detached responder runs right away", "[http][responder]") {
+    bool has_run = false;
+    Responder responder = Responder::detached([](Response) {});
+    responder.dispatch([&] { has_run = true; });
+    CHECK(has_run);
+}
+
 TEST_CASE("http: the pipelining limit pauses parsing and resumes as answers leave",
           "[http][server]") {
     ServerOptions options = Fixture::test_options();

@@ -24,6 +24,15 @@ void NodeBackend::submit(std::string_view tenant, engine::Command command, Compl
     it->second->submit(std::move(command), std::move(done));
 }
 
+void NodeBackend::when_readable(std::string_view tenant, ReadReady ready) {
+    auto it = tenants_.find(tenant);
+    if (it == tenants_.end()) {
+        ready(unknown_tenant(tenant));
+        return;
+    }
+    it->second->when_readable(std::move(ready));
+}
+
 Status NodeBackend::read(std::string_view tenant,
                          const std::function<void(const engine::Engine&)>& read) {
     auto it = tenants_.find(tenant);

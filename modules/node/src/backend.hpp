@@ -33,6 +33,7 @@ public:
     }
 
     void submit(std::string_view tenant, engine::Command command, Completion done) override;
+    void when_readable(std::string_view tenant, ReadReady ready) override;
     Status read(std::string_view tenant,
                 const std::function<void(const engine::Engine&)>& read) override;
     std::unique_ptr<api::WaitToken> wait_for_change(

@@ -24,11 +24,11 @@ Status NodeOptions::validate() const {
 }
 
 Status TenantOptions::validate() const {
-    if (proposals_max == 0 || batch_entries_max == 0 || batch_bytes_max == 0 ||
-        state_commit_bytes == 0) {
+    if (proposals_max == 0 || reads_waiting_max == 0 || batch_entries_max == 0 ||
+        batch_bytes_max == 0 || state_commit_bytes == 0) {
         return Error{config::Errc::out_of_range,
-                     "tenant.proposals_max, batch_entries_max, batch_bytes_max and "
-                     "state_commit_bytes must be > 0"};
+                     "tenant.proposals_max, reads_waiting_max, batch_entries_max, "
+                     "batch_bytes_max and state_commit_bytes must be > 0"};
     }
     if (sweep_interval_ms == 0 || state_sync_interval_ms == 0) {
         return Error{config::Errc::out_of_range,
@@ -141,6 +141,10 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer(
         "tenant.proposals_max", &t.proposals_max,
         "Commands in flight (appended, not yet applied); beyond it requests get 503.", 1);
+    schema.add_integer("tenant.reads_waiting_max", &t.reads_waiting_max,
+                       "Reads waiting for the LMDB commit of what was answered (none holds a "
+                       "thread); beyond it reads get 503.",
+                       1);
     schema.add_integer("tenant.batch_entries_max", &t.batch_entries_max,
                        "Committed commands taken into one apply at most.", 1);
     schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max,

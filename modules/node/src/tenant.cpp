@@ -197,19 +197,44 @@ void Tenant::on_committed(const Status& status) {
     }
 }
 
+void Tenant::when_readable(api::Backend::ReadReady ready) {
+    std::unique_lock lock(mutex_);
+    if (poison_) {
+        const Error error{Errc::poisoned, poison_->message()};
+        lock.unlock();
+        ready(error);
+        return;
+    }
+    // Answers leave before their LMDB commit: the read waits for the commit of everything
+    // answered so far, so it never misses a write its client was told about.
+    const LogIndex target = answered_through_;
+    if (visible_through_ >= target) {
+        lock.unlock();
+        ready({});
+        return;
+    }
+    if (is_applier_done_) {
+        lock.unlock();
+        ready(Error{Errc::cancelled, "tenant " + name_ + " is shutting down"});
+        return;
+    }
+    if (waiting_reads_.size() >= config_.tenant.reads_waiting_max) {
+        lock.unlock();
+        ready(Error{Errc::busy, "tenant " + name_ + " has " +
+                                    std::to_string(config_.tenant.reads_waiting_max) +
+                                    " reads waiting; retry later"});
+        return;
+    }
+    QUEEN_ASSERT(waiting_reads_.empty() || waiting_reads_.back().index <= target,
+                 "reads wait in index order");
+    waiting_reads_.push_back(WaitingRead{target, std::move(ready)});
+    lock.unlock();
+    committed_ready_.notify_one();  // an idle applier commits now
+}
+
 Status Tenant::read(const std::function<void(const engine::Engine&)>& read) const {
     {
-        std::unique_lock lock(mutex_);
-        // Answers leave before their LMDB commit: wait for the commit of everything answered so
-        // far (one commit at most), so a read never misses a write its client was told about.
-        // The applier itself never waits (a completion reading the state would wait for itself).
-        const LogIndex target = answered_through_;
-        if (visible_through_ < target && std::this_thread::get_id() != applier_id_) {
-            ++readers_waiting_;
-            committed_ready_.notify_one();  // an idle applier commits now
-            visible_ready_.wait(lock, [&] { return visible_through_ >= target || poison_; });
-            --readers_waiting_;
-        }
+        std::lock_guard lock(mutex_);
         if (poison_) {
             return Error{Errc::poisoned, poison_->message()};
         }
@@ -220,10 +245,6 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
 
 void Tenant::run_applier() {
     set_thread_name("applier");
-    {
-        std::lock_guard lock(mutex_);
-        applier_id_ = std::this_thread::get_id();
-    }
     std::vector<InFlight> ready;
     std::unique_lock lock(mutex_);
     while (true) {
@@ -236,7 +257,7 @@ void Tenant::run_applier() {
                 // Idle with applied entries not committed to LMDB: commit them when a reader
                 // waits or their time is up, and meanwhile take more work into the same txn.
                 const std::int64_t wait_ns = commit_wait_ns();
-                if (wait_ns <= 0 || readers_waiting_ > 0 || stopping_ || poison_) {
+                if (wait_ns <= 0 || !waiting_reads_.empty() || stopping_ || poison_) {
                     lock.unlock();
                     commit_state();
                     lock.lock();
@@ -274,7 +295,7 @@ void Tenant::run_applier() {
         apply_ready(ready, is_committed, is_poisoned);
         lock.lock();
         const engine::UncommittedStats pending = engine_->uncommitted();
-        if (pending.entries > 0 && (readers_waiting_ > 0 || commit_wait_ns() <= 0 ||
+        if (pending.entries > 0 && (!waiting_reads_.empty() || commit_wait_ns() <= 0 ||
                                     pending.bytes >= config_.tenant.state_commit_bytes)) {
             lock.unlock();
             commit_state();
@@ -306,17 +327,31 @@ void Tenant::commit_state() {
 void Tenant::publish_visible() {
     // The engine also commits by itself when its txn reaches entries_per_txn_max.
     const LogIndex visible{engine_->applied_index()};
-    bool has_readers = false;
+    std::vector<api::Backend::ReadReady> satisfied;
     {
         std::lock_guard lock(mutex_);
         if (visible <= visible_through_) {
             return;
         }
         visible_through_ = visible;
-        has_readers = readers_waiting_ > 0;
+        while (!waiting_reads_.empty() && waiting_reads_.front().index <= visible) {
+            satisfied.push_back(std::move(waiting_reads_.front().ready));
+            waiting_reads_.pop_front();
+        }
     }
-    if (has_readers) {
-        visible_ready_.notify_all();
+    for (auto& ready : satisfied) {
+        ready({});
+    }
+}
+
+void Tenant::fail_reads(const Error& error) {
+    std::deque<WaitingRead> failed;
+    {
+        std::lock_guard lock(mutex_);
+        failed.swap(waiting_reads_);
+    }
+    for (WaitingRead& read : failed) {
+        read.ready(error);
     }
 }
 
@@ -341,7 +376,8 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
         }
         // The entries are durable in the log, so their answers leave before LMDB's commit (and
         // its fdatasync): replay after a crash or a failed commit gives the same results. Reads
-        // wait for the commit (read()), so a client never reads older state than it was told.
+        // wait for the commit (when_readable()), so a client never reads older state than it
+        // was told.
         if (engine_->uncommitted().entries == 0) {
             uncommitted_since_ns_ = clock_.monotonic_ns();
         }
@@ -489,7 +525,7 @@ void Tenant::poison(const Error& error) {
               "tenant=" << name_ << " error=\"" << error.message() << "\"");
     // Commands already in the log are answered by the applier as their commits are reported.
     maintenance_wakeup_.notify_all();
-    visible_ready_.notify_all();
+    fail_reads(Error{Errc::poisoned, error.message()});
 }
 
 Status Tenant::stop() {
@@ -503,8 +539,14 @@ Status Tenant::stop() {
     committed_ready_.notify_all();
     maintenance_wakeup_.notify_all();
     if (applier_.joinable()) {
-        applier_.join();  // it answers every command in flight first
+        applier_.join();  // it answers every command in flight first and commits them
     }
+    {
+        std::lock_guard lock(mutex_);
+        is_applier_done_ = true;
+    }
+    // Its last commit made everything answered readable, unless it failed (poisoned).
+    fail_reads(Error{Errc::cancelled, "tenant " + name_ + " stopped"});
     if (maintenance_.joinable()) {
         maintenance_.join();
     }

@@ -71,8 +71,15 @@ public:
     /// Errc::cancelled (stopping). An error found before the append is given on this thread.
     void submit(engine::Command command, api::Backend::Completion done);
 
-    /// Runs `read` on the engine once everything already answered is readable (the applier
-    /// answers before LMDB commits; this waits for that commit, at most one).
+    /// Calls `ready` once everything answered before this call is readable: the applier answers
+    /// before its LMDB commit, so a read may have to wait for that commit (at most one, which
+    /// a waiting read brings forward). Never blocks: `ready` runs at once on the calling
+    /// thread when the state already holds it, else on the applier thread after the commit
+    /// (it must not block). Errors given to `ready`: Errc::poisoned, Errc::cancelled (stopped
+    /// before the commit), Errc::busy (tenant.reads_waiting_max reads wait already).
+    void when_readable(api::Backend::ReadReady ready);
+
+    /// Runs `read` on the engine now, over the last LMDB commit (never waits).
     /// Errors: Errc::poisoned.
     [[nodiscard]] Status read(const std::function<void(const engine::Engine&)>& read) const;
 
@@ -105,8 +112,11 @@ private:
     [[nodiscard]] std::int64_t commit_wait_ns() const;
     /// Applier: commits the entries applied so far to LMDB, which makes them readable.
     void commit_state();
-    /// Applier: moves visible_through_ to the engine's committed index, waking readers.
+    /// Applier: moves visible_through_ to the engine's committed index and calls the reads it
+    /// satisfies.
     void publish_visible();
+    /// Calls every waiting read with `error` (poisoned or stopped).
+    void fail_reads(const Error& error);
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
     void apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned);
     void run_maintenance();
@@ -134,11 +144,15 @@ private:
     std::optional<Error> commit_error_;  // the first commit failure reported
     LogIndex answered_through_;          // highest index whose answer was handed out
     LogIndex visible_through_;           // highest index committed to LMDB (readable)
-    mutable std::condition_variable visible_ready_;  // readers: visible_through_ advanced
-    mutable int readers_waiting_ = 0;
-    std::thread::id applier_id_;
+    /// A read waiting for visible_through_ to reach `index` (answered_through_ when it came).
+    struct WaitingRead {
+        LogIndex index;
+        api::Backend::ReadReady ready;
+    };
+    std::deque<WaitingRead> waiting_reads_;  // in index order (answered_through_ only grows)
     std::optional<Error> poison_;
     bool stopping_ = false;
+    bool is_applier_done_ = false;  // stop() joined the applier: nothing becomes readable
     bool is_applier_waiting_ = false;
     std::int64_t last_timestamp_ms_ = 0;
     std::optional<std::int64_t> next_due_wall_ms_;

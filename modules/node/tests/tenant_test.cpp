@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -33,6 +34,17 @@ queen::Result<std::unique_ptr<queen::node::detail::Tenant>> open_tenant(
     queen::node::detail::Waiters& waiters) {
     return queen::node::detail::Tenant::open("default", dir, config, queen::NullLogger::instance(),
                                              queen::SystemClock::instance(), waiters);
+}
+
+/// Waits (this test thread only) until everything answered is readable, then runs `read`.
+bool read_answered(queen::node::detail::Tenant& tenant,
+                   const std::function<void(const queen::engine::Engine&)>& read) {
+    std::promise<queen::Status> ready;
+    tenant.when_readable([&](queen::Status status) { ready.set_value(std::move(status)); });
+    if (!ready.get_future().get()) {
+        return false;
+    }
+    return tenant.read(read).has_value();
 }
 
 queen::node::NodeConfig small_config() {
@@ -85,7 +97,7 @@ TEST_CASE("node: concurrent submits are applied exactly once and survive a resta
         CHECK(queued.load() == threads * per_thread);
         // Answers leave before the LMDB commit; a read waits for the commit of everything
         // answered, so after it the state holds every answered push.
-        REQUIRE((*tenant)->read([](const queen::engine::Engine&) {}));
+        REQUIRE(read_answered(**tenant, [](const queen::engine::Engine&) {}));
         applied = (*tenant)->health().applied_index;
         CHECK(applied >= static_cast<std::uint64_t>(threads * per_thread));
         REQUIRE((*tenant)->stop().has_value());
@@ -258,7 +270,7 @@ TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a re
     };
     auto messages_of = [](queen::node::detail::Tenant& tenant) {
         std::uint64_t messages = 0;
-        REQUIRE(tenant.read([&](const queen::engine::Engine& engine) {
+        REQUIRE(read_answered(tenant, [&](const queen::engine::Engine& engine) {
             auto queues =
                 engine.read([](const queen::queues::Tables& t, const queen::store::Txn& txn) {
                     return queen::queues::list_queues(t, txn, queen::TimestampMs{0});
@@ -322,7 +334,7 @@ TEST_CASE("node: an open LMDB txn commits once it holds state_commit_bytes, with
                           });
             REQUIRE(done.get_future().get());
         }
-        REQUIRE(tenant.read([](const queen::engine::Engine&) {}).has_value());
+        REQUIRE(read_answered(tenant, [](const queen::engine::Engine&) {}));
         return commits(tenant) - before;
     };
     SECTION("one byte: every apply batch commits") {
@@ -339,5 +351,52 @@ TEST_CASE("node: an open LMDB txn commits once it holds state_commit_bytes, with
         CHECK(push_and_read(**tenant) == 1);
         REQUIRE((*tenant)->stop().has_value());
     }
+    waiters.stop();
+}
+
+TEST_CASE("node: a read waiting for the LMDB commit holds no thread and runs after that commit",
+          "[node][tenant]") {
+    queen::testing::TempDir dir;
+    queen::node::detail::Waiters waiters(queen::SystemClock::instance());
+    auto config = small_config();
+    // Only a waiting read (or stop) commits the applied entries here.
+    config.tenant.state_commit_interval_us = 600'000'000;
+    config.tenant.state_sync_interval_ms = 600'000;
+    auto tenant = open_tenant(dir.path(), config, waiters);
+    REQUIRE(tenant.has_value());
+    // The push's completion holds the applier thread: the push is answered (applied, handed
+    // out) and not yet committed to LMDB, so a read must wait for that commit.
+    std::promise<void> answered;
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    (*tenant)->submit(push_command("p", "held"),
+                      [&, released](queen::Result<queen::engine::CommandResult> result) {
+                          REQUIRE(result.has_value());
+                          answered.set_value();
+                          released.wait();
+                      });
+    answered.get_future().wait();
+    std::promise<queen::Status> readable;
+    auto readable_future = readable.get_future();
+    // Returns at once although the state is not readable yet: nothing blocks this thread.
+    (*tenant)->when_readable([&](queen::Status status) { readable.set_value(std::move(status)); });
+    CHECK(readable_future.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+    release.set_value();
+    REQUIRE(readable_future.get().has_value());
+    std::uint64_t messages = 0;
+    REQUIRE((*tenant)->read([&](const queen::engine::Engine& engine) {
+        auto queues = engine.read([](const queen::queues::Tables& t, const queen::store::Txn& txn) {
+            return queen::queues::list_queues(t, txn, queen::TimestampMs{0});
+        });
+        REQUIRE(queues.has_value());
+        messages = queues->empty() ? 0 : queues->front().messages;
+    }));
+    CHECK(messages == 1);
+    // Nothing waits now: the next read is ready on the calling thread, before when_readable
+    // returns.
+    bool is_ready_inline = false;
+    (*tenant)->when_readable([&](queen::Status status) { is_ready_inline = status.has_value(); });
+    CHECK(is_ready_inline);
+    REQUIRE((*tenant)->stop().has_value());
     waiters.stop();
 }

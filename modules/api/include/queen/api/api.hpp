@@ -77,8 +77,9 @@ public:
 /// 404; anything else -> 500.
 ///
 /// `options` must pass validate() (asserted). `backend`, `logger` and `random` must outlive the
-/// router; the options are copied. Handlers never block: long polls park through
-/// Backend::wait_for_change and complete from the backend's thread.
+/// router; the options are copied. Handlers never block: writes complete when the backend
+/// applied them, reads once Backend::when_readable() says the state holds what was answered
+/// (then on the request's I/O thread), long polls park through Backend::wait_for_change.
 void register_routes(http::Router& router, Backend& backend, const ApiOptions& options,
                      Logger& logger, RandomSource& random);
 

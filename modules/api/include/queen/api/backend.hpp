@@ -92,9 +92,25 @@ public:
     /// Errc::poisoned (the tenant failed on a disk error), Errc::cancelled (shutting down).
     virtual void submit(std::string_view tenant, engine::Command command, Completion done) = 0;
 
-    /// Runs `read` with the tenant's engine for read-only queries on applied state (each query
-    /// opens its own read transaction). Errors: Errc::not_found (unknown tenant),
-    /// Errc::poisoned, Errc::not_leader (when this node cannot serve reads of the tenant).
+    using ReadReady = std::function<void(Status)>;
+
+    /// Calls `ready` once the state of `tenant` that read() sees holds every entry whose answer
+    /// was handed out before this call (the read index), so a client reads what it was told
+    /// about. Never waits: `ready` runs at once on the calling thread when the state already
+    /// holds it, else later on another thread (a node's applier, right after the LMDB commit
+    /// that makes the entries readable; with Raft, once the applied index reaches the read
+    /// index the leader confirmed). `ready` must not block and should hand the read itself to
+    /// a thread of the caller's (the API continues on the request's I/O thread).
+    /// Errors given to `ready`: Errc::not_found (unknown tenant), Errc::poisoned,
+    /// Errc::cancelled (shutting down), Errc::busy (too many reads waiting: answer 503),
+    /// Errc::not_leader.
+    virtual void when_readable(std::string_view tenant, ReadReady ready) = 0;
+
+    /// Runs `read` now, on the calling thread, with the tenant's engine for read-only queries on
+    /// its applied state (each query opens its own read transaction over the last LMDB
+    /// commit). Never waits: to see what earlier answers reported, call it from (or after) a
+    /// when_readable() callback. Errors: Errc::not_found (unknown tenant), Errc::poisoned,
+    /// Errc::not_leader (when this node cannot serve reads of the tenant).
     virtual Status read(std::string_view tenant,
                         const std::function<void(const engine::Engine&)>& read) = 0;
 

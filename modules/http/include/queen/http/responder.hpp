@@ -32,6 +32,13 @@ public:
     /// thread and must not throw. Asserts when called after complete().
     void complete_with(std::function<Response()> make) const;
 
+    /// Runs `work` on the connection's I/O thread: right here when called on it (or for a
+    /// detached responder), else posted to it. A handler that waited for something on another
+    /// thread (a read waiting for the state) continues there without holding that thread.
+    /// After the server stopped the work is dropped (the client is gone anyway). `work` must
+    /// not block and must not throw.
+    void dispatch(std::function<void()> work) const;
+
     /// Registers the function to run once when the client disconnects (or the server stops)
     /// before complete(). It runs on the connection's I/O thread, or right now on the calling
     /// thread when the request is already cancelled; never after complete(). It must not block.

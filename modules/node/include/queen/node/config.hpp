@@ -28,6 +28,9 @@ struct TenantOptions {
     /// Commands in flight (appended to the log, not yet applied and answered); beyond it
     /// submit() fails with Errc::busy (HTTP 503).
     std::uint32_t proposals_max = 100'000;
+    /// Reads waiting for the state to hold what was answered (each waits at most one LMDB
+    /// commit; see state_commit_interval_us); beyond it a read gets Errc::busy (HTTP 503).
+    std::uint32_t reads_waiting_max = 65'536;
     /// Committed commands the applier takes into one engine apply.
     std::uint32_t batch_entries_max = 4096;
     /// Encoded entry bytes the applier takes into one engine apply.
@@ -36,10 +39,10 @@ struct TenantOptions {
     std::uint32_t sweep_interval_ms = 5'000;
     /// How long applied entries may wait in an open LMDB write txn for more to share its
     /// commit (their answers do not wait: they leave before the commit). Reads wait for the
-    /// commit, which a waiting read brings forward. 0 = commit after every apply batch.
-    /// Waiting longer saves the copies of pages that several entries change (a partition's
-    /// last leaf, its cursor, the indexes); appends gain nothing, so state_commit_bytes ends
-    /// the wait early when entries are large.
+    /// commit without holding a thread, and a waiting read brings it forward. 0 = commit after
+    /// every apply batch. Waiting longer saves the copies of pages that several entries change (a
+    /// partition's last leaf, its cursor, the indexes); appends gain nothing, so state_commit_bytes
+    /// ends the wait early when entries are large.
     std::uint32_t state_commit_interval_us = 100'000;
     /// Encoded entry bytes an open LMDB write txn gathers before it commits, whatever the
     /// interval (the txn holds at most this plus one apply batch).
