@@ -1,5 +1,4 @@
-// queues/src/ack.cpp — Ack: completion, failure with retry or dead-lettering, lease release,
-// and the per-apply memo that writes each (partition, group) cursor once.
+// queues/src/ack.cpp — Ack: completion, retry, dead-lettering, lease release, the ack memo.
 #include <algorithm>
 
 #include "apply.hpp"

@@ -1,5 +1,4 @@
-// queues/src/admin.cpp — commands on queues as a whole: ConfigureQueue, DeleteQueue,
-// SetMaintenance (with its drain of buffered pushes) and AddTrace.
+// queues/src/admin.cpp — ConfigureQueue, DeleteQueue, SetMaintenance (buffer drain), AddTrace.
 #include <algorithm>
 
 #include "apply.hpp"

@@ -1,5 +1,4 @@
-// queues/src/apply.hpp — the helpers QueueState's apply files share, grouped by the file that
-// defines them. They take the State, so the apply functions call them unqualified.
+// queues/src/apply.hpp — the helpers the apply files share, grouped by the file defining them.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +14,9 @@
 #include "state.hpp"
 
 namespace queen::queues::detail {
+
+// The apply functions (namespace queen::queues) call these unqualified: argument-dependent
+// lookup finds them through their detail-type arguments (State, GroupCandidates).
 
 /// The key of the meta record in q.meta.
 inline constexpr std::string_view meta_state_key = "state";

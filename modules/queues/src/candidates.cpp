@@ -1,5 +1,4 @@
-// queues/src/candidates.cpp — the pop index: per-(queue, group) candidate sets of ready and
-// deferred partitions, and the due times the engine's timer reads from them.
+// queues/src/candidates.cpp — the pop index: per-(queue, group) ready and deferred partitions.
 #include <algorithm>
 
 #include "apply.hpp"

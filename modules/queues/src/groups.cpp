@@ -1,5 +1,4 @@
-// queues/src/groups.cpp — commands on consumer groups: DeleteGroup, UpdateSubscription,
-// SeekGroup and SeekPartition.
+// queues/src/groups.cpp — consumer groups: DeleteGroup, UpdateSubscription, SeekGroup/Partition.
 #include <set>
 
 #include "apply.hpp"

@@ -1,5 +1,4 @@
-// queues/src/pop.cpp — Pop and ExtendLease: candidate selection in round-robin order, the
-// lease grant on each partition taken, subscription starts, and lease extension.
+// queues/src/pop.cpp — Pop (candidate selection, lease grant, subscription start), ExtendLease.
 #include <algorithm>
 
 #include "apply.hpp"

@@ -1,5 +1,4 @@
-// queues/src/push.cpp — Push: one item's checks, dedupe and sequence, the per-apply memo and
-// the message blocks a batch of pushes builds.
+// queues/src/push.cpp — Push: item checks, dedupe, the per-apply memo, pending message blocks.
 #include <string>
 
 #include "apply.hpp"

@@ -1,5 +1,4 @@
-// queues/src/rebuild.cpp — QueueState::open and rebuild: the tables opened and the memory
-// index recreated from what LMDB holds.
+// queues/src/rebuild.cpp — QueueState::open and rebuild: the memory index recreated from LMDB.
 #include "apply.hpp"
 
 namespace queen::queues {

@@ -1,5 +1,4 @@
-// queues/src/state.cpp — QueueState's shared core: journaled writes, lookups of queues,
-// partitions, groups and cursors, the lease index, and the memory index accessors.
+// queues/src/state.cpp — shared core: journaled writes, lookups, lease index, index accessors.
 #include <algorithm>
 #include <sstream>
 

@@ -1,5 +1,4 @@
-// queues/src/sweep.cpp — removing messages: the Sweep (retention, completed retention, TTL,
-// maxWait eviction) and DeleteMessage.
+// queues/src/sweep.cpp — removing messages: Sweep (retention, TTL, maxWait) and DeleteMessage.
 #include <algorithm>
 #include <string>
 #include <utility>

@@ -1,5 +1,4 @@
-// queues/src/transaction.cpp — Transaction: pushes and acks applied atomically, and the undo
-// of the journal when one fails.
+// queues/src/transaction.cpp — Transaction: atomic pushes and acks, rollback of the journal.
 #include "apply.hpp"
 #include "queen/core/assert.hpp"
 
