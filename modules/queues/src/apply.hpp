@@ -1,0 +1,225 @@
+// queues/src/apply.hpp — the helpers the apply files share, grouped by the file defining them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/result.hpp"
+#include "queen/queues/queues.hpp"
+#include "queen/store/txn.hpp"
+#include "state.hpp"
+
+namespace queen::queues::detail {
+
+// The apply functions (namespace queen::queues) call these unqualified: argument-dependent
+// lookup finds them through their detail-type arguments (State, GroupCandidates).
+
+/// The key of the meta record in q.meta.
+inline constexpr std::string_view meta_state_key = "state";
+
+// ------------------------------------------------------------------------------------------
+// state.cpp: journaled storage writes. Inside an atomic entry (s.journal.is_active) each
+// records the old value for rollback_atomic; outside one it goes straight to the txn.
+
+Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key, ByteSpan value);
+
+/// put() for a key whose current value the caller just read (`old`; std::nullopt = absent): an
+/// atomic entry journals it without reading it again.
+Result<void> put_over(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
+                      ByteSpan value, std::optional<ByteSpan> old);
+
+/// Stores `value` unless `key` is present (one B-tree descent); returns the stored value when
+/// it is (nothing written; the span is valid until the next write of the txn).
+Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,
+                                              ByteSpan key, ByteSpan value);
+
+/// Writes the meta record (id counters, maintenance flags); it is no longer dirty after.
+Result<void> save_meta(State& s, store::WriteTxn& txn);
+
+/// Journals the old value of a partition's memory entry before its first change in an entry.
+PartitionMem& touch_partition(State& s, std::uint64_t pid);
+
+/// Journals the counts of queue `qid` before their first change in an entry.
+void touch_queue_count(State& s, std::uint32_t qid);
+
+/// Writes the mutable fields of every partition changed by this apply into its record.
+/// Every apply ends with this flush, so a partition's record always equals its immutable info
+/// plus its memory entry as of the last apply: inside an atomic entry (which flushes once, at
+/// its end) the old value of a partition that existed before the entry is that info plus the
+/// memory entry the journal saved, and is journaled without reading LMDB.
+Result<void> flush_partitions(State& s, store::WriteTxn& txn);
+
+/// Deletes every key of `table` that starts with `prefix`; returns how many. Never inside an
+/// atomic entry (not journaled).
+Result<std::uint64_t> delete_prefix(State& s, store::WriteTxn& txn, store::Table table,
+                                    ByteSpan prefix);
+
+// ------------------------------------------------------------------------------------------
+// state.cpp: lookups of queues, partitions, groups and cursors; the lease index.
+
+std::optional<std::uint32_t> find_queue(const State& s, std::string_view name);
+
+Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_view name,
+                                   std::string namespace_name, std::string task,
+                                   const QueueOptions& options, TimestampMs now);
+
+/// The id of partition `name` of queue `qid` (from the cache, else from LMDB's name index and
+/// cached); std::nullopt when there is none.
+Result<std::optional<std::uint64_t>> find_partition(State& s, const store::Txn& txn,
+                                                    std::uint32_t qid, std::string_view name);
+
+Result<std::uint64_t> get_or_create_partition(State& s, store::WriteTxn& txn, std::uint32_t qid,
+                                              std::string_view name, TimestampMs now);
+
+Result<std::uint32_t> get_or_create_group(State& s, store::WriteTxn& txn, std::string_view name);
+
+Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn& txn,
+                                                std::uint64_t pid, std::uint32_t gid);
+
+Result<void> write_cursor(State& s, store::WriteTxn& txn, std::uint64_t pid, std::uint32_t gid,
+                          const CursorRecord& record);
+
+/// The name of partition `pid` (empty when there is no such partition).
+Result<std::string> partition_name(State& s, const store::Txn& txn, std::uint64_t pid);
+
+/// The first stored sequence >= `from` whose message was created at or after `ts_ms`
+/// (last + 1 when none).
+Result<std::uint64_t> first_sequence_from(const State& s, const store::Txn& txn, std::uint64_t pid,
+                                          std::uint64_t from, std::int64_t ts_ms);
+
+/// Partition ids of one queue in name order.
+Result<std::vector<std::uint64_t>> queue_partitions(const State& s, const store::Txn& txn,
+                                                    std::uint32_t qid);
+
+/// Drops (pid, gid) from the lease index entry of `lease_id` (0: nothing to drop); inside an
+/// atomic entry, only when the entry commits.
+void release_lease_index(State& s, std::uint64_t lease_id, std::uint64_t pid, std::uint32_t gid);
+
+// ------------------------------------------------------------------------------------------
+// candidates.cpp: the candidate sets of the pop index.
+
+/// Puts `pid` in the ready set (out of the deferred one).
+void make_ready(GroupCandidates& gc, std::uint64_t pid);
+/// Takes `pid` out of both sets.
+void make_idle(GroupCandidates& gc, std::uint64_t pid);
+/// Puts `pid` in the deferred set, due at `due_ms` (out of the ready one).
+void defer(GroupCandidates& gc, std::uint64_t pid, std::int64_t due_ms);
+/// Moves the deferred partitions due at or before `now_ms` to the ready set.
+void promote_due(GroupCandidates& gc, std::int64_t now_ms);
+
+/// A partition of `qid` may have become deliverable for `gid` (or every group when gid = 0).
+void mark_ready(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid);
+
+/// Partition `pid` of `qid` has nothing deliverable for group `gid` (a non-zero id).
+void mark_idle(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid);
+
+/// Every partition of `qid` that has messages, in id order. A queue that holds a good share of
+/// all partitions is read from the memory mirror (one sequential pass); a small one from its
+/// name index in LMDB, then sorted. The candidate sets take them in this order, so no insert
+/// searches the tree: with 10,000,000 partitions the name-index walk with searched inserts held
+/// the applier for seconds on a group's first pop.
+Result<std::vector<std::uint64_t>> partitions_with_messages(const State& s, const store::Txn& txn,
+                                                            std::uint32_t qid);
+
+/// Re-seeds the candidates of (qid, gid) with every partition that has messages (after a seek
+/// or a subscription change moved where the group starts).
+Result<void> reseed_candidates(State& s, const store::Txn& txn, std::uint32_t qid,
+                               std::uint32_t gid);
+
+// ------------------------------------------------------------------------------------------
+// push.cpp: pushes of one item and the blocks they leave pending.
+
+/// The (queue, partition) pairs the items of one apply pushed to: a push request names a few
+/// of them over and over (a producer spreading a batch over its partitions), and this saves a
+/// partition-name lookup in LMDB per item, and the candidate and wakeup bookkeeping after the
+/// first item of each pair. Valid for one apply call: nothing in a push or a transaction
+/// deletes queues or partitions or makes a partition idle, and a rolled-back transaction
+/// returns from its apply.
+class PushMemo {
+public:
+    struct Pair {
+        std::string queue;
+        std::string partition;
+        std::uint32_t qid = 0;
+        std::uint64_t pid = 0;
+        bool is_marked_ready = false;  ///< marked ready for every group by this apply
+        bool has_wakeup = false;       ///< a wakeup for it is pending
+        std::size_t block = detail::PendingBlocks::none;  ///< its pending block, once looked up
+    };
+    static constexpr std::size_t pairs_max = 16;
+    /// A block is written when the next record would take it past this many bytes.
+    static constexpr std::size_t block_bytes_max = 64 * 1024;
+
+    /// The pair of `item`, or nullptr when not memoized.
+    Pair* find(const PushItem& item) noexcept {
+        for (Pair& pair : pairs_) {
+            if (pair.partition == item.partition && pair.queue == item.queue) {
+                return &pair;
+            }
+        }
+        return nullptr;
+    }
+    /// Memoizes a pair (replacing the oldest one when full).
+    Pair& add(const PushItem& item, std::uint32_t qid, std::uint64_t pid) {
+        Pair* slot = nullptr;
+        if (pairs_.size() < pairs_max) {
+            slot = &pairs_.emplace_back();
+        } else {
+            slot = &pairs_[victim_];
+            victim_ = (victim_ + 1) % pairs_max;
+        }
+        slot->queue.assign(item.queue);
+        slot->partition.assign(item.partition);
+        slot->qid = qid;
+        slot->pid = pid;
+        slot->is_marked_ready = false;
+        slot->has_wakeup = false;
+        slot->block = detail::PendingBlocks::none;
+        return *slot;
+    }
+
+    /// Adds the message `item` pushed at `now` as sequence `seq` to the block of `pair`'s
+    /// partition (in the state's pending blocks, which an earlier push of the batch may have
+    /// started).
+    Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
+                        TimestampMs now, const PushItem& item);
+
+    /// Forgets the pairs' block indexes (the pending blocks were written).
+    void forget_blocks() noexcept {
+        for (Pair& pair : pairs_) {
+            pair.block = detail::PendingBlocks::none;
+        }
+    }
+
+private:
+    std::vector<Pair> pairs_;
+    std::size_t victim_ = 0;
+};
+
+/// Writes what the pushes of the batch left in memory: their message blocks and the records of
+/// the partitions they changed (once per batch, not per push). The batch's end calls it, and so
+/// does every command but Push before it reads, deletes or journals anything.
+Result<void> flush_pending(State& s, store::WriteTxn& txn);
+
+/// Pushes one item and writes its message at once (what follows may read it: an ack in the
+/// same transaction). A Transaction's push ops and the drain of the maintenance buffer use it.
+Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem& item,
+                                 TimestampMs now, bool is_transaction, PushMemo& memo);
+
+// ------------------------------------------------------------------------------------------
+// ack.cpp: acks of one item.
+
+struct AckContext {
+    bool is_transaction = false;
+    std::string failure;  ///< set when a transaction must abort
+};
+
+/// Acks one item, looking its sequence up by its transaction id (a Transaction's ack ops).
+Result<AckItemResult> ack_item_by_id(State& s, store::WriteTxn& txn, const AckItem& item,
+                                     TimestampMs now, AckContext& context);
+
+}  // namespace queen::queues::detail

@@ -1,0 +1,141 @@
+// queues/src/candidates.cpp — the pop index: per-(queue, group) ready and deferred partitions.
+#include <algorithm>
+
+#include "apply.hpp"
+
+namespace queen::queues::detail {
+
+void make_ready(GroupCandidates& gc, std::uint64_t pid) {
+    if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
+        gc.deferred.erase({it->second, pid});
+        gc.deferred_due.erase(it);
+    }
+    gc.ready.insert(pid);
+}
+
+void make_idle(GroupCandidates& gc, std::uint64_t pid) {
+    if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
+        gc.deferred.erase({it->second, pid});
+        gc.deferred_due.erase(it);
+    }
+    gc.ready.erase(pid);
+}
+
+void defer(GroupCandidates& gc, std::uint64_t pid, std::int64_t due_ms) {
+    make_idle(gc, pid);
+    gc.deferred.emplace(due_ms, pid);
+    gc.deferred_due.emplace(pid, due_ms);
+}
+
+void promote_due(GroupCandidates& gc, std::int64_t now_ms) {
+    while (!gc.deferred.empty() && gc.deferred.begin()->first <= now_ms) {
+        const std::uint64_t pid = gc.deferred.begin()->second;
+        gc.deferred.erase(gc.deferred.begin());
+        gc.deferred_due.erase(pid);
+        gc.ready.insert(pid);
+    }
+}
+
+void mark_ready(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid) {
+    auto q = s.queues.find(qid);
+    if (q == s.queues.end()) {
+        return;
+    }
+    if (gid == 0) {
+        for (auto& [group, gc] : q->second.groups) {
+            make_ready(gc, pid);
+        }
+    } else if (auto g = q->second.groups.find(gid); g != q->second.groups.end()) {
+        make_ready(g->second, pid);
+    }
+}
+
+void mark_idle(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid) {
+    auto q = s.queues.find(qid);
+    if (q == s.queues.end()) {
+        return;
+    }
+    if (auto g = q->second.groups.find(gid); g != q->second.groups.end()) {
+        make_idle(g->second, pid);
+    }
+}
+
+Result<std::vector<std::uint64_t>> partitions_with_messages(const State& s, const store::Txn& txn,
+                                                            std::uint32_t qid) {
+    const QueueMem& q = s.queues.at(qid);
+    std::vector<std::uint64_t> pids;
+    if (q.partition_count * 8 >= s.partitions.size()) {
+        for (std::uint64_t pid = 1; pid < s.partitions.size(); ++pid) {
+            const PartitionMem& mem = s.partitions[pid];
+            if (mem.queue.value() == qid && mem.message_count > 0) {
+                pids.push_back(pid);
+            }
+        }
+        return pids;
+    }
+    pids.reserve(q.partition_count);
+    QUEEN_TRY(auto cursor, txn.cursor(s.tables.partition_names));
+    const auto prefix = detail::queue_key(QueueId{qid});
+    QUEEN_TRY(auto entry, cursor.seek(prefix.span()));
+    while (entry && detail::has_prefix(entry->key, prefix.span())) {
+        QUEEN_TRY(auto pid, detail::decode_u64(entry->value));
+        if (s.partitions[pid].message_count > 0) {
+            pids.push_back(pid);
+        }
+        QUEEN_TRY(entry, cursor.next());
+    }
+    std::sort(pids.begin(), pids.end());
+    return pids;
+}
+
+Result<void> reseed_candidates(State& s, const store::Txn& txn, std::uint32_t qid,
+                               std::uint32_t gid) {
+    auto q = s.queues.find(qid);
+    if (q == s.queues.end()) {
+        return {};
+    }
+    auto g = q->second.groups.find(gid);
+    if (g == q->second.groups.end()) {
+        return {};
+    }
+    QUEEN_TRY(const auto pids, partitions_with_messages(s, txn, qid));
+    for (const std::uint64_t pid : pids) {
+        make_ready(g->second, pid);
+    }
+    return {};
+}
+
+}  // namespace queen::queues::detail
+
+namespace queen::queues {
+
+std::optional<TimestampMs> QueueState::next_due() const {
+    std::optional<TimestampMs> due;
+    for (const auto& [qid, q] : state_->queues) {
+        for (const auto& [gid, gc] : q.groups) {
+            if (!gc.deferred.empty()) {
+                const TimestampMs t{gc.deferred.begin()->first};
+                if (!due || t < *due) {
+                    due = t;
+                }
+            }
+        }
+    }
+    return due;
+}
+
+std::vector<std::string> QueueState::queues_due(TimestampMs now) const {
+    std::vector<std::string> out;
+    for (const auto& [qid, q] : state_->queues) {
+        for (const auto& [gid, gc] : q.groups) {
+            if (!gc.deferred.empty() && gc.deferred.begin()->first <= now.value()) {
+                out.push_back(q.name);
+                break;
+            }
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace queen::queues

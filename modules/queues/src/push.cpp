@@ -1,0 +1,207 @@
+// queues/src/push.cpp — Push: item checks, dedupe, the per-apply memo, pending message blocks.
+#include <string>
+
+#include "apply.hpp"
+#include "queen/core/assert.hpp"
+
+namespace queen::queues {
+
+using detail::PartitionMem;
+using detail::PushMemo;
+using detail::QueueMem;
+using detail::State;
+
+namespace {
+
+std::string derive_namespace(std::string_view queue) {
+    return std::string(queue.substr(0, queue.find('.')));
+}
+std::string derive_task(std::string_view queue) {
+    const auto first = queue.find('.');
+    if (first == std::string_view::npos) {
+        return {};
+    }
+    const auto rest = queue.substr(first + 1);
+    return std::string(rest.substr(0, rest.find('.')));
+}
+
+/// Writes one block of the pushes (one insert): a lone record is stored as it is (format 1),
+/// more as a block (format 2). The block restarts empty after them.
+Result<void> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& block) {
+    if (block.count() == 0) {
+        return {};
+    }
+    const auto key = detail::message_key(PartitionId{block.partition()}, block.first());
+    const ByteSpan value = block.count() == 1 ? block.single() : block.value();
+    // Sequences only grow, so the key is new: an insert, which inside a transaction also
+    // spares the journal a read of the old value.
+    QUEEN_TRY(auto clash, put_if_absent(s, txn, s.tables.messages, key.span(), value));
+    if (clash) {
+        return Error{queen::Errc::corruption, "queues: message " + std::to_string(block.first()) +
+                                                  " of partition " +
+                                                  std::to_string(block.partition()) +
+                                                  " exists beyond the partition's last sequence"};
+    }
+    block.start(block.partition(), block.first() + block.count());
+    return {};
+}
+
+/// Writes the pushes' pending message blocks (one q.messages insert each); a transaction's push
+/// op calls it before its next op.
+Result<void> flush_blocks(State& s, store::WriteTxn& txn) {
+    if (s.pending_blocks.empty()) {
+        return {};
+    }
+    return s.pending_blocks.flush(
+        [&](detail::BlockBuilder& block) { return write_block(s, txn, block); });
+}
+
+/// Pushes one item; its answer goes into `result` (every field is assigned, so a reused
+/// result keeps its strings' storage).
+Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item, TimestampMs now,
+                            bool is_transaction, PushMemo& memo, PushItemResult& result) {
+    result.message_id = MessageId{};
+    result.error.clear();
+    result.transaction_id = item.transaction_id;
+    result.queue = item.queue;
+    result.partition = item.partition;
+    result.trace_id = item.trace_id;
+    result.status = PushStatus::failed;
+    if (item.queue.size() > s.options.queue_name_bytes_max) {
+        result.error = "queue name is longer than " +
+                       std::to_string(s.options.queue_name_bytes_max) + " bytes";
+        return {};
+    }
+    if (item.partition.size() > s.options.partition_name_bytes_max) {
+        result.error = "partition name is longer than " +
+                       std::to_string(s.options.partition_name_bytes_max) + " bytes";
+        return {};
+    }
+    if (item.transaction_id.empty() ||
+        item.transaction_id.size() > s.options.transaction_id_bytes_max) {
+        result.error = "transactionId must be 1 to " +
+                       std::to_string(s.options.transaction_id_bytes_max) + " bytes";
+        return {};
+    }
+    if (s.meta.push_maintenance && !is_transaction) {
+        const std::uint64_t id = s.meta.next_buffer_id++;
+        QUEEN_TRY(save_meta(s, txn));
+        QUEEN_TRY(
+            put(s, txn, s.tables.buffer, detail::sequence_key(id).span(), detail::encode(item)));
+        result.status = PushStatus::buffered;
+        return {};
+    }
+    PushMemo::Pair* pair = memo.find(item);
+    if (pair == nullptr) {
+        std::uint32_t found_qid = 0;
+        if (auto found = find_queue(s, item.queue)) {
+            found_qid = *found;
+        } else {
+            QUEEN_TRY(found_qid, create_queue(s, txn, item.queue, derive_namespace(item.queue),
+                                              derive_task(item.queue), QueueOptions{}, now));
+        }
+        std::uint64_t found_pid = 0;
+        QUEEN_TRY(found_pid, get_or_create_partition(s, txn, found_qid, item.partition, now));
+        pair = &memo.add(item, found_qid, found_pid);
+    }
+    const std::uint32_t qid = pair->qid;
+    const std::uint64_t pid = pair->pid;
+    const auto txid = detail::txid_key(PartitionId{pid}, item.transaction_id);
+    QueueMem& q = s.queues.at(qid);
+    const bool is_full =
+        q.options.max_size > 0 && q.message_count >= static_cast<std::uint64_t>(q.options.max_size);
+    const std::uint64_t seq = s.partitions[pid].last_sequence + 1;
+    // The dedupe check: a duplicate is reported before a full queue is.
+    std::optional<ByteSpan> existing;
+    if (is_full) {
+        QUEEN_TRY(existing, txn.get(s.tables.transaction_ids, txid.span()));
+    } else {
+        // One descent checks and claims the transaction id; the message follows below.
+        const auto seq_value = detail::encode_u64_fixed(seq);
+        QUEEN_TRY(existing,
+                  put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value));
+    }
+    if (existing) {
+        QUEEN_TRY(auto existing_seq, detail::decode_u64(*existing));
+        result.status = PushStatus::duplicate;
+        result.message_id = MessageId{PartitionId{pid}, Sequence{existing_seq}};
+        return {};
+    }
+    if (is_full) {
+        result.error = "queue '" + item.queue + "' is full: maxSize is " +
+                       std::to_string(q.options.max_size) + " messages";
+        return {};
+    }
+    PartitionMem& mem = touch_partition(s, pid);
+    QUEEN_TRY(memo.append(s, txn, *pair, seq, now, item));
+    if (mem.message_count == 0) {
+        mem.first_sequence = seq;
+    }
+    mem.last_sequence = seq;
+    mem.last_created_ms = now.value();
+    mem.message_count++;
+    touch_queue_count(s, qid);
+    q.message_count++;
+    if (!pair->is_marked_ready) {
+        mark_ready(s, qid, 0, pid);
+        pair->is_marked_ready = true;
+    }
+    // One wakeup per partition and apply (take_wakeups would drop the copies anyway).
+    if (!pair->has_wakeup) {
+        s.wakeups.push_back({item.queue, item.partition});
+        pair->has_wakeup = true;
+    }
+    result.status = PushStatus::queued;
+    result.message_id = MessageId{PartitionId{pid}, Sequence{seq}};
+    return {};
+}
+
+}  // namespace
+
+Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
+                                      TimestampMs now, const PushItem& item) {
+    if (pair.block == detail::PendingBlocks::none) {
+        pair.block = s.pending_blocks.find(pair.pid);
+        if (pair.block == detail::PendingBlocks::none) {
+            pair.block = s.pending_blocks.start(pair.pid, seq);
+        }
+    }
+    detail::BlockBuilder& block = s.pending_blocks.at(pair.block);
+    QUEEN_ASSERT(block.first() + block.count() == seq, "a block's sequences are consecutive");
+    if (block.count() > 0 &&
+        block.bytes() + detail::message_record_size(now, item) > block_bytes_max) {
+        QUEEN_TRY(write_block(s, txn, block));
+    }
+    block.add_message(now, item);
+    return {};
+}
+
+Result<void> detail::flush_pending(State& s, store::WriteTxn& txn) {
+    QUEEN_TRY(flush_blocks(s, txn));
+    return flush_partitions(s, txn);
+}
+
+Result<PushItemResult> detail::push_item(State& s, store::WriteTxn& txn, const PushItem& item,
+                                         TimestampMs now, bool is_transaction, PushMemo& memo) {
+    PushItemResult result;
+    QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
+    // Alone: what follows may read the message (an ack in the same transaction).
+    QUEEN_TRY(flush_blocks(s, txn));
+    memo.forget_blocks();
+    return result;
+}
+
+Result<PushResult> QueueState::apply(store::WriteTxn& txn, const Push& command, TimestampMs now) {
+    State& s = *state_;
+    PushResult result;
+    result.items.reserve(command.items.size());
+    PushMemo memo;
+    for (const auto& item : command.items) {
+        QUEEN_TRY(push_item_into(s, txn, item, now, false, memo, result.items.emplace_back()));
+    }
+    // The messages stay in the pending blocks, which the next pushes of the batch may extend,
+    // and the changed partitions' records wait for the batch's end too (flush_pending).
+    return result;
+}
+
+}  // namespace queen::queues
