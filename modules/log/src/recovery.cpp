@@ -1,0 +1,221 @@
+// modules/log/src/recovery.cpp — Log::open(): lists and scans the segments, cuts a torn tail,
+// drops torn or empty later segments, refuses damage to synced data, starts the writer thread.
+#include <algorithm>
+#include <thread>
+
+#include "log_impl.hpp"
+#include "queen/core/assert.hpp"
+
+namespace queen::log {
+
+namespace {
+
+Result<Bytes> read_whole(const File& file) {
+    QUEEN_TRY(const std::uint64_t size, file.size());
+    Bytes bytes(static_cast<std::size_t>(size));
+    QUEEN_TRY(const std::size_t got, detail::read_fully(file, 0, bytes));
+    bytes.resize(got);
+    return bytes;
+}
+
+/// True when a later segment file holds at least one record with a valid CRC.
+Result<bool> holds_valid_record(FileSystem& file_system, const std::filesystem::path& path,
+                                std::uint32_t payload_size_max) {
+    QUEEN_TRY(std::unique_ptr<File> file, file_system.open(path, OpenMode::read_only));
+    QUEEN_TRY(const Bytes bytes, read_whole(*file));
+    const SegmentScan scan = scan_segment(bytes, payload_size_max);
+    if (scan.record_count > 0) {
+        return true;
+    }
+    return find_next_record(bytes, 0, LogIndex{0}, Term{0}, payload_size_max).has_value();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const Options& options,
+                                       Environment environment, RecoveryReport* report) {
+    QUEEN_TRY(options.validate());
+    QUEEN_ASSERT(environment.file_system != nullptr && environment.clock != nullptr &&
+                     environment.logger != nullptr,
+                 "log::Environment members must be set");
+    auto impl = std::make_unique<Impl>();
+    impl->dir = dir;
+    impl->options = options;
+    impl->env = environment;
+    FileSystem& fs = *environment.file_system;
+    RecoveryReport local_report;
+    RecoveryReport& rep = report != nullptr ? *report : local_report;
+    rep = RecoveryReport{};
+
+    auto listed = fs.list(dir);
+    if (!listed && listed.error().is(Errc::not_found)) {
+        // A new log directory: its own entry in the parent must survive a crash too.
+        QUEEN_TRY(fs.create_directories(dir));
+        const auto parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
+        QUEEN_TRY(fs.sync_directory(parent));
+        listed = fs.list(dir);
+    }
+    QUEEN_TRY(std::vector<std::string> names, std::move(listed));
+    std::vector<std::pair<LogIndex, std::string>> found;
+    for (const std::string& name : names) {
+        if (auto index = parse_segment_file_name(name)) {
+            found.emplace_back(*index, name);
+        } else if (name.ends_with(segment_suffix)) {
+            QUEEN_LOG(*environment.logger, Level::warn, "log.ignored_file",
+                      "dir=" << dir.string() << " name=" << name);
+        }
+    }
+    std::sort(found.begin(), found.end());
+
+    bool directory_changed = false;
+    auto remove_segments_from = [&](std::size_t first) -> Status {
+        // Newest first, so a crash part-way leaves a prefix of the segments.
+        for (std::size_t k = found.size(); k-- > first;) {
+            const auto path = dir / found[k].second;
+            QUEEN_TRY(fs.remove(path));
+            rep.removed_segments.push_back(path);
+            directory_changed = true;
+        }
+        found.resize(first);
+        return {};
+    };
+
+    for (std::size_t k = 0; k < found.size(); ++k) {
+        const auto path = dir / found[k].second;
+        const bool is_last = k + 1 == found.size();
+        QUEEN_TRY(std::unique_ptr<File> file, fs.open(path, OpenMode::read_write));
+        QUEEN_TRY(const Bytes bytes, read_whole(*file));
+        ++rep.segments_scanned;
+
+        auto segment = std::make_shared<detail::Segment>();
+        segment->path = path;
+        segment->file = std::move(file);
+        const detail::Segment* previous =
+            impl->segments.empty() ? nullptr : impl->segments.back().get();
+        const LogIndex expected_first = previous ? previous->last_index.next() : found[k].first;
+        const Term expected_prev_term = previous ? previous->last_term : Term{0};
+
+        SegmentScan scan = scan_segment(bytes, options.record_size_bytes_max);
+        if (!scan.header) {
+            const bool later_records =
+                find_next_record(bytes, 0, expected_first.prev(), expected_prev_term,
+                                 options.record_size_bytes_max)
+                    .has_value();
+            if (is_last && !later_records && (previous != nullptr || found[k].first.value() == 1)) {
+                // A crash while the segment was being created: its header never reached disk.
+                QUEEN_LOG(*environment.logger, Level::warn, "log.torn_segment_removed",
+                          "path=" << path.string() << " detail=\"" << scan.detail << "\"");
+                segment->file.reset();
+                QUEEN_TRY(remove_segments_from(k));
+                break;
+            }
+            return Error{Errc::corruption, path.string() + ": " + scan.detail};
+        }
+        if (scan.header->first_index != found[k].first) {
+            return Error{Errc::corruption, path.string() + ": header first_index " +
+                                               std::to_string(scan.header->first_index.value()) +
+                                               " does not match the file name"};
+        }
+        if (previous != nullptr && (scan.header->first_index != expected_first ||
+                                    scan.header->prev_term != expected_prev_term)) {
+            return Error{Errc::corruption,
+                         path.string() + ": starts at index " +
+                             std::to_string(scan.header->first_index.value()) + " (prev term " +
+                             std::to_string(scan.header->prev_term.value()) + ") but " +
+                             previous->path.string() + " ends at " +
+                             std::to_string(previous->last_index.value()) + " (term " +
+                             std::to_string(previous->last_term.value()) + ")"};
+        }
+        segment->header = *scan.header;
+        segment->last_index = scan.header->first_index.prev();
+        segment->last_term = scan.header->prev_term;
+        segment->size_bytes = segment_header_size;
+        // Decode again with the callback now that the header is known to be consistent.
+        detail::Segment& seg = *segment;
+        scan = scan_segment(bytes, options.record_size_bytes_max,
+                            [&](const RecordView& record, std::uint64_t offset) {
+                                seg.note_record(record.index, record.term, offset,
+                                                encoded_record_size(record.payload.size()),
+                                                options.index_interval_bytes);
+                                impl->note_term_locked(record.index, record.term);
+                            });
+        rep.records_recovered += scan.record_count;
+        if (scan.stop != StopReason::end_of_data) {
+            const bool valid_after = find_next_record(bytes, scan.stop_offset + 1, scan.last_index,
+                                                      scan.last_term, options.record_size_bytes_max)
+                                         .has_value();
+            bool later_valid = false;
+            for (std::size_t later = k + 1; later < found.size() && !later_valid; ++later) {
+                QUEEN_TRY(later_valid, holds_valid_record(fs, dir / found[later].second,
+                                                          options.record_size_bytes_max));
+            }
+            if (!is_last && (valid_after || later_valid)) {
+                return Error{Errc::corruption,
+                             path.string() + " offset " + std::to_string(scan.stop_offset) + ": " +
+                                 std::string(stop_reason_name(scan.stop)) + " (" + scan.detail +
+                                 "), and valid records follow it: this is damage to synced data, "
+                                 "not a torn write; refusing to truncate"};
+            }
+            rep.tail_truncated = true;
+            rep.truncated_segment = path;
+            rep.truncated_at_offset = scan.valid_bytes;
+            rep.bytes_cut = bytes.size() - scan.valid_bytes;
+            rep.truncation_reason = scan.stop;
+            rep.truncation_detail = scan.detail;
+            rep.valid_record_after_cut = valid_after;
+            QUEEN_LOG(*environment.logger, Level::warn, "log.torn_tail_truncated",
+                      "path=" << path.string() << " offset=" << scan.valid_bytes << " bytes_cut="
+                              << rep.bytes_cut << " reason=" << stop_reason_name(scan.stop)
+                              << " valid_after=" << valid_after);
+            QUEEN_TRY(segment->file->truncate(scan.valid_bytes));
+            QUEEN_TRY(segment->file->sync_data());
+            segment->file_bytes = scan.valid_bytes;
+            impl->segments.push_back(std::move(segment));
+            QUEEN_TRY(remove_segments_from(k + 1));
+            break;
+        }
+        // A zero-filled tail (scan.zero_tail_bytes) stays: the writer appends over it.
+        segment->file_bytes = bytes.size();
+        impl->segments.push_back(std::move(segment));
+    }
+
+    if (impl->segments.empty()) {
+        LogIndex first{1};
+        if (!rep.removed_segments.empty() && !found.empty()) {
+            first = found.front().first;
+        }
+        SegmentHeader header;
+        header.first_index = first;
+        QUEEN_TRY(std::shared_ptr<detail::Segment> segment, impl->create_segment(header));
+        impl->segments.push_back(std::move(segment));
+        rep.created = rep.removed_segments.empty();
+    } else {
+        // Recovered bytes may sit in the page cache only (the process, not the machine, died):
+        // make them durable before anything new is acknowledged after them.
+        QUEEN_TRY(impl->segments.back()->file->sync_data());
+    }
+    if (directory_changed) {
+        QUEEN_TRY(fs.sync_directory(dir));
+    }
+
+    const detail::Segment& front = *impl->segments.front();
+    const detail::Segment& back = *impl->segments.back();
+    impl->first_index = front.header.first_index;
+    impl->prev_term = front.header.prev_term;
+    impl->last_index = back.last_index;
+    impl->last_term = back.last_term;
+    impl->written_index = back.last_index;
+    impl->durable_index = back.last_index;
+    rep.first_index = impl->first_index;
+    rep.last_index = impl->last_index;
+    QUEEN_LOG(*environment.logger, Level::info, "log.opened",
+              "dir=" << dir.string() << " segments=" << impl->segments.size() << " first_index="
+                     << impl->first_index.value() << " last_index=" << impl->last_index.value()
+                     << " tail_truncated=" << rep.tail_truncated);
+
+    Impl* raw = impl.get();
+    raw->writer = std::thread([raw] { raw->writer_main(); });
+    return std::unique_ptr<Log>(new Log(std::move(impl)));
+}
+
+}  // namespace queen::log

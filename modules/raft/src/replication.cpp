@@ -1,0 +1,230 @@
+// modules/raft/src/replication.cpp — log replication: the leader's appends, heartbeats and
+// commit by quorum; the follower's append and heartbeat handling, conflict truncation.
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include "raw_node_impl.hpp"
+
+namespace queen::raft {
+
+void RawNode::Impl::truncate_from(LogIndex index) {
+    QUEEN_ASSERT(index > commit, "truncating committed entries: index=", index.value(),
+                 " commit=", commit.value());
+    QUEEN_ASSERT(index >= first_index(), "truncating below the snapshot");
+    while (!log.empty() && log.back().index >= index) {
+        log.pop_back();
+    }
+    stable = std::min(stable, index.prev());
+    persist_handed = std::min(persist_handed, index.prev());
+}
+
+// Appends entries that follow a matching prefix, truncating at the first conflict.
+void RawNode::Impl::append_after_match(const std::vector<Entry>& entries) {
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const Entry& entry = entries[i];
+        if (entry.index <= snapshot.meta.index) {
+            continue;
+        }
+        const auto existing = term_of(entry.index);
+        if (existing.has_value() && *existing == entry.term) {
+            continue;
+        }
+        if (existing.has_value()) {
+            QUEEN_LOG(logger, Level::debug, "raft.log_conflict",
+                      "node=" << id << " index=" << entry.index << " existing_term=" << *existing
+                              << " new_term=" << entry.term);
+            truncate_from(entry.index);
+        }
+        QUEEN_ASSERT(entry.index == last_index().next(), "append leaves a gap");
+        log.insert(log.end(), entries.begin() + static_cast<std::ptrdiff_t>(i), entries.end());
+        return;
+    }
+}
+
+// etcd findConflictByTerm: the largest index <= `index` whose term is <= `log_term`.
+std::pair<LogIndex, Term> RawNode::Impl::find_conflict_by_term(LogIndex index,
+                                                               Term log_term) const {
+    LogIndex at = std::min(index, last_index());
+    while (true) {
+        const auto t = term_of(at);
+        if (!t.has_value()) {
+            return {at, Term{0}};
+        }
+        if (*t <= log_term || at == snapshot.meta.index) {
+            return {at, *t};
+        }
+        at = at.prev();
+    }
+}
+
+LogIndex RawNode::Impl::append_local(EntryType type, Bytes data) {
+    const LogIndex index = last_index().next();
+    uncommitted_bytes += data.size();
+    log.push_back(Entry{term, index, type, std::move(data)});
+    needs_broadcast = true;
+    // A single voter commits once its own write is durable (advance()).
+    return index;
+}
+
+// Sends the next append (or snapshot chunk) to `to`. Returns true if something was sent.
+bool RawNode::Impl::maybe_send_append(NodeId to, bool send_if_empty) {
+    auto found = progress.find(to);
+    if (found == progress.end() || to == id) {
+        return false;
+    }
+    Progress& pr = found->second;
+    if (pr.is_paused(options.inflight_appends_max)) {
+        return false;
+    }
+    const LogIndex prev = pr.next.prev();
+    const auto prev_term = term_of(prev);
+    if (!prev_term.has_value()) {
+        // The entries this peer needs are compacted: send the snapshot, chunk by chunk.
+        pr.become_snapshot(snapshot.meta.index);
+        QUEEN_LOG(logger, Level::info, "raft.sending_snapshot",
+                  "node=" << id << " to=" << to << " index=" << snapshot.meta.index
+                          << " bytes=" << snapshot.data.size());
+        send_snapshot_chunk(to, pr);
+        return true;
+    }
+    Message m;
+    m.type = MessageType::append;
+    m.to = to;
+    m.index = prev;
+    m.log_term = *prev_term;
+    m.commit = commit;
+    std::uint64_t bytes = 0;
+    for (LogIndex i = pr.next; i <= last_index(); i = i.next()) {
+        const Entry& entry = entry_at(i);
+        if (!m.entries.empty() && (m.entries.size() >= options.append_entries_max ||
+                                   bytes + entry.data.size() > options.append_bytes_max)) {
+            break;
+        }
+        bytes += entry.data.size();
+        m.entries.push_back(entry);
+    }
+    if (m.entries.empty() && !send_if_empty) {
+        return false;
+    }
+    if (!m.entries.empty()) {
+        const LogIndex last = m.entries.back().index;
+        if (pr.state == ProgressState::replicate) {
+            pr.next = last.next();
+            pr.inflights.push_back(last);
+        } else {
+            pr.is_probe_sent = true;
+        }
+    } else if (pr.state == ProgressState::probe) {
+        pr.is_probe_sent = true;
+    }
+    send(std::move(m));
+    return true;
+}
+
+void RawNode::Impl::broadcast_append(bool send_if_empty) {
+    for (auto& [node, pr] : progress) {
+        if (node != id) {
+            maybe_send_append(node, send_if_empty);
+        }
+    }
+}
+
+void RawNode::Impl::broadcast_heartbeat() {
+    const Bytes context = pending_reads.empty() ? Bytes{} : pending_reads.back().context;
+    for (auto& [node, pr] : progress) {
+        if (node == id) {
+            continue;
+        }
+        Message m;
+        m.type = MessageType::heartbeat;
+        m.to = node;
+        m.commit = std::min(pr.match, commit);  // never past what the peer is known to hold
+        m.context = context;
+        send(std::move(m));
+    }
+}
+
+bool RawNode::Impl::maybe_commit() {
+    std::vector<LogIndex> matches;
+    for (const auto& [node, pr] : progress) {
+        if (is_voter(node)) {
+            matches.push_back(node == id ? stable : pr.match);
+        }
+    }
+    if (matches.empty()) {
+        return false;
+    }
+    std::sort(matches.begin(), matches.end(), std::greater<>());
+    // The highest index held durably by a quorum (the mutation build trusts one node).
+    const LogIndex candidate =
+        detail::mutation_ack_before_majority ? matches.front() : matches[quorum() - 1];
+    // Raft 5.4.2: only entries of the current term are committed by counting replicas.
+    if (candidate > commit && term_of(candidate) == term) {
+        commit_to(candidate);
+        return true;
+    }
+    return false;
+}
+
+void RawNode::Impl::commit_to(LogIndex index) {
+    if (index <= commit) {
+        return;
+    }
+    QUEEN_ASSERT(index <= last_index(), "commit beyond the last index");
+    if (role == Role::leader) {
+        std::uint64_t released = 0;
+        for (LogIndex i = std::max(commit.next(), first_index()); i <= index; i = i.next()) {
+            released += entry_at(i).data.size();
+        }
+        uncommitted_bytes = released > uncommitted_bytes ? 0 : uncommitted_bytes - released;
+        needs_commit_broadcast = true;
+    }
+    commit = index;
+    if (role == Role::leader && !reads_before_commit.empty() && term_of(commit) == term) {
+        std::deque<PendingRead> waiting;
+        waiting.swap(reads_before_commit);
+        for (PendingRead& read : waiting) {
+            start_read(std::move(read.context), read.from);
+        }
+    }
+}
+
+void RawNode::Impl::handle_append(const Message& m) {
+    Message r;
+    r.type = MessageType::append_response;
+    r.to = m.from;
+    if (m.index < commit) {
+        r.index = commit;
+        send(std::move(r));
+        return;
+    }
+    if (matches(m.index, m.log_term)) {
+        append_after_match(m.entries);
+        const LogIndex last_new{m.index.value() + m.entries.size()};
+        commit_to(std::min(m.commit, last_new));
+        r.index = last_new;
+        send(std::move(r));
+        return;
+    }
+    const auto [hint_index, hint_term] =
+        find_conflict_by_term(std::min(m.index, last_index()), m.log_term);
+    r.reject = true;
+    r.index = m.index;
+    r.reject_hint = hint_index;
+    r.log_term = hint_term;
+    QUEEN_LOG(logger, Level::debug, "raft.append_rejected",
+              "node=" << id << " term=" << term << " index=" << m.index << " hint=" << hint_index);
+    send(std::move(r));
+}
+
+void RawNode::Impl::handle_heartbeat(const Message& m) {
+    commit_to(std::min(m.commit, last_index()));
+    Message r;
+    r.type = MessageType::heartbeat_response;
+    r.to = m.from;
+    r.context = m.context;
+    send(std::move(r));
+}
+
+}  // namespace queen::raft
