@@ -37,7 +37,11 @@ void register_routes(http::Router& router, Backend& backend, const ApiOptions& o
     auto context = std::make_shared<detail::Context>(backend, options, logger, random);
     detail::register_data_routes(router, context);
     detail::register_pop_routes(router, context);
-    detail::register_admin_routes(router, context);
+    detail::register_resource_routes(router, context);
+    detail::register_message_routes(router, context);
+    detail::register_status_routes(router, context);
+    detail::register_group_routes(router, context);
+    detail::register_system_routes(router, context);
     detail::register_health_routes(router, context);
 }
 

@@ -22,8 +22,16 @@ using ApiHandler = std::function<void(Context& context, const ContextPtr& shared
 void register_data_routes(http::Router& router, const ContextPtr& context);
 /// The two pop routes with long polling.
 void register_pop_routes(http::Router& router, const ContextPtr& context);
-/// resources, messages, dlq, traces (GET), status, analytics, consumer groups, system.
-void register_admin_routes(http::Router& router, const ContextPtr& context);
+/// Spec 7.1: resources (queues, namespaces, tasks, overview, queue delete).
+void register_resource_routes(http::Router& router, const ContextPtr& context);
+/// Spec 7.2 and 7.3: messages, dlq, traces (GET).
+void register_message_routes(http::Router& router, const ContextPtr& context);
+/// Spec 7.4: status and analytics.
+void register_status_routes(http::Router& router, const ContextPtr& context);
+/// Spec 7.5: consumer groups (listing, delete, subscription, seek).
+void register_group_routes(http::Router& router, const ContextPtr& context);
+/// Spec 7.6: system (maintenance modes, shared state).
+void register_system_routes(http::Router& router, const ContextPtr& context);
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);
 

@@ -1,7 +1,8 @@
-// client/src/protocol_util.hpp — answer helpers shared by protocol.cpp (hot paths) and client.cpp
-// (the other endpoints): error texts, raw-scanner checks, ack results. Private to the client.
+// client/src/protocol_util.hpp — answer helpers shared by the protocol and Client sources: error
+// texts, rejection checks (nlohmann and raw-scanner), ack results. Private to the client.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,9 @@ namespace queen::client::detail {
 void append_query(std::string& target, bool& is_first, std::string_view key,
                   std::string_view value);
 /// A 2xx object that reports failure ({"success": false, "error": ...}) is Errc::rejected.
+[[nodiscard]] queen::Status check_not_rejected(const HttpRequest& request,
+                                               const nlohmann::json& body);
+/// check_not_rejected() over the raw JSON text of an object, for the hot paths.
 [[nodiscard]] queen::Status check_raw_not_rejected(const HttpRequest& request,
                                                    std::string_view object);
 /// The JSON value of a body. Errors: Errc::bad_response (invalid JSON).
