@@ -202,5 +202,26 @@ Result<Bytes> PayloadCipher::decrypt(ByteSpan sealed) const {
     return plaintext;
 }
 
+std::string PayloadCipher::fingerprint() const {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int digest_bytes = 0;
+    QUEEN_ASSERT(EVP_Digest(key_.data(), key_.size(), digest.data(), &digest_bytes, EVP_sha256(),
+                            nullptr) == 1 &&
+                     digest_bytes == 32,
+                 "SHA-256 of 32 bytes cannot fail");
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string hex;
+    for (std::size_t i = 0; i < 8; ++i) {
+        hex += digits[digest[i] >> 4];
+        hex += digits[digest[i] & 0xf];
+    }
+    return hex;
+}
+
 }  // namespace detail
+
+Result<std::string> encryption_key_fingerprint(std::string_view key_hex) {
+    QUEEN_TRY(auto cipher, detail::PayloadCipher::from_hex(key_hex));
+    return cipher.fingerprint();
+}
 }  // namespace queen::api

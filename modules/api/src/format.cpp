@@ -31,8 +31,9 @@ void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std:
 
 std::string missing_key_message(std::string_view what) {
     return std::string(what) +
-           " needs payload encryption, but this server has no encryption key: set "
-           "QUEEN_ENCRYPTION_KEY (64 hex digits) or [api] encryption_key_hex and restart";
+           " needs payload encryption, but this node runs without an encryption key "
+           "(security.payload_encryption = false): set it to true and restart "
+           "(docs/security.md)";
 }
 
 Result<std::string> payload_json(ByteSpan payload, bool is_encrypted, const PayloadCipher* cipher) {

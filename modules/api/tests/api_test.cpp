@@ -747,7 +747,7 @@ TEST_CASE("api: an encrypted queue without a key fails clearly and stores nothin
         h.post("/api/v1/push", {{"items", {{{"queue", "secret"}, {"payload", "x"}}}}});
     CHECK(reply.status == 500);
     CHECK_THAT(reply.json()["error"].get<std::string>(),
-               Catch::Contains("secret") && Catch::Contains("QUEEN_ENCRYPTION_KEY"));
+               Catch::Contains("secret") && Catch::Contains("security.payload_encryption"));
     CHECK(h.backend.submitted() == before);
     // Plain queues still work.
     CHECK(h.push("plain", "Default", {json(1)})[0]["status"] == "queued");

@@ -54,6 +54,12 @@ Status NodeConfig::validate() const {
                          "security.encryption_key must be 64 hex digits (a 32-byte AES-256 key)"};
         }
     }
+    if (!is_payload_encryption_enabled &&
+        (!encryption_key_hex.empty() || !encryption_key_file.empty())) {
+        return Error{config::Errc::invalid_value,
+                     "security.encryption_key and security.encryption_key_file must be empty when "
+                     "security.payload_encryption = false"};
+    }
     return {};
 }
 
@@ -166,9 +172,18 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("tenant.log_retain_entries", &t.log_retain_entries,
                        "Log entries kept below the last durably applied one.");
 
-    schema.add_section("security", "Payload encryption for queues with encryptionEnabled.");
+    schema.add_section("security",
+                       "Payload encryption for queues with encryptionEnabled (docs/security.md). "
+                       "Key precedence: QUEEN_ENCRYPTION_KEY, encryption_key, encryption_key_file, "
+                       "then keys/payload.key in node.data_dir, created at first start.");
     schema.add_string("security.encryption_key", &c.encryption_key_hex,
-                      "AES-256 key as 64 hex digits; QUEEN_ENCRYPTION_KEY overrides it.");
+                      "AES-256 key as 64 hex digits (\"\" = not given).");
+    schema.add_path("security.encryption_key_file", &c.encryption_key_file,
+                    "File holding the key as 64 hex digits, mode 0600; must exist (\"\" = not "
+                    "given). Give every node of a cluster the same one.");
+    schema.add_bool("security.payload_encryption", &c.is_payload_encryption_enabled,
+                    "false: no key is loaded or created; pushes to queues with encryptionEnabled "
+                    "and reads of encrypted messages answer 500.");
 
     schema.add_section("logging", "Diagnostics on stderr.");
     schema.add_enum("logging.level", &c.logging.level,
