@@ -42,13 +42,15 @@ class ServeTest(unittest.TestCase):
         with Server() as server:
             for name in ("node.toml", "LOCK", "tenants/default/log", "tenants/default/state/data.mdb"):
                 self.assertTrue(os.path.exists(os.path.join(server.data_dir, name)), name)
-            # A short banner, not the whole config (that needs --print-config or debug logging).
-            self.assertIn(f"ready on http://127.0.0.1:{server.port}\n", server.output())
-            self.assertNotIn("[http]", server.output())
             client = server.client()
             self.assertEqual(client.get("/health").status, 200)
             client.close()
+            port = server.port
             self.assertEqual(server.stop(signal.SIGTERM), 0)
+            # A short banner, not the whole config (that needs --print-config or debug logging).
+            # (Read after stop: the ready line follows node.listening, which start() waits for.)
+            self.assertIn(f"queen: ready on http://127.0.0.1:{port}\n", server.output())
+            self.assertNotIn("[http]", server.output())
             self.assertIn("node.stopped", server.output())
             server.start()
             self.assertEqual(server.stop(signal.SIGINT), 0)
@@ -66,10 +68,12 @@ class ServeTest(unittest.TestCase):
             self.assertIn("  data dir  " + os.path.abspath(server.data_dir) + "\n", out)
             self.assertIn("  config    built-in defaults; overridden by --set http.port=0 "
                           "--set tenant.sweep_interval_ms=200 --data-dir " + server.data_dir, out)
-            # The default listener is loopback only.
-            self.assertIn(f"node.listening http=127.0.0.1:{server.port} ", out)
-            self.assertIn(f"queen: ready on http://127.0.0.1:{server.port}\n", out)
+            port = server.port
             self.assertEqual(server.stop(), 0)
+            out = server.output()  # complete once stopped: the ready line follows node.listening
+            # The default listener is loopback only.
+            self.assertIn(f"node.listening http=127.0.0.1:{port} ", out)
+            self.assertIn(f"queen: ready on http://127.0.0.1:{port}\n", out)
             server.args = ["--log-level", "debug"]
             server.log_lines.clear()
             server.start()
