@@ -2,6 +2,10 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <vector>
+
+#include "queen/core/result.hpp"
 
 namespace CLI {
 class App;
@@ -10,15 +14,35 @@ class App;
 namespace queen::cli {
 
 struct InspectLogOptions {
-    std::filesystem::path dir;
-    bool verify = false;  // recompute every CRC; exit 4 on a mismatch
+    std::filesystem::path dir;  // a log directory, a tenant directory or a data directory
+    std::string tenant;         // --tenant NAME: with a data directory, only that tenant
+    bool verify = false;        // recompute every CRC; exit 4 on a mismatch
     bool json = false;
 };
 
 struct InspectStateOptions {
-    std::filesystem::path dir;
+    std::filesystem::path dir;  // a state directory, a tenant directory or a data directory
+    std::string tenant;         // --tenant NAME: with a data directory, only that tenant
     bool json = false;
 };
+
+/// What `inspect` reads: a tenant's log/ or state/ directory.
+enum class InspectPart { log, state };
+
+/// One directory to inspect, with its tenant's name when the path showed it.
+struct InspectTarget {
+    std::string tenant;  // empty when the exact directory was given
+    std::filesystem::path dir;
+};
+
+/// The `part` directories `given` stands for: `given` itself when it holds the files (*.seg, or
+/// data.mdb), `given`/log|state for a tenant directory, and tenants/<name>/log|state of every
+/// tenant (or of `tenant` only) for a data directory. `is_data_dir` is set for the last form.
+/// Errors (Errc::not_found / invalid_argument) say what was looked for and where; a directory
+/// holding none of these is an error, never an empty result.
+[[nodiscard]] Result<std::vector<InspectTarget>> resolve_inspect_dir(
+    const std::filesystem::path& given, InspectPart part, const std::string& tenant,
+    bool& is_data_dir);
 
 /// Adds `inspect log` and `inspect state`; the chosen command's exit code lands in `exit_code`.
 void register_inspect(CLI::App& app, int& exit_code);

@@ -1,7 +1,8 @@
 """tests/integration/test_broker.py — the Queen v1 API end to end against a real `queen serve`.
 
 Each test starts its own server (fresh data directory) and drives it over real HTTP, checking
-the contract of shared/spec/queen-v1-http-api.md sections 4, 5 and 7."""
+the data-plane endpoints, their semantics and the admin endpoints as docs/http-api.md states
+them."""
 import os
 import re
 import threading

@@ -217,6 +217,21 @@ void Schema::add_string_list(std::string path, std::vector<std::string>* target,
     add(std::move(entry));
 }
 
+void Schema::add_removed(std::string path, std::string replacement) {
+    QUEEN_ASSERT(find(path) == nullptr, "config key both declared and removed: ", path);
+    removed_.emplace_back(std::move(path), std::move(replacement));
+}
+
+Error Schema::unknown_key(const std::string& where, std::string_view path) const {
+    for (const auto& [removed, replacement] : removed_) {
+        if (removed == path) {
+            return Error{Errc::unknown_key,
+                         where + removed + " is no longer a setting: " + replacement};
+        }
+    }
+    return Error{Errc::unknown_key, where + std::string(path)};
+}
+
 const Entry* Schema::find(std::string_view path) const noexcept {
     for (const auto& entry : entries_) {
         if (entry.path == path) {
@@ -261,21 +276,25 @@ Status Schema::load_string(std::string_view text, std::string_view source) {
                 continue;
             }
             if (const auto* sub = node.as_table()) {
+                // A table of removed keys only is walked too, so the error names the key.
+                const auto is_under = [&path](const std::string& declared) {
+                    return declared.size() > path.size() &&
+                           declared.compare(0, path.size(), path) == 0 &&
+                           declared[path.size()] == '.';
+                };
                 bool is_prefix = false;
                 for (const auto& entry : entries_) {
-                    if (entry.path.size() > path.size() &&
-                        entry.path.compare(0, path.size(), path) == 0 &&
-                        entry.path[path.size()] == '.') {
-                        is_prefix = true;
-                        break;
-                    }
+                    is_prefix = is_prefix || is_under(entry.path);
+                }
+                for (const auto& removed : removed_) {
+                    is_prefix = is_prefix || is_under(removed.first);
                 }
                 if (is_prefix) {
                     QUEEN_TRY(walk(*sub, path));
                     continue;
                 }
             }
-            return Error{Errc::unknown_key, where + path};
+            return unknown_key(where, path);
         }
         return {};
     };
@@ -285,7 +304,7 @@ Status Schema::load_string(std::string_view text, std::string_view source) {
 Status Schema::set(std::string_view path, std::string_view value) {
     const Entry* entry = find(path);
     if (entry == nullptr) {
-        return Error{Errc::unknown_key, std::string(path)};
+        return unknown_key("", path);
     }
     const std::string where;
     switch (entry->kind) {

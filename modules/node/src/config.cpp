@@ -72,7 +72,8 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_section("http", "The HTTP API listener (Queen v1 API, health, metrics).");
     auto& h = c.http;
     schema.add_string("http.address", &h.bind_address,
-                      "Numeric IP to listen on (0.0.0.0 accepts remote clients).");
+                      "Numeric IP to listen on. 127.0.0.1 (the default) serves this machine "
+                      "only; 0.0.0.0 (or ::) accepts remote clients.");
     schema.add_integer("http.port", &h.port, "TCP port (0 = pick a free one).", 0, 65535);
     schema.add_integer("http.io_threads", &h.io_threads, "Threads running the HTTP event loops.", 1,
                        256);
@@ -97,16 +98,22 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("http.read_buffer_bytes", &h.read_buffer_bytes,
                        "Bytes read per socket read.");
     schema.add_integer("http.listen_backlog", &h.listen_backlog, "listen() backlog.");
-    schema.add_bool("http.cors_enabled", &h.cors.is_enabled,
-                    "Answer with CORS headers and preflights.");
-    schema.add_string("http.cors_allow_origin", &h.cors.allow_origin,
-                      "Access-Control-Allow-Origin.");
+    schema.add_string_list(
+        "http.cors_allowed_origins", &h.cors.allowed_origins,
+        "Web origins whose pages may call the API from a browser, exactly as the browser sends "
+        "them (e.g. [\"http://localhost:3000\"]); \"*\" allows any. Empty: none.");
+    schema.add_removed("http.cors_enabled",
+                       "cross-origin access is granted per origin with http.cors_allowed_origins "
+                       "(empty by default)");
+    schema.add_removed("http.cors_allow_origin",
+                       "list the allowed origins in http.cors_allowed_origins (e.g. "
+                       "[\"http://localhost:3000\"], or [\"*\"] for any origin)");
     schema.add_string("http.cors_allow_methods", &h.cors.allow_methods,
-                      "Access-Control-Allow-Methods.");
+                      "Access-Control-Allow-Methods sent to allowed origins.");
     schema.add_string("http.cors_allow_headers", &h.cors.allow_headers,
-                      "Access-Control-Allow-Headers.");
+                      "Access-Control-Allow-Headers sent to allowed origins.");
     schema.add_integer("http.cors_max_age_seconds", &h.cors.max_age_seconds,
-                       "Access-Control-Max-Age on preflight answers.");
+                       "Access-Control-Max-Age on preflight answers to allowed origins.");
 
     schema.add_section("log", "Each tenant's commit log (segment files with group commit).");
     schema.add_integer("log.segment_size_bytes_max", &c.log.segment_size_bytes_max,
