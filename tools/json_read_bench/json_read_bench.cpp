@@ -210,6 +210,7 @@ struct Options {
     int runs = 21;
     double run_ms = 20;
     std::string body_filter;
+    std::string readers;  ///< comma-separated reader names to time; empty: all
     std::string impl;
 };
 
@@ -649,7 +650,8 @@ void show_errors(Readers& r) {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: json_read_bench [--runs N] [--ms M] [--body NAME] [--impl KERNEL]\n"
+                 "usage: json_read_bench [--runs N] [--ms M] [--body NAME] [--readers A,B]\n"
+                 "                       [--impl KERNEL]\n"
                  "       json_read_bench --check [--cases N]\n"
                  "       json_read_bench --errors\n"
                  "       json_read_bench --list\n"
@@ -672,6 +674,8 @@ int run(int argc, char** argv) {
             options.run_ms = std::atof(argv[++i]);
         } else if (arg == "--body" && has_value) {
             options.body_filter = argv[++i];
+        } else if (arg == "--readers" && has_value) {
+            options.readers = argv[++i];
         } else if (arg == "--impl" && has_value) {
             options.impl = argv[++i];
         } else if (arg == "--cases" && has_value) {
@@ -758,7 +762,15 @@ int run(int argc, char** argv) {
             continue;
         }
         std::vector<Variant> variants = variants_of(body, readers);
-        measure(body, variants, options);
+        if (!options.readers.empty()) {
+            const std::string wanted = "," + options.readers + ",";
+            std::erase_if(variants, [&](const Variant& v) {
+                return wanted.find("," + v.name + ",") == std::string::npos;
+            });
+        }
+        if (!variants.empty()) {
+            measure(body, variants, options);
+        }
     }
     return 0;
 }
