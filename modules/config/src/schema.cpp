@@ -195,6 +195,11 @@ void Schema::add_string(std::string path, std::string* target, std::string doc) 
     add(std::move(entry));
 }
 
+void Schema::add_secret(std::string path, std::string* target, std::string doc) {
+    add_string(std::move(path), target, std::move(doc));
+    entries_.back().is_secret = true;
+}
+
 void Schema::add_path(std::string path, std::filesystem::path* target, std::string doc) {
     Entry entry;
     entry.path = std::move(path);
@@ -419,7 +424,11 @@ std::string Schema::render() const {
                     out << text;
                     break;
                 }
-                case Entry::Kind::string: out << quote(entry->get_string()); break;
+                case Entry::Kind::string: {
+                    const std::string value = entry->get_string();
+                    out << quote(entry->is_secret && !value.empty() ? "<hidden>" : value);
+                    break;
+                }
                 case Entry::Kind::enumeration:
                     out << quote(entry->enum_names.at(entry->get_enum()));
                     break;

@@ -154,3 +154,16 @@ TEST_CASE("config: a missing file is an io error naming it", "[config]") {
     CHECK(status.error().is(queen::config::Errc::io));
     CHECK(status.error().context == "/nonexistent/queen.toml");
 }
+
+TEST_CASE("config: a secret is never rendered, and an empty one shows as empty", "[config]") {
+    std::string token;
+    queen::config::Schema schema;
+    schema.add_section("auth", "Secrets");
+    schema.add_secret("auth.token", &token, "The token");
+    CHECK(schema.render().find("token = \"\"\n") != std::string::npos);
+    REQUIRE(schema.set("auth.token", "s3cr3t-value").has_value());
+    CHECK(token == "s3cr3t-value");
+    const std::string text = schema.render();
+    CHECK(text.find("s3cr3t-value") == std::string::npos);
+    CHECK(text.find("token = \"<hidden>\"\n") != std::string::npos);
+}

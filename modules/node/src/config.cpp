@@ -183,7 +183,7 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Payload encryption for queues with encryptionEnabled (docs/security.md). "
                        "Key precedence: QUEEN_ENCRYPTION_KEY, encryption_key, encryption_key_file, "
                        "then keys/payload.key in node.data_dir, created at first start.");
-    schema.add_string("security.encryption_key", &c.encryption_key_hex,
+    schema.add_secret("security.encryption_key", &c.encryption_key_hex,
                       "AES-256 key as 64 hex digits (\"\" = not given).");
     schema.add_path("security.encryption_key_file", &c.encryption_key_file,
                     "File holding the key as 64 hex digits, mode 0600; must exist (\"\" = not "

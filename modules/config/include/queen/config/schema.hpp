@@ -45,6 +45,7 @@ struct Entry {
     std::string path;  ///< dotted, e.g. "http.port"
     std::string doc;   ///< one line, printed as a comment above the key
     Kind kind = Kind::string;
+    bool is_secret = false;  ///< render() shows "<hidden>" instead of a non-empty value
     std::int64_t integer_min = 0;
     std::int64_t integer_max = 0;
     std::vector<std::string> enum_names;
@@ -90,6 +91,9 @@ public:
 
     void add_double(std::string path, double* target, std::string doc);
     void add_string(std::string path, std::string* target, std::string doc);
+    /// A string that must not be shown: render() prints "<hidden>" for a non-empty value (which
+    /// a reload refuses where the value has a format), so --print-config never leaks it.
+    void add_secret(std::string path, std::string* target, std::string doc);
     void add_path(std::string path, std::filesystem::path* target, std::string doc);
     void add_string_list(std::string path, std::vector<std::string>* target, std::string doc);
 
