@@ -4,8 +4,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <system_error>
+
+#include "exit_codes.hpp"
 
 namespace queen::cli {
 namespace {
@@ -143,6 +147,41 @@ void register_inspect(CLI::App& app, int& exit_code) {
     state->add_flag("--json", state_options->json,
                     "Print JSON (an array of reports for a data directory without --tenant)");
     state->callback([state_options, &exit_code] { exit_code = run_inspect_state(*state_options); });
+}
+
+int run_inspect_targets(
+    std::string_view command, const fs::path& given, InspectPart part, const std::string& tenant,
+    bool json, const std::function<int(const InspectTarget&, nlohmann::json&)>& inspect_one) {
+    bool is_data_dir = false;
+    auto targets = resolve_inspect_dir(given, part, tenant, is_data_dir);
+    if (!targets) {
+        std::cerr << "queen inspect " << command << ": " << targets.error().context << "\n";
+        return targets.error().is(Errc::invalid_argument) ? exit_usage : exit_failed;
+    }
+    bool is_corrupt = false;
+    bool is_failed = false;
+    nlohmann::json reports = nlohmann::json::array();
+    for (std::size_t i = 0; i < targets->size(); ++i) {
+        if (!json && i > 0) {
+            std::cout << "\n";
+        }
+        nlohmann::json report;
+        const int code = inspect_one((*targets)[i], report);
+        is_corrupt = is_corrupt || code == exit_corruption;
+        is_failed = is_failed || (code != exit_ok && code != exit_corruption);
+        if (json && !report.is_null()) {
+            reports.push_back(std::move(report));
+        }
+    }
+    if (json) {
+        if (is_data_dir && tenant.empty()) {
+            std::cout << reports.dump(2) << "\n";
+        } else if (!reports.empty()) {
+            std::cout << reports.front().dump(2) << "\n";
+        }
+    }
+    std::cout.flush();
+    return is_corrupt ? exit_corruption : is_failed ? exit_failed : exit_ok;
 }
 
 }  // namespace queen::cli

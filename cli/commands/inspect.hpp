@@ -2,8 +2,12 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "queen/core/result.hpp"
 
@@ -43,6 +47,16 @@ struct InspectTarget {
 [[nodiscard]] Result<std::vector<InspectTarget>> resolve_inspect_dir(
     const std::filesystem::path& given, InspectPart part, const std::string& tenant,
     bool& is_data_dir);
+
+/// Runs `inspect_one(target, report)` (an exit code; `report` gets its JSON form) on every
+/// directory `given` stands for (resolve_inspect_dir), even after one fails, and prints the JSON
+/// reports when `json`: an array for a data directory without `tenant`, else the one report.
+/// Returns the worst exit code (corruption, then failure); a path that names nothing to inspect
+/// is reported on stderr as "queen inspect <command>: ..." with exit 2 (usage) or 1.
+int run_inspect_targets(
+    std::string_view command, const std::filesystem::path& given, InspectPart part,
+    const std::string& tenant, bool json,
+    const std::function<int(const InspectTarget&, nlohmann::json&)>& inspect_one);
 
 /// Adds `inspect log` and `inspect state`; the chosen command's exit code lands in `exit_code`.
 void register_inspect(CLI::App& app, int& exit_code);

@@ -340,39 +340,10 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
 }  // namespace
 
 int run_inspect_log(const InspectLogOptions& options) {
-    bool is_data_dir = false;
-    auto targets = resolve_inspect_dir(options.dir, InspectPart::log, options.tenant, is_data_dir);
-    if (!targets) {
-        std::cerr << "queen inspect log: " << targets.error().context << "\n";
-        return targets.error().is(Errc::invalid_argument) ? exit_usage : exit_failed;
-    }
-    // Every tenant of a data directory is reported, even after one fails; the exit code is
-    // the worst: corruption, then failure.
-    bool is_corrupt = false;
-    bool is_failed = false;
-    nlohmann::json reports = nlohmann::json::array();
-    for (std::size_t i = 0; i < targets->size(); ++i) {
-        if (!options.json && i > 0) {
-            std::cout << "\n";
-        }
-        nlohmann::json report;
-        const int code = inspect_log_dir((*targets)[i], options, report);
-        is_corrupt = is_corrupt || code == exit_corruption;
-        is_failed = is_failed || code == exit_failed;
-        if (options.json && !report.is_null()) {
-            reports.push_back(std::move(report));
-        }
-    }
-    if (options.json) {
-        // A data directory without --tenant gives an array (one report per tenant).
-        if (is_data_dir && options.tenant.empty()) {
-            std::cout << reports.dump(2) << "\n";
-        } else if (!reports.empty()) {
-            std::cout << reports.front().dump(2) << "\n";
-        }
-    }
-    std::cout.flush();
-    return is_corrupt ? exit_corruption : is_failed ? exit_failed : exit_ok;
+    return run_inspect_targets("log", options.dir, InspectPart::log, options.tenant, options.json,
+                               [&](const InspectTarget& target, nlohmann::json& report) {
+                                   return inspect_log_dir(target, options, report);
+                               });
 }
 
 }  // namespace queen::cli

@@ -125,35 +125,11 @@ int inspect_state_dir(const InspectTarget& target, const InspectStateOptions& op
 }  // namespace
 
 int run_inspect_state(const InspectStateOptions& options) {
-    bool is_data_dir = false;
-    auto targets =
-        resolve_inspect_dir(options.dir, InspectPart::state, options.tenant, is_data_dir);
-    if (!targets) {
-        std::cerr << "queen inspect state: " << targets.error().context << "\n";
-        return targets.error().is(Errc::invalid_argument) ? exit_usage : exit_failed;
-    }
-    bool is_failed = false;
-    nlohmann::json reports = nlohmann::json::array();
-    for (std::size_t i = 0; i < targets->size(); ++i) {
-        if (!options.json && i > 0) {
-            std::cout << "\n";
-        }
-        nlohmann::json report;
-        is_failed = inspect_state_dir((*targets)[i], options, report) != exit_ok || is_failed;
-        if (options.json && !report.is_null()) {
-            reports.push_back(std::move(report));
-        }
-    }
-    if (options.json) {
-        // A data directory without --tenant gives an array (one report per tenant).
-        if (is_data_dir && options.tenant.empty()) {
-            std::cout << reports.dump(2) << "\n";
-        } else if (!reports.empty()) {
-            std::cout << reports.front().dump(2) << "\n";
-        }
-    }
-    std::cout.flush();
-    return is_failed ? exit_failed : exit_ok;
+    return run_inspect_targets("state", options.dir, InspectPart::state, options.tenant,
+                               options.json,
+                               [&](const InspectTarget& target, nlohmann::json& report) {
+                                   return inspect_state_dir(target, options, report);
+                               });
 }
 
 }  // namespace queen::cli
