@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include "json_cursor.hpp"
 #include "json_util.hpp"
@@ -21,6 +22,7 @@ using detail::check_raw_not_rejected;
 using detail::describe;
 using detail::integer_of;
 using detail::Json;
+using detail::optional_boolean_of;
 using detail::parse_ack_result;
 using detail::parse_json;
 using detail::scan_body;
@@ -32,43 +34,25 @@ using json::is_valid_json;
 
 namespace {
 
+// The option table's keys are string literals, so key.data() is null-terminated.
 QueueOptions queue_options_of(const Json& options) {
-    QueueOptions o;
-    o.lease_time_s = integer_of(options, "leaseTime", o.lease_time_s);
-    o.retry_limit = integer_of(options, "retryLimit", o.retry_limit);
-    o.retry_delay_ms = integer_of(options, "retryDelay", o.retry_delay_ms);
-    o.max_size = integer_of(options, "maxSize", o.max_size);
-    o.ttl_s = integer_of(options, "ttl", o.ttl_s);
-    o.priority = integer_of(options, "priority", o.priority);
-    o.is_dead_letter_queue = boolean_of(options, "deadLetterQueue");
-    o.is_dlq_after_max_retries = boolean_of(options, "dlqAfterMaxRetries");
-    o.delayed_processing_s = integer_of(options, "delayedProcessing", o.delayed_processing_s);
-    o.window_buffer_s = integer_of(options, "windowBuffer", o.window_buffer_s);
-    o.retention_s = integer_of(options, "retentionSeconds", o.retention_s);
-    o.completed_retention_s =
-        integer_of(options, "completedRetentionSeconds", o.completed_retention_s);
-    o.is_retention_enabled = boolean_of(options, "retentionEnabled");
-    o.is_encryption_enabled = boolean_of(options, "encryptionEnabled");
-    o.max_wait_time_s = integer_of(options, "maxWaitTimeSeconds", o.max_wait_time_s);
-    return o;
+    QueueOptions out;
+    for_each_queue_option([&](const auto& option) {
+        if constexpr (std::is_same_v<decltype(option.default_value), bool>) {
+            out.*option.member =
+                optional_boolean_of(options, option.key.data()).value_or(option.default_value);
+        } else {
+            out.*option.member = integer_of(options, option.key.data(), option.default_value);
+        }
+    });
+    return out;
 }
 
-Json queue_options_json(const QueueOptions& o) {
-    return Json{{"leaseTime", o.lease_time_s},
-                {"retryLimit", o.retry_limit},
-                {"retryDelay", o.retry_delay_ms},
-                {"maxSize", o.max_size},
-                {"ttl", o.ttl_s},
-                {"priority", o.priority},
-                {"deadLetterQueue", o.is_dead_letter_queue},
-                {"dlqAfterMaxRetries", o.is_dlq_after_max_retries},
-                {"delayedProcessing", o.delayed_processing_s},
-                {"windowBuffer", o.window_buffer_s},
-                {"retentionSeconds", o.retention_s},
-                {"completedRetentionSeconds", o.completed_retention_s},
-                {"retentionEnabled", o.is_retention_enabled},
-                {"encryptionEnabled", o.is_encryption_enabled},
-                {"maxWaitTimeSeconds", o.max_wait_time_s}};
+Json queue_options_json(const QueueOptions& options) {
+    Json out = Json::object();
+    for_each_queue_option(
+        [&](const auto& option) { out[std::string(option.key)] = options.*option.member; });
+    return out;
 }
 
 }  // namespace
@@ -240,6 +224,14 @@ queen::Result<ConfigureResult> Client::configure(const ConfigureRequest& request
         result.options = queue_options_of(answer["options"]);
     }
     return result;
+}
+
+queen::Result<QueueOptions> parse_queue_options(std::string_view json_object) {
+    QUEEN_TRY(auto options, parse_json(json_object, "queue options"));
+    if (!options.is_object()) {
+        return queen::Error{Errc::bad_response, "queue options: expected a JSON object"};
+    }
+    return queue_options_of(options);
 }
 
 queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> items) {

@@ -204,4 +204,9 @@ private:
 /// Percent-encodes everything but the unreserved characters (A-Z a-z 0-9 - . _ ~).
 [[nodiscard]] std::string percent_encode(std::string_view text);
 
+/// Reads a JSON object of queue options (the `options` of a configure answer or of GET
+/// /api/v1/resources/queues/:queue) by the option table; a key that is missing or null keeps
+/// its default. Errors: Errc::bad_response when `json_object` is not a JSON object.
+[[nodiscard]] queen::Result<QueueOptions> parse_queue_options(std::string_view json_object);
+
 }  // namespace queen::client
