@@ -189,6 +189,9 @@ private:
     queen::Status perform_into(const HttpRequest& request, Connection* dedicated,
                                HttpResponse& response, bool is_retried = true);
     queen::Status pop_on(const PopRequest& request, Connection* dedicated, PopResult& result);
+    /// DELETE `path`?deleteMetadata=...: both consumer-group deletes.
+    queen::Result<DeleteConsumerGroupResult> delete_consumer_group_at(std::string path,
+                                                                      bool is_metadata_deleted);
     void append_uuid_v7(std::string& out) override;  // generated ids for the builders
 
     ClientOptions options_;
