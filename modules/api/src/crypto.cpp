@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 
 namespace queen::api {
 namespace {
@@ -80,19 +81,6 @@ struct ContextDeleter {
 };
 using ContextPtr = std::unique_ptr<EVP_CIPHER_CTX, ContextDeleter>;
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 Error openssl_error(const char* step) {
     return Error{Errc::internal, std::string("AES-256-GCM: ") + step + " failed"};
 }
@@ -106,14 +94,9 @@ Result<PayloadCipher> PayloadCipher::from_hex(std::string_view hex) {
                          std::to_string(hex.size()) + " characters"};
     }
     std::array<std::uint8_t, cipher_key_bytes> key{};
-    for (std::size_t i = 0; i < key.size(); ++i) {
-        const int high = hex_digit(hex[2 * i]);
-        const int low = hex_digit(hex[2 * i + 1]);
-        if (high < 0 || low < 0) {
-            OPENSSL_cleanse(key.data(), key.size());
-            return Error{Errc::invalid_argument, "encryption key must be 64 hex digits"};
-        }
-        key[i] = static_cast<std::uint8_t>(high * 16 + low);
+    if (!decode_hex(hex, key)) {
+        OPENSSL_cleanse(key.data(), key.size());
+        return Error{Errc::invalid_argument, "encryption key must be 64 hex digits"};
     }
     PayloadCipher cipher(key);
     OPENSSL_cleanse(key.data(), key.size());

@@ -7,25 +7,23 @@
 #include <map>
 #include <sstream>
 
+#include "queen/core/error.hpp"
+
 namespace queen::config {
 namespace {
 
-class Category final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "config"; }
-    std::string message(int code) const override {
-        switch (static_cast<Errc>(code)) {
-            case Errc::ok: return "ok";
-            case Errc::syntax: return "TOML syntax error";
-            case Errc::unknown_key: return "unknown key";
-            case Errc::wrong_type: return "wrong type";
-            case Errc::out_of_range: return "value out of range";
-            case Errc::invalid_value: return "invalid value";
-            case Errc::io: return "cannot read the file";
-        }
-        return "config error " + std::to_string(code);
+std::string_view describe(Errc e) noexcept {
+    switch (e) {
+        case Errc::ok: return "ok";
+        case Errc::syntax: return "TOML syntax error";
+        case Errc::unknown_key: return "unknown key";
+        case Errc::wrong_type: return "wrong type";
+        case Errc::out_of_range: return "value out of range";
+        case Errc::invalid_value: return "invalid value";
+        case Errc::io: return "cannot read the file";
     }
-};
+    return {};
+}
 
 std::string_view kind_name(Entry::Kind kind) {
     switch (kind) {
@@ -152,7 +150,7 @@ Status apply_node(const Entry& entry, const toml::node& node, const std::string&
 }  // namespace
 
 const std::error_category& error_category() noexcept {
-    static const Category category;
+    static const EnumErrorCategory<Errc, describe> category("config", "config error ");
     return category;
 }
 

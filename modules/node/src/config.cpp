@@ -1,6 +1,10 @@
 // modules/node/src/config.cpp — the node's TOML schema and validation.
 #include "queen/node/config.hpp"
 
+#include <algorithm>
+
+#include "queen/core/hex.hpp"
+
 namespace queen::node {
 namespace {
 Status prefixed(Status status, std::string_view section) {
@@ -44,12 +48,10 @@ Status NodeConfig::validate() const {
     QUEEN_TRY(prefixed(store.validate(), "store"));
     QUEEN_TRY(tenant.validate());
     if (!encryption_key_hex.empty()) {
-        bool hex = encryption_key_hex.size() == 64;
-        for (char c : encryption_key_hex) {
-            hex =
-                hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
-        }
-        if (!hex) {
+        const bool is_hex = encryption_key_hex.size() == 64 &&
+                            std::all_of(encryption_key_hex.begin(), encryption_key_hex.end(),
+                                        [](char c) { return hex_value(c) >= 0; });
+        if (!is_hex) {
             return Error{config::Errc::invalid_value,
                          "security.encryption_key must be 64 hex digits (a 32-byte AES-256 key)"};
         }

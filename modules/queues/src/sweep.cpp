@@ -85,8 +85,9 @@ Result<SweepResult> QueueState::apply(store::WriteTxn& txn, const Sweep& command
     }
     for (const std::uint32_t qid : qids) {
         const QueueOptions options = s.queues.at(qid).options;
-        const bool has_retention = options.retention_enabled && options.retention_s > 0;
-        const bool has_completed = options.retention_enabled && options.completed_retention_s > 0;
+        const bool has_retention = options.is_retention_enabled && options.retention_s > 0;
+        const bool has_completed =
+            options.is_retention_enabled && options.completed_retention_s > 0;
         const bool has_ttl = options.ttl_s > 0;
         const bool has_max_wait = options.max_wait_time_s > 0;
         if (!has_retention && !has_completed && !has_ttl && !has_max_wait) {

@@ -2,6 +2,7 @@
 #include <array>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 #include "queen/queues/types.hpp"
 
 namespace queen::queues {
@@ -10,19 +11,6 @@ namespace {
 // Layout (32 hex digits): high (48 bits, 12 digits) | '8' | kind (1 digit) | "00" | low (64
 // bits, 16 digits), printed with dashes after digits 8, 12, 16 and 20.
 constexpr std::uint64_t high_max = (std::uint64_t{1} << 48) - 1;
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
 
 }  // namespace
 
