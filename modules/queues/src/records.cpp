@@ -198,7 +198,7 @@ void encode_into(Bytes& out, const CursorRecord& record) {
 }
 
 void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
-                           std::uint64_t first_sequence, std::uint64_t last_sequence,
+                           Sequence first_sequence, Sequence last_sequence,
                            TimestampMs last_created_at, std::uint64_t message_count) {
     // Field order and encodings of fields(PartitionRecord).
     out.clear();
@@ -208,8 +208,8 @@ void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, Tim
     writer.varint(queue.value());
     writer.str(name);
     writer.svarint(created_at.value());
-    writer.varint(first_sequence);
-    writer.varint(last_sequence);
+    writer.varint(first_sequence.value());
+    writer.varint(last_sequence.value());
     writer.svarint(last_created_at.value());
     writer.varint(message_count);
 }
