@@ -114,7 +114,7 @@ Result<Response> list_messages(Context& context, const std::string& tenant, Requ
         const Row& row = rows[i];
         const queues::MessageDetail& m = row.message;
         out.begin_object()
-            .field("id", queues::format_message_id(m.id))
+            .field("id", queues::format_message_id(m.id, m.created_at))
             .field("transactionId", m.transaction_id)
             .field("partitionId", queues::format_partition_id(m.id.partition))
             .field("queuePath", m.queue + "/" + m.partition)
@@ -186,7 +186,7 @@ Result<Response> get_message(Context& context, const std::string& tenant, Reques
     }
     JsonWriter out;
     out.begin_object()
-        .field("id", queues::format_message_id(m.id))
+        .field("id", queues::format_message_id(m.id, m.created_at))
         .field("transactionId", m.transaction_id)
         .field("partitionId", queues::format_partition_id(m.id.partition))
         .field("queuePath", m.queue + "/" + m.partition)
@@ -278,7 +278,7 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
         QUEEN_TRY(const std::string data,
                   payload_json(e.payload, e.is_encrypted, context.cipher_or_null()));
         out.begin_object()
-            .field("id", queues::format_message_id(e.id))
+            .field("id", queues::format_message_id(e.id, e.created_at))
             .field("transactionId", e.transaction_id)
             .field("partitionId", queues::format_partition_id(e.id.partition))
             .field("queue", e.queue)

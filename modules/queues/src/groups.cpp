@@ -172,6 +172,7 @@ Result<SeekPartitionResult> QueueState::apply(store::WriteTxn& txn, const SeekPa
     }
     result.updated = true;
     result.cursor = MessageId{PartitionId{*pid}, Sequence{record.consumed}};
+    result.cursor_created_at = TimestampMs{s.partitions[*pid].last_created_ms};
     return result;
 }
 

@@ -394,6 +394,16 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
     return out;
 }
 
+Result<std::optional<TimestampMs>> message_created_at(const Tables& tables, const store::Txn& txn,
+                                                      MessageId id) {
+    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, id.partition.value(),
+                                                 id.sequence.value()));
+    if (!message) {
+        return std::optional<TimestampMs>{};
+    }
+    return std::optional<TimestampMs>{message->created_at};
+}
+
 Result<std::optional<MessageDetail>> get_message(const Tables& tables, const store::Txn& txn,
                                                  PartitionId partition,
                                                  std::string_view transaction_id, TimestampMs now) {

@@ -181,6 +181,11 @@ struct MaintenanceState {
                                                                PartitionId partition,
                                                                std::string_view transaction_id,
                                                                TimestampMs now);
+/// The createdAt of message `id`, std::nullopt when it is not stored (never was, or deleted).
+/// Errors: as above.
+[[nodiscard]] Result<std::optional<TimestampMs>> message_created_at(const Tables& tables,
+                                                                    const store::Txn& txn,
+                                                                    MessageId id);
 /// Stored messages of a queue (optionally one partition), newest first, paged. Payloads are
 /// left empty. Errors: as above.
 [[nodiscard]] Result<std::vector<MessageDetail>> list_messages(
