@@ -268,9 +268,11 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
     QUEEN_TRY(const Page page, page_of(context, request, 100));
     const std::string queue(request.query_value("queue").value_or(""));
     const std::string group(request.query_value("consumerGroup").value_or(""));
+    std::uint64_t total = 0;
     QUEEN_TRY(auto entries,
               query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) {
-                  return queues::list_dlq(tables, txn, queue, group, page.limit, page.offset);
+                  return queues::list_dlq(tables, txn, queue, group, page.limit, page.offset,
+                                          total);
               }));
     JsonWriter out;
     out.begin_object().key("messages").begin_array();
@@ -294,7 +296,7 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
             .field("failedAt", format_iso_ms(e.failed_at.value()))
             .end_object();
     }
-    out.end_array();
+    out.end_array().field("total", total);
     write_pagination(out, page);
     out.end_object();
     return Response::json(200, out.take());

@@ -333,8 +333,10 @@ Result<std::optional<QueueOptions>> get_queue_options(const Tables& tables, cons
 
 Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
                                        std::string_view queue, std::string_view group,
-                                       std::uint64_t limit, std::uint64_t offset) {
+                                       std::uint64_t limit, std::uint64_t offset,
+                                       std::uint64_t& total) {
     std::vector<DlqEntry> out;
+    total = 0;
     std::optional<std::uint32_t> qid;
     std::optional<std::uint32_t> gid;
     if (!queue.empty()) {
@@ -349,20 +351,23 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
             return out;
         }
     }
-    if (limit == 0) {
-        return out;
+    const bool is_filtered = qid.has_value() || gid.has_value();
+    if (!is_filtered) {
+        // Every entry matches: the table's count is the total, and the scan stops at the page.
+        QUEEN_TRY(auto stats, txn.stats(tables.dlq));
+        total = stats.entries;
     }
     std::map<std::uint32_t, std::string> queue_names;
-    std::uint64_t skipped = 0;
+    std::uint64_t matched = 0;
     QUEEN_TRY(auto cursor, txn.cursor(tables.dlq));
     QUEEN_TRY(auto entry, cursor.last());  // newest failure first
-    while (entry && out.size() < limit) {
-        QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
+    while (entry && (is_filtered || out.size() < limit)) {
+        // The filters read the record's head only; the page's entries are decoded in full.
+        QUEEN_TRY(auto head, detail::decode_dlq_head(entry->value));
         const bool matches =
-            (!qid || record.queue.value() == *qid) && (!gid || record.group.value() == *gid);
-        if (matches && skipped < offset) {
-            ++skipped;
-        } else if (matches) {
+            (!qid || head.queue.value() == *qid) && (!gid || head.group.value() == *gid);
+        if (matches && ++matched > offset && out.size() < limit) {
+            QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
             DlqEntry e;
             e.id = MessageId{record.partition, Sequence{record.sequence}};
             e.transaction_id = record.message.transaction_id;
@@ -390,6 +395,9 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
             out.push_back(std::move(e));
         }
         QUEEN_TRY(entry, cursor.prev());
+    }
+    if (is_filtered) {
+        total = matched;
     }
     return out;
 }
