@@ -74,7 +74,9 @@ public:
     std::string check(const queues::ConfigureQueue& c) const { return queue(c.queue); }
     std::string check(const queues::Push&) const { return {}; }  // per-item failures
     std::string check(const queues::Pop& c) const {
-        return first(queue(c.queue), partition(c.partition), group(c.group));
+        return first(queue(c.queue), partition(c.partition), group(c.group),
+                     limit("namespace", c.namespace_name, options_.queue_name_bytes_max),
+                     limit("task", c.task, options_.queue_name_bytes_max));
     }
     std::string check(const queues::Ack& c) const {
         for (const auto& item : c.items) {
