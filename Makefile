@@ -6,6 +6,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build/release
 CMAKE_FLAGS ?=
 DATA_DIR ?= ./data
+ADDRESS ?= 127.0.0.1
 PORT ?= 6632
 FUZZ_SECONDS ?= 600
 SIM_SOAK_SECONDS ?= 3600
@@ -23,7 +24,8 @@ QUEEN := $(BUILD)/cli/queen
 all: build
 
 help:
-	@echo "make serve        install deps, build, run a single-node broker on :$(PORT) (data in $(DATA_DIR))"
+	@echo "make serve        install deps, build, run a single-node broker on $(ADDRESS):$(PORT) (data in $(DATA_DIR));"
+	@echo "                  ADDRESS=0.0.0.0 accepts other machines"
 	@echo "make test         install deps, build with -Werror, run every test (ctest) and the fuzz smoke runs"
 	@echo "make debug|asan|tsan   build and run the unit tests in that configuration"
 	@echo "make fuzz         run every fuzzer for FUZZ_SECONDS (default $(FUZZ_SECONDS))"
@@ -48,7 +50,7 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 serve: build
-	$(QUEEN) serve --data-dir $(DATA_DIR) --port $(PORT)
+	$(QUEEN) serve --data-dir $(DATA_DIR) --address $(ADDRESS) --port $(PORT)
 
 # The CI contract: warnings are errors, every ctest test runs, then the short fuzz runs.
 test: deps

@@ -1,4 +1,4 @@
-// cli/exit_codes.hpp — the stable exit codes of every `queen` command (STYLE.md convention 15).
+// cli/exit_codes.hpp — the stable exit codes of every `queen` command (scripts rely on them).
 #pragma once
 
 namespace queen::cli {

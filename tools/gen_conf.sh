@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 queen=${1:-build/release/cli/queen}
 {
   echo "#! conf/queen.toml — Queen settings with their defaults. Every key is optional."
-  echo "#! Use: queen serve --config conf/queen.toml; flags (--data-dir, --port, --log-level, --set k=v) win."
+  echo "#! Use: queen serve --config conf/queen.toml; flags (--data-dir, --address, --port, --log-level, --set k=v) win."
   echo "#! Regenerate after changing a default: tools/gen_conf.sh"
   "$queen" serve --print-config
 } > conf/queen.toml

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "exit_codes.hpp"
@@ -172,77 +173,26 @@ json counts_json(const qc::MessageCounts& c) {
                 {"completed", c.completed}, {"failed", c.failed},   {"deadLetter", c.dead_letter}};
 }
 
-json options_json(const qc::QueueOptions& o) {
-    return json{{"leaseTime", o.lease_time_s},
-                {"retryLimit", o.retry_limit},
-                {"retryDelay", o.retry_delay_ms},
-                {"maxSize", o.max_size},
-                {"ttl", o.ttl_s},
-                {"priority", o.priority},
-                {"deadLetterQueue", o.is_dead_letter_queue},
-                {"dlqAfterMaxRetries", o.is_dlq_after_max_retries},
-                {"delayedProcessing", o.delayed_processing_s},
-                {"windowBuffer", o.window_buffer_s},
-                {"retentionSeconds", o.retention_s},
-                {"completedRetentionSeconds", o.completed_retention_s},
-                {"retentionEnabled", o.is_retention_enabled},
-                {"encryptionEnabled", o.is_encryption_enabled},
-                {"maxWaitTimeSeconds", o.max_wait_time_s}};
+json options_json(const qc::QueueOptions& options) {
+    json out = json::object();
+    queen::for_each_queue_option(
+        [&](const auto& option) { out[std::string(option.key)] = options.*option.member; });
+    return out;
 }
 
-// The options object of GET /api/v1/resources/queues/:queue; a key that is absent or has another
-// type keeps the default.
+// The options object of GET /api/v1/resources/queues/:queue; a key that is absent (or the whole
+// object, when it is not one) keeps the default.
 qc::QueueOptions options_from_json(const json& o) {
-    qc::QueueOptions options;
-    const auto integer = [&o](const char* key, std::int64_t& target) {
-        if (const auto found = o.find(key); found != o.end() && found->is_number_integer()) {
-            target = found->get<std::int64_t>();
-        }
-    };
-    const auto boolean = [&o](const char* key, bool& target) {
-        if (const auto found = o.find(key); found != o.end() && found->is_boolean()) {
-            target = found->get<bool>();
-        }
-    };
-    integer("leaseTime", options.lease_time_s);
-    integer("retryLimit", options.retry_limit);
-    integer("retryDelay", options.retry_delay_ms);
-    integer("maxSize", options.max_size);
-    integer("ttl", options.ttl_s);
-    integer("priority", options.priority);
-    boolean("deadLetterQueue", options.is_dead_letter_queue);
-    boolean("dlqAfterMaxRetries", options.is_dlq_after_max_retries);
-    integer("delayedProcessing", options.delayed_processing_s);
-    integer("windowBuffer", options.window_buffer_s);
-    integer("retentionSeconds", options.retention_s);
-    integer("completedRetentionSeconds", options.completed_retention_s);
-    boolean("retentionEnabled", options.is_retention_enabled);
-    boolean("encryptionEnabled", options.is_encryption_enabled);
-    integer("maxWaitTimeSeconds", options.max_wait_time_s);
-    return options;
+    auto options = qc::parse_queue_options(o.dump());
+    return options ? *options : qc::QueueOptions{};
 }
 
-void apply_overrides(const AdminOptions::QueueOptionFlags& given, qc::QueueOptions& options) {
-    const auto set = [](const auto& flag, auto& target) {
-        if (flag.has_value()) {
-            target = *flag;
+void apply_overrides(const AdminOptions::QueueOptionFlags& flags, qc::QueueOptions& options) {
+    queen::for_each_queue_option([&](const auto& option) {
+        if (flags.given.contains(option.key)) {
+            options.*option.member = flags.values.*option.member;
         }
-    };
-    set(given.lease_time_s, options.lease_time_s);
-    set(given.retry_limit, options.retry_limit);
-    set(given.retry_delay_ms, options.retry_delay_ms);
-    set(given.max_size, options.max_size);
-    set(given.ttl_s, options.ttl_s);
-    set(given.priority, options.priority);
-    set(given.is_dead_letter_queue, options.is_dead_letter_queue);
-    set(given.is_dlq_after_max_retries, options.is_dlq_after_max_retries);
-    set(given.delayed_processing_s, options.delayed_processing_s);
-    set(given.window_buffer_s, options.window_buffer_s);
-    set(given.retention_s, options.retention_s);
-    set(given.completed_retention_s, options.completed_retention_s);
-    set(given.is_retention_enabled, options.is_retention_enabled);
-    set(given.is_encryption_enabled, options.is_encryption_enabled);
-    set(given.max_wait_time_s, options.max_wait_time_s);
+    });
 }
 
 // GET of a JSON object; a body that is not a JSON object is bad_response.
@@ -777,42 +727,51 @@ int run_health(const AdminOptions& options, qc::Client& client) {
 
 // ---- flags ----
 
+// The flag of a queue option is its JSON key in kebab case: leaseTime -> lease-time.
+std::string flag_name(std::string_view key) {
+    std::string out;
+    for (const char c : key) {
+        if (c >= 'A' && c <= 'Z') {
+            out += '-';
+            out += static_cast<char>(c - 'A' + 'a');
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+// One flag per row of the option table, with its range and its default.
 void add_queue_option_flags(CLI::App* command, AdminOptions& o) {
-    auto& q = o.queue_flags;
-    const auto integer = [command](const char* name, std::optional<std::int64_t>& target,
-                                   const char* help) {
-        command
-            ->add_option_function<std::int64_t>(
-                name, [&target](const std::int64_t& value) { target = value; }, help)
-            ->check(CLI::NonNegativeNumber);
-    };
-    // --x sets the option, --no-x clears it; neither keeps the queue's current value.
-    const auto boolean = [command](const std::string& name, std::optional<bool>& target,
-                                   const char* help) {
-        command->add_flag_function(
-            "--" + name + ",!--no-" + name, [&target](std::int64_t count) { target = count > 0; },
-            help);
-    };
-    integer("--lease-time", q.lease_time_s, "Lease length in seconds (default 300)");
-    integer("--retry-limit", q.retry_limit, "Failed deliveries before the DLQ (default 3)");
-    integer("--retry-delay", q.retry_delay_ms, "Hold-back of a failed batch in ms (default 1000)");
-    integer("--max-size", q.max_size, "Reject pushes beyond this many messages (0: unbounded)");
-    integer("--ttl", q.ttl_s, "Expire unconsumed messages after seconds (default 3600)");
-    integer("--priority", q.priority, "Queue priority (default 0)");
-    integer("--delayed-processing", q.delayed_processing_s,
-            "Deliver messages only this many seconds after their push");
-    integer("--window-buffer", q.window_buffer_s,
-            "Deliver a partition only when its newest message is this many seconds old");
-    integer("--retention-seconds", q.retention_s, "Delete pending messages older than seconds");
-    integer("--completed-retention-seconds", q.completed_retention_s,
-            "Delete consumed messages older than seconds");
-    integer("--max-wait-time-seconds", q.max_wait_time_s,
-            "Evict messages that waited longer than seconds");
-    boolean("dead-letter-queue", q.is_dead_letter_queue, "Keep failed messages in the DLQ");
-    boolean("dlq-after-max-retries", q.is_dlq_after_max_retries,
-            "Dead-letter a message after retry-limit failures");
-    boolean("retention-enabled", q.is_retention_enabled, "Run the retention sweeps");
-    boolean("encryption-enabled", q.is_encryption_enabled, "Encrypt payloads at rest");
+    auto& flags = o.queue_flags;
+    queen::for_each_queue_option([&](const auto& option) {
+        const std::string name = flag_name(option.key);
+        auto& value = flags.values.*option.member;
+        auto* given = &flags.given;
+        const std::string_view key = option.key;
+        if constexpr (std::is_same_v<decltype(option.default_value), bool>) {
+            // --x sets the option, --no-x clears it; neither keeps the queue's current value.
+            command->add_flag_function(
+                "--" + name + ",!--no-" + name,
+                [&value, given, key](std::int64_t count) {
+                    value = count > 0;
+                    given->insert(key);
+                },
+                std::string(option.description) +
+                    (option.default_value ? " (default on)" : " (default off)"));
+        } else {
+            command
+                ->add_option_function<std::int64_t>(
+                    "--" + name,
+                    [&value, given, key](const std::int64_t& number) {
+                        value = number;
+                        given->insert(key);
+                    },
+                    std::string(option.description) + " (default " +
+                        std::to_string(option.default_value) + ")")
+                ->check(CLI::Range(option.min, option.max));
+        }
+    });
     command->add_option("--namespace", o.namespace_name, "Namespace label");
     command->add_option("--task", o.task, "Task label");
 }

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+
+#include "queen/core/queue_options.hpp"
 
 namespace CLI {
 class App;
@@ -48,24 +51,11 @@ struct AdminOptions {
     bool yes = false;  ///< queues delete: no confirmation
     std::int64_t limit = 100;
     std::int64_t offset = 0;
-    /// queues create: the options given on the command line; the others keep the queue's
-    /// current values (or the defaults for a new queue).
+    /// queues create: the options given on the command line (one flag per row of the option
+    /// table); the others keep the queue's current values (or the defaults for a new queue).
     struct QueueOptionFlags {
-        std::optional<std::int64_t> lease_time_s;
-        std::optional<std::int64_t> retry_limit;
-        std::optional<std::int64_t> retry_delay_ms;
-        std::optional<std::int64_t> max_size;
-        std::optional<std::int64_t> ttl_s;
-        std::optional<std::int64_t> priority;
-        std::optional<bool> is_dead_letter_queue;
-        std::optional<bool> is_dlq_after_max_retries;
-        std::optional<std::int64_t> delayed_processing_s;
-        std::optional<std::int64_t> window_buffer_s;
-        std::optional<std::int64_t> retention_s;
-        std::optional<std::int64_t> completed_retention_s;
-        std::optional<bool> is_retention_enabled;
-        std::optional<bool> is_encryption_enabled;
-        std::optional<std::int64_t> max_wait_time_s;
+        QueueOptions values;               ///< the given options' values
+        std::set<std::string_view> given;  ///< JSON keys of the given options
     };
     QueueOptionFlags queue_flags;
     std::string namespace_name;

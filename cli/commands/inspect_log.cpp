@@ -1,5 +1,6 @@
-// cli/commands/inspect_log.cpp — `queen inspect log DIR [--verify] [--json]`: decodes the segment
-// files of a log read-only (O_RDONLY, never repairs), decoding past damage where it can.
+// cli/commands/inspect_log.cpp — `queen inspect log DIR [--tenant NAME] [--verify] [--json]`:
+// decodes the segment files of a log read-only (O_RDONLY, never repairs), decoding past damage
+// where it can; DIR may be a data directory (every tenant's log) or a tenant directory.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -169,10 +170,11 @@ std::string index_text(const std::optional<LogIndex>& index) {
     return index ? std::to_string(index->value()) : "-";
 }
 
-}  // namespace
-
-int run_inspect_log(const InspectLogOptions& options) {
-    auto names = log::posix_file_system().list(options.dir);
+/// Decodes one log directory: prints its text report, or (with --json) stores it in `json`.
+/// Returns exit_ok, exit_corruption or exit_failed.
+int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& options,
+                    nlohmann::json& json) {
+    auto names = log::posix_file_system().list(target.dir);
     if (!names) {
         std::cerr << "queen inspect log: " << names.error().message() << "\n";
         return exit_failed;
@@ -187,7 +189,7 @@ int run_inspect_log(const InspectLogOptions& options) {
 
     std::vector<SegmentReport> reports;
     for (const auto& [index, name] : found) {
-        const auto path = options.dir / name;
+        const auto path = target.dir / name;
         auto bytes = read_only(path);
         if (!bytes) {
             std::cerr << "queen inspect log: " << bytes.error().message() << "\n";
@@ -240,8 +242,11 @@ int run_inspect_log(const InspectLogOptions& options) {
         total_records += report.record_count;
     }
     if (options.json) {
-        nlohmann::json out;
-        out["dir"] = options.dir.string();
+        nlohmann::json& out = json;
+        out["dir"] = target.dir.string();
+        if (!target.tenant.empty()) {
+            out["tenant"] = target.tenant;
+        }
         out["verified"] = options.verify;
         out["format_version"] = log::format_version;
         out["records"] = total_records;
@@ -289,9 +294,8 @@ int run_inspect_log(const InspectLogOptions& options) {
         };
         out["corruption"] = finding_json(corruption);
         out["torn_tail"] = finding_json(torn_tail);
-        std::cout << out.dump(2) << "\n";
     } else {
-        std::cout << "log " << options.dir.string() << ": " << reports.size() << " segments, "
+        std::cout << "log " << target.dir.string() << ": " << reports.size() << " segments, "
                   << total_records << " records"
                   << (options.verify ? " (every CRC checked)"
                                      : " (framing only; --verify checks CRCs)")
@@ -330,8 +334,16 @@ int run_inspect_log(const InspectLogOptions& options) {
                       << corruption->detail << ")\n";
         }
     }
-    std::cout.flush();
     return corruption ? exit_corruption : exit_ok;
+}
+
+}  // namespace
+
+int run_inspect_log(const InspectLogOptions& options) {
+    return run_inspect_targets("log", options.dir, InspectPart::log, options.tenant, options.json,
+                               [&](const InspectTarget& target, nlohmann::json& report) {
+                                   return inspect_log_dir(target, options, report);
+                               });
 }
 
 }  // namespace queen::cli

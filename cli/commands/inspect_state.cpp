@@ -1,5 +1,6 @@
-// cli/commands/inspect_state.cpp — `queen inspect state DIR [--json]`: the LMDB tables of a state
-// directory with entry counts and sizes, opened read-only (MDB_RDONLY; safe next to a broker).
+// cli/commands/inspect_state.cpp — `queen inspect state DIR [--tenant NAME] [--json]`: the LMDB
+// tables of a state directory with entry counts and sizes, opened read-only (MDB_RDONLY; safe next
+// to a broker); DIR may be a data directory (every tenant's state) or a tenant directory.
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
@@ -44,13 +45,13 @@ nlohmann::json table_json(const store::TableStats& table) {
     };
 }
 
-void print_json(const InspectStateOptions& options, const store::EnvStats& stats) {
+nlohmann::json report_json(const InspectTarget& target, const store::EnvStats& stats) {
     nlohmann::json tables = nlohmann::json::array();
     for (const auto& table : stats.tables) {
         tables.push_back(table_json(table));
     }
-    const nlohmann::json out = {
-        {"dir", options.dir.string()},
+    nlohmann::json out = {
+        {"dir", target.dir.string()},
         {"page_size", stats.page_size},
         {"map_size_bytes", stats.map_size_bytes},
         {"file_size_bytes", stats.file_size_bytes},
@@ -63,11 +64,14 @@ void print_json(const InspectStateOptions& options, const store::EnvStats& stats
         {"table_count", stats.tables.size()},
         {"tables", tables},
     };
-    std::cout << out.dump(2) << "\n";
+    if (!target.tenant.empty()) {
+        out["tenant"] = target.tenant;
+    }
+    return out;
 }
 
-void print_text(const InspectStateOptions& options, const store::EnvStats& stats) {
-    std::cout << "state " << options.dir.string() << ": LMDB, " << stats.tables.size()
+void print_text(const InspectTarget& target, const store::EnvStats& stats) {
+    std::cout << "state " << target.dir.string() << ": LMDB, " << stats.tables.size()
               << " tables, page size " << stats.page_size << ", last txn " << stats.last_txn_id
               << "\n";
     std::cout << "  file " << human_bytes(stats.file_size_bytes) << ", used "
@@ -97,10 +101,10 @@ void print_text(const InspectStateOptions& options, const store::EnvStats& stats
     }
 }
 
-}  // namespace
-
-int run_inspect_state(const InspectStateOptions& options) {
-    auto env = store::Env::open_read_only(options.dir);
+/// Reads one state directory: prints its text report, or (with --json) stores it in `json`.
+int inspect_state_dir(const InspectTarget& target, const InspectStateOptions& options,
+                      nlohmann::json& json) {
+    auto env = store::Env::open_read_only(target.dir);
     if (!env) {
         std::cerr << "queen inspect state: " << env.error().message() << "\n";
         return exit_failed;
@@ -111,12 +115,21 @@ int run_inspect_state(const InspectStateOptions& options) {
         return exit_failed;
     }
     if (options.json) {
-        print_json(options, *stats);
+        json = report_json(target, *stats);
     } else {
-        print_text(options, *stats);
+        print_text(target, *stats);
     }
-    std::cout.flush();
     return exit_ok;
+}
+
+}  // namespace
+
+int run_inspect_state(const InspectStateOptions& options) {
+    return run_inspect_targets("state", options.dir, InspectPart::state, options.tenant,
+                               options.json,
+                               [&](const InspectTarget& target, nlohmann::json& report) {
+                                   return inspect_state_dir(target, options, report);
+                               });
 }
 
 }  // namespace queen::cli

@@ -1,11 +1,16 @@
-// cli/commands/serve.cpp — `queen serve`: builds the effective config, then runs the node until a
-// signal.
+// cli/commands/serve.cpp — `queen serve`: builds the effective config, prints a short banner, then
+// runs the node until a signal.
 #include "commands/serve.hpp"
+
+#include <arpa/inet.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "exit_codes.hpp"
 #include "queen/config/schema.hpp"
@@ -17,11 +22,14 @@ namespace queen::cli {
 
 void register_serve(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<ServeOptions>();
-    auto* serve =
-        app.add_subcommand("serve", "Run a node (single node by default, data in ./data)");
+    auto* serve = app.add_subcommand(
+        "serve", "Run a single node (data in ./data, HTTP API on 127.0.0.1:6632)");
     serve->add_option("--config", options->config_file, "TOML settings file (see conf/queen.toml)")
         ->check(CLI::ExistingFile);
     serve->add_option("--data-dir", options->data_dir, "Data directory (node.data_dir)");
+    serve->add_option("--address", options->address,
+                      "IP address the HTTP API listens on (http.address; default 127.0.0.1, "
+                      "this machine only; 0.0.0.0 for every interface)");
     serve->add_option("--port", options->port, "HTTP port (http.port)")
         ->check(CLI::Range(0, 65535));
     serve->add_option("--log-level", options->log_level,
@@ -29,14 +37,24 @@ void register_serve(CLI::App& app, int& exit_code) {
     serve->add_option("--set", options->overrides,
                       "Override any setting: --set section.key=value (repeatable)");
     serve->add_flag("--print-config", options->print_config,
-                    "Print the effective config as TOML and exit");
+                    "Print the effective config as TOML and exit (debug logging also prints it "
+                    "at start)");
     serve->callback([options, &exit_code] { exit_code = run_serve(*options); });
 }
 
 namespace {
-/// Embedded defaults, then the file, then flags (flags win).
-Result<node::NodeConfig> effective_config(const ServeOptions& options, std::string& rendered) {
+
+/// What `serve` runs with, and where it came from (for the banner).
+struct Effective {
     node::NodeConfig config;
+    std::string rendered;                // the whole config as TOML
+    std::vector<std::string> overrides;  // the flags that changed settings, as given
+};
+
+/// Embedded defaults, then the file, then flags (flags win).
+Result<Effective> effective_config(const ServeOptions& options) {
+    Effective out;
+    node::NodeConfig& config = out.config;
     config.node.data_dir = "data";
     config::Schema schema;
     node::bind_config(schema, config);
@@ -50,35 +68,100 @@ Result<node::NodeConfig> effective_config(const ServeOptions& options, std::stri
                          "--set " + assignment + ": expected key=value"};
         }
         QUEEN_TRY(schema.set(assignment.substr(0, equals), assignment.substr(equals + 1)));
+        out.overrides.push_back("--set " + assignment);
     }
     if (options.data_dir) {
         QUEEN_TRY(schema.set("node.data_dir", *options.data_dir));
+        out.overrides.push_back("--data-dir " + *options.data_dir);
+    }
+    if (options.address) {
+        QUEEN_TRY(schema.set("http.address", *options.address));
+        out.overrides.push_back("--address " + *options.address);
     }
     if (options.port) {
         QUEEN_TRY(schema.set("http.port", std::to_string(*options.port)));
+        out.overrides.push_back("--port " + std::to_string(*options.port));
     }
     if (options.log_level) {
         QUEEN_TRY(schema.set("logging.level", *options.log_level));
+        out.overrides.push_back("--log-level " + *options.log_level);
     }
     QUEEN_TRY(config.validate());
-    rendered = schema.render();
-    return config;
+    out.rendered = schema.render();
+    return out;
 }
+
+bool is_ipv6(const std::string& address) {
+    return address.find(':') != std::string::npos;
+}
+
+/// The URL a client on this machine uses (a wildcard address is reached through loopback);
+/// `port` 0 means the system picks one at start.
+std::string local_url(const std::string& address, std::uint16_t port) {
+    std::string host = address == "0.0.0.0" ? "127.0.0.1" : address == "::" ? "::1" : address;
+    if (is_ipv6(host)) {
+        host = "[" + host + "]";
+    }
+    return "http://" + host + ":" + (port == 0 ? "<port chosen at start>" : std::to_string(port));
+}
+
+/// Who else can reach a listener on `address`.
+std::string reach_note(const std::string& address) {
+    if (address == "0.0.0.0" || address == "::") {
+        return "listening on every interface (" + address +
+               "): other machines use this host's address";
+    }
+    in6_addr v6{};
+    in_addr v4{};
+    const bool is_loopback =
+        is_ipv6(address)
+            ? inet_pton(AF_INET6, address.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6)
+            : inet_pton(AF_INET, address.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+    return is_loopback ? "this machine only; --address or http.address to listen elsewhere"
+                       : "listening on " + address + " only";
+}
+
+/// The few lines `serve` starts with: what runs, where to reach it, where its data and
+/// settings come from.
+void print_banner(const ServeOptions& options, const Effective& effective) {
+    const node::NodeConfig& config = effective.config;
+    std::string source = options.config_file.empty()
+                             ? std::string("built-in defaults")
+                             : options.config_file.string() + " (over the built-in defaults)";
+    if (!effective.overrides.empty()) {
+        source += "; overridden by";
+        for (const std::string& flag : effective.overrides) {
+            source += " " + flag;
+        }
+    }
+    const std::string url = local_url(config.http.bind_address, config.http.port) + " (" +
+                            reach_note(config.http.bind_address) + ")";
+    std::fprintf(stderr,
+                 "queen %s, single node\n"
+                 "  url       %s\n"
+                 "  data dir  %s\n"
+                 "  config    %s\n"
+                 "  (every setting: queen serve --print-config, or --log-level debug)\n",
+                 QUEEN_VERSION, url.c_str(),
+                 std::filesystem::absolute(config.node.data_dir).lexically_normal().c_str(),
+                 source.c_str());
+}
+
 }  // namespace
 
 int run_serve(const ServeOptions& options) {
-    std::string rendered;
-    auto config = effective_config(options, rendered);
-    if (!config) {
-        std::fprintf(stderr, "queen serve: config: %s\n", config.error().message().c_str());
+    auto effective = effective_config(options);
+    if (!effective) {
+        std::fprintf(stderr, "queen serve: config: %s\n", effective.error().message().c_str());
         return exit_usage;
     }
+    const node::NodeConfig& config = effective->config;
     if (options.print_config) {
-        std::fputs(rendered.c_str(), stdout);
+        std::fputs(effective->rendered.c_str(), stdout);
         return exit_ok;
     }
     StderrLogger logger;
-    logger.set_level(config->logging.level);
+    logger.set_level(config.logging.level);
 
     // Block the shutdown signals in every thread; the main thread waits for them below.
     sigset_t signals;
@@ -87,13 +170,19 @@ int run_serve(const ServeOptions& options) {
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    std::fprintf(stderr, "# queen %s effective config\n%s\n", QUEEN_VERSION, rendered.c_str());
-    auto server = node::Server::start(*config, logger);
+    print_banner(options, *effective);
+    if (logger.enabled(Level::debug)) {
+        std::fprintf(stderr, "# queen %s effective config\n%s\n", QUEEN_VERSION,
+                     effective->rendered.c_str());
+    }
+    auto server = node::Server::start(config, logger);
     if (!server) {
         QUEEN_LOG(logger, Level::error, "node.start_failed",
                   "error=\"" << server.error().message() << "\"");
         return server.error().is(Errc::busy) ? exit_retryable : exit_failed;
     }
+    std::fprintf(stderr, "queen: ready on %s\n",
+                 local_url(config.http.bind_address, (*server)->http_port()).c_str());
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     QUEEN_LOG(logger, Level::info, "node.stopping", "signal=" << signal_number);

@@ -16,6 +16,7 @@ namespace queen::cli {
 struct ServeOptions {
     std::filesystem::path config_file;     // --config FILE (optional)
     std::optional<std::string> data_dir;   // --data-dir DIR
+    std::optional<std::string> address;    // --address IP (HTTP)
     std::optional<int> port;               // --port N (HTTP)
     std::optional<std::string> log_level;  // --log-level LEVEL
     std::vector<std::string> overrides;    // --set key=value (repeatable)

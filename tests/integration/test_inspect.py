@@ -2,7 +2,9 @@
 import glob
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 from harness import QUEEN_BIN, Server
@@ -66,6 +68,89 @@ class Inspect(unittest.TestCase):
         self.assertEqual(run("inspect", "state", "/nonexistent").returncode, 1)
         self.assertEqual(run("inspect", "log", "/nonexistent").returncode, 1)
         self.assertEqual(run("inspect").returncode, 2)
+
+    def test_the_data_dir_and_a_tenant_dir_stand_for_the_tenant_folders(self):
+        tenant_dir = os.path.join(self.server.data_dir, "tenants/default")
+        exact = json.loads(run("inspect", "log", self.log_dir, "--json").stdout)
+        for given in (tenant_dir, tenant_dir + "/"):
+            out = run("inspect", "log", given, "--json")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            report = json.loads(out.stdout)
+            self.assertEqual(report["tenant"], "default")
+            self.assertEqual(report["records"], exact["records"])
+            self.assertGreater(report["records"], 0)
+        # A data directory gives one report per tenant, as a JSON array.
+        out = run("inspect", "log", self.server.data_dir, "--verify", "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        reports = json.loads(out.stdout)
+        self.assertEqual([r["tenant"] for r in reports], ["default"])
+        self.assertEqual(reports[0]["records"], exact["records"])
+        text = run("inspect", "log", self.server.data_dir)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn(os.path.join("tenants", "default", "log"), text.stdout)
+        self.assertNotIn(" 0 segments", text.stdout)
+
+        for given in (tenant_dir, self.server.data_dir):
+            out = run("inspect", "state", given)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn(os.path.join("tenants", "default", "state"), out.stdout)
+        state = json.loads(run("inspect", "state", tenant_dir, "--json").stdout)
+        self.assertEqual(state["tenant"], "default")
+        self.assertGreater(sum(t["entries"] for t in state["tables"]), 0)
+
+    def test_every_tenant_of_a_data_dir_is_inspected_or_the_one_named(self):
+        os.makedirs(os.path.join(self.server.data_dir, "tenants/second"))
+        self.server.start()  # opens the new tenant: its log and state are created
+        c = self.server.client()
+        response = c.post("/api/v1/push", {"items": [{"queue": "other", "payload": {"n": 1}}]},
+                          headers={"X-Queen-Tenant": "second"})
+        self.assertEqual(response.status, 201, response.body)
+        c.close()
+        self.server.stop()
+        out = run("inspect", "log", self.server.data_dir, "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        reports = json.loads(out.stdout)
+        self.assertEqual([r["tenant"] for r in reports], ["default", "second"])
+        self.assertTrue(all(r["records"] > 0 for r in reports))
+        text = run("inspect", "state", self.server.data_dir)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn(os.path.join("tenants", "default", "state"), text.stdout)
+        self.assertIn(os.path.join("tenants", "second", "state"), text.stdout)
+
+        one = run("inspect", "log", self.server.data_dir, "--tenant", "second", "--json")
+        self.assertEqual(one.returncode, 0, one.stderr)
+        self.assertEqual(json.loads(one.stdout)["tenant"], "second")
+        one = run("inspect", "state", self.server.data_dir, "--tenant", "second", "--json")
+        self.assertEqual(one.returncode, 0, one.stderr)
+        self.assertEqual(json.loads(one.stdout)["tenant"], "second")
+        missing = run("inspect", "log", self.server.data_dir, "--tenant", "third")
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("third", missing.stderr)
+        self.assertIn("default, second", missing.stderr)
+        # --tenant only means something for a data directory.
+        self.assertEqual(run("inspect", "log", self.log_dir, "--tenant", "default").returncode, 2)
+
+    def test_a_folder_holding_no_log_or_state_is_an_error_not_an_empty_report(self):
+        empty = tempfile.mkdtemp(prefix="queen-it-empty-", dir=os.environ.get("QUEEN_TEST_DIR"))
+        try:
+            for part, what in (("log", "no log segments"), ("state", "no LMDB state")):
+                out = run("inspect", part, empty)
+                self.assertEqual(out.returncode, 1, out.stdout)
+                self.assertEqual(out.stdout, "")
+                self.assertIn(what, out.stderr)
+                self.assertIn(empty, out.stderr)
+            # A tenant folder whose log/ holds no segment is refused the same way.
+            os.makedirs(os.path.join(empty, "log"))
+            out = run("inspect", "log", empty)
+            self.assertEqual(out.returncode, 1, out.stdout)
+            self.assertIn("no log segments", out.stderr)
+            # So is a data directory without a tenant that has one.
+            os.makedirs(os.path.join(empty, "data/tenants/t/log"))
+            out = run("inspect", "log", os.path.join(empty, "data"), "--json")
+            self.assertEqual(out.returncode, 1, out.stdout)
+            self.assertIn("no tenant", out.stderr)
+        finally:
+            shutil.rmtree(empty, ignore_errors=True)
 
 
 if __name__ == "__main__":

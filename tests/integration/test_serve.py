@@ -42,14 +42,113 @@ class ServeTest(unittest.TestCase):
         with Server() as server:
             for name in ("node.toml", "LOCK", "tenants/default/log", "tenants/default/state/data.mdb"):
                 self.assertTrue(os.path.exists(os.path.join(server.data_dir, name)), name)
-            self.assertIn("[http]", server.output())
             client = server.client()
             self.assertEqual(client.get("/health").status, 200)
             client.close()
+            port = server.port
             self.assertEqual(server.stop(signal.SIGTERM), 0)
+            # A short banner, not the whole config (that needs --print-config or debug logging).
+            # (Read after stop: the ready line follows node.listening, which start() waits for.)
+            self.assertIn(f"queen: ready on http://127.0.0.1:{port}\n", server.output())
+            self.assertNotIn("[http]", server.output())
             self.assertIn("node.stopped", server.output())
             server.start()
             self.assertEqual(server.stop(signal.SIGINT), 0)
+
+    def test_the_banner_says_version_url_data_dir_and_where_the_settings_came_from(self):
+        server = Server()
+        del server.settings["http.address"]  # the default
+        server.settings["http.port"] = "0"
+        try:
+            server.start()
+            out = server.output()
+            lines = out.splitlines()
+            self.assertRegex(lines[0], r"^queen \d+\.\d+\.\d+, single node$")
+            self.assertIn("  url       http://127.0.0.1:<port chosen at start> (this machine only", out)
+            self.assertIn("  data dir  " + os.path.abspath(server.data_dir) + "\n", out)
+            self.assertIn("  config    built-in defaults; overridden by --set http.port=0 "
+                          "--set tenant.sweep_interval_ms=200 --data-dir " + server.data_dir, out)
+            port = server.port
+            self.assertEqual(server.stop(), 0)
+            out = server.output()  # complete once stopped: the ready line follows node.listening
+            # The default listener is loopback only.
+            self.assertIn(f"node.listening http=127.0.0.1:{port} ", out)
+            self.assertIn(f"queen: ready on http://127.0.0.1:{port}\n", out)
+            server.args = ["--log-level", "debug"]
+            server.log_lines.clear()
+            server.start()
+            self.assertIn("[http]", server.output(), "debug logging prints the effective config")
+        finally:
+            server.cleanup()
+
+    def test_the_banner_names_the_config_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write("[tenant]\nsweep_interval_ms = 300\n")
+        try:
+            with Server(args=["--config", f.name]) as server:
+                self.assertIn("  config    " + f.name + " (over the built-in defaults); overridden by",
+                              server.output())
+        finally:
+            os.unlink(f.name)
+
+    def test_defaults_listen_on_loopback_and_one_setting_or_flag_changes_it(self):
+        def printed(*args):
+            out = subprocess.run([QUEEN_BIN, "serve", *args, "--print-config"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return out.stdout
+        defaults = printed()
+        self.assertIn('\naddress = "127.0.0.1"\n', defaults)
+        self.assertIn("\ncors_allowed_origins = []\n", defaults)
+        self.assertIn('\naddress = "0.0.0.0"\n', printed("--address", "0.0.0.0"))
+        self.assertIn('\naddress = "::"\n', printed("--set", "http.address=::"))
+        out = subprocess.run([QUEEN_BIN, "serve", "--address", "localhost", "--print-config"],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("http.address", out.stderr)
+        self.assertIn('\ncors_allowed_origins = ["http://localhost:3000", "https://x.example"]\n',
+                      printed("--set", "http.cors_allowed_origins=http://localhost:3000,https://x.example"))
+
+    def test_the_removed_cors_keys_are_refused_with_their_replacement(self):
+        for line in ("cors_enabled = false", 'cors_allow_origin = "*"'):
+            with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+                f.write("[http]\n" + line + "\n")
+            out = subprocess.run([QUEEN_BIN, "serve", "--config", f.name, "--print-config"],
+                                 capture_output=True, text=True)
+            os.unlink(f.name)
+            self.assertEqual(out.returncode, 2, line)
+            self.assertIn("http." + line.split(" ")[0] + " is no longer a setting", out.stderr)
+            self.assertIn("http.cors_allowed_origins", out.stderr)
+        out = subprocess.run([QUEEN_BIN, "serve", "--set", "http.cors_enabled=true", "--print-config"],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("http.cors_allowed_origins", out.stderr)
+
+    def test_cors_answers_only_the_listed_origins(self):
+        with Server() as server:
+            client = server.client()
+            response = client.get("/health", headers={"Origin": "http://localhost:3000"})
+            self.assertEqual(response.status, 200)
+            self.assertNotIn("access-control-allow-origin", response.headers)
+            client.close()
+        with Server(settings={"http.cors_allowed_origins": "http://localhost:3000"}) as server:
+            client = server.client()
+            listed = client.get("/health", headers={"Origin": "http://localhost:3000"})
+            self.assertEqual(listed.headers.get("access-control-allow-origin"), "http://localhost:3000")
+            self.assertEqual(listed.headers.get("vary"), "Origin")
+            other = client.get("/health", headers={"Origin": "http://evil.example"})
+            self.assertNotIn("access-control-allow-origin", other.headers)
+            preflight = client.request("OPTIONS", "/api/v1/resources/queues/orders",
+                                       headers={"Origin": "http://evil.example",
+                                                "Access-Control-Request-Method": "DELETE"})
+            self.assertEqual(preflight.status, 204)
+            self.assertFalse([h for h in preflight.headers if h.startswith("access-control-")])
+            preflight = client.request("OPTIONS", "/api/v1/resources/queues/orders",
+                                       headers={"Origin": "http://localhost:3000",
+                                                "Access-Control-Request-Method": "DELETE"})
+            self.assertEqual(preflight.status, 204)
+            self.assertEqual(preflight.headers.get("access-control-allow-origin"), "http://localhost:3000")
+            self.assertIn("DELETE", preflight.headers.get("access-control-allow-methods", ""))
+            client.close()
 
     def test_a_second_process_on_the_same_data_directory_is_refused(self):
         with Server() as first:

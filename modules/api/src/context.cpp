@@ -248,7 +248,7 @@ Status read_queue_flags(Context& context, std::string_view tenant,
         query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) -> Status {
             for (const std::string& name : missing) {
                 QUEEN_TRY(auto options, queues::get_queue_options(tables, txn, name));
-                flags[name] = options.has_value() && options->encryption_enabled;
+                flags[name] = options.has_value() && options->is_encryption_enabled;
             }
             return {};
         }));

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 
 namespace queen::api {
 namespace {
@@ -80,19 +81,6 @@ struct ContextDeleter {
 };
 using ContextPtr = std::unique_ptr<EVP_CIPHER_CTX, ContextDeleter>;
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 Error openssl_error(const char* step) {
     return Error{Errc::internal, std::string("AES-256-GCM: ") + step + " failed"};
 }
@@ -106,14 +94,9 @@ Result<PayloadCipher> PayloadCipher::from_hex(std::string_view hex) {
                          std::to_string(hex.size()) + " characters"};
     }
     std::array<std::uint8_t, cipher_key_bytes> key{};
-    for (std::size_t i = 0; i < key.size(); ++i) {
-        const int high = hex_digit(hex[2 * i]);
-        const int low = hex_digit(hex[2 * i + 1]);
-        if (high < 0 || low < 0) {
-            OPENSSL_cleanse(key.data(), key.size());
-            return Error{Errc::invalid_argument, "encryption key must be 64 hex digits"};
-        }
-        key[i] = static_cast<std::uint8_t>(high * 16 + low);
+    if (!decode_hex(hex, key)) {
+        OPENSSL_cleanse(key.data(), key.size());
+        return Error{Errc::invalid_argument, "encryption key must be 64 hex digits"};
     }
     PayloadCipher cipher(key);
     OPENSSL_cleanse(key.data(), key.size());
@@ -202,5 +185,26 @@ Result<Bytes> PayloadCipher::decrypt(ByteSpan sealed) const {
     return plaintext;
 }
 
+std::string PayloadCipher::fingerprint() const {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int digest_bytes = 0;
+    QUEEN_ASSERT(EVP_Digest(key_.data(), key_.size(), digest.data(), &digest_bytes, EVP_sha256(),
+                            nullptr) == 1 &&
+                     digest_bytes == 32,
+                 "SHA-256 of 32 bytes cannot fail");
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string hex;
+    for (std::size_t i = 0; i < 8; ++i) {
+        hex += digits[digest[i] >> 4];
+        hex += digits[digest[i] & 0xf];
+    }
+    return hex;
+}
+
 }  // namespace detail
+
+Result<std::string> encryption_key_fingerprint(std::string_view key_hex) {
+    QUEEN_TRY(auto cipher, detail::PayloadCipher::from_hex(key_hex));
+    return cipher.fingerprint();
+}
 }  // namespace queen::api

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "queen/api/api.hpp"
@@ -35,6 +36,8 @@ public:
     /// Decrypts and authenticates what encrypt() produced. Errors: Errc::corruption (too short,
     /// or the tag does not match: wrong key or altered bytes), Errc::internal (OpenSSL failed).
     [[nodiscard]] Result<Bytes> decrypt(ByteSpan sealed) const;
+    /// See api::encryption_key_fingerprint().
+    [[nodiscard]] std::string fingerprint() const;
 
 private:
     std::array<std::uint8_t, cipher_key_bytes> key_{};

@@ -70,7 +70,7 @@ void handle_configure(Context& context, const ContextPtr& shared, Request& reque
     if (!parsed_or_reply(context, command, responder, tenant)) {
         return;
     }
-    if (command->options.encryption_enabled && !context.cipher.has_value()) {
+    if (command->options.is_encryption_enabled && !context.cipher.has_value()) {
         // Accepted (the flag is part of the queue), but every push to it will fail until a key
         // is configured: storing such payloads in clear would silently break the promise.
         QUEEN_LOG(context.logger, Level::warn, "api.encryption_without_key",

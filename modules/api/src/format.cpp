@@ -45,8 +45,9 @@ void write_message_id(JsonWriter& out, queues::MessageId id, TimestampMs created
 
 std::string missing_key_message(std::string_view what) {
     return std::string(what) +
-           " needs payload encryption, but this server has no encryption key: set "
-           "QUEEN_ENCRYPTION_KEY (64 hex digits) or [api] encryption_key_hex and restart";
+           " needs payload encryption, but this node runs without an encryption key "
+           "(security.payload_encryption = false): set it to true and restart "
+           "(docs/security.md)";
 }
 
 Result<std::string> payload_json(ByteSpan payload, bool is_encrypted, const PayloadCipher* cipher) {
@@ -60,24 +61,11 @@ Result<std::string> payload_json(ByteSpan payload, bool is_encrypted, const Payl
     return std::string(as_chars(plain));
 }
 
-void write_queue_options(JsonWriter& out, const queues::QueueOptions& o) {
-    out.begin_object()
-        .field("priority", o.priority)
-        .field("leaseTime", o.lease_time_s)
-        .field("retryLimit", o.retry_limit)
-        .field("retryDelay", o.retry_delay_ms)
-        .field("maxSize", o.max_size)
-        .field("ttl", o.ttl_s)
-        .field("deadLetterQueue", o.dead_letter_queue)
-        .field("dlqAfterMaxRetries", o.dlq_after_max_retries)
-        .field("delayedProcessing", o.delayed_processing_s)
-        .field("windowBuffer", o.window_buffer_s)
-        .field("retentionSeconds", o.retention_s)
-        .field("completedRetentionSeconds", o.completed_retention_s)
-        .field("retentionEnabled", o.retention_enabled)
-        .field("encryptionEnabled", o.encryption_enabled)
-        .field("maxWaitTimeSeconds", o.max_wait_time_s)
-        .end_object();
+void write_queue_options(JsonWriter& out, const queues::QueueOptions& options) {
+    out.begin_object();
+    for_each_queue_option(
+        [&](const auto& option) { write_queue_option(out, option.key, options.*option.member); });
+    out.end_object();
 }
 
 std::string format_configure(const queues::ConfigureResult& result) {

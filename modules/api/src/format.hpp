@@ -34,8 +34,23 @@ inline void write_partition_id(JsonWriter& out, queues::PartitionId id) {
 
 /// 200 body of POST /api/v1/configure (spec 4.1).
 [[nodiscard]] std::string format_configure(const queues::ConfigureResult& result);
-/// The 15 options as the `options` object (shared with the status endpoints).
+/// The 15 options as the `options` object (shared with the status endpoints), in table order.
 void write_queue_options(JsonWriter& out, const queues::QueueOptions& options);
+/// `"key":value` of one option's value.
+inline void write_queue_option(JsonWriter& out, std::string_view key, std::int64_t value) {
+    out.key(key).number(value);
+}
+inline void write_queue_option(JsonWriter& out, std::string_view key, bool value) {
+    out.key(key).boolean(value);
+}
+/// Writes the options named by `members` (members of QueueOptions), in that order, as fields of
+/// the object `out` is in, under their JSON keys: the partial views of the status and message
+/// endpoints.
+template <class... T>
+void write_queue_option_fields(JsonWriter& out, const queues::QueueOptions& options,
+                               T queues::QueueOptions::*... members) {
+    (write_queue_option(out, queue_option_key(members), options.*members), ...);
+}
 
 /// 201 body of POST /api/v1/push (spec 4.2), one element per item in order, `index` 0-based.
 [[nodiscard]] std::string format_push(const queues::PushResult& result,

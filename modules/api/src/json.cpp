@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 #include "queen/core/json_scan.hpp"
 #include "queen/http/response.hpp"
 
@@ -482,7 +483,7 @@ bool is_uuid_text(std::string_view text) noexcept {
             if (c != '-') {
                 return false;
             }
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+        } else if (hex_value(c) < 0) {
             return false;
         }
     }

@@ -205,13 +205,11 @@ Result<Response> get_message(Context& context, const std::string& tenant, Reques
         .field("retryCount", m.retry_count)
         .field_or_null("leaseExpiresAt", iso_or_empty(lease_expires_at))
         .key("queueConfig")
-        .begin_object()
-        .field("leaseTime", m.options.lease_time_s)
-        .field("retryLimit", m.options.retry_limit)
-        .field("retryDelay", m.options.retry_delay_ms)
-        .field("ttl", m.options.ttl_s)
-        .field("priority", m.options.priority)
-        .end_object()
+        .begin_object();
+    using Options = queues::QueueOptions;
+    write_queue_option_fields(out, m.options, &Options::lease_time_s, &Options::retry_limit,
+                              &Options::retry_delay_ms, &Options::ttl_s, &Options::priority);
+    out.end_object()
         .key("mode")
         .begin_object()
         .field("hasQueueMode", has_queue_mode)

@@ -5,8 +5,10 @@
 namespace queen::api {
 namespace {
 
+// These are fields of the ApiOptions struct that embedders fill in, not settings of the config
+// file (the node sets only the encryption key), so the message names the struct.
 Error invalid(std::string_view field, const std::string& why) {
-    return Error{Errc::invalid_argument, "api." + std::string(field) + ": " + why};
+    return Error{Errc::invalid_argument, "ApiOptions::" + std::string(field) + ": " + why};
 }
 
 bool is_tenant_name(std::string_view name) {

@@ -3,13 +3,12 @@
 
 #include <array>
 #include <charconv>
+#include <type_traits>
 
 #include "json.hpp"
 
 namespace queen::api::detail {
 namespace {
-
-constexpr std::int64_t ten_years_s = 10LL * 366 * 86'400;
 
 Error bad(std::string message) {
     return Error{Errc::invalid_argument, std::move(message)};
@@ -243,39 +242,29 @@ Result<queues::ConfigureQueue> parse_configure(const nlohmann::json& body,
         return bad("options must be an object");
     }
     const nlohmann::json& given = *found;
-    queues::QueueOptions& o = out.options;
-    const queues::QueueOptions defaults;
-    // Configure is a full overwrite: a missing key takes its default (spec 4.1).
-    QUEEN_TRY(o.lease_time_s,
-              integer_field(given, "leaseTime", defaults.lease_time_s, 0, ten_years_s));
-    QUEEN_TRY(o.retry_limit,
-              integer_field(given, "retryLimit", defaults.retry_limit, 0, 1'000'000));
-    QUEEN_TRY(o.retry_delay_ms,
-              integer_field(given, "retryDelay", defaults.retry_delay_ms, 0, ten_years_s * 1000));
-    QUEEN_TRY(o.max_size,
-              integer_field(given, "maxSize", defaults.max_size, 0, 1'000'000'000'000'000LL));
-    QUEEN_TRY(o.ttl_s, integer_field(given, "ttl", defaults.ttl_s, 0, ten_years_s));
-    QUEEN_TRY(o.priority,
-              integer_field(given, "priority", defaults.priority, -1'000'000'000, 1'000'000'000));
-    QUEEN_TRY(o.dead_letter_queue,
-              boolean_field(given, "deadLetterQueue", defaults.dead_letter_queue));
-    QUEEN_TRY(o.dlq_after_max_retries,
-              boolean_field(given, "dlqAfterMaxRetries", defaults.dlq_after_max_retries));
-    QUEEN_TRY(o.delayed_processing_s, integer_field(given, "delayedProcessing",
-                                                    defaults.delayed_processing_s, 0, ten_years_s));
-    QUEEN_TRY(o.window_buffer_s,
-              integer_field(given, "windowBuffer", defaults.window_buffer_s, 0, ten_years_s));
-    QUEEN_TRY(o.retention_enabled,
-              boolean_field(given, "retentionEnabled", defaults.retention_enabled));
-    QUEEN_TRY(o.retention_s,
-              integer_field(given, "retentionSeconds", defaults.retention_s, 0, ten_years_s));
-    QUEEN_TRY(o.completed_retention_s,
-              integer_field(given, "completedRetentionSeconds", defaults.completed_retention_s, 0,
-                            ten_years_s));
-    QUEEN_TRY(o.encryption_enabled,
-              boolean_field(given, "encryptionEnabled", defaults.encryption_enabled));
-    QUEEN_TRY(o.max_wait_time_s,
-              integer_field(given, "maxWaitTimeSeconds", defaults.max_wait_time_s, 0, ten_years_s));
+    // Configure is a full overwrite: a missing key takes its default (spec 4.1). Keys are read
+    // in table order, so the first bad one (in that order) is the one reported.
+    Status status;
+    for_each_queue_option([&](const auto& option) {
+        using T = decltype(option.default_value);
+        if (!status) {
+            return;
+        }
+        Result<T> value = [&]() -> Result<T> {
+            if constexpr (std::is_same_v<T, bool>) {
+                return boolean_field(given, option.key, option.default_value);
+            } else {
+                return integer_field(given, option.key, option.default_value, option.min,
+                                     option.max);
+            }
+        }();
+        if (!value) {
+            status = std::move(value).error();
+            return;
+        }
+        out.options.*option.member = *value;
+    });
+    QUEEN_TRY(std::move(status));
     return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include "json.hpp"
 #include "parse.hpp"
+#include "queen/core/hex.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace queen::api::detail {
@@ -322,21 +323,6 @@ bool push_item_fast(std::string_view text, std::size_t& pos, int depth_max,
     out.payload.resize(compact);
     return true;
 }
-
-/// The value of each hex digit byte (either case, as queues::parse_uuid reads them); 0xff for
-/// every other byte.
-constexpr std::array<std::uint8_t, 256> hex_values = [] {
-    std::array<std::uint8_t, 256> values{};
-    values.fill(0xff);
-    for (std::uint8_t i = 0; i < 10; ++i) {
-        values['0' + i] = i;
-    }
-    for (std::uint8_t i = 0; i < 6; ++i) {
-        values['a' + i] = static_cast<std::uint8_t>(10 + i);
-        values['A' + i] = static_cast<std::uint8_t>(10 + i);
-    }
-    return values;
-}();
 
 /// A UUID-shaped text cut where queues::format_uuid puts its fields: digits 1-12 (`high`),
 /// 13-16 (`tag`: '8', the kind digit and "00" in our ids) and 17-32 (`low`).

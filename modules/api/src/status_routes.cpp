@@ -62,15 +62,14 @@ Result<Response> status_queue(Context& context, const std::string& tenant, Reque
         .field("priority", q.options.priority)
         .field("createdAt", format_iso_ms(q.created_at.value()))
         .key("config")
-        .begin_object()
-        .field("leaseTime", q.options.lease_time_s)
-        .field("retryLimit", q.options.retry_limit)
-        .field("retryDelay", q.options.retry_delay_ms)
-        .field("ttl", q.options.ttl_s)
-        .field("maxQueueSize", q.options.max_size)
-        .field("deadLetterQueue", q.options.dead_letter_queue)
-        .end_object()
-        .key("options");
+        .begin_object();
+    using Options = queues::QueueOptions;
+    write_queue_option_fields(out, q.options, &Options::lease_time_s, &Options::retry_limit,
+                              &Options::retry_delay_ms, &Options::ttl_s);
+    // The old server's name for maxSize in this view.
+    out.field("maxQueueSize", q.options.max_size);
+    write_queue_option_fields(out, q.options, &Options::is_dead_letter_queue);
+    out.end_object().key("options");
     write_queue_options(out, q.options);
     out.end_object().key("partitions").begin_array();
     Totals totals;
@@ -468,15 +467,12 @@ Result<Response> retention(Context& context, const std::string& tenant, Request&
     JsonWriter out;
     out.begin_object().key("queues").begin_array();
     for (const queues::QueueSummary& q : list) {
-        out.begin_object()
-            .field("queue", q.name)
-            .field("retentionEnabled", q.options.retention_enabled)
-            .field("retentionSeconds", q.options.retention_s)
-            .field("completedRetentionSeconds", q.options.completed_retention_s)
-            .field("maxWaitTimeSeconds", q.options.max_wait_time_s)
-            .field("ttl", q.options.ttl_s)
-            .field("messages", q.messages)
-            .end_object();
+        out.begin_object().field("queue", q.name);
+        using Options = queues::QueueOptions;
+        write_queue_option_fields(out, q.options, &Options::is_retention_enabled,
+                                  &Options::retention_s, &Options::completed_retention_s,
+                                  &Options::max_wait_time_s, &Options::ttl_s);
+        out.field("messages", q.messages).end_object();
     }
     out.end_array().end_object();
     return Response::json(200, out.take());

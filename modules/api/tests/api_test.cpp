@@ -695,14 +695,7 @@ TEST_CASE("api: encrypted queues store ciphertext and pop plaintext", "[api][enc
     const std::string transaction_id = pushed[0]["transaction_id"];
 
     // At rest: the stored payload is not the plaintext and is flagged encrypted.
-    const auto stored =
-        h.backend.engine().read([&](const queues::Tables& tables, const store::Txn& txn) {
-            return queues::get_message(tables, txn, queues::parse_partition_id(partition_id),
-                                       transaction_id, TimestampMs{0});
-        });
-    REQUIRE(stored.has_value());
-    REQUIRE(stored->has_value());
-    const queues::MessageDetail& detail = **stored;
+    const queues::MessageDetail detail = h.stored_message(partition_id, transaction_id);
     CHECK(detail.is_encrypted);
     const std::string raw(detail.payload.begin(), detail.payload.end());
     CHECK(raw.find("4111") == std::string::npos);
@@ -717,15 +710,9 @@ TEST_CASE("api: encrypted queues store ciphertext and pop plaintext", "[api][enc
 
     SECTION("two pushes of one payload have different ciphertexts (fresh nonces)") {
         const json again = h.push("secret", "Default", {secret});
-        const auto second =
-            h.backend.engine().read([&](const queues::Tables& tables, const store::Txn& txn) {
-                return queues::get_message(tables, txn, queues::parse_partition_id(partition_id),
-                                           again[0]["transaction_id"].get<std::string>(),
-                                           TimestampMs{0});
-            });
-        REQUIRE(second.has_value());
-        REQUIRE(second->has_value());
-        CHECK((*second)->payload != detail.payload);
+        const queues::MessageDetail second =
+            h.stored_message(partition_id, again[0]["transaction_id"].get<std::string>());
+        CHECK(second.payload != detail.payload);
     }
     SECTION("transactions encrypt their pushes too") {
         const Reply reply = h.post(
@@ -747,7 +734,7 @@ TEST_CASE("api: an encrypted queue without a key fails clearly and stores nothin
         h.post("/api/v1/push", {{"items", {{{"queue", "secret"}, {"payload", "x"}}}}});
     CHECK(reply.status == 500);
     CHECK_THAT(reply.json()["error"].get<std::string>(),
-               Catch::Contains("secret") && Catch::Contains("QUEEN_ENCRYPTION_KEY"));
+               Catch::Contains("secret") && Catch::Contains("security.payload_encryption"));
     CHECK(h.backend.submitted() == before);
     // Plain queues still work.
     CHECK(h.push("plain", "Default", {json(1)})[0]["status"] == "queued");
@@ -1130,14 +1117,7 @@ TEST_CASE("api: a push to a queue whose flags are not cached waits for the state
     REQUIRE(pending.reply->status == 201);
     const std::string partition_id = pending.reply->json()[0]["partition_id"];
     const std::string transaction_id = pending.reply->json()[0]["transaction_id"];
-    const auto stored =
-        h.backend.engine().read([&](const queues::Tables& tables, const store::Txn& txn) {
-            return queues::get_message(tables, txn, queues::parse_partition_id(partition_id),
-                                       transaction_id, TimestampMs{0});
-        });
-    REQUIRE(stored.has_value());
-    REQUIRE(stored->has_value());
-    CHECK((*stored)->is_encrypted);
+    CHECK(h.stored_message(partition_id, transaction_id).is_encrypted);
     // The flag is cached now: the next push to the queue does not wait.
     auto second = h.start(http::Method::post, "/api/v1/push", json{{"items", items}}.dump());
     CHECK(second.reply->is_done);

@@ -69,6 +69,21 @@ TEST_CASE("api: encryption keys must be 64 hex digits", "[api][crypto]") {
     CHECK(options.validate().has_value());
 }
 
+TEST_CASE("api: a key's fingerprint is the start of its SHA-256, and never the key",
+          "[api][crypto]") {
+    // python3 -c 'import hashlib; print(hashlib.sha256(bytes(range(32))).hexdigest()[:16])'
+    CHECK(encryption_key_fingerprint(key_hex).value() == "630dcd2966c43366");
+    CHECK(encryption_key_fingerprint(
+              "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F")
+              .value() == "630dcd2966c43366");
+    CHECK(encryption_key_fingerprint(
+              "ff0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+              .value() != "630dcd2966c43366");
+    const auto bad = encryption_key_fingerprint("abc");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().is(Errc::invalid_argument));
+}
+
 TEST_CASE("api: options validation names the field", "[api][options]") {
     CHECK(ApiOptions{}.validate().has_value());
     ApiOptions options;

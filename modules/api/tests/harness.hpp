@@ -19,6 +19,7 @@
 #include "queen/engine/engine.hpp"
 #include "queen/http/router.hpp"
 #include "queen/http/uri.hpp"
+#include "queen/queues/queries.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
 
@@ -360,6 +361,20 @@ public:
         const Reply reply = post("/api/v1/push", {{"items", items}});
         REQUIRE(reply.status == 201);
         return reply.json();
+    }
+
+    /// The stored message (partition id and transaction id as the API answered them), read
+    /// straight from the engine; it must exist.
+    queues::MessageDetail stored_message(const std::string& partition_id,
+                                         const std::string& transaction_id) {
+        auto stored =
+            backend.engine().read([&](const queues::Tables& tables, const store::Txn& txn) {
+                return queues::get_message(tables, txn, queues::parse_partition_id(partition_id),
+                                           transaction_id, TimestampMs{0});
+            });
+        REQUIRE(stored.has_value());
+        REQUIRE(stored->has_value());
+        return std::move(**stored);
     }
 
     queen::testing::TempDir dir;

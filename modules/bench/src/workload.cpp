@@ -735,7 +735,6 @@ queen::Result<void> reset_queue(Run& run) {
     configure.queue = run.options.queue;
     configure.options.lease_time_s = 60;
     configure.options.retry_limit = 100;
-    configure.options.ttl_s = 0;
     auto configured = run.client.configure(configure);
     if (!configured) {
         return configured.error();

@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include "json_cursor.hpp"
 #include "json_util.hpp"
@@ -21,6 +22,8 @@ using detail::check_raw_not_rejected;
 using detail::describe;
 using detail::integer_of;
 using detail::Json;
+using detail::object_answer;
+using detail::optional_boolean_of;
 using detail::parse_ack_result;
 using detail::parse_json;
 using detail::scan_body;
@@ -32,43 +35,25 @@ using json::is_valid_json;
 
 namespace {
 
+// The option table's keys are string literals, so key.data() is null-terminated.
 QueueOptions queue_options_of(const Json& options) {
-    QueueOptions o;
-    o.lease_time_s = integer_of(options, "leaseTime", o.lease_time_s);
-    o.retry_limit = integer_of(options, "retryLimit", o.retry_limit);
-    o.retry_delay_ms = integer_of(options, "retryDelay", o.retry_delay_ms);
-    o.max_size = integer_of(options, "maxSize", o.max_size);
-    o.ttl_s = integer_of(options, "ttl", o.ttl_s);
-    o.priority = integer_of(options, "priority", o.priority);
-    o.is_dead_letter_queue = boolean_of(options, "deadLetterQueue");
-    o.is_dlq_after_max_retries = boolean_of(options, "dlqAfterMaxRetries");
-    o.delayed_processing_s = integer_of(options, "delayedProcessing", o.delayed_processing_s);
-    o.window_buffer_s = integer_of(options, "windowBuffer", o.window_buffer_s);
-    o.retention_s = integer_of(options, "retentionSeconds", o.retention_s);
-    o.completed_retention_s =
-        integer_of(options, "completedRetentionSeconds", o.completed_retention_s);
-    o.is_retention_enabled = boolean_of(options, "retentionEnabled");
-    o.is_encryption_enabled = boolean_of(options, "encryptionEnabled");
-    o.max_wait_time_s = integer_of(options, "maxWaitTimeSeconds", o.max_wait_time_s);
-    return o;
+    QueueOptions out;
+    for_each_queue_option([&](const auto& option) {
+        if constexpr (std::is_same_v<decltype(option.default_value), bool>) {
+            out.*option.member =
+                optional_boolean_of(options, option.key.data()).value_or(option.default_value);
+        } else {
+            out.*option.member = integer_of(options, option.key.data(), option.default_value);
+        }
+    });
+    return out;
 }
 
-Json queue_options_json(const QueueOptions& o) {
-    return Json{{"leaseTime", o.lease_time_s},
-                {"retryLimit", o.retry_limit},
-                {"retryDelay", o.retry_delay_ms},
-                {"maxSize", o.max_size},
-                {"ttl", o.ttl_s},
-                {"priority", o.priority},
-                {"deadLetterQueue", o.is_dead_letter_queue},
-                {"dlqAfterMaxRetries", o.is_dlq_after_max_retries},
-                {"delayedProcessing", o.delayed_processing_s},
-                {"windowBuffer", o.window_buffer_s},
-                {"retentionSeconds", o.retention_s},
-                {"completedRetentionSeconds", o.completed_retention_s},
-                {"retentionEnabled", o.is_retention_enabled},
-                {"encryptionEnabled", o.is_encryption_enabled},
-                {"maxWaitTimeSeconds", o.max_wait_time_s}};
+Json queue_options_json(const QueueOptions& options) {
+    Json out = Json::object();
+    for_each_queue_option(
+        [&](const auto& option) { out[std::string(option.key)] = options.*option.member; });
+    return out;
 }
 
 }  // namespace
@@ -222,10 +207,7 @@ queen::Result<ConfigureResult> Client::configure(const ConfigureRequest& request
     const std::string text = body.dump();
     HttpRequest http{"POST", "/api/v1/configure", text, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
-        return shape_error(http, "expected an object");
-    }
+    QUEEN_TRY(auto answer, object_answer(http, response.body));
     if (answer.contains("error") && !answer["error"].is_null()) {
         return queen::Error{Errc::rejected, describe(http) + ": " + text_of(answer, "error")};
     }
@@ -242,6 +224,14 @@ queen::Result<ConfigureResult> Client::configure(const ConfigureRequest& request
     return result;
 }
 
+queen::Result<QueueOptions> parse_queue_options(std::string_view json_object) {
+    QUEEN_TRY(auto options, parse_json(json_object, "queue options"));
+    if (!options.is_object()) {
+        return queen::Error{Errc::bad_response, "queue options: expected a JSON object"};
+    }
+    return queue_options_of(options);
+}
+
 queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> items) {
     std::vector<PushResult> results;
     QUEEN_TRY(push_into(items, results));
@@ -250,50 +240,33 @@ queen::Result<std::vector<PushResult>> Client::push(std::span<const PushItem> it
 
 namespace {
 
-// A request buffer per thread, so a loop of pushes or acks does not allocate its body each
-// time. Bodies above body_buffer_bytes_kept give their memory back after use.
+// A request or answer buffer per thread (T is OwnedRequest or HttpResponse), so a loop of
+// pushes, pops or acks does not allocate its bodies each time. Bodies above
+// body_buffer_bytes_kept give their memory back after use.
 constexpr std::size_t body_buffer_bytes_kept = 4 << 20;
 
-class ScratchRequest {
+template <class T>
+class Scratch {
 public:
-    ScratchRequest() : request_(buffer()) {}
-    ~ScratchRequest() {
-        if (request_.body.capacity() > body_buffer_bytes_kept) {
-            std::string{}.swap(request_.body);
+    Scratch() : value_(buffer()) {}
+    ~Scratch() {
+        if (value_.body.capacity() > body_buffer_bytes_kept) {
+            std::string{}.swap(value_.body);
         }
     }
-    ScratchRequest(const ScratchRequest&) = delete;
-    ScratchRequest& operator=(const ScratchRequest&) = delete;
-    OwnedRequest& request() noexcept { return request_; }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    T& get() noexcept { return value_; }
 
 private:
-    static OwnedRequest& buffer() {
-        thread_local OwnedRequest request;
-        return request;
+    static T& buffer() {
+        thread_local T value;
+        return value;
     }
-    OwnedRequest& request_;
+    T& value_;
 };
-
-// An answer buffer per thread for the hot paths (push, pop, ack, transaction), like ScratchRequest.
-class ScratchResponse {
-public:
-    ScratchResponse() : response_(buffer()) {}
-    ~ScratchResponse() {
-        if (response_.body.capacity() > body_buffer_bytes_kept) {
-            std::string{}.swap(response_.body);
-        }
-    }
-    ScratchResponse(const ScratchResponse&) = delete;
-    ScratchResponse& operator=(const ScratchResponse&) = delete;
-    HttpResponse& response() noexcept { return response_; }
-
-private:
-    static HttpResponse& buffer() {
-        thread_local HttpResponse response;
-        return response;
-    }
-    HttpResponse& response_;
-};
+using ScratchRequest = Scratch<OwnedRequest>;
+using ScratchResponse = Scratch<HttpResponse>;
 
 }  // namespace
 
@@ -304,11 +277,11 @@ queen::Status Client::push_into(std::span<const PushItem> items, std::vector<Pus
     }
     // Not reentrant per thread: nothing below pushes again before the body is sent.
     ScratchRequest scratch;
-    OwnedRequest& request = scratch.request();
+    OwnedRequest& request = scratch.get();
     QUEEN_TRY(build_push(items, options_.is_payload_validated, *this, request));
     const HttpRequest http = request.view();
     ScratchResponse scratch_response;
-    HttpResponse& response = scratch_response.response();
+    HttpResponse& response = scratch_response.get();
     QUEEN_TRY(perform_into(http, nullptr, response));
     return read_push_answer(http, response, items.size(), results);
 }
@@ -331,11 +304,11 @@ queen::Status Client::pop_into(const PopRequest& request, PopResult& result) {
 
 queen::Status Client::pop_on(const PopRequest& request, Connection* dedicated, PopResult& result) {
     ScratchRequest scratch;
-    OwnedRequest& owned = scratch.request();
+    OwnedRequest& owned = scratch.get();
     QUEEN_TRY(build_pop(request, options_.pop_wait_margin_ms, owned));
     const HttpRequest http = owned.view();
     ScratchResponse scratch_response;
-    HttpResponse& response = scratch_response.response();
+    HttpResponse& response = scratch_response.get();
     QUEEN_TRY(perform_into(http, dedicated, response));
     return read_pop_answer(http, response, request, result);
 }
@@ -372,11 +345,11 @@ queen::Result<std::vector<AckResult>> Client::ack_batch(std::span<const Ack> ack
         return std::vector<AckResult>{};
     }
     ScratchRequest scratch;
-    OwnedRequest& request = scratch.request();
+    OwnedRequest& request = scratch.get();
     build_ack_batch(acks, consumer_group, request);
     const HttpRequest http = request.view();
     ScratchResponse scratch_response;
-    HttpResponse& response = scratch_response.response();
+    HttpResponse& response = scratch_response.get();
     QUEEN_TRY(perform_into(http, nullptr, response));
     std::vector<AckResult> results;
     QUEEN_TRY(read_ack_batch_answer(http, response, acks.size(), results));
@@ -416,11 +389,11 @@ queen::Result<LeaseExtendResult> Client::extend_lease(std::string_view lease_id,
 
 queen::Result<TransactionResult> Client::transaction(const TransactionRequest& request) {
     ScratchRequest scratch;
-    OwnedRequest& owned = scratch.request();
+    OwnedRequest& owned = scratch.get();
     QUEEN_TRY(build_transaction(request, options_.is_payload_validated, *this, owned));
     const HttpRequest http = owned.view();
     ScratchResponse scratch_response;
-    HttpResponse& response = scratch_response.response();
+    HttpResponse& response = scratch_response.get();
     QUEEN_TRY(perform_into(http, nullptr, response, false));
     TransactionResult result;
     QUEEN_TRY(read_transaction_answer(http, response, result));
@@ -455,29 +428,18 @@ Client::TransactionThenPop Client::transaction_then_pop(const TransactionRequest
         }
         return check_http_status(group[k], responses[k]);
     };
-    TransactionThenPop out{queen::Error{Errc::cancelled, "not read"},
-                           queen::Error{Errc::cancelled, "not read"}};
-    if (queen::Status checked = status_of(0); !checked) {
-        out.transaction = checked.error();
-    } else {
-        TransactionResult result;
-        if (queen::Status read = read_transaction_answer(group[0], responses[0], result); !read) {
-            out.transaction = read.error();
-        } else {
-            out.transaction = std::move(result);
-        }
-    }
-    if (queen::Status checked = status_of(1); !checked) {
-        out.pop = checked.error();
-    } else {
-        PopResult result;
-        if (queen::Status read = read_pop_answer(group[1], responses[1], pop, result); !read) {
-            out.pop = read.error();
-        } else {
-            out.pop = std::move(result);
-        }
-    }
-    return out;
+    // Answer k read by `read(request, response, result)` into a Result<R>.
+    const auto answer_of = [&]<class R>(std::size_t k, R result, auto read) -> queen::Result<R> {
+        QUEEN_TRY(status_of(k));
+        QUEEN_TRY(read(group[k], responses[k], result));
+        return result;
+    };
+    return TransactionThenPop{
+        answer_of(0, TransactionResult{}, read_transaction_answer),
+        answer_of(1, PopResult{},
+                  [&pop](const auto& http, const auto& response, PopResult& result) {
+                      return read_pop_answer(http, response, pop, result);
+                  })};
 }
 
 queen::Result<std::string> Client::trace(const TraceEvent& event) {

@@ -12,6 +12,7 @@ using detail::check_not_rejected;
 using detail::describe;
 using detail::integer_of;
 using detail::Json;
+using detail::object_answer;
 using detail::parse_json;
 using detail::shape_error;
 using detail::text_of;
@@ -35,10 +36,7 @@ queen::Result<DeleteQueueResult> Client::delete_queue(std::string_view queue) {
     const std::string target = "/api/v1/resources/queues/" + percent_encode(queue);
     HttpRequest http{"DELETE", target, {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
-        return shape_error(http, "expected an object");
-    }
+    QUEEN_TRY(auto answer, object_answer(http, response.body));
     DeleteQueueResult result;
     result.is_deleted = boolean_of(answer, "deleted");
     result.queue = text_of(answer, "queue");
@@ -78,10 +76,7 @@ queen::Result<QueueDetail> Client::get_queue(std::string_view queue) {
     const std::string target = "/api/v1/resources/queues/" + percent_encode(queue);
     HttpRequest http{"GET", target, {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
-        return shape_error(http, "expected an object");
-    }
+    QUEEN_TRY(auto answer, object_answer(http, response.body));
     QueueDetail detail;
     detail.id = text_of(answer, "id");
     detail.name = text_of(answer, "name");
@@ -131,10 +126,7 @@ queen::Result<DlqPage> Client::dlq(const DlqQuery& query) {
     append_query(target, is_first, "offset", std::to_string(query.offset));
     HttpRequest http{"GET", target, {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
-        return shape_error(http, "expected an object");
-    }
+    QUEEN_TRY(auto answer, object_answer(http, response.body));
     DlqPage page;
     page.limit = query.limit;
     page.offset = query.offset;
@@ -246,31 +238,27 @@ queen::Result<std::vector<ConsumerGroupSummary>> Client::list_consumer_groups() 
 
 queen::Result<DeleteConsumerGroupResult> Client::delete_consumer_group(std::string_view group,
                                                                        bool is_metadata_deleted) {
-    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) +
-                               "?deleteMetadata=" + (is_metadata_deleted ? "true" : "false");
-    HttpRequest http{"DELETE", target, {}, false, true, 0};
-    QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    QUEEN_TRY(check_not_rejected(http, answer));
-    DeleteConsumerGroupResult result;
-    result.consumer_group = text_of(answer, "consumerGroup");
-    result.deleted_partitions = integer_of(answer, "deletedPartitions");
-    result.is_metadata_deleted = boolean_of(answer, "metadataDeleted");
-    return result;
+    return delete_consumer_group_at("/api/v1/consumer-groups/" + percent_encode(group),
+                                    is_metadata_deleted);
 }
 
 queen::Result<DeleteConsumerGroupResult> Client::delete_consumer_group_for_queue(
     std::string_view group, std::string_view queue, bool is_metadata_deleted) {
-    const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/queues/" +
-                               percent_encode(queue) +
-                               "?deleteMetadata=" + (is_metadata_deleted ? "true" : "false");
-    HttpRequest http{"DELETE", target, {}, false, true, 0};
+    return delete_consumer_group_at(
+        "/api/v1/consumer-groups/" + percent_encode(group) + "/queues/" + percent_encode(queue),
+        is_metadata_deleted);
+}
+
+queen::Result<DeleteConsumerGroupResult> Client::delete_consumer_group_at(
+    std::string path, bool is_metadata_deleted) {
+    path += is_metadata_deleted ? "?deleteMetadata=true" : "?deleteMetadata=false";
+    HttpRequest http{"DELETE", path, {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
     QUEEN_TRY(check_not_rejected(http, answer));
     DeleteConsumerGroupResult result;
     result.consumer_group = text_of(answer, "consumerGroup");
-    result.queue_name = text_of(answer, "queueName");
+    result.queue_name = text_of(answer, "queueName");  // "" when the group was deleted everywhere
     result.deleted_partitions = integer_of(answer, "deletedPartitions");
     result.is_metadata_deleted = boolean_of(answer, "metadataDeleted");
     return result;
@@ -343,10 +331,7 @@ queen::Result<PartitionSeekResult> Client::seek_partition_to_end(std::string_vie
 queen::Result<MaintenanceStatus> Client::maintenance() {
     HttpRequest http{"GET", "/api/v1/system/maintenance", {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
-        return shape_error(http, "expected an object");
-    }
+    QUEEN_TRY(auto answer, object_answer(http, response.body));
     MaintenanceStatus status;
     status.is_push_maintenance = boolean_of(answer, "maintenanceMode");
     status.is_pop_maintenance = boolean_of(answer, "popMaintenanceMode");
@@ -360,10 +345,7 @@ queen::Result<MaintenanceStatus> Client::set_maintenance(bool is_pop, bool is_en
     const std::string_view body = is_enabled ? R"({"enabled":true})" : R"({"enabled":false})";
     HttpRequest http{"POST", target, body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_object()) {
-        return shape_error(http, "expected an object");
-    }
+    QUEEN_TRY(auto answer, object_answer(http, response.body));
     // The answer carries only the flag it changed; read both to return the whole state.
     MaintenanceStatus status;
     status.is_push_maintenance = boolean_of(answer, "maintenanceMode");

@@ -1,26 +1,24 @@
 // client/src/errc.cpp — client error categories.
 #include "queen/client/errc.hpp"
 
+#include "queen/core/error.hpp"
+
 namespace queen::client {
 namespace {
-class ClientCategory final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "queen.client"; }
-    std::string message(int code) const override {
-        switch (static_cast<Errc>(code)) {
-            case Errc::ok: return "ok";
-            case Errc::invalid_argument: return "invalid argument";
-            case Errc::connect_failed: return "connect failed";
-            case Errc::timeout: return "timeout";
-            case Errc::connection_closed: return "connection closed";
-            case Errc::bad_response: return "bad response";
-            case Errc::rejected: return "rejected by the server";
-            case Errc::busy: return "no free connection";
-            case Errc::cancelled: return "cancelled";
-        }
-        return "unknown client error " + std::to_string(code);
+std::string_view describe(Errc e) noexcept {
+    switch (e) {
+        case Errc::ok: return "ok";
+        case Errc::invalid_argument: return "invalid argument";
+        case Errc::connect_failed: return "connect failed";
+        case Errc::timeout: return "timeout";
+        case Errc::connection_closed: return "connection closed";
+        case Errc::bad_response: return "bad response";
+        case Errc::rejected: return "rejected by the server";
+        case Errc::busy: return "no free connection";
+        case Errc::cancelled: return "cancelled";
     }
-};
+    return {};
+}
 
 class HttpStatusCategory final : public std::error_category {
 public:
@@ -30,7 +28,8 @@ public:
 }  // namespace
 
 const std::error_category& error_category() noexcept {
-    static const ClientCategory category;
+    static const EnumErrorCategory<Errc, describe> category("queen.client",
+                                                            "unknown client error ");
     return category;
 }
 

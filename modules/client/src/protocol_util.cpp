@@ -26,6 +26,14 @@ queen::Error shape_error(const HttpRequest& request, const std::string& why) {
     return queen::Error{Errc::bad_response, describe(request) + ": " + why};
 }
 
+queen::Result<Json> object_answer(const HttpRequest& request, std::string_view body) {
+    QUEEN_TRY(auto answer, parse_json(body, describe(request)));
+    if (!answer.is_object()) {
+        return shape_error(request, "expected an object");
+    }
+    return answer;
+}
+
 // The server's {"error": "..."} text, or "HTTP <status>" with a little of an unexpected body.
 std::string error_message_of(const HttpResponse& response) {
     try {

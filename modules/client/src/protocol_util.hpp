@@ -22,6 +22,10 @@ namespace queen::client::detail {
 /// Appends "?key=value" (first) or "&key=value", the value percent-encoded.
 void append_query(std::string& target, bool& is_first, std::string_view key,
                   std::string_view value);
+/// The JSON object of an answer body. Errors: Errc::bad_response (invalid JSON, or not an
+/// object).
+[[nodiscard]] queen::Result<nlohmann::json> object_answer(const HttpRequest& request,
+                                                          std::string_view body);
 /// A 2xx object that reports failure ({"success": false, "error": ...}) is Errc::rejected.
 [[nodiscard]] queen::Status check_not_rejected(const HttpRequest& request,
                                                const nlohmann::json& body);

@@ -53,8 +53,21 @@ TEST_CASE("client: configure sends all 15 options and parses the echo", "[client
     ConfigureRequest request;
     request.queue = "orders";
     request.namespace_name = "shop";
-    request.options =
-        QueueOptions{10, 5, 250, 100, 60, 2, true, true, 1, 2, 30, 40, true, true, 50};
+    request.options = QueueOptions{.lease_time_s = 10,
+                                   .retry_limit = 5,
+                                   .retry_delay_ms = 250,
+                                   .max_size = 100,
+                                   .ttl_s = 60,
+                                   .priority = 2,
+                                   .is_dead_letter_queue = true,
+                                   .is_dlq_after_max_retries = true,
+                                   .delayed_processing_s = 1,
+                                   .window_buffer_s = 2,
+                                   .is_retention_enabled = true,
+                                   .retention_s = 30,
+                                   .completed_retention_s = 40,
+                                   .is_encryption_enabled = true,
+                                   .max_wait_time_s = 50};
     auto result = client.configure(request);
     REQUIRE(result);
     CHECK(result->is_configured);

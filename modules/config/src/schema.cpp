@@ -7,25 +7,23 @@
 #include <map>
 #include <sstream>
 
+#include "queen/core/error.hpp"
+
 namespace queen::config {
 namespace {
 
-class Category final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "config"; }
-    std::string message(int code) const override {
-        switch (static_cast<Errc>(code)) {
-            case Errc::ok: return "ok";
-            case Errc::syntax: return "TOML syntax error";
-            case Errc::unknown_key: return "unknown key";
-            case Errc::wrong_type: return "wrong type";
-            case Errc::out_of_range: return "value out of range";
-            case Errc::invalid_value: return "invalid value";
-            case Errc::io: return "cannot read the file";
-        }
-        return "config error " + std::to_string(code);
+std::string_view describe(Errc e) noexcept {
+    switch (e) {
+        case Errc::ok: return "ok";
+        case Errc::syntax: return "TOML syntax error";
+        case Errc::unknown_key: return "unknown key";
+        case Errc::wrong_type: return "wrong type";
+        case Errc::out_of_range: return "value out of range";
+        case Errc::invalid_value: return "invalid value";
+        case Errc::io: return "cannot read the file";
     }
-};
+    return {};
+}
 
 std::string_view kind_name(Entry::Kind kind) {
     switch (kind) {
@@ -152,7 +150,7 @@ Status apply_node(const Entry& entry, const toml::node& node, const std::string&
 }  // namespace
 
 const std::error_category& error_category() noexcept {
-    static const Category category;
+    static const EnumErrorCategory<Errc, describe> category("config", "config error ");
     return category;
 }
 
@@ -195,6 +193,11 @@ void Schema::add_string(std::string path, std::string* target, std::string doc) 
     add(std::move(entry));
 }
 
+void Schema::add_secret(std::string path, std::string* target, std::string doc) {
+    add_string(std::move(path), target, std::move(doc));
+    entries_.back().is_secret = true;
+}
+
 void Schema::add_path(std::string path, std::filesystem::path* target, std::string doc) {
     Entry entry;
     entry.path = std::move(path);
@@ -215,6 +218,21 @@ void Schema::add_string_list(std::string path, std::vector<std::string>* target,
     };
     entry.get_string_list = [target] { return *target; };
     add(std::move(entry));
+}
+
+void Schema::add_removed(std::string path, std::string replacement) {
+    QUEEN_ASSERT(find(path) == nullptr, "config key both declared and removed: ", path);
+    removed_.emplace_back(std::move(path), std::move(replacement));
+}
+
+Error Schema::unknown_key(const std::string& where, std::string_view path) const {
+    for (const auto& [removed, replacement] : removed_) {
+        if (removed == path) {
+            return Error{Errc::unknown_key,
+                         where + removed + " is no longer a setting: " + replacement};
+        }
+    }
+    return Error{Errc::unknown_key, where + std::string(path)};
 }
 
 const Entry* Schema::find(std::string_view path) const noexcept {
@@ -261,21 +279,25 @@ Status Schema::load_string(std::string_view text, std::string_view source) {
                 continue;
             }
             if (const auto* sub = node.as_table()) {
+                // A table of removed keys only is walked too, so the error names the key.
+                const auto is_under = [&path](const std::string& declared) {
+                    return declared.size() > path.size() &&
+                           declared.compare(0, path.size(), path) == 0 &&
+                           declared[path.size()] == '.';
+                };
                 bool is_prefix = false;
                 for (const auto& entry : entries_) {
-                    if (entry.path.size() > path.size() &&
-                        entry.path.compare(0, path.size(), path) == 0 &&
-                        entry.path[path.size()] == '.') {
-                        is_prefix = true;
-                        break;
-                    }
+                    is_prefix = is_prefix || is_under(entry.path);
+                }
+                for (const auto& removed : removed_) {
+                    is_prefix = is_prefix || is_under(removed.first);
                 }
                 if (is_prefix) {
                     QUEEN_TRY(walk(*sub, path));
                     continue;
                 }
             }
-            return Error{Errc::unknown_key, where + path};
+            return unknown_key(where, path);
         }
         return {};
     };
@@ -285,7 +307,7 @@ Status Schema::load_string(std::string_view text, std::string_view source) {
 Status Schema::set(std::string_view path, std::string_view value) {
     const Entry* entry = find(path);
     if (entry == nullptr) {
-        return Error{Errc::unknown_key, std::string(path)};
+        return unknown_key("", path);
     }
     const std::string where;
     switch (entry->kind) {
@@ -400,7 +422,11 @@ std::string Schema::render() const {
                     out << text;
                     break;
                 }
-                case Entry::Kind::string: out << quote(entry->get_string()); break;
+                case Entry::Kind::string: {
+                    const std::string value = entry->get_string();
+                    out << quote(entry->is_secret && !value.empty() ? "<hidden>" : value);
+                    break;
+                }
                 case Entry::Kind::enumeration:
                     out << quote(entry->enum_names.at(entry->get_enum()));
                     break;

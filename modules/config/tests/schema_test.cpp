@@ -84,6 +84,33 @@ TEST_CASE("config: unknown keys, wrong types and bad values name the full key pa
     CHECK(s.port == 6632);  // nothing applied from the failed loads' bad keys
 }
 
+TEST_CASE("config: a removed key is refused with what replaced it, in files and overrides",
+          "[config]") {
+    Settings s;
+    queen::config::Schema schema;
+    bind(schema, s);
+    schema.add_removed("http.cors_enabled", "use http.cors_allowed_origins");
+    schema.add_removed("old.flag", "it has no replacement");
+    auto in_file = schema.load_string("[http]\nport = 80\ncors_enabled = true\n", "f.toml");
+    REQUIRE_FALSE(in_file);
+    CHECK(in_file.error().is(queen::config::Errc::unknown_key));
+    CHECK(in_file.error().context ==
+          "f.toml: http.cors_enabled is no longer a setting: use http.cors_allowed_origins");
+    // A table that holds removed keys only still reaches the key.
+    auto old_table = schema.load_string("[old]\nflag = 1\n", "f.toml");
+    REQUIRE_FALSE(old_table);
+    CHECK(old_table.error().context ==
+          "f.toml: old.flag is no longer a setting: it has no "
+          "replacement");
+    auto override = schema.set("http.cors_enabled", "false");
+    REQUIRE_FALSE(override);
+    CHECK(override.error().is(queen::config::Errc::unknown_key));
+    CHECK(override.error().context ==
+          "http.cors_enabled is no longer a setting: use http.cors_allowed_origins");
+    // Other unknown keys keep the plain message.
+    CHECK(schema.set("http.cors", "1").error().context == "http.cors");
+}
+
 TEST_CASE("config: command-line overrides parse by type", "[config]") {
     Settings s;
     queen::config::Schema schema;
@@ -126,4 +153,17 @@ TEST_CASE("config: a missing file is an io error naming it", "[config]") {
     REQUIRE_FALSE(status);
     CHECK(status.error().is(queen::config::Errc::io));
     CHECK(status.error().context == "/nonexistent/queen.toml");
+}
+
+TEST_CASE("config: a secret is never rendered, and an empty one shows as empty", "[config]") {
+    std::string token;
+    queen::config::Schema schema;
+    schema.add_section("auth", "Secrets");
+    schema.add_secret("auth.token", &token, "The token");
+    CHECK(schema.render().find("token = \"\"\n") != std::string::npos);
+    REQUIRE(schema.set("auth.token", "s3cr3t-value").has_value());
+    CHECK(token == "s3cr3t-value");
+    const std::string text = schema.render();
+    CHECK(text.find("s3cr3t-value") == std::string::npos);
+    CHECK(text.find("token = \"<hidden>\"\n") != std::string::npos);
 }

@@ -6,34 +6,30 @@
 
 namespace queen {
 namespace {
-class CoreCategory final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "queen"; }
-    std::string message(int code) const override {
-        switch (static_cast<Errc>(code)) {
-            case Errc::ok: return "ok";
-            case Errc::invalid_argument: return "invalid argument";
-            case Errc::not_found: return "not found";
-            case Errc::already_exists: return "already exists";
-            case Errc::out_of_range: return "out of range";
-            case Errc::corruption: return "corruption";
-            case Errc::io: return "i/o error";
-            case Errc::disk_full: return "disk full";
-            case Errc::poisoned: return "poisoned by an earlier storage failure";
-            case Errc::busy: return "busy";
-            case Errc::timeout: return "timeout";
-            case Errc::not_leader: return "not leader";
-            case Errc::unsupported: return "unsupported";
-            case Errc::cancelled: return "cancelled";
-            case Errc::internal: return "internal error";
-        }
-        return "unknown error " + std::to_string(code);
+std::string_view describe(Errc e) noexcept {
+    switch (e) {
+        case Errc::ok: return "ok";
+        case Errc::invalid_argument: return "invalid argument";
+        case Errc::not_found: return "not found";
+        case Errc::already_exists: return "already exists";
+        case Errc::out_of_range: return "out of range";
+        case Errc::corruption: return "corruption";
+        case Errc::io: return "i/o error";
+        case Errc::disk_full: return "disk full";
+        case Errc::poisoned: return "poisoned by an earlier storage failure";
+        case Errc::busy: return "busy";
+        case Errc::timeout: return "timeout";
+        case Errc::not_leader: return "not leader";
+        case Errc::unsupported: return "unsupported";
+        case Errc::cancelled: return "cancelled";
+        case Errc::internal: return "internal error";
     }
-};
+    return {};
+}
 }  // namespace
 
 const std::error_category& error_category() noexcept {
-    static const CoreCategory category;
+    static const EnumErrorCategory<Errc, describe> category("queen", "unknown error ");
     return category;
 }
 

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "queen/core/hex.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -65,19 +67,6 @@ void skip_plain_string_text(std::string_view text, std::size_t& pos) noexcept {
 
 bool is_digit(char c) noexcept {
     return c >= '0' && c <= '9';
-}
-
-int hex_value(char c) noexcept {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
 }
 
 // Reads the 4 hex digits after "\u" at text[pos] (pos at the first digit).

@@ -51,3 +51,12 @@ TEST_CASE("core: a failing assertion reaches the installed handler", "[core][ass
     CHECK_THROWS_WITH(([] { QUEEN_ASSERT(1 + 1 == 3, "math ", 42); }()),
                       Catch::Contains("math 42"));
 }
+
+TEST_CASE("core: an EnumErrorCategory names its codes and numbers unknown ones", "[core][result]") {
+    const std::error_category& category = queen::error_category();
+    CHECK(std::string(category.name()) == "queen");
+    CHECK(category.message(static_cast<int>(queen::Errc::poisoned)) ==
+          "poisoned by an earlier storage failure");
+    CHECK(category.message(999) == "unknown error 999");
+    CHECK(queen::make_error_code(queen::Errc::busy).message() == "busy");
+}

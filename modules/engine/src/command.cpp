@@ -28,21 +28,8 @@ constexpr std::uint8_t format_of<codec::Reader<FieldsV1>> = legacy_format_versio
 
 template <class A>
 void fields(A& a, QueueOptions& v) {
-    a(v.lease_time_s);
-    a(v.retry_limit);
-    a(v.retry_delay_ms);
-    a(v.max_size);
-    a(v.ttl_s);
-    a(v.priority);
-    a(v.dead_letter_queue);
-    a(v.dlq_after_max_retries);
-    a(v.delayed_processing_s);
-    a(v.window_buffer_s);
-    a(v.retention_enabled);
-    a(v.retention_s);
-    a(v.completed_retention_s);
-    a(v.encryption_enabled);
-    a(v.max_wait_time_s);
+    // Table order: the on-disk field order (the table only ever appends).
+    for_each_queue_option([&](const auto& option) { a(v.*option.member); });
 }
 template <class A>
 void fields(A& a, MessageId& v) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "queen/core/hex.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -54,7 +55,7 @@ CommandBody random_body(Rng& rng) {
         case 0: {
             ConfigureQueue c{random_text(rng), random_text(rng), random_text(rng), {}};
             c.options.lease_time_s = static_cast<std::int64_t>(rng.next());
-            c.options.retention_enabled = true;
+            c.options.is_retention_enabled = true;
             c.options.max_wait_time_s = -5;
             return c;
         }
@@ -366,6 +367,79 @@ TEST_CASE("engine: the fuzzer seed corpus decodes", "[engine][codec]") {
     }
     REQUIRE(decoded >= 13);
     REQUIRE(legacy >= 10);  // the seeds written before version 2
+}
+
+TEST_CASE("engine: configure commands and results written before the option table decode",
+          "[engine][codec]") {
+    // Captured from the codec as it was before the queue options came from one table (commit
+    // d16b181); the two results' bools (table order: deadLetterQueue, dlqAfterMaxRetries,
+    // retentionEnabled, encryptionEnabled) tell every pair of them apart.
+    QueueOptions o;
+    o.lease_time_s = 42;
+    o.retry_limit = 7;
+    o.retry_delay_ms = 250;
+    o.max_size = 5000;
+    o.ttl_s = 900;
+    o.priority = -4;
+    o.is_dead_letter_queue = true;
+    o.is_dlq_after_max_retries = false;
+    o.delayed_processing_s = 2;
+    o.window_buffer_s = 3;
+    o.is_retention_enabled = true;
+    o.retention_s = 600;
+    o.completed_retention_s = 60;
+    o.is_encryption_enabled = false;
+    o.max_wait_time_s = 120;
+    const auto bytes_of = [](std::string_view hex) {
+        Bytes out(hex.size() / 2);
+        REQUIRE(decode_hex(hex, out));
+        return out;
+    };
+
+    const Bytes command_bytes = bytes_of(
+        "0109ac0201066f72646572730473686f700762696c6c696e67540ef403904e880e070100040601b00978"
+        "00f001");
+    auto command = decode_command(command_bytes);
+    REQUIRE(command.has_value());
+    CHECK(command->client_id == 9);
+    CHECK(command->client_seq == 300);
+    const auto* configure = std::get_if<ConfigureQueue>(&command->body);
+    REQUIRE(configure != nullptr);
+    CHECK(configure->queue == "orders");
+    CHECK(configure->namespace_name == "shop");
+    CHECK(configure->task == "billing");
+    CHECK(configure->options == o);
+    // These are format version 1 bytes; encoded again they are the same under version 2 (the
+    // version changed no field of configure commands or results).
+    const auto as_current = [](Bytes bytes) {
+        bytes[0] = command_format_version;
+        return bytes;
+    };
+    CHECK(encode_command(*command) == as_current(command_bytes));
+
+    const Bytes defaults_bytes = bytes_of("0100000101710000d80406d00f000000000000000000000000");
+    auto defaults = decode_command(defaults_bytes);
+    REQUIRE(defaults.has_value());
+    REQUIRE(std::holds_alternative<ConfigureQueue>(defaults->body));
+    CHECK(std::get<ConfigureQueue>(defaults->body).options == QueueOptions{});
+    CHECK(encode_command(Command{0, 0, ConfigureQueue{"q", "", "", {}}}) ==
+          as_current(defaults_bytes));
+
+    const Bytes result_bytes = bytes_of(
+        "01010305066f72646572730473686f700762696c6c696e67540ef403904e880e070101040600b0097800"
+        "f001");
+    auto result = decode_result(result_bytes);
+    REQUIRE(result.has_value());
+    const auto* configured = std::get_if<ConfigureResult>(&*result);
+    REQUIRE(configured != nullptr);
+    CHECK(configured->queue_id == QueueId{3});
+    CHECK(configured->default_partition == PartitionId{5});
+    QueueOptions result_options = o;
+    result_options.is_dlq_after_max_retries = true;
+    result_options.is_retention_enabled = false;
+    CHECK(configured->options == result_options);
+    static_assert(result_format_version == command_format_version);
+    CHECK(encode_result(*result) == as_current(result_bytes));
 }
 
 TEST_CASE("engine: ids print as UUIDs and parse back", "[engine][codec]") {

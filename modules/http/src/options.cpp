@@ -1,7 +1,8 @@
-// modules/http/src/options.cpp — ServerOptions::validate().
+// modules/http/src/options.cpp — ServerOptions::validate() and the CORS origin check.
 #include <arpa/inet.h>
 
 #include "queen/http/options.hpp"
+#include "queen/http/request.hpp"
 
 namespace queen::http {
 namespace {
@@ -17,12 +18,55 @@ bool is_numeric_address(const std::string& text) {
            inet_pton(AF_INET6, text.c_str(), buffer) == 1;
 }
 
+/// "*", or "scheme://host[:port]": a scheme, "://", a non-empty host, no path, no spaces or
+/// control characters (so the value can be written into a header as it is).
+bool is_origin(std::string_view text) {
+    if (text == "*") {
+        return true;
+    }
+    for (const char c : text) {
+        if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == ',') {
+            return false;
+        }
+    }
+    const auto separator = text.find("://");
+    if (separator == std::string_view::npos || separator == 0) {
+        return false;
+    }
+    const std::string_view authority = text.substr(separator + 3);
+    return !authority.empty() && authority.find('/') == std::string_view::npos;
+}
+
 }  // namespace
+
+std::string_view CorsOptions::allow_origin_for(
+    std::optional<std::string_view> origin) const noexcept {
+    if (!origin || allowed_origins.empty()) {
+        return {};
+    }
+    bool is_any_allowed = false;
+    for (const std::string& allowed : allowed_origins) {
+        if (allowed == "*") {
+            is_any_allowed = true;
+        } else if (iequals(allowed, *origin)) {
+            return *origin;
+        }
+    }
+    return is_any_allowed ? std::string_view("*") : std::string_view();
+}
 
 Status ServerOptions::validate() const {
     if (!is_numeric_address(bind_address)) {
         return Error{Errc::invalid_argument,
-                     "http.bind_address = '" + bind_address + "' (must be a numeric IP address)"};
+                     "http.address = '" + bind_address + "' (must be a numeric IP address)"};
+    }
+    for (const std::string& origin : cors.allowed_origins) {
+        if (!is_origin(origin)) {
+            return Error{Errc::invalid_argument,
+                         "http.cors_allowed_origins: '" + origin +
+                             "' is not \"*\" or an origin like \"http://localhost:3000\" "
+                             "(scheme://host[:port], no path or trailing '/')"};
+        }
     }
     if (io_threads < 1 || io_threads > 256) {
         return out_of_range("io_threads", io_threads, "in [1, 256]");

@@ -94,8 +94,10 @@ bool has_no_body(const Response& response) noexcept {
 }
 
 /// The status line and headers of `response` (through the empty line), without the body.
+/// `allow_origin` is the request's Access-Control-Allow-Origin value (empty: no CORS headers).
 std::string serialize_head(const Response& response, std::uint16_t version_minor,
-                           bool is_close_after, const CorsOptions& cors) {
+                           bool is_close_after, const CorsOptions& cors,
+                           std::string_view allow_origin) {
     QUEEN_ASSERT(response.status >= 100 && response.status <= 599, "bad HTTP status ",
                  response.status);
     const bool is_bodyless = has_no_body(response);
@@ -116,9 +118,12 @@ std::string serialize_head(const Response& response, std::uint16_t version_minor
             out += "\r\n";
         }
     }
-    if (cors.is_enabled) {
+    if (!cors.allowed_origins.empty()) {
+        out += "Vary: Origin\r\n";  // the CORS headers below depend on the request's Origin
+    }
+    if (!allow_origin.empty()) {
         out += "Access-Control-Allow-Origin: ";
-        out += cors.allow_origin;
+        append_header_text(out, allow_origin);
         out += "\r\nAccess-Control-Allow-Methods: ";
         out += cors.allow_methods;
         out += "\r\nAccess-Control-Allow-Headers: ";
@@ -141,10 +146,11 @@ std::string serialize_head(const Response& response, std::uint16_t version_minor
     return out;
 }
 
-/// The whole answer in one string (rare answers: final errors, rejections).
+/// The whole answer in one string (rare answers: final errors, rejections). They answer no
+/// parsed request, so they carry no CORS grant.
 std::string serialize(const Response& response, bool is_head, std::uint16_t version_minor,
                       bool is_close_after, const CorsOptions& cors) {
-    std::string out = serialize_head(response, version_minor, is_close_after, cors);
+    std::string out = serialize_head(response, version_minor, is_close_after, cors, {});
     if (!has_no_body(response) && !is_head) {
         out += response.body;
     }
@@ -218,8 +224,8 @@ public:
         QUEEN_ASSERT(slot.id == id, "slot ids are consecutive");
         QUEEN_ASSERT(!slot.is_ready, "a slot is answered once");
         shared_.counters.count_status(response.status);
-        slot.bytes =
-            serialize_head(response, slot.version_minor, slot.is_close_after, shared_.options.cors);
+        slot.bytes = serialize_head(response, slot.version_minor, slot.is_close_after,
+                                    shared_.options.cors, slot.allow_origin);
         if (!has_no_body(response) && !slot.is_head) {
             slot.body = std::move(response.body);  // sent from where it is, not copied
         }
@@ -246,8 +252,9 @@ private:
         bool is_head = false;
         bool is_close_after = false;
         std::uint16_t version_minor = 1;
-        std::string bytes;  // the head, or the whole answer
-        std::string body;   // the body when it is not in `bytes`
+        std::string allow_origin;  // Access-Control-Allow-Origin of the answer; empty: none
+        std::string bytes;         // the head, or the whole answer
+        std::string body;          // the body when it is not in `bytes`
         std::weak_ptr<detail::Exchange> exchange;
     };
 
@@ -331,6 +338,11 @@ private:
         if (slot.is_close_after) {
             is_closing_ = true;  // nothing after this request is parsed
         }
+        const CorsOptions& cors = shared_.options.cors;
+        if (!cors.allowed_origins.empty()) {
+            slot.allow_origin = std::string(cors.allow_origin_for(request.header("Origin")));
+        }
+        const bool is_origin_allowed = !slot.allow_origin.empty();
         const std::uint64_t id = slot.id;
         slots_.push_back(std::move(slot));
 
@@ -338,10 +350,13 @@ private:
             finish_slot(id, Response::error(400, *parsed.target_error));
             return;
         }
-        if (shared_.options.cors.is_enabled && request.method == Method::options) {
+        if (request.method == Method::options) {
+            // Preflights are the server's: 204, with the grant only for an allowed origin.
             Response preflight = Response::empty(204);
-            preflight.headers.push_back(Header{
-                "Access-Control-Max-Age", std::to_string(shared_.options.cors.max_age_seconds)});
+            if (is_origin_allowed) {
+                preflight.headers.push_back(
+                    Header{"Access-Control-Max-Age", std::to_string(cors.max_age_seconds)});
+            }
             finish_slot(id, std::move(preflight));
             return;
         }
@@ -775,7 +790,7 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Hand
     const asio::ip::address address = asio::ip::make_address(options.bind_address, ec);
     if (ec) {
         return Error{Errc::invalid_argument,
-                     "http.bind_address '" + options.bind_address + "': " + ec.message()};
+                     "http.address '" + options.bind_address + "': " + ec.message()};
     }
     const tcp::endpoint endpoint(address, options.port);
     const std::string where = options.bind_address + ":" + std::to_string(options.port);

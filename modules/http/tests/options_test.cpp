@@ -15,7 +15,7 @@ TEST_CASE("http: default options are valid and each bad field is named", "[http]
         CHECK(status.error().is(queen::Errc::invalid_argument));
         CHECK(status.error().context.find(field) != std::string::npos);
     };
-    rejects([](auto& o) { o.bind_address = "localhost"; }, "bind_address");
+    rejects([](auto& o) { o.bind_address = "localhost"; }, "http.address");
     rejects([](auto& o) { o.io_threads = 0; }, "io_threads");
     rejects([](auto& o) { o.header_size_bytes_max = 10; }, "header_size_bytes_max");
     rejects([](auto& o) { o.headers_count_max = 0; }, "headers_count_max");
@@ -29,7 +29,40 @@ TEST_CASE("http: default options are valid and each bad field is named", "[http]
     rejects([](auto& o) { o.pipelined_requests_max = 0; }, "pipelined_requests_max");
     rejects([](auto& o) { o.read_buffer_bytes = 1; }, "read_buffer_bytes");
 
+    rejects([](auto& o) { o.cors.allowed_origins = {"http://localhost:3000/"}; },
+            "http.cors_allowed_origins");
+    rejects([](auto& o) { o.cors.allowed_origins = {"localhost:3000"}; },
+            "http.cors_allowed_origins");
+    rejects([](auto& o) { o.cors.allowed_origins = {"null"}; }, "http.cors_allowed_origins");
+    rejects([](auto& o) { o.cors.allowed_origins = {""}; }, "http.cors_allowed_origins");
+    rejects([](auto& o) { o.cors.allowed_origins = {"http://a.example, http://b.example"}; },
+            "http.cors_allowed_origins");
+
     queen::http::ServerOptions v6;
     v6.bind_address = "::1";
     CHECK(v6.validate().has_value());
+}
+
+TEST_CASE("http: the defaults listen on loopback and grant no origin", "[http][options]") {
+    const queen::http::ServerOptions options;
+    CHECK(options.bind_address == "127.0.0.1");
+    CHECK(options.cors.allowed_origins.empty());
+    CHECK(options.cors.allow_origin_for("http://localhost:3000").empty());
+}
+
+TEST_CASE("http: allow_origin_for echoes a listed origin and answers * only when listed",
+          "[http][options]") {
+    queen::http::CorsOptions cors;
+    cors.allowed_origins = {"http://localhost:3000", "https://Admin.Example"};
+    CHECK(cors.allow_origin_for("http://localhost:3000") == "http://localhost:3000");
+    CHECK(cors.allow_origin_for("https://admin.example") == "https://admin.example");
+    CHECK(cors.allow_origin_for("http://localhost:3001").empty());
+    CHECK(cors.allow_origin_for(std::nullopt).empty());
+    cors.allowed_origins.push_back("*");
+    CHECK(cors.allow_origin_for("http://other.example") == "*");
+    CHECK(cors.allow_origin_for("http://localhost:3000") == "http://localhost:3000");
+    CHECK(cors.allow_origin_for(std::nullopt).empty());
+    queen::http::ServerOptions options;
+    options.cors = cors;
+    CHECK(options.validate().has_value());
 }

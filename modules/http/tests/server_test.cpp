@@ -148,7 +148,7 @@ TEST_CASE("http: server binds an ephemeral port and routes with decoded params a
         client.request("GET", "/echo/a%20b/c%2Fd?wait=true&consumerGroup=&x=1+2%2B3");
     CHECK(response.status == 200);
     CHECK(response.header("Content-Type") == "application/json");
-    CHECK(response.header("Access-Control-Allow-Origin") == "*");
+    CHECK_FALSE(response.header("Access-Control-Allow-Origin").has_value());
     CHECK(response.body ==
           "{\"method\":\"GET\",\"path\":\"/echo/a%20b/c%2Fd\",\"params\":{\"a\":\"a b\","
           "\"b\":\"c/d\"},\"query\":{\"wait\":\"true\",\"consumerGroup\":\"\",\"x\":\"1 2+3\"},"
@@ -173,17 +173,106 @@ TEST_CASE("http: server binds an ephemeral port and routes with decoded params a
     CHECK(client.buffered().empty());
 }
 
-TEST_CASE("http: OPTIONS preflight answers 204 with the CORS headers", "[http][server]") {
-    Fixture fixture;
+namespace {
+ServerOptions cors_options(std::vector<std::string> origins) {
+    ServerOptions options = Fixture::test_options();
+    options.cors.allowed_origins = std::move(origins);
+    return options;
+}
+std::string preflight_from(const std::string& origin) {
+    return "Origin: " + origin + "\r\nAccess-Control-Request-Method: DELETE\r\n";
+}
+bool has_any_cors_header(const ClientResponse& response) {
+    for (const auto& [name, value] : response.headers) {
+        if (name.rfind("Access-Control-", 0) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+}  // namespace
+
+TEST_CASE("http: with no allowed origins configured no answer carries CORS headers",
+          "[http][server][cors]") {
+    Fixture fixture;  // the defaults: cors.allowed_origins is empty
     TestClient client(fixture.server->port());
-    ClientResponse response =
-        client.request("OPTIONS", "/api/v1/anything", {},
-                       "Origin: http://example.com\r\nAccess-Control-Request-Method: POST\r\n");
-    CHECK(response.status == 204);
-    CHECK(response.header("Access-Control-Allow-Origin") == "*");
-    CHECK(response.header("Access-Control-Allow-Methods") == "GET, POST, PUT, DELETE, OPTIONS");
-    CHECK(response.header("Access-Control-Allow-Headers") == "Content-Type, Authorization");
-    CHECK(response.header("Access-Control-Max-Age") == "86400");
+    ClientResponse plain = client.request("GET", "/hello", {}, "Origin: http://localhost:3000\r\n");
+    CHECK(plain.status == 200);
+    CHECK_FALSE(has_any_cors_header(plain));
+    CHECK_FALSE(plain.header("Vary").has_value());
+
+    // The preflight is still answered (204) but grants nothing, so a browser stops there.
+    ClientResponse preflight = client.request("OPTIONS", "/api/v1/resources/queues/q", {},
+                                              preflight_from("http://localhost:3000"));
+    CHECK(preflight.status == 204);
+    CHECK_FALSE(has_any_cors_header(preflight));
+}
+
+TEST_CASE("http: a listed origin is echoed with Vary: Origin on answers and preflights",
+          "[http][server][cors]") {
+    Fixture fixture(cors_options({"http://localhost:3000", "https://admin.example"}));
+    TestClient client(fixture.server->port());
+    ClientResponse plain = client.request("GET", "/hello", {}, "Origin: https://admin.example\r\n");
+    CHECK(plain.status == 200);
+    CHECK(plain.header("Access-Control-Allow-Origin") == "https://admin.example");
+    CHECK(plain.header("Vary") == "Origin");
+    CHECK(plain.header("Access-Control-Allow-Methods") == "GET, POST, PUT, DELETE, OPTIONS");
+    CHECK(plain.header("Access-Control-Allow-Headers") == "Content-Type, Authorization");
+    CHECK_FALSE(plain.header("Access-Control-Max-Age").has_value());
+
+    // Errors the router or the server give to that origin carry the grant too.
+    ClientResponse missing =
+        client.request("GET", "/nope", {}, "Origin: http://localhost:3000\r\n");
+    CHECK(missing.status == 404);
+    CHECK(missing.header("Access-Control-Allow-Origin") == "http://localhost:3000");
+
+    ClientResponse preflight = client.request("OPTIONS", "/api/v1/resources/queues/q", {},
+                                              preflight_from("http://localhost:3000"));
+    CHECK(preflight.status == 204);
+    CHECK(preflight.header("Access-Control-Allow-Origin") == "http://localhost:3000");
+    CHECK(preflight.header("Access-Control-Allow-Methods") == "GET, POST, PUT, DELETE, OPTIONS");
+    CHECK(preflight.header("Access-Control-Allow-Headers") == "Content-Type, Authorization");
+    CHECK(preflight.header("Access-Control-Max-Age") == "86400");
+    CHECK(preflight.header("Vary") == "Origin");
+
+    // Without an Origin header (not a browser's cross-origin request) there is nothing to grant,
+    // but the answer still says it depends on Origin.
+    ClientResponse local = client.request("GET", "/hello");
+    CHECK_FALSE(has_any_cors_header(local));
+    CHECK(local.header("Vary") == "Origin");
+}
+
+TEST_CASE("http: an origin that is not listed gets no CORS headers, nor does its preflight",
+          "[http][server][cors]") {
+    Fixture fixture(cors_options({"http://localhost:3000"}));
+    TestClient client(fixture.server->port());
+    for (const char* origin : {"http://evil.example", "http://localhost:3001",
+                               "https://localhost:3000", "null", "http://localhost:3000.evil"}) {
+        INFO(origin);
+        ClientResponse plain =
+            client.request("GET", "/hello", {}, std::string("Origin: ") + origin + "\r\n");
+        CHECK(plain.status == 200);
+        CHECK_FALSE(has_any_cors_header(plain));
+        ClientResponse preflight =
+            client.request("OPTIONS", "/api/v1/resources/queues/q", {}, preflight_from(origin));
+        CHECK(preflight.status == 204);
+        CHECK_FALSE(has_any_cors_header(preflight));
+        CHECK(preflight.header("Vary") == "Origin");
+    }
+}
+
+TEST_CASE("http: \"*\" written in the list allows every origin with a wildcard answer",
+          "[http][server][cors]") {
+    Fixture fixture(cors_options({"*"}));
+    TestClient client(fixture.server->port());
+    ClientResponse plain =
+        client.request("GET", "/hello", {}, "Origin: http://anywhere.example\r\n");
+    CHECK(plain.header("Access-Control-Allow-Origin") == "*");
+    ClientResponse preflight = client.request("OPTIONS", "/api/v1/resources/queues/q", {},
+                                              preflight_from("http://anywhere.example"));
+    CHECK(preflight.status == 204);
+    CHECK(preflight.header("Access-Control-Allow-Origin") == "*");
+    CHECK(preflight.header("Access-Control-Max-Age") == "86400");
 }
 
 TEST_CASE("http: bad percent-encoding answers 400 JSON and keeps the connection",

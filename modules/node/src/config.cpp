@@ -1,6 +1,10 @@
 // modules/node/src/config.cpp — the node's TOML schema and validation.
 #include "queen/node/config.hpp"
 
+#include <algorithm>
+
+#include "queen/core/hex.hpp"
+
 namespace queen::node {
 namespace {
 Status prefixed(Status status, std::string_view section) {
@@ -44,15 +48,19 @@ Status NodeConfig::validate() const {
     QUEEN_TRY(prefixed(store.validate(), "store"));
     QUEEN_TRY(tenant.validate());
     if (!encryption_key_hex.empty()) {
-        bool hex = encryption_key_hex.size() == 64;
-        for (char c : encryption_key_hex) {
-            hex =
-                hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
-        }
-        if (!hex) {
+        const bool is_hex = encryption_key_hex.size() == 64 &&
+                            std::all_of(encryption_key_hex.begin(), encryption_key_hex.end(),
+                                        [](char c) { return hex_value(c) >= 0; });
+        if (!is_hex) {
             return Error{config::Errc::invalid_value,
                          "security.encryption_key must be 64 hex digits (a 32-byte AES-256 key)"};
         }
+    }
+    if (!is_payload_encryption_enabled &&
+        (!encryption_key_hex.empty() || !encryption_key_file.empty())) {
+        return Error{config::Errc::invalid_value,
+                     "security.encryption_key and security.encryption_key_file must be empty when "
+                     "security.payload_encryption = false"};
     }
     return {};
 }
@@ -66,7 +74,8 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_section("http", "The HTTP API listener (Queen v1 API, health, metrics).");
     auto& h = c.http;
     schema.add_string("http.address", &h.bind_address,
-                      "Numeric IP to listen on (0.0.0.0 accepts remote clients).");
+                      "Numeric IP to listen on. 127.0.0.1 (the default) serves this machine "
+                      "only; 0.0.0.0 (or ::) accepts remote clients.");
     schema.add_integer("http.port", &h.port, "TCP port (0 = pick a free one).", 0, 65535);
     schema.add_integer("http.io_threads", &h.io_threads, "Threads running the HTTP event loops.", 1,
                        256);
@@ -91,16 +100,22 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("http.read_buffer_bytes", &h.read_buffer_bytes,
                        "Bytes read per socket read.");
     schema.add_integer("http.listen_backlog", &h.listen_backlog, "listen() backlog.");
-    schema.add_bool("http.cors_enabled", &h.cors.is_enabled,
-                    "Answer with CORS headers and preflights.");
-    schema.add_string("http.cors_allow_origin", &h.cors.allow_origin,
-                      "Access-Control-Allow-Origin.");
+    schema.add_string_list(
+        "http.cors_allowed_origins", &h.cors.allowed_origins,
+        "Web origins whose pages may call the API from a browser, exactly as the browser sends "
+        "them (e.g. [\"http://localhost:3000\"]); \"*\" allows any. Empty: none.");
+    schema.add_removed("http.cors_enabled",
+                       "cross-origin access is granted per origin with http.cors_allowed_origins "
+                       "(empty by default)");
+    schema.add_removed("http.cors_allow_origin",
+                       "list the allowed origins in http.cors_allowed_origins (e.g. "
+                       "[\"http://localhost:3000\"], or [\"*\"] for any origin)");
     schema.add_string("http.cors_allow_methods", &h.cors.allow_methods,
-                      "Access-Control-Allow-Methods.");
+                      "Access-Control-Allow-Methods sent to allowed origins.");
     schema.add_string("http.cors_allow_headers", &h.cors.allow_headers,
-                      "Access-Control-Allow-Headers.");
+                      "Access-Control-Allow-Headers sent to allowed origins.");
     schema.add_integer("http.cors_max_age_seconds", &h.cors.max_age_seconds,
-                       "Access-Control-Max-Age on preflight answers.");
+                       "Access-Control-Max-Age on preflight answers to allowed origins.");
 
     schema.add_section("log", "Each tenant's commit log (segment files with group commit).");
     schema.add_integer("log.segment_size_bytes_max", &c.log.segment_size_bytes_max,
@@ -166,9 +181,18 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("tenant.log_retain_entries", &t.log_retain_entries,
                        "Log entries kept below the last durably applied one.");
 
-    schema.add_section("security", "Payload encryption for queues with encryptionEnabled.");
-    schema.add_string("security.encryption_key", &c.encryption_key_hex,
-                      "AES-256 key as 64 hex digits; QUEEN_ENCRYPTION_KEY overrides it.");
+    schema.add_section("security",
+                       "Payload encryption for queues with encryptionEnabled (docs/security.md). "
+                       "Key precedence: QUEEN_ENCRYPTION_KEY, encryption_key, encryption_key_file, "
+                       "then keys/payload.key in node.data_dir, created at first start.");
+    schema.add_secret("security.encryption_key", &c.encryption_key_hex,
+                      "AES-256 key as 64 hex digits (\"\" = not given).");
+    schema.add_path("security.encryption_key_file", &c.encryption_key_file,
+                    "File holding the key as 64 hex digits, mode 0600; must exist (\"\" = not "
+                    "given). Give every node of a cluster the same one.");
+    schema.add_bool("security.payload_encryption", &c.is_payload_encryption_enabled,
+                    "false: no key is loaded or created; pushes to queues with encryptionEnabled "
+                    "and reads of encrypted messages answer 500.");
 
     schema.add_section("logging", "Diagnostics on stderr.");
     schema.add_enum("logging.level", &c.logging.level,

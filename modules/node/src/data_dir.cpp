@@ -86,9 +86,14 @@ Status create_directories_durably(const std::filesystem::path& dir) {
     return {};
 }
 
-Status write_file_durably(const std::filesystem::path& path, std::string_view contents) {
+Status write_file_durably(const std::filesystem::path& path, std::string_view contents,
+                          mode_t mode) {
     const auto temp = path.string() + ".tmp";
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A temp file left by a crash would keep its old mode through O_TRUNC: start from none.
+    if (::unlink(temp.c_str()) != 0 && errno != ENOENT) {
+        return errno_error(errno, "unlink " + temp);
+    }
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0) {
         return errno_error(errno, "open " + temp);
     }

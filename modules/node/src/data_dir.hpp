@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
+
+#include <sys/types.h>
 
 #include "queen/core/result.hpp"
 
@@ -41,8 +44,9 @@ struct NodeIdentity {
 /// mkdir -p, then fsync the parent of every directory created.
 [[nodiscard]] Status create_directories_durably(const std::filesystem::path& dir);
 
-/// Writes `contents` to `path` atomically: temp file, fsync, rename, fsync the directory.
+/// Writes `contents` to `path` atomically: temp file (`path` + ".tmp", created with `mode`
+/// less the umask), fsync, rename, fsync the directory.
 [[nodiscard]] Status write_file_durably(const std::filesystem::path& path,
-                                        std::string_view contents);
+                                        std::string_view contents, mode_t mode = 0644);
 
 }  // namespace queen::node::detail

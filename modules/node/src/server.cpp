@@ -7,6 +7,7 @@
 
 #include "backend.hpp"
 #include "data_dir.hpp"
+#include "encryption_key.hpp"
 #include "queen/api/api.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/http/router.hpp"
@@ -18,6 +19,30 @@ namespace queen::node {
 
 /// The tenant every request without X-Queen-Tenant goes to; it always exists.
 constexpr std::string_view default_tenant = "default";
+
+namespace {
+/// One line saying which key the node runs with and its fingerprint, so operators can check that
+/// every node holds the same key without showing it.
+void log_encryption_key(Logger& logger, const detail::EncryptionKey& key, bool is_new_data_dir) {
+    if (key.hex.empty()) {
+        QUEEN_LOG(logger, Level::warn, "node.encryption_disabled",
+                  "setting=security.payload_encryption queues_with_encryption=refuse_pushes");
+        return;
+    }
+    const auto fingerprint = api::encryption_key_fingerprint(key.hex);
+    QUEEN_LOG(logger, Level::info, "node.encryption_key",
+              "source=" << key.source << (key.path.empty() ? "" : " path=") << key.path.string()
+                        << " fingerprint=" << (fingerprint ? *fingerprint : "?")
+                        << " created=" << (key.is_created ? "true" : "false"));
+    if (key.is_created && !is_new_data_dir) {
+        // A data directory from an earlier start holds no messages encrypted under the new key;
+        // any it holds under an earlier key (its key file lost) can no longer be read.
+        QUEEN_LOG(logger, Level::warn, "node.encryption_key_created_for_existing_data",
+                  "path=" << key.path.string()
+                          << " note=\"messages encrypted under an earlier key cannot be read\"");
+    }
+}
+}  // namespace
 
 struct Server::Impl {
     NodeConfig config;
@@ -46,11 +71,17 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     QUEEN_TRY(detail::create_directories_durably(data_dir));
     QUEEN_TRY(auto lock, detail::DataDirLock::acquire(data_dir));
     impl->lock.emplace(std::move(lock));
+    const bool is_new_data_dir = !std::filesystem::exists(data_dir / "node.toml");
     QUEEN_TRY(impl->identity,
               detail::load_or_create_identity(data_dir, config.node.id, random_seed()));
     QUEEN_LOG(logger, Level::info, "node.data_dir",
               "path=" << data_dir.string() << " node=" << impl->identity.node_id
                       << " cluster=" << impl->identity.cluster_id);
+    // The key before the tenants: a bad key file stops the start before any log replay.
+    const char* env_key = std::getenv("QUEEN_ENCRYPTION_KEY");
+    QUEEN_TRY(auto key, detail::resolve_encryption_key(config, env_key == nullptr ? "" : env_key,
+                                                       api::system_random()));
+    log_encryption_key(logger, key, is_new_data_dir);
 
     impl->waiters = std::make_unique<detail::Waiters>(*impl->clock);
     // The default tenant always exists; others are the directories earlier runs created.
@@ -72,16 +103,10 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     impl->backend = std::make_unique<detail::NodeBackend>(impl->identity.node_id, *impl->clock,
                                                           *impl->waiters, impl->tenants);
     api::ApiOptions api_options;
-    std::string key_hex = config.encryption_key_hex;
-    if (const char* env_key = std::getenv("QUEEN_ENCRYPTION_KEY");
-        env_key != nullptr && *env_key != '\0') {
-        key_hex = env_key;
-    }
-    api_options.encryption_key_hex = key_hex;
+    api_options.encryption_key_hex = std::move(key.hex);
     api_options.default_tenant = std::string(default_tenant);
     if (auto valid = api_options.validate(); !valid) {
-        return Error{Errc::invalid_argument,
-                     "QUEEN_ENCRYPTION_KEY / security.encryption_key: " + valid.error().message()};
+        return Error{Errc::invalid_argument, valid.error().message()};
     }
     http::Router router;
     api::register_routes(router, *impl->backend, api_options, logger);

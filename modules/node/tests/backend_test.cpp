@@ -13,25 +13,10 @@
 #include "queen/http/server.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "tenant_support.hpp"
 #include "test_client.hpp"
 
-namespace {
-
-queen::engine::Command push_command(const std::string& transaction_id) {
-    queen::queues::PushItem item;
-    item.queue = "orders";
-    item.partition = "p";
-    item.transaction_id = transaction_id;
-    const std::string payload = "{\"n\":1}";
-    item.payload.assign(payload.begin(), payload.end());
-    queen::queues::Push push;
-    push.items.push_back(std::move(item));
-    queen::engine::Command command;
-    command.body = std::move(push);
-    return command;
-}
-
-}  // namespace
+using queen::node::testing::push_command;
 
 TEST_CASE(
     "node: a read waiting for the applier does not stall another connection on its I/O "
@@ -67,7 +52,7 @@ TEST_CASE(
     std::promise<void> answered;
     std::promise<void> release;
     auto released = release.get_future().share();
-    backend.submit("default", push_command("held"),
+    backend.submit("default", push_command("p", "held"),
                    [&, released](queen::Result<queen::engine::CommandResult> result) {
                        REQUIRE(result.has_value());
                        answered.set_value();

@@ -11,49 +11,13 @@
 #include "entry.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "tenant_support.hpp"
 
-namespace {
-queen::engine::Command push_command(const std::string& partition,
-                                    const std::string& transaction_id) {
-    queen::queues::PushItem item;
-    item.queue = "orders";
-    item.partition = partition;
-    item.transaction_id = transaction_id;
-    const std::string payload = "\"" + transaction_id + "\"";
-    item.payload.assign(payload.begin(), payload.end());
-    queen::queues::Push push;
-    push.items.push_back(std::move(item));
-    queen::engine::Command command;
-    command.body = std::move(push);
-    return command;
-}
-
-/// The tenant "default" in `dir`, logging nowhere, on the system clock.
-queen::Result<std::unique_ptr<queen::node::detail::Tenant>> open_tenant(
-    const std::filesystem::path& dir, const queen::node::NodeConfig& config,
-    queen::node::detail::Waiters& waiters) {
-    return queen::node::detail::Tenant::open("default", dir, config, queen::NullLogger::instance(),
-                                             queen::SystemClock::instance(), waiters);
-}
-
-/// Waits (this test thread only) until everything answered is readable, then runs `read`.
-bool read_answered(queen::node::detail::Tenant& tenant,
-                   const std::function<void(const queen::engine::Engine&)>& read) {
-    std::promise<queen::Status> ready;
-    tenant.when_readable([&](queen::Status status) { ready.set_value(std::move(status)); });
-    if (!ready.get_future().get()) {
-        return false;
-    }
-    return tenant.read(read).has_value();
-}
-
-queen::node::NodeConfig small_config() {
-    queen::node::NodeConfig config;
-    config.tenant.batch_entries_max = 16;  // many batches, so batching and ordering are exercised
-    config.store.map_size_bytes = 1 << 20;
-    return config;
-}
-}  // namespace
+using queen::node::testing::messages_of;
+using queen::node::testing::open_tenant;
+using queen::node::testing::push_command;
+using queen::node::testing::read_answered;
+using queen::node::testing::small_config;
 
 TEST_CASE("node: concurrent submits are applied exactly once and survive a restart",
           "[node][tenant]") {
@@ -268,18 +232,6 @@ TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a re
             REQUIRE(done.get_future().get());
         }
     };
-    auto messages_of = [](queen::node::detail::Tenant& tenant) {
-        std::uint64_t messages = 0;
-        REQUIRE(read_answered(tenant, [&](const queen::engine::Engine& engine) {
-            auto queues =
-                engine.read([](const queen::queues::Tables& t, const queen::store::Txn& txn) {
-                    return queen::queues::list_queues(t, txn, queen::TimestampMs{0});
-                });
-            REQUIRE(queues.has_value());
-            messages = queues->empty() ? 0 : queues->front().messages;
-        }));
-        return messages;
-    };
     std::uint64_t applied = 0;
     {
         auto tenant = open_tenant(dir.path(), config, waiters);
@@ -383,15 +335,7 @@ TEST_CASE("node: a read waiting for the LMDB commit holds no thread and runs aft
     CHECK(readable_future.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
     release.set_value();
     REQUIRE(readable_future.get().has_value());
-    std::uint64_t messages = 0;
-    REQUIRE((*tenant)->read([&](const queen::engine::Engine& engine) {
-        auto queues = engine.read([](const queen::queues::Tables& t, const queen::store::Txn& txn) {
-            return queen::queues::list_queues(t, txn, queen::TimestampMs{0});
-        });
-        REQUIRE(queues.has_value());
-        messages = queues->empty() ? 0 : queues->front().messages;
-    }));
-    CHECK(messages == 1);
+    CHECK(messages_of(**tenant) == 1);
     // Nothing waits now: the next read is ready on the calling thread, before when_readable
     // returns.
     bool is_ready_inline = false;

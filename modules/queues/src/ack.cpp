@@ -21,42 +21,41 @@ namespace {
 class AckMemo {
 public:
     /// The name of partition `pid` (read from LMDB on a change of partition).
-    Result<std::string_view> partition_name(State& s, const store::Txn& txn, std::uint64_t pid);
+    Result<std::string_view> partition_name(State& s, const store::Txn& txn, PartitionId pid);
     /// The cursor of (pid, gid), from memory when it is the memoized pair; writes the previous
     /// pair's record first when it changed.
-    Result<std::optional<CursorRecord>> read_cursor(State& s, store::WriteTxn& txn,
-                                                    std::uint64_t pid, std::uint32_t gid);
+    Result<std::optional<CursorRecord>> read_cursor(State& s, store::WriteTxn& txn, PartitionId pid,
+                                                    GroupId gid);
     /// Records the new cursor of the memoized pair (read_cursor was called for it).
-    void write_cursor(std::uint64_t pid, std::uint32_t gid, const CursorRecord& record);
+    void write_cursor(PartitionId pid, GroupId gid, const CursorRecord& record);
     /// Writes the memoized cursor if it changed. Call before the apply returns.
     Result<void> flush(State& s, store::WriteTxn& txn);
 
 private:
-    std::uint64_t name_pid_ = 0;
+    PartitionId name_pid_;
     std::string name_;
-    std::uint64_t cursor_pid_ = 0;  ///< 0 = no cursor memoized
-    std::uint32_t cursor_gid_ = 0;
+    PartitionId cursor_pid_;  ///< 0 = no cursor memoized
+    GroupId cursor_gid_;
     std::optional<CursorRecord> cursor_;
     bool is_dirty_ = false;
 };
 
 Result<std::optional<MessageRecord>> read_message(const State& s, const store::Txn& txn,
-                                                  std::uint64_t pid, std::uint64_t seq) {
+                                                  PartitionId pid, Sequence seq) {
     return detail::read_message(txn, s.tables.messages, pid, seq);
 }
 
-Result<void> add_to_dlq(State& s, store::WriteTxn& txn, std::uint32_t qid, std::uint64_t pid,
-                        std::uint64_t seq, std::uint32_t gid, std::string error,
-                        std::uint32_t retry_count, MessageRecord message, TimestampMs now) {
-    detail::DlqRecord record{QueueId{qid},     PartitionId{pid}, seq, GroupId{gid},
-                             std::move(error), retry_count,      now, std::move(message)};
+Result<void> add_to_dlq(State& s, store::WriteTxn& txn, QueueId qid, PartitionId pid, Sequence seq,
+                        GroupId gid, std::string error, std::uint32_t retry_count,
+                        MessageRecord message, TimestampMs now) {
+    detail::DlqRecord record{
+        qid, pid, seq, gid, std::move(error), retry_count, now, std::move(message)};
     const std::uint64_t id = s.meta.next_dlq_id++;
     QUEEN_TRY(save_meta(s, txn));
     return put(s, txn, s.tables.dlq, detail::sequence_key(id).span(), detail::encode(record));
 }
 
-Result<std::string_view> AckMemo::partition_name(State& s, const store::Txn& txn,
-                                                 std::uint64_t pid) {
+Result<std::string_view> AckMemo::partition_name(State& s, const store::Txn& txn, PartitionId pid) {
     if (name_pid_ != pid) {
         QUEEN_TRY(name_, detail::partition_name(s, txn, pid));
         name_pid_ = pid;
@@ -65,7 +64,7 @@ Result<std::string_view> AckMemo::partition_name(State& s, const store::Txn& txn
 }
 
 Result<std::optional<CursorRecord>> AckMemo::read_cursor(State& s, store::WriteTxn& txn,
-                                                         std::uint64_t pid, std::uint32_t gid) {
+                                                         PartitionId pid, GroupId gid) {
     if (cursor_pid_ != pid || cursor_gid_ != gid) {
         QUEEN_TRY(flush(s, txn));
         QUEEN_TRY(cursor_, detail::read_cursor(s, txn, pid, gid));
@@ -75,7 +74,7 @@ Result<std::optional<CursorRecord>> AckMemo::read_cursor(State& s, store::WriteT
     return cursor_;
 }
 
-void AckMemo::write_cursor(std::uint64_t pid, std::uint32_t gid, const CursorRecord& record) {
+void AckMemo::write_cursor(PartitionId pid, GroupId gid, const CursorRecord& record) {
     QUEEN_ASSERT(pid == cursor_pid_ && gid == cursor_gid_, "AckMemo: write of an unread cursor");
     cursor_ = record;
     is_dirty_ = true;
@@ -93,24 +92,24 @@ Result<void> AckMemo::flush(State& s, store::WriteTxn& txn) {
 /// message; sequences start at 1). `memo` (may be null, and is inside an atomic entry) carries
 /// lookups across the items of one Ack apply.
 Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& item,
-                               std::uint64_t found_seq, TimestampMs now, AckContext& context,
+                               Sequence found_seq, TimestampMs now, AckContext& context,
                                AckMemo* memo) {
     const std::int64_t now_ms = now.value();
     AckItemResult result;
     result.transaction_id = item.transaction_id;
-    const std::uint64_t pid = item.partition.value();
-    if (pid == 0 || pid >= s.partitions.size() || s.partitions[pid].queue.value() == 0) {
+    const PartitionId pid = item.partition;
+    if (!s.has_partition(pid)) {
         result.error = "Message not found";
         context.failure = "Message not found: " + item.transaction_id;
         return result;
     }
-    const std::uint32_t qid = s.partitions[pid].queue.value();
-    if (found_seq == 0) {
+    const QueueId qid = s.partition(pid).queue;
+    if (found_seq.value() == 0) {
         result.error = "Message not found";
         context.failure = "Message not found: " + item.transaction_id;
         return result;
     }
-    const std::uint64_t seq = found_seq;
+    const Sequence seq = found_seq;
     QueueMem& q = s.queues.at(qid);
     result.queue = q.name;
     if (memo != nullptr) {
@@ -128,10 +127,10 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
         context.failure = result.error;
         return result;
     }
-    std::uint32_t gid = 0;
+    GroupId gid;
     QUEEN_TRY(gid, get_or_create_group(s, txn, item.group));
     std::optional<CursorRecord> cursor;
-    const auto cursor_key = detail::cursor_key(PartitionId{pid}, GroupId{gid});
+    const auto cursor_key = detail::cursor_key(pid, gid);
     std::optional<Bytes> cursor_old;  // the journal's old value (atomic entries only)
     if (memo != nullptr) {
         QUEEN_TRY(cursor, memo->read_cursor(s, txn, pid, gid));
@@ -148,14 +147,14 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     const bool is_leased = record.is_leased(now_ms);
     if (item.lease.value() != 0) {
         const bool is_same_failed_batch = item.status == AckStatus::failed &&
-                                          record.last_failed_lease == item.lease.value() &&
+                                          record.last_failed_lease == item.lease &&
                                           !context.is_transaction;
         if (is_same_failed_batch) {
             result.success = true;  // the batch's failure was already counted (spec 5.7)
             result.lease_released = LeaseReleased::yes;
             return result;
         }
-        if (!is_leased || record.lease_id != item.lease.value()) {
+        if (!is_leased || record.lease_id != item.lease) {
             result.error = "Invalid or expired lease";
             context.failure = "Invalid or expired lease";
             return result;
@@ -164,7 +163,7 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     bool released = false;
     auto release = [&] {
         release_lease_index(s, record.lease_id, pid, gid);
-        record.lease_id = 0;
+        record.lease_id = LeaseId{0};
         record.lease_expires_ms = 0;
         released = true;
     };
@@ -252,7 +251,7 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
         // single-message partitions wrapped around, one pop walked them all in one apply
         // (seconds). Inside an atomic entry a rollback may restore the lease, so there it stays
         // a candidate (stale is safe: pop checks).
-        if (!s.journal.is_active && record.consumed >= s.partitions[pid].last_sequence) {
+        if (!s.journal.is_active && record.consumed >= s.partition(pid).last_sequence) {
             mark_idle(s, qid, gid, pid);
         } else {
             mark_ready(s, qid, gid, pid);
@@ -271,9 +270,9 @@ Result<AckItemResult> detail::ack_item_by_id(State& s, store::WriteTxn& txn, con
     QUEEN_TRY(auto raw_seq, txn.get(s.tables.transaction_ids,
                                     detail::txid_key(item.partition, item.transaction_id).span()));
     if (!raw_seq) {
-        return ack_item(s, txn, item, 0, now, context, nullptr);
+        return ack_item(s, txn, item, Sequence{0}, now, context, nullptr);
     }
-    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw_seq));
+    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw_seq));
     return ack_item(s, txn, item, seq, now, context, nullptr);
 }
 
@@ -290,7 +289,7 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
     // The sequences, looked up through one cursor: the ids of one popped batch sit side by side
     // in q.txids, so most lookups stay in the leaf of the one before instead of descending from
     // the root (LMDB checks the cursor's leaf first).
-    std::vector<std::uint64_t> sequences(command.items.size(), UINT64_MAX);
+    std::vector<Sequence> sequences(command.items.size(), Sequence{UINT64_MAX});
     {
         QUEEN_TRY(auto ids, txn.cursor(s.tables.transaction_ids));
         for (std::size_t i = 0; i < command.items.size(); ++i) {
@@ -298,7 +297,7 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
             QUEEN_TRY(auto found,
                       ids.find(detail::txid_key(item.partition, item.transaction_id).span()));
             if (found) {
-                QUEEN_TRY(sequences[i], detail::decode_u64(found->value));
+                QUEEN_TRY(sequences[i], detail::decode_id<Sequence>(found->value));
             }
         }
     }
@@ -316,7 +315,7 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
     AckMemo memo;
     for (const std::size_t i : order) {
         AckContext context;
-        const std::uint64_t seq = sequences[i] == UINT64_MAX ? 0 : sequences[i];
+        const Sequence seq = sequences[i] == Sequence{UINT64_MAX} ? Sequence{0} : sequences[i];
         QUEEN_TRY(result.items[i], ack_item(s, txn, command.items[i], seq, now, context, &memo));
     }
     QUEEN_TRY(memo.flush(s, txn));

@@ -25,10 +25,10 @@ Result<ConfigureResult> QueueState::apply(store::WriteTxn& txn, const ConfigureQ
                      "configure: queue name is longer than " +
                          std::to_string(s.options.queue_name_bytes_max) + " bytes"};
     }
-    std::uint32_t qid = 0;
+    QueueId qid;
     if (auto found = find_queue(s, command.queue)) {
         qid = *found;
-        const auto key = detail::queue_key(QueueId{qid});
+        const auto key = detail::queue_key(qid);
         QUEEN_TRY(auto record,
                   detail::get_record(txn, s.tables.queues, key.span(), detail::decode_queue));
         QUEEN_ASSERT(record.has_value(), "queue in memory but not in LMDB: ", command.queue);
@@ -44,15 +44,15 @@ Result<ConfigureResult> QueueState::apply(store::WriteTxn& txn, const ConfigureQ
         QUEEN_TRY(qid, create_queue(s, txn, command.queue, command.namespace_name, command.task,
                                     command.options, now));
     }
-    std::uint64_t pid = 0;
+    PartitionId pid;
     QUEEN_TRY(pid, get_or_create_partition(s, txn, qid, default_partition_name, now));
     // Options such as windowBuffer or leaseTime change who is deliverable when.
     for (auto& [gid, gc] : s.queues.at(qid).groups) {
         QUEEN_TRY(reseed_candidates(s, txn, qid, gid));
     }
     QUEEN_TRY(flush_partitions(s, txn));
-    result.queue_id = QueueId{qid};
-    result.default_partition = PartitionId{pid};
+    result.queue_id = qid;
+    result.default_partition = pid;
     return result;
 }
 
@@ -66,27 +66,26 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
         return result;
     }
     result.existed = true;
-    const std::uint32_t qid = *found;
+    const QueueId qid = *found;
     QUEEN_TRY(auto pids, queue_partitions(s, txn, qid));
-    for (const std::uint64_t pid : pids) {
-        const auto prefix = detail::partition_key(PartitionId{pid});
+    for (const PartitionId pid : pids) {
+        const auto prefix = detail::partition_key(pid);
         QUEEN_TRY(delete_prefix(s, txn, s.tables.messages, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.transaction_ids, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.traces, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.cursors, prefix.span()));
         QUEEN_TRY(txn.del(s.tables.partitions, prefix.span()));
-        s.partitions[pid] = PartitionMem{};
+        s.partition(pid) = PartitionMem{};
         s.dirty_partitions.erase(pid);
     }
-    QUEEN_TRY(
-        delete_prefix(s, txn, s.tables.partition_names, detail::queue_key(QueueId{qid}).span()));
-    QUEEN_TRY(delete_prefix(s, txn, s.tables.group_queues, detail::queue_key(QueueId{qid}).span()));
+    QUEEN_TRY(delete_prefix(s, txn, s.tables.partition_names, detail::queue_key(qid).span()));
+    QUEEN_TRY(delete_prefix(s, txn, s.tables.group_queues, detail::queue_key(qid).span()));
     {
         QUEEN_TRY(auto cursor, txn.cursor(s.tables.dlq));
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
-            if (record.queue.value() == qid) {
+            if (record.queue == qid) {
                 QUEEN_TRY(cursor.del());
                 QUEEN_TRY(entry, cursor.next());  // after del(): the entry that followed it
                 continue;
@@ -94,15 +93,13 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
             QUEEN_TRY(entry, cursor.next());
         }
     }
-    QUEEN_TRY(txn.del(s.tables.queues, detail::queue_key(QueueId{qid}).span()));
+    QUEEN_TRY(txn.del(s.tables.queues, detail::queue_key(qid).span()));
     QUEEN_TRY(txn.del(s.tables.queue_names, detail::name_key(command.queue).span()));
     // Lease index entries of the deleted partitions go stale; drop them.
     for (auto it = s.leases.begin(); it != s.leases.end();) {
         auto& pairs = it->second;
         pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
-                                   [&](const auto& pair) {
-                                       return s.partitions[pair.first].queue.value() == 0;
-                                   }),
+                                   [&](const auto& pair) { return !s.has_partition(pair.first); }),
                     pairs.end());
         it = pairs.empty() ? s.leases.erase(it) : std::next(it);
     }
@@ -160,8 +157,7 @@ Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& c
     QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     AddTraceResult result;
-    const std::uint64_t pid = command.partition.value();
-    if (pid == 0 || pid >= s.partitions.size() || s.partitions[pid].queue.value() == 0) {
+    if (!s.has_partition(command.partition)) {
         return result;
     }
     QUEEN_TRY(auto raw,
@@ -170,15 +166,15 @@ Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& c
     if (!raw) {
         return result;
     }
-    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
+    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
     if (command.group.empty() || command.group.size() > s.options.group_name_bytes_max) {
         return Error{queen::Errc::invalid_argument, "trace: bad consumerGroup length"};
     }
-    std::uint32_t gid = 0;
+    GroupId gid;
     QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
     const std::uint64_t id = s.meta.next_trace_id++;
     QUEEN_TRY(save_meta(s, txn));
-    detail::TraceRecord record{GroupId{gid}, command.event_type, command.names, command.data, now};
+    detail::TraceRecord record{gid, command.event_type, command.names, command.data, now};
     QUEEN_TRY(put(s, txn, s.tables.traces, detail::trace_key(command.partition, seq, id).span(),
                   detail::encode(record)));
     result.found = true;

@@ -41,10 +41,10 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
 Result<void> save_meta(State& s, store::WriteTxn& txn);
 
 /// Journals the old value of a partition's memory entry before its first change in an entry.
-PartitionMem& touch_partition(State& s, std::uint64_t pid);
+PartitionMem& touch_partition(State& s, PartitionId pid);
 
 /// Journals the counts of queue `qid` before their first change in an entry.
-void touch_queue_count(State& s, std::uint32_t qid);
+void touch_queue_count(State& s, QueueId qid);
 
 /// Writes the mutable fields of every partition changed by this apply into its record.
 /// Every apply ends with this flush, so a partition's record always equals its immutable info
@@ -61,74 +61,73 @@ Result<std::uint64_t> delete_prefix(State& s, store::WriteTxn& txn, store::Table
 // ------------------------------------------------------------------------------------------
 // state.cpp: lookups of queues, partitions, groups and cursors; the lease index.
 
-std::optional<std::uint32_t> find_queue(const State& s, std::string_view name);
+std::optional<QueueId> find_queue(const State& s, std::string_view name);
 
-Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_view name,
-                                   std::string namespace_name, std::string task,
-                                   const QueueOptions& options, TimestampMs now);
+Result<QueueId> create_queue(State& s, store::WriteTxn& txn, std::string_view name,
+                             std::string namespace_name, std::string task,
+                             const QueueOptions& options, TimestampMs now);
 
 /// The id of partition `name` of queue `qid` (from the cache, else from LMDB's name index and
 /// cached); std::nullopt when there is none.
-Result<std::optional<std::uint64_t>> find_partition(State& s, const store::Txn& txn,
-                                                    std::uint32_t qid, std::string_view name);
+Result<std::optional<PartitionId>> find_partition(State& s, const store::Txn& txn, QueueId qid,
+                                                  std::string_view name);
 
-Result<std::uint64_t> get_or_create_partition(State& s, store::WriteTxn& txn, std::uint32_t qid,
-                                              std::string_view name, TimestampMs now);
+Result<PartitionId> get_or_create_partition(State& s, store::WriteTxn& txn, QueueId qid,
+                                            std::string_view name, TimestampMs now);
 
-Result<std::uint32_t> get_or_create_group(State& s, store::WriteTxn& txn, std::string_view name);
+Result<GroupId> get_or_create_group(State& s, store::WriteTxn& txn, std::string_view name);
 
 Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn& txn,
-                                                std::uint64_t pid, std::uint32_t gid);
+                                                PartitionId pid, GroupId gid);
 
-Result<void> write_cursor(State& s, store::WriteTxn& txn, std::uint64_t pid, std::uint32_t gid,
+Result<void> write_cursor(State& s, store::WriteTxn& txn, PartitionId pid, GroupId gid,
                           const CursorRecord& record);
 
 /// The name of partition `pid` (empty when there is no such partition).
-Result<std::string> partition_name(State& s, const store::Txn& txn, std::uint64_t pid);
+Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId pid);
 
 /// The first stored sequence >= `from` whose message was created at or after `ts_ms`
 /// (last + 1 when none).
-Result<std::uint64_t> first_sequence_from(const State& s, const store::Txn& txn, std::uint64_t pid,
-                                          std::uint64_t from, std::int64_t ts_ms);
+Result<Sequence> first_sequence_from(const State& s, const store::Txn& txn, PartitionId pid,
+                                     Sequence from, std::int64_t ts_ms);
 
 /// Partition ids of one queue in name order.
-Result<std::vector<std::uint64_t>> queue_partitions(const State& s, const store::Txn& txn,
-                                                    std::uint32_t qid);
+Result<std::vector<PartitionId>> queue_partitions(const State& s, const store::Txn& txn,
+                                                  QueueId qid);
 
 /// Drops (pid, gid) from the lease index entry of `lease_id` (0: nothing to drop); inside an
 /// atomic entry, only when the entry commits.
-void release_lease_index(State& s, std::uint64_t lease_id, std::uint64_t pid, std::uint32_t gid);
+void release_lease_index(State& s, LeaseId lease_id, PartitionId pid, GroupId gid);
 
 // ------------------------------------------------------------------------------------------
 // candidates.cpp: the candidate sets of the pop index.
 
 /// Puts `pid` in the ready set (out of the deferred one).
-void make_ready(GroupCandidates& gc, std::uint64_t pid);
+void make_ready(GroupCandidates& gc, PartitionId pid);
 /// Takes `pid` out of both sets.
-void make_idle(GroupCandidates& gc, std::uint64_t pid);
+void make_idle(GroupCandidates& gc, PartitionId pid);
 /// Puts `pid` in the deferred set, due at `due_ms` (out of the ready one).
-void defer(GroupCandidates& gc, std::uint64_t pid, std::int64_t due_ms);
+void defer(GroupCandidates& gc, PartitionId pid, std::int64_t due_ms);
 /// Moves the deferred partitions due at or before `now_ms` to the ready set.
 void promote_due(GroupCandidates& gc, std::int64_t now_ms);
 
 /// A partition of `qid` may have become deliverable for `gid` (or every group when gid = 0).
-void mark_ready(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid);
+void mark_ready(State& s, QueueId qid, GroupId gid, PartitionId pid);
 
 /// Partition `pid` of `qid` has nothing deliverable for group `gid` (a non-zero id).
-void mark_idle(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid);
+void mark_idle(State& s, QueueId qid, GroupId gid, PartitionId pid);
 
 /// Every partition of `qid` that has messages, in id order. A queue that holds a good share of
 /// all partitions is read from the memory mirror (one sequential pass); a small one from its
 /// name index in LMDB, then sorted. The candidate sets take them in this order, so no insert
 /// searches the tree: with 10,000,000 partitions the name-index walk with searched inserts held
 /// the applier for seconds on a group's first pop.
-Result<std::vector<std::uint64_t>> partitions_with_messages(const State& s, const store::Txn& txn,
-                                                            std::uint32_t qid);
+Result<std::vector<PartitionId>> partitions_with_messages(const State& s, const store::Txn& txn,
+                                                          QueueId qid);
 
 /// Re-seeds the candidates of (qid, gid) with every partition that has messages (after a seek
 /// or a subscription change moved where the group starts).
-Result<void> reseed_candidates(State& s, const store::Txn& txn, std::uint32_t qid,
-                               std::uint32_t gid);
+Result<void> reseed_candidates(State& s, const store::Txn& txn, QueueId qid, GroupId gid);
 
 // ------------------------------------------------------------------------------------------
 // push.cpp: pushes of one item and the blocks they leave pending.
@@ -144,8 +143,8 @@ public:
     struct Pair {
         std::string queue;
         std::string partition;
-        std::uint32_t qid = 0;
-        std::uint64_t pid = 0;
+        QueueId qid;
+        PartitionId pid;
         bool is_marked_ready = false;  ///< marked ready for every group by this apply
         bool has_wakeup = false;       ///< a wakeup for it is pending
         std::size_t block = detail::PendingBlocks::none;  ///< its pending block, once looked up
@@ -164,7 +163,7 @@ public:
         return nullptr;
     }
     /// Memoizes a pair (replacing the oldest one when full).
-    Pair& add(const PushItem& item, std::uint32_t qid, std::uint64_t pid) {
+    Pair& add(const PushItem& item, QueueId qid, PartitionId pid) {
         Pair* slot = nullptr;
         if (pairs_.size() < pairs_max) {
             slot = &pairs_.emplace_back();
@@ -185,8 +184,8 @@ public:
     /// Adds the message `item` pushed at `now` as sequence `seq` to the block of `pair`'s
     /// partition (in the state's pending blocks, which an earlier push of the batch may have
     /// started).
-    Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
-                        TimestampMs now, const PushItem& item);
+    Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, Sequence seq, TimestampMs now,
+                        const PushItem& item);
 
     /// Forgets the pairs' block indexes (the pending blocks were written).
     void forget_blocks() noexcept {

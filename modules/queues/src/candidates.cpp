@@ -5,7 +5,7 @@
 
 namespace queen::queues::detail {
 
-void make_ready(GroupCandidates& gc, std::uint64_t pid) {
+void make_ready(GroupCandidates& gc, PartitionId pid) {
     if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
         gc.deferred.erase({it->second, pid});
         gc.deferred_due.erase(it);
@@ -13,7 +13,7 @@ void make_ready(GroupCandidates& gc, std::uint64_t pid) {
     gc.ready.insert(pid);
 }
 
-void make_idle(GroupCandidates& gc, std::uint64_t pid) {
+void make_idle(GroupCandidates& gc, PartitionId pid) {
     if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
         gc.deferred.erase({it->second, pid});
         gc.deferred_due.erase(it);
@@ -21,7 +21,7 @@ void make_idle(GroupCandidates& gc, std::uint64_t pid) {
     gc.ready.erase(pid);
 }
 
-void defer(GroupCandidates& gc, std::uint64_t pid, std::int64_t due_ms) {
+void defer(GroupCandidates& gc, PartitionId pid, std::int64_t due_ms) {
     make_idle(gc, pid);
     gc.deferred.emplace(due_ms, pid);
     gc.deferred_due.emplace(pid, due_ms);
@@ -29,19 +29,19 @@ void defer(GroupCandidates& gc, std::uint64_t pid, std::int64_t due_ms) {
 
 void promote_due(GroupCandidates& gc, std::int64_t now_ms) {
     while (!gc.deferred.empty() && gc.deferred.begin()->first <= now_ms) {
-        const std::uint64_t pid = gc.deferred.begin()->second;
+        const PartitionId pid = gc.deferred.begin()->second;
         gc.deferred.erase(gc.deferred.begin());
         gc.deferred_due.erase(pid);
         gc.ready.insert(pid);
     }
 }
 
-void mark_ready(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid) {
+void mark_ready(State& s, QueueId qid, GroupId gid, PartitionId pid) {
     auto q = s.queues.find(qid);
     if (q == s.queues.end()) {
         return;
     }
-    if (gid == 0) {
+    if (gid.value() == 0) {
         for (auto& [group, gc] : q->second.groups) {
             make_ready(gc, pid);
         }
@@ -50,7 +50,7 @@ void mark_ready(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pi
     }
 }
 
-void mark_idle(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid) {
+void mark_idle(State& s, QueueId qid, GroupId gid, PartitionId pid) {
     auto q = s.queues.find(qid);
     if (q == s.queues.end()) {
         return;
@@ -60,26 +60,26 @@ void mark_idle(State& s, std::uint32_t qid, std::uint32_t gid, std::uint64_t pid
     }
 }
 
-Result<std::vector<std::uint64_t>> partitions_with_messages(const State& s, const store::Txn& txn,
-                                                            std::uint32_t qid) {
+Result<std::vector<PartitionId>> partitions_with_messages(const State& s, const store::Txn& txn,
+                                                          QueueId qid) {
     const QueueMem& q = s.queues.at(qid);
-    std::vector<std::uint64_t> pids;
+    std::vector<PartitionId> pids;
     if (q.partition_count * 8 >= s.partitions.size()) {
-        for (std::uint64_t pid = 1; pid < s.partitions.size(); ++pid) {
-            const PartitionMem& mem = s.partitions[pid];
-            if (mem.queue.value() == qid && mem.message_count > 0) {
-                pids.push_back(pid);
+        for (std::uint64_t index = 1; index < s.partitions.size(); ++index) {  // index = id
+            const PartitionMem& mem = s.partitions[index];
+            if (mem.queue == qid && mem.message_count > 0) {
+                pids.emplace_back(index);
             }
         }
         return pids;
     }
     pids.reserve(q.partition_count);
     QUEEN_TRY(auto cursor, txn.cursor(s.tables.partition_names));
-    const auto prefix = detail::queue_key(QueueId{qid});
+    const auto prefix = detail::queue_key(qid);
     QUEEN_TRY(auto entry, cursor.seek(prefix.span()));
     while (entry && detail::has_prefix(entry->key, prefix.span())) {
-        QUEEN_TRY(auto pid, detail::decode_u64(entry->value));
-        if (s.partitions[pid].message_count > 0) {
+        QUEEN_TRY(auto pid, detail::decode_id<PartitionId>(entry->value));
+        if (s.partition(pid).message_count > 0) {
             pids.push_back(pid);
         }
         QUEEN_TRY(entry, cursor.next());
@@ -88,8 +88,7 @@ Result<std::vector<std::uint64_t>> partitions_with_messages(const State& s, cons
     return pids;
 }
 
-Result<void> reseed_candidates(State& s, const store::Txn& txn, std::uint32_t qid,
-                               std::uint32_t gid) {
+Result<void> reseed_candidates(State& s, const store::Txn& txn, QueueId qid, GroupId gid) {
     auto q = s.queues.find(qid);
     if (q == s.queues.end()) {
         return {};
@@ -99,7 +98,7 @@ Result<void> reseed_candidates(State& s, const store::Txn& txn, std::uint32_t qi
         return {};
     }
     QUEEN_TRY(const auto pids, partitions_with_messages(s, txn, qid));
-    for (const std::uint64_t pid : pids) {
+    for (const PartitionId pid : pids) {
         make_ready(g->second, pid);
     }
     return {};

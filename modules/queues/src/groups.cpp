@@ -19,8 +19,8 @@ Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGr
         result.metadata_deleted = command.delete_metadata;
         return result;
     }
-    const std::uint32_t gid = g->second;
-    std::vector<std::uint32_t> qids;
+    const GroupId gid = g->second;
+    std::vector<QueueId> qids;
     if (command.queue.empty()) {
         for (const auto& [qid, q] : s.queues) {
             qids.push_back(qid);
@@ -28,10 +28,10 @@ Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGr
     } else if (auto found = find_queue(s, command.queue)) {
         qids.push_back(*found);
     }
-    for (const std::uint32_t qid : qids) {
+    for (const QueueId qid : qids) {
         QUEEN_TRY(auto pids, queue_partitions(s, txn, qid));
-        for (const std::uint64_t pid : pids) {
-            const auto key = detail::cursor_key(PartitionId{pid}, GroupId{gid});
+        for (const PartitionId pid : pids) {
+            const auto key = detail::cursor_key(pid, gid);
             QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
             if (cursor) {
                 release_lease_index(s, cursor->lease_id, pid, gid);
@@ -39,8 +39,7 @@ Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGr
                 result.deleted_partitions++;
             }
         }
-        QUEEN_TRY(txn.del(s.tables.group_queues,
-                          detail::group_queue_key(QueueId{qid}, GroupId{gid}).span()));
+        QUEEN_TRY(txn.del(s.tables.group_queues, detail::group_queue_key(qid, gid).span()));
         s.queues.at(qid).groups.erase(gid);
         s.wakeups.push_back({s.queues.at(qid).name, std::string()});
     }
@@ -51,9 +50,7 @@ Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGr
                                                     (!qids.empty() && sub_qid == qids.front()));
             if (matches) {
                 QUEEN_TRY(txn.del(s.tables.subscriptions,
-                                  detail::subscription_key(GroupId{sub_gid}, QueueId{sub_qid},
-                                                           PartitionId{sub_pid})
-                                      .span()));
+                                  detail::subscription_key(sub_gid, sub_qid, sub_pid).span()));
                 it = s.subscriptions.erase(it);
             } else {
                 ++it;
@@ -74,23 +71,21 @@ Result<UpdateSubscriptionResult> QueueState::apply(store::WriteTxn& txn,
     if (g == s.group_ids.end()) {
         return result;
     }
-    const std::uint32_t gid = g->second;
-    std::set<std::uint32_t> touched;
+    const GroupId gid = g->second;
+    std::set<QueueId> touched;
     for (auto& [key, sub] : s.subscriptions) {
         const auto [sub_gid, sub_qid, sub_pid] = key;
         if (sub_gid != gid) {
             continue;
         }
         sub.timestamp = command.timestamp;
-        QUEEN_TRY(
-            put(s, txn, s.tables.subscriptions,
-                detail::subscription_key(GroupId{sub_gid}, QueueId{sub_qid}, PartitionId{sub_pid})
-                    .span(),
-                detail::encode(sub)));
+        QUEEN_TRY(put(s, txn, s.tables.subscriptions,
+                      detail::subscription_key(sub_gid, sub_qid, sub_pid).span(),
+                      detail::encode(sub)));
         touched.insert(sub_qid);
         result.rows_updated++;
     }
-    for (const std::uint32_t qid : touched) {
+    for (const QueueId qid : touched) {
         QUEEN_TRY(reseed_candidates(s, txn, qid, gid));
     }
     return result;
@@ -106,17 +101,17 @@ Result<SeekGroupResult> QueueState::apply(store::WriteTxn& txn, const SeekGroup&
     if (g == s.group_ids.end() || !found) {
         return result;
     }
-    const std::uint32_t gid = g->second;
-    const std::uint32_t qid = *found;
+    const GroupId gid = g->second;
+    const QueueId qid = *found;
     QUEEN_TRY(auto pids, queue_partitions(s, txn, qid));
-    for (const std::uint64_t pid : pids) {
+    for (const PartitionId pid : pids) {
         QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
         if (!cursor) {
             continue;
         }
-        const PartitionMem& mem = s.partitions[pid];
+        const PartitionMem& mem = s.partition(pid);
         release_lease_index(s, cursor->lease_id, pid, gid);
-        cursor->lease_id = 0;
+        cursor->lease_id = LeaseId{0};
         cursor->lease_expires_ms = 0;
         cursor->not_before_ms = 0;
         cursor->acked_count = 0;
@@ -129,11 +124,10 @@ Result<SeekGroupResult> QueueState::apply(store::WriteTxn& txn, const SeekGroup&
             QUEEN_TRY(auto after, first_sequence_from(s, txn, pid, mem.first_sequence,
                                                       command.timestamp.value() + 1));
             if (after <= mem.first_sequence) {
-                QUEEN_TRY(txn.del(s.tables.cursors,
-                                  detail::cursor_key(PartitionId{pid}, GroupId{gid}).span()));
+                QUEEN_TRY(txn.del(s.tables.cursors, detail::cursor_key(pid, gid).span()));
                 continue;
             }
-            cursor->consumed = after - 1;
+            cursor->consumed = after.prev();
         }
         QUEEN_TRY(write_cursor(s, txn, pid, gid, *cursor));
     }
@@ -156,23 +150,23 @@ Result<SeekPartitionResult> QueueState::apply(store::WriteTxn& txn, const SeekPa
         return result;
     }
     result.found = true;
-    std::uint32_t gid = 0;
+    GroupId gid;
     QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
     QUEEN_TRY(auto cursor, read_cursor(s, txn, *pid, gid));
     CursorRecord record = cursor.value_or(CursorRecord{});
     release_lease_index(s, record.lease_id, *pid, gid);
-    record.lease_id = 0;
+    record.lease_id = LeaseId{0};
     record.lease_expires_ms = 0;
     record.not_before_ms = 0;
-    record.consumed = s.partitions[*pid].last_sequence;
+    record.consumed = s.partition(*pid).last_sequence;
     QUEEN_TRY(write_cursor(s, txn, *pid, gid, record));
     auto& groups = s.queues.at(*found).groups;
     if (auto gc = groups.find(gid); gc != groups.end()) {
         make_idle(gc->second, *pid);
     }
     result.updated = true;
-    result.cursor = MessageId{PartitionId{*pid}, Sequence{record.consumed}};
-    result.cursor_created_at = TimestampMs{s.partitions[*pid].last_created_ms};
+    result.cursor = MessageId{*pid, record.consumed};
+    result.cursor_created_at = TimestampMs{s.partition(*pid).last_created_ms};
     return result;
 }
 

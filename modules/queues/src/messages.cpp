@@ -12,23 +12,23 @@ Error corrupt(const std::string& what) {
 
 /// The (partition, first sequence) of a q.messages key.
 struct BlockKey {
-    std::uint64_t partition = 0;
-    std::uint64_t first = 0;
+    PartitionId partition;
+    Sequence first;
 };
 
 BlockKey key_of(ByteSpan key) {
     store::KeyReader reader(key);
     BlockKey out;
-    out.partition = reader.u64be();
-    out.first = reader.u64be();
+    out.partition = PartitionId{reader.u64be()};
+    out.first = Sequence{reader.u64be()};
     return out;
 }
 
 /// The entry holding (partition, sequence), positioning `cursor` on it; std::nullopt when no
 /// block covers the sequence.
-Result<std::optional<store::Entry>> seek_block(store::Cursor& cursor, std::uint64_t partition,
-                                               std::uint64_t sequence) {
-    QUEEN_TRY(auto entry, cursor.seek(message_key(PartitionId{partition}, sequence).span()));
+Result<std::optional<store::Entry>> seek_block(store::Cursor& cursor, PartitionId partition,
+                                               Sequence sequence) {
+    QUEEN_TRY(auto entry, cursor.seek(message_key(partition, sequence).span()));
     if (entry) {
         const BlockKey key = key_of(entry->key);
         if (key.partition == partition && key.first == sequence) {
@@ -45,7 +45,7 @@ Result<std::optional<store::Entry>> seek_block(store::Cursor& cursor, std::uint6
         return std::optional<store::Entry>{};
     }
     QUEEN_TRY(auto block, BlockReader::parse(entry->value));
-    if (sequence - key.first >= block.count()) {
+    if (sequence.value() - key.first.value() >= block.count()) {
         return std::optional<store::Entry>{};
     }
     return entry;
@@ -89,13 +89,13 @@ Result<bool> BlockReader::next(ByteSpan& record) {
 }
 
 Result<MessageScan> MessageScan::open(const store::Txn& txn, store::Table table,
-                                      std::uint64_t partition, std::uint64_t from) {
+                                      PartitionId partition, Sequence from) {
     QUEEN_TRY(auto cursor, txn.cursor(table));
     MessageScan scan(std::move(cursor), partition);
     QUEEN_TRY(auto covering, seek_block(scan.cursor_, partition, from));
     if (!covering) {
         // The first block after `from`, if any.
-        QUEEN_TRY(covering, scan.cursor_.seek(message_key(PartitionId{partition}, from).span()));
+        QUEEN_TRY(covering, scan.cursor_.seek(message_key(partition, from).span()));
     }
     QUEEN_TRY(scan.load(covering));
     // Skip the records before `from` in the covering block.
@@ -105,7 +105,7 @@ Result<MessageScan> MessageScan::open(const store::Txn& txn, store::Table table,
         if (!more) {
             break;
         }
-        ++scan.sequence_;
+        scan.sequence_ = scan.sequence_.next();
     }
     return scan;
 }
@@ -131,7 +131,8 @@ Result<std::optional<StoredMessage>> MessageScan::next() {
             QUEEN_TRY(load(entry));
             continue;
         }
-        const std::uint64_t sequence = sequence_++;
+        const Sequence sequence = sequence_;
+        sequence_ = sequence_.next();
         if (!record.empty()) {
             return std::optional<StoredMessage>{StoredMessage{sequence, record}};
         }
@@ -140,7 +141,7 @@ Result<std::optional<StoredMessage>> MessageScan::next() {
 }
 
 Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, store::Table table,
-                                             std::uint64_t partition, std::uint64_t sequence) {
+                                             PartitionId partition, Sequence sequence) {
     QUEEN_TRY(auto scan, MessageScan::open(txn, table, partition, sequence));
     QUEEN_TRY(auto stored, scan.next());
     if (!stored || stored->sequence != sequence) {
@@ -150,7 +151,7 @@ Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, store::Table
 }
 
 Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, store::Table table,
-                                                  std::uint64_t partition, std::uint64_t sequence) {
+                                                  PartitionId partition, Sequence sequence) {
     QUEEN_TRY(auto record, find_message(txn, table, partition, sequence));
     if (!record) {
         return std::optional<MessageRecord>{};
@@ -159,15 +160,15 @@ Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, store::
     return std::optional<MessageRecord>{std::move(message)};
 }
 
-Result<void> erase_messages(store::WriteTxn& txn, store::Table table, std::uint64_t partition,
-                            std::span<const std::uint64_t> sequences, Bytes& scratch) {
+Result<void> erase_messages(store::WriteTxn& txn, store::Table table, PartitionId partition,
+                            std::span<const Sequence> sequences, Bytes& scratch) {
     std::size_t at = 0;
     while (at < sequences.size()) {
         QUEEN_TRY(auto cursor, txn.cursor(table));
         QUEEN_TRY(auto entry, seek_block(cursor, partition, sequences[at]));
         if (!entry) {
-            return corrupt("no block holds message " + std::to_string(sequences[at]) +
-                           " of partition " + std::to_string(partition));
+            return corrupt("no block holds message " + std::to_string(sequences[at].value()) +
+                           " of partition " + std::to_string(partition.value()));
         }
         const BlockKey key = key_of(entry->key);
         QUEEN_TRY(auto block, BlockReader::parse(entry->value));
@@ -177,7 +178,7 @@ Result<void> erase_messages(store::WriteTxn& txn, store::Table table, std::uint6
         store_le<std::uint32_t>(scratch.data() + 1, block.count());
         ByteWriter writer(scratch);
         std::uint32_t live = 0;
-        std::uint64_t sequence = key.first;
+        Sequence sequence = key.first;
         ByteSpan record;
         for (;;) {
             QUEEN_TRY(const bool more, block.next(record));
@@ -194,9 +195,9 @@ Result<void> erase_messages(store::WriteTxn& txn, store::Table table, std::uint6
                 writer.blob(record);
                 ++live;
             }
-            ++sequence;
+            sequence = sequence.next();
         }
-        const auto block_key = message_key(PartitionId{partition}, key.first);
+        const auto block_key = message_key(partition, key.first);
         if (live == 0) {
             QUEEN_TRY(txn.del(table, block_key.span()));
         } else {
@@ -206,7 +207,7 @@ Result<void> erase_messages(store::WriteTxn& txn, store::Table table, std::uint6
     return {};
 }
 
-void BlockBuilder::start(std::uint64_t partition, std::uint64_t first) {
+void BlockBuilder::start(PartitionId partition, Sequence first) {
     partition_ = partition;
     first_ = first;
     count_ = 0;
@@ -229,12 +230,12 @@ ByteSpan BlockBuilder::value() {
     return bytes_;
 }
 
-std::size_t PendingBlocks::find(std::uint64_t partition) const {
+std::size_t PendingBlocks::find(PartitionId partition) const {
     const auto it = index_.find(partition);
     return it == index_.end() ? none : it->second;
 }
 
-std::size_t PendingBlocks::start(std::uint64_t partition, std::uint64_t first) {
+std::size_t PendingBlocks::start(PartitionId partition, Sequence first) {
     if (used_ == blocks_.size()) {
         blocks_.emplace_back();
     }

@@ -29,7 +29,7 @@ inline constexpr std::size_t message_block_header_bytes = 5;
 /// A live message read from the table: its sequence and MessageRecord bytes (valid until the
 /// txn's next write or the scan's next step).
 struct StoredMessage {
-    std::uint64_t sequence = 0;
+    Sequence sequence;
     ByteSpan record;
 };
 
@@ -56,48 +56,50 @@ private:
 class MessageScan {
 public:
     static Result<MessageScan> open(const store::Txn& txn, store::Table table,
-                                    std::uint64_t partition, std::uint64_t from);
+                                    PartitionId partition, Sequence from);
     /// The next live message; std::nullopt past the partition's last.
     Result<std::optional<StoredMessage>> next();
 
 private:
-    MessageScan(store::Cursor cursor, std::uint64_t partition)
+    MessageScan(store::Cursor cursor, PartitionId partition)
         : cursor_(std::move(cursor)), partition_(partition) {}
     /// Loads the block of `entry` (std::nullopt or another partition ends the scan).
     Result<void> load(const std::optional<store::Entry>& entry);
 
     store::Cursor cursor_;
-    std::uint64_t partition_;
+    PartitionId partition_;
     std::optional<BlockReader> block_;
-    std::uint64_t sequence_ = 0;  ///< of the block's next record
+    Sequence sequence_;  ///< of the block's next record
     bool is_done_ = false;
 };
 
 /// The MessageRecord bytes of (partition, sequence); std::nullopt when absent or deleted.
 Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, store::Table table,
-                                             std::uint64_t partition, std::uint64_t sequence);
+                                             PartitionId partition, Sequence sequence);
 
 /// The decoded message (partition, sequence); std::nullopt when absent or deleted.
 Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, store::Table table,
-                                                  std::uint64_t partition, std::uint64_t sequence);
+                                                  PartitionId partition, Sequence sequence);
 
 /// Deletes the messages `sequences` (ascending, each stored and live) of `partition`: a block
 /// left with no live message is removed, any other is rewritten with their lengths zeroed.
 /// `scratch` is reused for the rewritten values. Not journaled (callers run outside atomic
 /// entries).
-Result<void> erase_messages(store::WriteTxn& txn, store::Table table, std::uint64_t partition,
-                            std::span<const std::uint64_t> sequences, Bytes& scratch);
+Result<void> erase_messages(store::WriteTxn& txn, store::Table table, PartitionId partition,
+                            std::span<const Sequence> sequences, Bytes& scratch);
 
 /// Appends messages of one partition to a block being built (consecutive sequences).
 class BlockBuilder {
 public:
     /// Starts an empty block at `first` (reusing the storage).
-    void start(std::uint64_t partition, std::uint64_t first);
+    void start(PartitionId partition, Sequence first);
     /// Adds the MessageRecord of a pushed item as sequence first + count(), encoded in place.
     void add_message(TimestampMs created_at, const PushItem& item);
-    [[nodiscard]] std::uint64_t partition() const noexcept { return partition_; }
-    [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
+    [[nodiscard]] PartitionId partition() const noexcept { return partition_; }
+    [[nodiscard]] Sequence first() const noexcept { return first_; }
     [[nodiscard]] std::uint32_t count() const noexcept { return count_; }
+    /// The sequence the next added message gets: first + count().
+    [[nodiscard]] Sequence next() const noexcept { return Sequence{first_.value() + count_}; }
     [[nodiscard]] std::size_t bytes() const noexcept { return bytes_.size(); }
     /// The finished value (count filled in).
     ByteSpan value();
@@ -107,8 +109,8 @@ public:
     }
 
 private:
-    std::uint64_t partition_ = 0;
-    std::uint64_t first_ = 0;
+    PartitionId partition_;
+    Sequence first_;
     std::uint32_t count_ = 0;
     std::size_t single_at_ = 0;
     std::size_t single_bytes_ = 0;
@@ -122,9 +124,9 @@ public:
     static constexpr std::size_t none = SIZE_MAX;
     /// The index of the block of `partition` being built; `none` when there is none. Indexes
     /// stay valid until flush() or clear().
-    [[nodiscard]] std::size_t find(std::uint64_t partition) const;
+    [[nodiscard]] std::size_t find(PartitionId partition) const;
     /// Starts the block of `partition` at `first` (there is none); returns its index.
-    std::size_t start(std::uint64_t partition, std::uint64_t first);
+    std::size_t start(PartitionId partition, Sequence first);
     BlockBuilder& at(std::size_t index) noexcept { return blocks_[index]; }
     [[nodiscard]] bool empty() const noexcept { return used_ == 0; }
     /// Calls `write(block)` for each block, in the order they were started, then forgets them
@@ -143,8 +145,8 @@ private:
     void clear();
 
     std::vector<BlockBuilder> blocks_;
-    std::size_t used_ = 0;                                  ///< blocks_[0, used_) are being built
-    std::unordered_map<std::uint64_t, std::size_t> index_;  ///< partition -> blocks_ index
+    std::size_t used_ = 0;                                ///< blocks_[0, used_) are being built
+    std::unordered_map<PartitionId, std::size_t> index_;  ///< partition -> blocks_ index
 };
 
 }  // namespace queen::queues::detail

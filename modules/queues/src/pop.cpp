@@ -16,12 +16,12 @@ using detail::State;
 
 namespace {
 
-const detail::SubscriptionRecord* find_subscription(const State& s, std::uint32_t gid,
-                                                    std::uint32_t qid, std::uint64_t pid) {
+const detail::SubscriptionRecord* find_subscription(const State& s, GroupId gid, QueueId qid,
+                                                    PartitionId pid) {
     if (auto it = s.subscriptions.find({gid, qid, pid}); it != s.subscriptions.end()) {
         return &it->second;
     }
-    if (auto it = s.subscriptions.find({gid, qid, 0}); it != s.subscriptions.end()) {
+    if (auto it = s.subscriptions.find({gid, qid, PartitionId{0}}); it != s.subscriptions.end()) {
         return &it->second;
     }
     return nullptr;
@@ -37,19 +37,18 @@ struct PartitionTake {
 
 /// Checks (pid, gid) against LMDB at `now`, moves its candidate entry, and takes up to `budget`
 /// messages under `lease` (0 = autoAck). Returns the messages taken (none = not deliverable).
-Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32_t qid,
-                                     std::uint32_t gid, GroupCandidates& gc, std::uint64_t pid,
-                                     std::int64_t now_ms, std::uint32_t budget,
-                                     std::uint64_t& lease, bool auto_ack) {
+Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, QueueId qid, GroupId gid,
+                                     GroupCandidates& gc, PartitionId pid, std::int64_t now_ms,
+                                     std::uint32_t budget, LeaseId& lease, bool auto_ack) {
     PartitionTake take;
     // A candidate may name a partition a rolled-back transaction created (gone, or its id
     // reused by another queue): drop it.
-    if (pid >= s.partitions.size() || s.partitions[pid].queue.value() != qid) {
+    if (pid.value() >= s.partitions.size() || s.partition(pid).queue != qid) {
         make_idle(gc, pid);
         return take;
     }
-    const PartitionMem& mem = s.partitions[pid];
-    if (mem.queue.value() != qid) {
+    const PartitionMem& mem = s.partition(pid);
+    if (mem.queue != qid) {
         make_idle(gc, pid);
         return take;
     }
@@ -72,10 +71,10 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
         defer(gc, pid, mem.last_created_ms + options.window_buffer_s * 1000);
         return take;
     }
-    std::uint64_t from = 0;
+    Sequence from;
     const bool had_cursor = cursor.has_value();
     if (cursor) {
-        from = cursor->consumed + 1;
+        from = cursor->consumed.next();
     } else if (const auto* sub = find_subscription(s, gid, qid, pid); sub != nullptr) {
         QUEEN_TRY(from,
                   first_sequence_from(s, txn, pid, mem.first_sequence, sub->timestamp.value()));
@@ -87,7 +86,7 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
         // The subscription start becomes a cursor only when something is delivered: nothing is
         // written for a partition that was merely examined, because which stale candidates get
         // examined depends on the memory cache, and LMDB must not.
-        record.consumed = from - 1;
+        record.consumed = from.prev();
     }
     if (from > mem.last_sequence) {
         make_idle(gc, pid);
@@ -97,8 +96,8 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
     QUEEN_TRY(name, partition_name(s, txn, pid));
     const std::int64_t delay_ms = options.delayed_processing_s * 1000;
     std::int64_t delayed_until = 0;
-    take.messages.reserve(
-        static_cast<std::size_t>(std::min<std::uint64_t>(budget, mem.last_sequence - from + 1)));
+    take.messages.reserve(static_cast<std::size_t>(
+        std::min<std::uint64_t>(budget, mem.last_sequence.value() - from.value() + 1)));
     QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
     QUEEN_TRY(auto stored, scan.next());
     while (stored && take.messages.size() < budget) {
@@ -107,9 +106,8 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
             delayed_until = message.created_at.value() + delay_ms;
             break;
         }
-        const std::uint64_t seq = stored->sequence;
         PoppedMessage out;
-        out.id = MessageId{PartitionId{pid}, Sequence{seq}};
+        out.id = MessageId{pid, stored->sequence};
         out.transaction_id = std::move(message.transaction_id);
         out.trace_id = std::move(message.trace_id);
         out.producer_sub = std::move(message.producer_sub);
@@ -132,13 +130,13 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
         }
         return take;
     }
-    const std::uint64_t last_taken = take.messages.back().id.sequence.value();
+    const Sequence last_taken = take.messages.back().id.sequence;
     release_lease_index(s, record.lease_id, pid, gid);
     if (auto_ack) {
         record.consumed = last_taken;
         record.total_consumed += take.messages.size();
         record.last_consumed_ms = now_ms;
-        record.lease_id = 0;
+        record.lease_id = LeaseId{0};
         record.lease_expires_ms = 0;
         record.batch_size = 0;
         record.acked_count = 0;
@@ -148,8 +146,9 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
             make_idle(gc, pid);
         }
     } else {
-        if (lease == 0) {
-            lease = s.meta.next_lease_id++;
+        if (lease.value() == 0) {
+            lease = s.meta.next_lease_id;
+            s.meta.next_lease_id = lease.next();
             s.is_meta_dirty = true;  // one meta write per batch, not per pop
         }
         record.lease_id = lease;
@@ -165,8 +164,8 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, std::uint32
 
 /// The candidates of (qid, gid), created on the group's first pop on the queue: every
 /// partition with messages, minus those the cursors say are consumed or leased.
-Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, std::uint32_t qid,
-                                          std::uint32_t gid, TimestampMs now, bool& created) {
+Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, QueueId qid, GroupId gid,
+                                          TimestampMs now, bool& created) {
     QueueMem& q = s.queues.at(qid);
     created = false;
     if (auto it = q.groups.find(gid); it != q.groups.end()) {
@@ -175,12 +174,11 @@ Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, std::u
     created = true;
     GroupCandidates gc;
     QUEEN_TRY(const auto pids, partitions_with_messages(s, txn, qid));
-    for (const std::uint64_t pid : pids) {
+    for (const PartitionId pid : pids) {
         gc.ready.insert(gc.ready.end(), pid);
     }
-    detail::GroupQueueRecord record{0, now};
-    QUEEN_TRY(put(s, txn, s.tables.group_queues,
-                  detail::group_queue_key(QueueId{qid}, GroupId{gid}).span(),
+    detail::GroupQueueRecord record{PartitionId{0}, now};
+    QUEEN_TRY(put(s, txn, s.tables.group_queues, detail::group_queue_key(qid, gid).span(),
                   detail::encode(record)));
     return &q.groups.emplace(gid, std::move(gc)).first->second;
 }
@@ -188,9 +186,9 @@ Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, std::u
 /// Readies queue `qid` for group `gid`'s pop: its candidates (created on the group's first pop
 /// on the queue) and, for a new named group that asks for one, its subscription start (spec
 /// 5.8). `only_pid` limits the subscription to one partition (the partition route).
-Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, std::uint32_t qid,
-                                       std::uint32_t gid, const Pop& command,
-                                       std::optional<std::uint64_t> only_pid, TimestampMs now) {
+Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, QueueId qid, GroupId gid,
+                                       const Pop& command, std::optional<PartitionId> only_pid,
+                                       TimestampMs now) {
     bool created = false;
     GroupCandidates* gc = nullptr;
     QUEEN_TRY(gc, group_candidates(s, txn, qid, gid, now, created));
@@ -199,7 +197,7 @@ Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, std::uint
     if (command.group == queue_mode_group || !wants_start) {
         return gc;
     }
-    const std::uint64_t scope = only_pid.value_or(0);
+    const PartitionId scope = only_pid.value_or(PartitionId{0});
     bool is_new = created && find_subscription(s, gid, qid, scope) == nullptr;
     if (only_pid && !created && find_subscription(s, gid, qid, *only_pid) == nullptr) {
         QUEEN_TRY(auto cursor, read_cursor(s, txn, *only_pid, gid));
@@ -217,23 +215,22 @@ Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, std::uint
         sub.mode = SubscriptionMode::new_only;
         sub.timestamp = now;
     }
-    QUEEN_TRY(put(s, txn, s.tables.subscriptions,
-                  detail::subscription_key(GroupId{gid}, QueueId{qid}, PartitionId{scope}).span(),
+    QUEEN_TRY(put(s, txn, s.tables.subscriptions, detail::subscription_key(gid, qid, scope).span(),
                   detail::encode(sub)));
     s.subscriptions[{gid, qid, scope}] = sub;
     if (sub.mode == SubscriptionMode::new_only) {
         // "From now" means after every message already in the log, including ones stamped with
         // this same millisecond: bootstrap a cursor at the current tail of every existing
         // partition (spec 5.8). Later partitions start at their head.
-        std::vector<std::uint64_t> pids;
+        std::vector<PartitionId> pids;
         if (only_pid) {
             pids.push_back(*only_pid);
         } else {
             QUEEN_TRY(pids, queue_partitions(s, txn, qid));
         }
-        for (const std::uint64_t pid : pids) {
-            const PartitionMem& mem = s.partitions[pid];
-            if (mem.last_sequence == 0) {
+        for (const PartitionId pid : pids) {
+            const PartitionMem& mem = s.partition(pid);
+            if (mem.last_sequence.value() == 0) {
                 continue;
             }
             QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
@@ -250,14 +247,14 @@ Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, std::uint
 /// Takes up to `batch` messages of queue `qid` for group `gid` (from `only_pid`, or from up to
 /// `partitions_max` partitions in round-robin order) into `result`, under one lease unless
 /// autoAck; `result` stays empty when nothing is deliverable.
-Result<void> claim_from_queue(State& s, store::WriteTxn& txn, std::uint32_t qid, std::uint32_t gid,
+Result<void> claim_from_queue(State& s, store::WriteTxn& txn, QueueId qid, GroupId gid,
                               GroupCandidates& gc, const Pop& command,
-                              std::optional<std::uint64_t> only_pid, std::uint32_t batch,
+                              std::optional<PartitionId> only_pid, std::uint32_t batch,
                               std::uint32_t partitions_max, TimestampMs now, PopResult& result) {
     const std::int64_t now_ms = now.value();
-    std::uint64_t lease = 0;
+    LeaseId lease;
     std::uint32_t budget = batch;
-    auto claim = [&](std::uint64_t pid) -> Result<bool> {
+    auto claim = [&](PartitionId pid) -> Result<bool> {
         QUEEN_TRY(auto take, take_partition(s, txn, qid, gid, gc, pid, now_ms, budget, lease,
                                             command.auto_ack));
         if (take.messages.empty()) {
@@ -278,9 +275,9 @@ Result<void> claim_from_queue(State& s, store::WriteTxn& txn, std::uint32_t qid,
         QUEEN_TRY(claim(*only_pid));
     } else {
         promote_due(gc, now_ms);
-        const std::uint64_t start = gc.round_robin_position;
-        std::uint64_t position = start;
-        std::uint64_t last_claimed = 0;
+        const PartitionId start = gc.round_robin_position;
+        PartitionId position = start;
+        PartitionId last_claimed;
         bool wrapped = false;
         while (budget > 0 && result.partitions_claimed < partitions_max) {
             auto it = gc.ready.upper_bound(position);
@@ -292,22 +289,23 @@ Result<void> claim_from_queue(State& s, store::WriteTxn& txn, std::uint32_t qid,
                     break;
                 }
                 wrapped = true;
-                position = 0;
+                position = PartitionId{0};
                 continue;
             }
-            const std::uint64_t pid = *it;
+            const PartitionId pid = *it;
             position = pid;
             QUEEN_TRY(const bool claimed, claim(pid));
             if (claimed) {
                 last_claimed = pid;
             }
         }
-        if (last_claimed != 0 && last_claimed != gc.round_robin_position) {
+        if (last_claimed.value() != 0 && last_claimed != gc.round_robin_position) {
             gc.round_robin_position = last_claimed;
-            const auto key = detail::group_queue_key(QueueId{qid}, GroupId{gid});
+            const auto key = detail::group_queue_key(qid, gid);
             QUEEN_TRY(auto record, detail::get_record(txn, s.tables.group_queues, key.span(),
                                                       detail::decode_group_queue));
-            detail::GroupQueueRecord updated = record.value_or(detail::GroupQueueRecord{0, now});
+            detail::GroupQueueRecord updated =
+                record.value_or(detail::GroupQueueRecord{PartitionId{0}, now});
             updated.round_robin_position = last_claimed;
             QUEEN_TRY(put(s, txn, s.tables.group_queues, key.span(), detail::encode(updated)));
         }
@@ -315,8 +313,8 @@ Result<void> claim_from_queue(State& s, store::WriteTxn& txn, std::uint32_t qid,
     if (!result.messages.empty()) {
         result.outcome = PopResult::Outcome::delivered;
         result.queue = s.queues.at(qid).name;
-        result.lease = LeaseId{lease};
-        if (lease != 0) {
+        result.lease = lease;
+        if (lease.value() != 0) {
             result.lease_expires_at = TimestampMs{now_ms + lease_ms(s.queues.at(qid).options)};
         }
     }
@@ -335,7 +333,7 @@ bool matches(const QueueMem& q, const Pop& command) {
 Result<void> pop_matching(State& s, store::WriteTxn& txn, const Pop& command, std::uint32_t batch,
                           std::uint32_t partitions_max, TimestampMs now, PopResult& result) {
     s.has_matching_pops = true;
-    std::vector<std::uint32_t> order;
+    std::vector<QueueId> order;
     for (const auto& [qid, q] : s.queues) {
         if (matches(q, command)) {
             order.push_back(qid);
@@ -344,7 +342,7 @@ Result<void> pop_matching(State& s, store::WriteTxn& txn, const Pop& command, st
     if (order.empty()) {
         return {};
     }
-    std::sort(order.begin(), order.end(), [&s](std::uint32_t a, std::uint32_t b) {
+    std::sort(order.begin(), order.end(), [&s](QueueId a, QueueId b) {
         const QueueMem& x = s.queues.at(a);
         const QueueMem& y = s.queues.at(b);
         if (x.options.priority != y.options.priority) {
@@ -352,11 +350,11 @@ Result<void> pop_matching(State& s, store::WriteTxn& txn, const Pop& command, st
         }
         return x.name < y.name;
     });
-    std::uint32_t gid = 0;
+    GroupId gid;
     QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
     std::vector<GroupCandidates*> candidates;
     candidates.reserve(order.size());
-    for (const std::uint32_t qid : order) {
+    for (const QueueId qid : order) {
         QUEEN_TRY(auto* gc, prepare_queue(s, txn, qid, gid, command, std::nullopt, now));
         candidates.push_back(gc);
     }
@@ -404,15 +402,15 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
     if (!qid_found) {
         return result;
     }
-    const std::uint32_t qid = *qid_found;
-    std::optional<std::uint64_t> only_pid;
+    const QueueId qid = *qid_found;
+    std::optional<PartitionId> only_pid;
     if (command.has_partition) {
         QUEEN_TRY(only_pid, find_partition(s, txn, qid, command.partition));
         if (!only_pid) {
             return result;
         }
     }
-    std::uint32_t gid = 0;
+    GroupId gid;
     QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
     GroupCandidates* gc = nullptr;
     QUEEN_TRY(gc, prepare_queue(s, txn, qid, gid, command, only_pid, now));
@@ -428,7 +426,7 @@ Result<ExtendLeaseResult> QueueState::apply(store::WriteTxn& txn, const ExtendLe
     const std::int64_t now_ms = now.value();
     ExtendLeaseResult result;
     result.lease = command.lease;
-    auto it = s.leases.find(command.lease.value());
+    auto it = s.leases.find(command.lease);
     if (command.lease.value() == 0 || it == s.leases.end()) {
         result.error = "Lease not found";
         return result;
@@ -440,7 +438,7 @@ Result<ExtendLeaseResult> QueueState::apply(store::WriteTxn& txn, const ExtendLe
     const auto pairs = it->second;  // copy: the loop may not change the map, but stay safe
     for (const auto& [pid, gid] : pairs) {
         QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
-        if (!cursor || cursor->lease_id != command.lease.value()) {
+        if (!cursor || cursor->lease_id != command.lease) {
             continue;
         }
         any_held = true;
@@ -451,9 +449,9 @@ Result<ExtendLeaseResult> QueueState::apply(store::WriteTxn& txn, const ExtendLe
         cursor->lease_expires_ms = std::max(cursor->lease_expires_ms, wanted_ms);
         expires_ms = std::max(expires_ms, cursor->lease_expires_ms);
         QUEEN_TRY(write_cursor(s, txn, pid, gid, *cursor));
-        auto& groups = s.queues.at(s.partitions[pid].queue.value()).groups;
+        auto& groups = s.queues.at(s.partition(pid).queue).groups;
         if (auto g = groups.find(gid); g != groups.end()) {
-            defer(g->second, pid, cursor->lease_expires_ms);
+            detail::defer(g->second, pid, cursor->lease_expires_ms);
         }
     }
     if (!any_held) {

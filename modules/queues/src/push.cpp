@@ -31,18 +31,18 @@ Result<void> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& b
     if (block.count() == 0) {
         return {};
     }
-    const auto key = detail::message_key(PartitionId{block.partition()}, block.first());
+    const auto key = detail::message_key(block.partition(), block.first());
     const ByteSpan value = block.count() == 1 ? block.single() : block.value();
     // Sequences only grow, so the key is new: an insert, which inside a transaction also
     // spares the journal a read of the old value.
     QUEEN_TRY(auto clash, put_if_absent(s, txn, s.tables.messages, key.span(), value));
     if (clash) {
-        return Error{queen::Errc::corruption, "queues: message " + std::to_string(block.first()) +
-                                                  " of partition " +
-                                                  std::to_string(block.partition()) +
-                                                  " exists beyond the partition's last sequence"};
+        return Error{queen::Errc::corruption,
+                     "queues: message " + std::to_string(block.first().value()) + " of partition " +
+                         std::to_string(block.partition().value()) +
+                         " exists beyond the partition's last sequence"};
     }
-    block.start(block.partition(), block.first() + block.count());
+    block.start(block.partition(), block.next());
     return {};
 }
 
@@ -60,8 +60,8 @@ Result<void> flush_blocks(State& s, store::WriteTxn& txn) {
 /// The partition's newest message is in memory; an older one is read, after the pending blocks
 /// are written (it may be in one of them).
 Result<TimestampMs> stored_created_at(State& s, store::WriteTxn& txn, PushMemo& memo,
-                                      std::uint64_t pid, std::uint64_t seq) {
-    const PartitionMem& mem = s.partitions[pid];
+                                      PartitionId pid, Sequence seq) {
+    const PartitionMem& mem = s.partition(pid);
     if (seq == mem.last_sequence) {
         return TimestampMs{mem.last_created_ms};
     }
@@ -70,9 +70,9 @@ Result<TimestampMs> stored_created_at(State& s, store::WriteTxn& txn, PushMemo& 
     QUEEN_TRY(auto message, detail::read_message(txn, s.tables.messages, pid, seq));
     if (!message) {
         // A transaction id outlives its message nowhere (deletes remove both): say so.
-        return Error{queen::Errc::corruption, "queues: transaction id of partition " +
-                                                  std::to_string(pid) + " names message " +
-                                                  std::to_string(seq) + ", which is not stored"};
+        return Error{queen::Errc::corruption,
+                     "queues: transaction id of partition " + std::to_string(pid.value()) +
+                         " names message " + std::to_string(seq.value()) + ", which is not stored"};
     }
     return message->created_at;
 }
@@ -115,38 +115,38 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
     }
     PushMemo::Pair* pair = memo.find(item);
     if (pair == nullptr) {
-        std::uint32_t found_qid = 0;
+        QueueId found_qid;
         if (auto found = find_queue(s, item.queue)) {
             found_qid = *found;
         } else {
             QUEEN_TRY(found_qid, create_queue(s, txn, item.queue, derive_namespace(item.queue),
                                               derive_task(item.queue), QueueOptions{}, now));
         }
-        std::uint64_t found_pid = 0;
+        PartitionId found_pid;
         QUEEN_TRY(found_pid, get_or_create_partition(s, txn, found_qid, item.partition, now));
         pair = &memo.add(item, found_qid, found_pid);
     }
-    const std::uint32_t qid = pair->qid;
-    const std::uint64_t pid = pair->pid;
-    const auto txid = detail::txid_key(PartitionId{pid}, item.transaction_id);
+    const QueueId qid = pair->qid;
+    const PartitionId pid = pair->pid;
+    const auto txid = detail::txid_key(pid, item.transaction_id);
     QueueMem& q = s.queues.at(qid);
     const bool is_full =
         q.options.max_size > 0 && q.message_count >= static_cast<std::uint64_t>(q.options.max_size);
-    const std::uint64_t seq = s.partitions[pid].last_sequence + 1;
+    const Sequence seq = s.partition(pid).last_sequence.next();
     // The dedupe check: a duplicate is reported before a full queue is.
     std::optional<ByteSpan> existing;
     if (is_full) {
         QUEEN_TRY(existing, txn.get(s.tables.transaction_ids, txid.span()));
     } else {
         // One descent checks and claims the transaction id; the message follows below.
-        const auto seq_value = detail::encode_u64_fixed(seq);
+        const auto seq_value = detail::encode_u64_fixed(seq.value());
         QUEEN_TRY(existing,
                   put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value));
     }
     if (existing) {
-        QUEEN_TRY(auto existing_seq, detail::decode_u64(*existing));
+        QUEEN_TRY(auto existing_seq, detail::decode_id<Sequence>(*existing));
         result.status = PushStatus::duplicate;
-        result.message_id = MessageId{PartitionId{pid}, Sequence{existing_seq}};
+        result.message_id = MessageId{pid, existing_seq};
         QUEEN_TRY(result.created_at, stored_created_at(s, txn, memo, pid, existing_seq));
         return {};
     }
@@ -166,7 +166,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
     touch_queue_count(s, qid);
     q.message_count++;
     if (!pair->is_marked_ready) {
-        mark_ready(s, qid, 0, pid);
+        mark_ready(s, qid, GroupId{0}, pid);
         pair->is_marked_ready = true;
     }
     // One wakeup per partition and apply (take_wakeups would drop the copies anyway).
@@ -175,14 +175,14 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         pair->has_wakeup = true;
     }
     result.status = PushStatus::queued;
-    result.message_id = MessageId{PartitionId{pid}, Sequence{seq}};
+    result.message_id = MessageId{pid, seq};
     result.created_at = now;
     return {};
 }
 
 }  // namespace
 
-Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair, std::uint64_t seq,
+Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair, Sequence seq,
                                       TimestampMs now, const PushItem& item) {
     if (pair.block == detail::PendingBlocks::none) {
         pair.block = s.pending_blocks.find(pair.pid);
@@ -191,7 +191,7 @@ Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair
         }
     }
     detail::BlockBuilder& block = s.pending_blocks.at(pair.block);
-    QUEEN_ASSERT(block.first() + block.count() == seq, "a block's sequences are consecutive");
+    QUEEN_ASSERT(block.next() == seq, "a block's sequences are consecutive");
     if (block.count() > 0 &&
         block.bytes() + detail::message_record_size(now, item) > block_bytes_max) {
         QUEEN_TRY(write_block(s, txn, block));

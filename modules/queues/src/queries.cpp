@@ -17,28 +17,30 @@ using detail::CursorRecord;
 constexpr std::string_view meta_state_key = "state";
 const std::string queue_mode_name{queue_mode_group};
 
-Result<std::optional<std::uint32_t>> find_queue_id(const Tables& t, const store::Txn& txn,
-                                                   std::string_view name) {
-    QUEEN_TRY(auto raw, txn.get(t.queue_names, detail::name_key(name).span()));
+/// The id a name index (q.queue_names or q.groups) gives `name`; std::nullopt when none.
+template <class Id>
+Result<std::optional<Id>> find_id(const store::Txn& txn, store::Table names,
+                                  std::string_view name) {
+    QUEEN_TRY(auto raw, txn.get(names, detail::name_key(name).span()));
     if (!raw) {
-        return std::optional<std::uint32_t>{};
+        return std::optional<Id>{};
     }
-    QUEEN_TRY(auto id, detail::decode_u64(*raw));
-    return std::optional<std::uint32_t>{static_cast<std::uint32_t>(id)};
+    QUEEN_TRY(auto id, detail::decode_id<Id>(*raw));
+    return std::optional<Id>{id};
 }
 
-Result<std::optional<std::uint32_t>> find_group_id(const Tables& t, const store::Txn& txn,
-                                                   std::string_view name) {
-    QUEEN_TRY(auto raw, txn.get(t.groups, detail::name_key(name).span()));
-    if (!raw) {
-        return std::optional<std::uint32_t>{};
-    }
-    QUEEN_TRY(auto id, detail::decode_u64(*raw));
-    return std::optional<std::uint32_t>{static_cast<std::uint32_t>(id)};
+Result<std::optional<QueueId>> find_queue_id(const Tables& t, const store::Txn& txn,
+                                             std::string_view name) {
+    return find_id<QueueId>(txn, t.queue_names, name);
 }
 
-Result<std::string> group_name(const Tables& t, const store::Txn& txn, std::uint32_t gid) {
-    QUEEN_TRY(auto raw, txn.get(t.group_names, detail::group_name_key(GroupId{gid}).span()));
+Result<std::optional<GroupId>> find_group_id(const Tables& t, const store::Txn& txn,
+                                             std::string_view name) {
+    return find_id<GroupId>(txn, t.groups, name);
+}
+
+Result<std::string> group_name(const Tables& t, const store::Txn& txn, GroupId gid) {
+    QUEEN_TRY(auto raw, txn.get(t.group_names, detail::group_name_key(gid).span()));
     return raw ? std::string(as_chars(*raw)) : std::string();
 }
 
@@ -58,8 +60,8 @@ Result<void> scan_prefix(const store::Txn& txn, store::Table table, ByteSpan pre
 }
 
 /// Creation time of the first stored message at or after `from` (0 when none).
-Result<std::int64_t> created_at_from(const Tables& t, const store::Txn& txn, std::uint64_t pid,
-                                     std::uint64_t from) {
+Result<std::int64_t> created_at_from(const Tables& t, const store::Txn& txn, PartitionId pid,
+                                     Sequence from) {
     QUEEN_TRY(auto scan, detail::MessageScan::open(txn, t.messages, pid, from));
     QUEEN_TRY(auto stored, scan.next());
     if (!stored) {
@@ -70,11 +72,12 @@ Result<std::int64_t> created_at_from(const Tables& t, const store::Txn& txn, std
 }
 
 /// Stored messages with a sequence > `after` (exact when the partition has no holes after it).
-std::uint64_t messages_after(const detail::PartitionRecord& p, std::uint64_t after) {
+std::uint64_t messages_after(const detail::PartitionRecord& p, Sequence after) {
     if (p.message_count == 0 || after >= p.last_sequence) {
         return 0;
     }
-    const std::uint64_t span = p.last_sequence - std::max(after, p.first_sequence - 1);
+    const std::uint64_t span =
+        p.last_sequence.value() - std::max(after, p.first_sequence.prev()).value();
     return std::min(span, p.message_count);
 }
 
@@ -99,15 +102,15 @@ PartitionCounts count_partition(const detail::PartitionRecord& p, const CursorRe
 }
 
 Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& txn,
-                                             std::uint64_t pid, const detail::PartitionRecord& p,
-                                             std::optional<std::uint32_t> queue_mode_gid,
+                                             PartitionId pid, const detail::PartitionRecord& p,
+                                             std::optional<GroupId> queue_mode_gid,
                                              std::int64_t now_ms) {
     PartitionSummary out;
-    out.id = PartitionId{pid};
+    out.id = pid;
     out.name = p.name;
     out.created_at = p.created_at;
     out.messages = p.message_count;
-    out.last_sequence = Sequence{p.last_sequence};
+    out.last_sequence = p.last_sequence;
     if (p.message_count > 0) {
         QUEEN_TRY(const auto oldest, created_at_from(t, txn, pid, p.first_sequence));
         out.oldest_at = TimestampMs{oldest};
@@ -115,11 +118,9 @@ Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& 
     }
     CursorRecord cursor;
     if (queue_mode_gid) {
-        QUEEN_TRY(auto found,
-                  detail::get_record(
-                      txn, t.cursors,
-                      detail::cursor_key(PartitionId{pid}, GroupId{*queue_mode_gid}).span(),
-                      detail::decode_cursor));
+        QUEEN_TRY(auto found, detail::get_record(txn, t.cursors,
+                                                 detail::cursor_key(pid, *queue_mode_gid).span(),
+                                                 detail::decode_cursor));
         cursor = found.value_or(CursorRecord{});
     }
     const PartitionCounts counts = count_partition(p, cursor, now_ms);
@@ -132,11 +133,11 @@ Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& 
     return out;
 }
 
-Result<std::uint64_t> count_dlq(const Tables& t, const store::Txn& txn, std::uint32_t qid) {
+Result<std::uint64_t> count_dlq(const Tables& t, const store::Txn& txn, QueueId qid) {
     std::uint64_t count = 0;
     QUEEN_TRY(scan_prefix(txn, t.dlq, {}, [&](ByteSpan, ByteSpan value) -> Result<bool> {
         QUEEN_TRY(auto record, detail::decode_dlq(value));
-        count += record.queue.value() == qid ? 1 : 0;
+        count += record.queue == qid ? 1 : 0;
         return true;
     }));
     return count;
@@ -146,21 +147,21 @@ Result<std::uint64_t> count_dlq(const Tables& t, const store::Txn& txn, std::uin
 /// pass over q.partitions merged with the __QUEUE_MODE__ cursors of q.cursors (both in partition
 /// id order: no seek per partition, no message read) and one over q.dlq. A metrics scrape of a
 /// tenant with millions of partitions costs one sequential read of these tables.
-Result<std::map<std::uint32_t, QueueSummary>> total_queues(const Tables& t, const store::Txn& txn,
-                                                           std::int64_t now_ms) {
-    std::map<std::uint32_t, QueueSummary> totals;
+Result<std::map<QueueId, QueueSummary>> total_queues(const Tables& t, const store::Txn& txn,
+                                                     std::int64_t now_ms) {
+    std::map<QueueId, QueueSummary> totals;
     QUEEN_TRY(auto queue_mode_gid, find_group_id(t, txn, queue_mode_name));
     QUEEN_TRY(auto cursors, txn.cursor(t.cursors));
     std::optional<store::Entry> at_cursor;  // the first q.cursors entry not yet passed
     if (queue_mode_gid) {
         QUEEN_TRY(at_cursor, cursors.first());
     }
-    const auto cursor_of = [&](std::uint64_t pid) -> Result<CursorRecord> {
+    const auto cursor_of = [&](PartitionId pid) -> Result<CursorRecord> {
         // Entries sort by (partition, group): pass the ones before (pid, queue mode).
         while (at_cursor) {
             store::KeyReader reader(at_cursor->key);
-            const std::uint64_t key_pid = reader.u64be();
-            const std::uint32_t key_gid = reader.u32be();
+            const PartitionId key_pid{reader.u64be()};
+            const GroupId key_gid{reader.u32be()};
             if (key_pid > pid || (key_pid == pid && key_gid > *queue_mode_gid)) {
                 break;
             }
@@ -173,11 +174,11 @@ Result<std::map<std::uint32_t, QueueSummary>> total_queues(const Tables& t, cons
     };
     QUEEN_TRY(scan_prefix(txn, t.partitions, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
         store::KeyReader reader(key);
-        const std::uint64_t pid = reader.u64be();
+        const PartitionId pid{reader.u64be()};
         QUEEN_TRY(auto p, detail::decode_partition(value));
         QUEEN_TRY(auto cursor, cursor_of(pid));
         const PartitionCounts counts = count_partition(p, cursor, now_ms);
-        QueueSummary& q = totals[p.queue.value()];
+        QueueSummary& q = totals[p.queue];
         q.partitions++;
         q.messages += counts.messages;
         q.pending += counts.pending;
@@ -186,33 +187,32 @@ Result<std::map<std::uint32_t, QueueSummary>> total_queues(const Tables& t, cons
     }));
     QUEEN_TRY(scan_prefix(txn, t.dlq, {}, [&](ByteSpan, ByteSpan value) -> Result<bool> {
         QUEEN_TRY(auto record, detail::decode_dlq(value));
-        totals[record.queue.value()].dead_letter++;
+        totals[record.queue].dead_letter++;
         return true;
     }));
     return totals;
 }
 
-Result<QueueDetail> describe_queue(const Tables& t, const store::Txn& txn, std::uint32_t qid,
+Result<QueueDetail> describe_queue(const Tables& t, const store::Txn& txn, QueueId qid,
                                    const detail::QueueRecord& record, std::int64_t now_ms) {
     QueueDetail detail;
     QueueSummary& q = detail.queue;
-    q.id = QueueId{qid};
+    q.id = qid;
     q.name = record.name;
     q.namespace_name = record.namespace_name;
     q.task = record.task;
     q.created_at = record.created_at;
     q.options = record.options;
     QUEEN_TRY(auto queue_mode_gid, find_group_id(t, txn, queue_mode_name));
-    std::vector<std::uint64_t> pids;
-    QUEEN_TRY(scan_prefix(txn, t.partition_names, detail::queue_key(QueueId{qid}).span(),
+    std::vector<PartitionId> pids;
+    QUEEN_TRY(scan_prefix(txn, t.partition_names, detail::queue_key(qid).span(),
                           [&](ByteSpan, ByteSpan value) -> Result<bool> {
-                              QUEEN_TRY(auto pid, detail::decode_u64(value));
+                              QUEEN_TRY(auto pid, detail::decode_id<PartitionId>(value));
                               pids.push_back(pid);
                               return true;
                           }));
-    for (const std::uint64_t pid : pids) {
-        QUEEN_TRY(auto p, detail::get_record(txn, t.partitions,
-                                             detail::partition_key(PartitionId{pid}).span(),
+    for (const PartitionId pid : pids) {
+        QUEEN_TRY(auto p, detail::get_record(txn, t.partitions, detail::partition_key(pid).span(),
                                              detail::decode_partition));
         if (!p) {
             continue;
@@ -229,34 +229,34 @@ Result<QueueDetail> describe_queue(const Tables& t, const store::Txn& txn, std::
 }
 
 Result<std::vector<GroupCursorInfo>> cursors_of_partition(const Tables& t, const store::Txn& txn,
-                                                          std::uint64_t pid,
+                                                          PartitionId pid,
                                                           const detail::PartitionRecord& p,
                                                           const std::string& queue,
                                                           std::int64_t now_ms) {
     std::vector<GroupCursorInfo> out;
-    QUEEN_TRY(scan_prefix(txn, t.cursors, detail::partition_key(PartitionId{pid}).span(),
+    QUEEN_TRY(scan_prefix(txn, t.cursors, detail::partition_key(pid).span(),
                           [&](ByteSpan key, ByteSpan value) -> Result<bool> {
                               store::KeyReader reader(key);
                               (void)reader.u64be();
-                              const std::uint32_t gid = reader.u32be();
+                              const GroupId gid{reader.u32be()};
                               QUEEN_TRY(auto cursor, detail::decode_cursor(value));
                               GroupCursorInfo info;
                               QUEEN_TRY(info.group, group_name(t, txn, gid));
                               info.queue = queue;
                               info.partition = p.name;
-                              info.partition_id = PartitionId{pid};
-                              info.consumed = Sequence{cursor.consumed};
+                              info.partition_id = pid;
+                              info.consumed = cursor.consumed;
                               info.total_consumed = cursor.total_consumed;
                               info.last_consumed_at = TimestampMs{cursor.last_consumed_ms};
                               info.is_lease_active = cursor.is_leased(now_ms);
                               if (info.is_lease_active) {
-                                  info.lease = LeaseId{cursor.lease_id};
+                                  info.lease = cursor.lease_id;
                                   info.lease_expires_at = TimestampMs{cursor.lease_expires_ms};
                               }
                               info.offset_lag = messages_after(p, cursor.consumed);
                               if (info.offset_lag > 0) {
                                   QUEEN_TRY(const auto oldest,
-                                            created_at_from(t, txn, pid, cursor.consumed + 1));
+                                            created_at_from(t, txn, pid, cursor.consumed.next()));
                                   info.oldest_unconsumed_at = TimestampMs{oldest};
                               }
                               out.push_back(std::move(info));
@@ -270,11 +270,11 @@ Result<std::vector<GroupCursorInfo>> cursors_of_partition(const Tables& t, const
 Result<std::vector<QueueSummary>> list_queues(const Tables& tables, const store::Txn& txn,
                                               TimestampMs now) {
     std::vector<QueueSummary> out;
-    std::vector<std::pair<std::uint32_t, detail::QueueRecord>> records;
+    std::vector<std::pair<QueueId, detail::QueueRecord>> records;
     QUEEN_TRY(
         scan_prefix(txn, tables.queues, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
             store::KeyReader reader(key);
-            const std::uint32_t qid = reader.u32be();
+            const QueueId qid{reader.u32be()};
             QUEEN_TRY(auto record, detail::decode_queue(value));
             records.emplace_back(qid, std::move(record));
             return true;
@@ -285,7 +285,7 @@ Result<std::vector<QueueSummary>> list_queues(const Tables& tables, const store:
         if (const auto it = totals.find(qid); it != totals.end()) {
             q = it->second;
         }
-        q.id = QueueId{qid};
+        q.id = qid;
         q.name = std::move(record.name);
         q.namespace_name = std::move(record.namespace_name);
         q.task = std::move(record.task);
@@ -306,9 +306,8 @@ Result<std::optional<QueueDetail>> get_queue(const Tables& tables, const store::
     if (!qid) {
         return std::optional<QueueDetail>{};
     }
-    QUEEN_TRY(auto record,
-              detail::get_record(txn, tables.queues, detail::queue_key(QueueId{*qid}).span(),
-                                 detail::decode_queue));
+    QUEEN_TRY(auto record, detail::get_record(txn, tables.queues, detail::queue_key(*qid).span(),
+                                              detail::decode_queue));
     if (!record) {
         return std::optional<QueueDetail>{};
     }
@@ -322,9 +321,8 @@ Result<std::optional<QueueOptions>> get_queue_options(const Tables& tables, cons
     if (!qid) {
         return std::optional<QueueOptions>{};
     }
-    QUEEN_TRY(auto record,
-              detail::get_record(txn, tables.queues, detail::queue_key(QueueId{*qid}).span(),
-                                 detail::decode_queue));
+    QUEEN_TRY(auto record, detail::get_record(txn, tables.queues, detail::queue_key(*qid).span(),
+                                              detail::decode_queue));
     if (!record) {
         return std::optional<QueueOptions>{};
     }
@@ -337,8 +335,8 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
                                        std::uint64_t& total) {
     std::vector<DlqEntry> out;
     total = 0;
-    std::optional<std::uint32_t> qid;
-    std::optional<std::uint32_t> gid;
+    std::optional<QueueId> qid;
+    std::optional<GroupId> gid;
     if (!queue.empty()) {
         QUEEN_TRY(qid, find_queue_id(tables, txn, queue));
         if (!qid) {
@@ -357,33 +355,32 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
         QUEEN_TRY(auto stats, txn.stats(tables.dlq));
         total = stats.entries;
     }
-    std::map<std::uint32_t, std::string> queue_names;
+    std::map<QueueId, std::string> queue_names;
     std::uint64_t matched = 0;
     QUEEN_TRY(auto cursor, txn.cursor(tables.dlq));
     QUEEN_TRY(auto entry, cursor.last());  // newest failure first
     while (entry && (is_filtered || out.size() < limit)) {
         // The filters read the record's head only; the page's entries are decoded in full.
         QUEEN_TRY(auto head, detail::decode_dlq_head(entry->value));
-        const bool matches =
-            (!qid || head.queue.value() == *qid) && (!gid || head.group.value() == *gid);
+        const bool matches = (!qid || head.queue == *qid) && (!gid || head.group == *gid);
         if (matches && ++matched > offset && out.size() < limit) {
             QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
             DlqEntry e;
-            e.id = MessageId{record.partition, Sequence{record.sequence}};
+            e.id = MessageId{record.partition, record.sequence};
             e.transaction_id = record.message.transaction_id;
-            auto name = queue_names.find(record.queue.value());
+            auto name = queue_names.find(record.queue);
             if (name == queue_names.end()) {
                 QUEEN_TRY(auto q, detail::get_record(txn, tables.queues,
                                                      detail::queue_key(record.queue).span(),
                                                      detail::decode_queue));
-                name = queue_names.emplace(record.queue.value(), q ? q->name : std::string()).first;
+                name = queue_names.emplace(record.queue, q ? q->name : std::string()).first;
             }
             e.queue = name->second;
             QUEEN_TRY(auto p, detail::get_record(txn, tables.partitions,
                                                  detail::partition_key(record.partition).span(),
                                                  detail::decode_partition));
             e.partition = p ? p->name : std::string();
-            QUEEN_TRY(e.group, group_name(tables, txn, record.group.value()));
+            QUEEN_TRY(e.group, group_name(tables, txn, record.group));
             e.error = record.error;
             e.retry_count = record.retry_count;
             e.payload = record.message.payload;
@@ -404,8 +401,7 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
 
 Result<std::optional<TimestampMs>> message_created_at(const Tables& tables, const store::Txn& txn,
                                                       MessageId id) {
-    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, id.partition.value(),
-                                                 id.sequence.value()));
+    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, id.partition, id.sequence));
     if (!message) {
         return std::optional<TimestampMs>{};
     }
@@ -420,8 +416,8 @@ Result<std::optional<MessageDetail>> get_message(const Tables& tables, const sto
     if (!raw) {
         return std::optional<MessageDetail>{};
     }
-    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
-    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, partition.value(), seq));
+    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
+    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, partition, seq));
     QUEEN_TRY(auto p,
               detail::get_record(txn, tables.partitions, detail::partition_key(partition).span(),
                                  detail::decode_partition));
@@ -431,7 +427,7 @@ Result<std::optional<MessageDetail>> get_message(const Tables& tables, const sto
     QUEEN_TRY(auto q, detail::get_record(txn, tables.queues, detail::queue_key(p->queue).span(),
                                          detail::decode_queue));
     MessageDetail out;
-    out.id = MessageId{partition, Sequence{seq}};
+    out.id = MessageId{partition, seq};
     out.transaction_id = message->transaction_id;
     out.partition = p->name;
     if (q) {
@@ -454,8 +450,7 @@ Result<std::optional<MessageDetail>> get_message(const Tables& tables, const sto
         }
         return true;
     }));
-    QUEEN_TRY(out.groups,
-              cursors_of_partition(tables, txn, partition.value(), *p, out.queue, now.value()));
+    QUEEN_TRY(out.groups, cursors_of_partition(tables, txn, partition, *p, out.queue, now.value()));
     return std::optional<MessageDetail>{std::move(out)};
 }
 
@@ -467,13 +462,12 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
     if (!qid || limit == 0) {
         return out;
     }
-    QUEEN_TRY(auto q,
-              detail::get_record(txn, tables.queues, detail::queue_key(QueueId{*qid}).span(),
-                                 detail::decode_queue));
-    std::vector<std::pair<std::uint64_t, std::string>> pids;
-    QUEEN_TRY(scan_prefix(txn, tables.partition_names, detail::queue_key(QueueId{*qid}).span(),
+    QUEEN_TRY(auto q, detail::get_record(txn, tables.queues, detail::queue_key(*qid).span(),
+                                         detail::decode_queue));
+    std::vector<std::pair<PartitionId, std::string>> pids;
+    QUEEN_TRY(scan_prefix(txn, tables.partition_names, detail::queue_key(*qid).span(),
                           [&](ByteSpan key, ByteSpan value) -> Result<bool> {
-                              QUEEN_TRY(auto pid, detail::decode_u64(value));
+                              QUEEN_TRY(auto pid, detail::decode_id<PartitionId>(value));
                               std::string name(as_chars(key.subspan(4)));
                               if (partition.empty() || name == partition) {
                                   pids.emplace_back(pid, std::move(name));
@@ -483,19 +477,18 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
     // Newest first across partitions: merge by (created_at, partition, sequence) descending.
     struct Item {
         std::int64_t created_ms;
-        std::uint64_t pid;
-        std::uint64_t seq;
+        PartitionId pid;
+        Sequence seq;
         std::size_t name_index;
     };
     std::vector<Item> items;
     const std::uint64_t wanted = offset + limit;
     for (std::size_t i = 0; i < pids.size(); ++i) {
-        const std::uint64_t pid = pids[i].first;
+        const PartitionId pid = pids[i].first;
         // Newest first: blocks from the partition's last, each block's messages reversed.
         QUEEN_TRY(auto cursor, txn.cursor(tables.messages));
-        const auto prefix = detail::partition_key(PartitionId{pid});
-        QUEEN_TRY(auto entry,
-                  cursor.seek(detail::message_key(PartitionId{pid}, UINT64_MAX).span()));
+        const auto prefix = detail::partition_key(pid);
+        QUEEN_TRY(auto entry, cursor.seek(detail::message_key(pid, Sequence{UINT64_MAX}).span()));
         if (!entry) {
             QUEEN_TRY(entry, cursor.last());
         } else {
@@ -506,7 +499,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
         while (entry && detail::has_prefix(entry->key, prefix.span()) && taken < wanted) {
             store::KeyReader key(entry->key);
             (void)key.u64be();
-            std::uint64_t seq = key.u64be();
+            Sequence seq{key.u64be()};
             QUEEN_TRY(auto block, detail::BlockReader::parse(entry->value));
             block_items.clear();
             ByteSpan record;
@@ -519,7 +512,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
                     QUEEN_TRY(auto message, detail::decode_message(record));
                     block_items.push_back({message.created_at.value(), pid, seq, i});
                 }
-                ++seq;
+                seq = seq.next();
             }
             for (auto it = block_items.rbegin(); it != block_items.rend() && taken < wanted; ++it) {
                 items.push_back(*it);
@@ -539,7 +532,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
             continue;
         }
         MessageDetail d;
-        d.id = MessageId{PartitionId{item.pid}, Sequence{item.seq}};
+        d.id = MessageId{item.pid, item.seq};
         d.transaction_id = message->transaction_id;
         d.queue = std::string(queue);
         d.partition = pids[item.name_index].second;
@@ -563,7 +556,7 @@ Result<std::vector<GroupCursorInfo>> list_group_cursors(const Tables& tables, co
     QUEEN_TRY(
         scan_prefix(txn, tables.partitions, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
             store::KeyReader reader(key);
-            const std::uint64_t pid = reader.u64be();
+            const PartitionId pid{reader.u64be()};
             QUEEN_TRY(auto p, detail::decode_partition(value));
             QUEEN_TRY(auto q,
                       detail::get_record(txn, tables.queues, detail::queue_key(p.queue).span(),
@@ -589,11 +582,10 @@ Result<std::vector<std::pair<std::string, std::string>>> list_group_queues(const
     QUEEN_TRY(
         scan_prefix(txn, tables.group_queues, {}, [&](ByteSpan key, ByteSpan) -> Result<bool> {
             store::KeyReader reader(key);
-            const std::uint32_t qid = reader.u32be();
-            const std::uint32_t gid = reader.u32be();
-            QUEEN_TRY(auto q,
-                      detail::get_record(txn, tables.queues, detail::queue_key(QueueId{qid}).span(),
-                                         detail::decode_queue));
+            const QueueId qid{reader.u32be()};
+            const GroupId gid{reader.u32be()};
+            QUEEN_TRY(auto q, detail::get_record(txn, tables.queues, detail::queue_key(qid).span(),
+                                                 detail::decode_queue));
             QUEEN_TRY(auto name, group_name(tables, txn, gid));
             if (q) {
                 out.emplace_back(std::move(name), q->name);
@@ -610,17 +602,16 @@ Result<std::vector<SubscriptionInfo>> list_subscriptions(const Tables& tables,
     QUEEN_TRY(scan_prefix(
         txn, tables.subscriptions, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
             store::KeyReader reader(key);
-            const std::uint32_t gid = reader.u32be();
-            const std::uint32_t qid = reader.u32be();
-            const std::uint64_t pid = reader.u64be();
+            const GroupId gid{reader.u32be()};
+            const QueueId qid{reader.u32be()};
+            const PartitionId pid{reader.u64be()};
             QUEEN_TRY(auto record, detail::decode_subscription(value));
             SubscriptionInfo info;
             QUEEN_TRY(info.group, group_name(tables, txn, gid));
-            QUEEN_TRY(auto q,
-                      detail::get_record(txn, tables.queues, detail::queue_key(QueueId{qid}).span(),
-                                         detail::decode_queue));
+            QUEEN_TRY(auto q, detail::get_record(txn, tables.queues, detail::queue_key(qid).span(),
+                                                 detail::decode_queue));
             info.queue = q ? q->name : std::string();
-            info.partition = PartitionId{pid};
+            info.partition = pid;
             info.mode = record.mode;
             info.timestamp = record.timestamp;
             info.created_at = record.created_at;
@@ -639,7 +630,7 @@ Result<std::vector<TraceEvent>> list_traces(const Tables& tables, const store::T
     if (!raw) {
         return out;
     }
-    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
+    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
     QUEEN_TRY(scan_prefix(txn, tables.traces, detail::message_key(partition, seq).span(),
                           [&](ByteSpan key, ByteSpan value) -> Result<bool> {
                               store::KeyReader reader(key);
@@ -648,7 +639,7 @@ Result<std::vector<TraceEvent>> list_traces(const Tables& tables, const store::T
                               QUEEN_TRY(auto record, detail::decode_trace(value));
                               TraceEvent e;
                               e.id = reader.u64be();
-                              QUEEN_TRY(e.group, group_name(tables, txn, record.group.value()));
+                              QUEEN_TRY(e.group, group_name(tables, txn, record.group));
                               e.event_type = record.event_type;
                               e.names = record.names;
                               e.data = record.data;
@@ -664,8 +655,8 @@ Result<std::vector<TraceHit>> list_traces_by_name(const Tables& tables, const st
                                                   std::uint64_t offset, std::uint64_t& total) {
     struct Found {
         std::uint64_t id;
-        std::uint64_t pid;
-        std::uint64_t seq;
+        PartitionId pid;
+        Sequence seq;
         detail::TraceRecord record;
     };
     std::vector<Found> found;
@@ -674,8 +665,8 @@ Result<std::vector<TraceHit>> list_traces_by_name(const Tables& tables, const st
             QUEEN_TRY(auto record, detail::decode_trace(value));
             if (std::find(record.names.begin(), record.names.end(), name) != record.names.end()) {
                 store::KeyReader reader(key);
-                const std::uint64_t pid = reader.u64be();
-                const std::uint64_t seq = reader.u64be();
+                const PartitionId pid{reader.u64be()};
+                const Sequence seq{reader.u64be()};
                 found.push_back({reader.u64be(), pid, seq, std::move(record)});
             }
             return true;
@@ -689,21 +680,21 @@ Result<std::vector<TraceHit>> list_traces_by_name(const Tables& tables, const st
         Found& f = found[i];
         TraceHit hit;
         hit.event.id = f.id;
-        QUEEN_TRY(hit.event.group, group_name(tables, txn, f.record.group.value()));
+        QUEEN_TRY(hit.event.group, group_name(tables, txn, f.record.group));
         hit.event.event_type = std::move(f.record.event_type);
         hit.event.names = std::move(f.record.names);
         hit.event.data = std::move(f.record.data);
         hit.event.created_at = f.record.created_at;
-        hit.message = MessageId{PartitionId{f.pid}, Sequence{f.seq}};
+        hit.message = MessageId{f.pid, f.seq};
         QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, f.pid, f.seq));
         if (message) {
             hit.transaction_id = message->transaction_id;
             hit.payload = std::move(message->payload);
             hit.is_encrypted = message->is_encrypted;
         }
-        QUEEN_TRY(auto p, detail::get_record(txn, tables.partitions,
-                                             detail::partition_key(PartitionId{f.pid}).span(),
-                                             detail::decode_partition));
+        QUEEN_TRY(auto p,
+                  detail::get_record(txn, tables.partitions, detail::partition_key(f.pid).span(),
+                                     detail::decode_partition));
         if (p) {
             hit.partition = p->name;
             QUEEN_TRY(auto q,
@@ -721,15 +712,15 @@ Result<std::vector<TraceNameInfo>> list_trace_names(const Tables& tables, const 
                                                     std::uint64_t& total) {
     struct Acc {
         TraceNameInfo info;
-        std::set<std::pair<std::uint64_t, std::uint64_t>> messages;
+        std::set<std::pair<PartitionId, Sequence>> messages;
     };
     std::map<std::string, Acc> names;
     QUEEN_TRY(
         scan_prefix(txn, tables.traces, {}, [&](ByteSpan key, ByteSpan value) -> Result<bool> {
             QUEEN_TRY(auto record, detail::decode_trace(value));
             store::KeyReader reader(key);
-            const std::uint64_t pid = reader.u64be();
-            const std::uint64_t seq = reader.u64be();
+            const PartitionId pid{reader.u64be()};
+            const Sequence seq{reader.u64be()};
             for (const auto& trace_name : record.names) {
                 Acc& acc = names[trace_name];
                 acc.info.name = trace_name;

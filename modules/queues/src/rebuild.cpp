@@ -67,7 +67,7 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             store::KeyReader key(entry->key);
-            const std::uint32_t qid = key.u32be();
+            const QueueId qid{key.u32be()};
             QUEEN_TRY(auto record, detail::decode_queue(entry->value));
             QueueMem mem;
             mem.name = record.name;
@@ -79,25 +79,25 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
             QUEEN_TRY(entry, cursor.next());
         }
     }
-    s.partitions.assign(s.meta.next_partition_id, PartitionMem{});
+    s.partitions.assign(s.meta.next_partition_id.value(), PartitionMem{});
     {
         QUEEN_TRY(auto cursor, txn.cursor(s.tables.partitions));
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             store::KeyReader key(entry->key);
-            const std::uint64_t pid = key.u64be();
+            const PartitionId pid{key.u64be()};
             QUEEN_TRY(auto record, detail::decode_partition(entry->value));
-            if (pid >= s.partitions.size() || !s.queues.contains(record.queue.value())) {
+            if (pid.value() >= s.partitions.size() || !s.queues.contains(record.queue)) {
                 return Error{queen::Errc::corruption,
-                             "queues: partition " + std::to_string(pid) + " out of place"};
+                             "queues: partition " + std::to_string(pid.value()) + " out of place"};
             }
-            s.partitions[pid] = PartitionMem{record.queue,
-                                             0,
-                                             record.first_sequence,
-                                             record.last_sequence,
-                                             record.last_created_at.value(),
-                                             record.message_count};
-            QueueMem& q = s.queues.at(record.queue.value());
+            s.partition(pid) = PartitionMem{record.queue,
+                                            0,
+                                            record.first_sequence,
+                                            record.last_sequence,
+                                            record.last_created_at.value(),
+                                            record.message_count};
+            QueueMem& q = s.queues.at(record.queue);
             q.partition_count++;
             q.message_count += record.message_count;
             QUEEN_TRY(entry, cursor.next());
@@ -107,9 +107,8 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
         QUEEN_TRY(auto cursor, txn.cursor(s.tables.groups));
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
-            QUEEN_TRY(auto gid, detail::decode_u64(entry->value));
-            s.group_ids.emplace(std::string(detail::name_from_key(entry->key)),
-                                static_cast<std::uint32_t>(gid));
+            QUEEN_TRY(auto gid, detail::decode_id<GroupId>(entry->value));
+            s.group_ids.emplace(std::string(detail::name_from_key(entry->key)), gid);
             QUEEN_TRY(entry, cursor.next());
         }
     }
@@ -118,9 +117,9 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             store::KeyReader key(entry->key);
-            const std::uint32_t gid = key.u32be();
-            const std::uint32_t qid = key.u32be();
-            const std::uint64_t pid = key.u64be();
+            const GroupId gid{key.u32be()};
+            const QueueId qid{key.u32be()};
+            const PartitionId pid{key.u64be()};
             QUEEN_TRY(auto record, detail::decode_subscription(entry->value));
             s.subscriptions.emplace(std::make_tuple(gid, qid, pid), record);
             QUEEN_TRY(entry, cursor.next());
@@ -131,8 +130,8 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             store::KeyReader key(entry->key);
-            const std::uint32_t qid = key.u32be();
-            const std::uint32_t gid = key.u32be();
+            const QueueId qid{key.u32be()};
+            const GroupId gid{key.u32be()};
             QUEEN_TRY(auto record, detail::decode_group_queue(entry->value));
             auto q = s.queues.find(qid);
             if (q != s.queues.end()) {
@@ -144,13 +143,13 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
     }
     // Seed candidates: every partition with messages for every group of its queue; the cursor
     // pass below then drops consumed ones and defers leased ones.
-    for (std::uint64_t pid = 1; pid < s.partitions.size(); ++pid) {
-        const PartitionMem& mem = s.partitions[pid];
+    for (std::uint64_t index = 1; index < s.partitions.size(); ++index) {  // index = id
+        const PartitionMem& mem = s.partitions[index];
         if (mem.queue.value() == 0 || mem.message_count == 0) {
             continue;
         }
-        for (auto& [gid, gc] : s.queues.at(mem.queue.value()).groups) {
-            gc.ready.insert(pid);
+        for (auto& [gid, gc] : s.queues.at(mem.queue).groups) {
+            gc.ready.insert(PartitionId{index});
         }
     }
     {
@@ -158,17 +157,17 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
         QUEEN_TRY(auto entry, cursor.first());
         while (entry) {
             store::KeyReader key(entry->key);
-            const std::uint64_t pid = key.u64be();
-            const std::uint32_t gid = key.u32be();
+            const PartitionId pid{key.u64be()};
+            const GroupId gid{key.u32be()};
             QUEEN_TRY(auto record, detail::decode_cursor(entry->value));
-            if (pid < s.partitions.size() && s.partitions[pid].queue.value() != 0) {
-                const PartitionMem& mem = s.partitions[pid];
-                if (record.lease_id != 0) {
+            if (s.has_partition(pid)) {
+                const PartitionMem& mem = s.partition(pid);
+                if (record.lease_id.value() != 0) {
                     s.leases[record.lease_id].emplace_back(pid, gid);
                 }
-                auto& groups = s.queues.at(mem.queue.value()).groups;
+                auto& groups = s.queues.at(mem.queue).groups;
                 if (auto g = groups.find(gid); g != groups.end()) {
-                    if (record.lease_id != 0) {
+                    if (record.lease_id.value() != 0) {
                         defer(g->second, pid, record.lease_expires_ms);
                     } else if (record.not_before_ms > 0 && record.consumed < mem.last_sequence) {
                         defer(g->second, pid, record.not_before_ms);

@@ -12,21 +12,8 @@ namespace {
 
 template <class A>
 void fields(A& a, QueueOptions& v) {
-    a(v.lease_time_s);
-    a(v.retry_limit);
-    a(v.retry_delay_ms);
-    a(v.max_size);
-    a(v.ttl_s);
-    a(v.priority);
-    a(v.dead_letter_queue);
-    a(v.dlq_after_max_retries);
-    a(v.delayed_processing_s);
-    a(v.window_buffer_s);
-    a(v.retention_enabled);
-    a(v.retention_s);
-    a(v.completed_retention_s);
-    a(v.encryption_enabled);
-    a(v.max_wait_time_s);
+    // Table order: the on-disk field order (the table only ever appends).
+    for_each_queue_option([&](const auto& option) { a(v.*option.member); });
 }
 template <class A>
 void fields(A& a, MetaRecord& v) {
@@ -211,7 +198,7 @@ void encode_into(Bytes& out, const CursorRecord& record) {
 }
 
 void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
-                           std::uint64_t first_sequence, std::uint64_t last_sequence,
+                           Sequence first_sequence, Sequence last_sequence,
                            TimestampMs last_created_at, std::uint64_t message_count) {
     // Field order and encodings of fields(PartitionRecord).
     out.clear();
@@ -221,8 +208,8 @@ void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, Tim
     writer.varint(queue.value());
     writer.str(name);
     writer.svarint(created_at.value());
-    writer.varint(first_sequence);
-    writer.varint(last_sequence);
+    writer.varint(first_sequence.value());
+    writer.varint(last_sequence.value());
     writer.svarint(last_created_at.value());
     writer.varint(message_count);
 }

@@ -19,10 +19,10 @@ inline constexpr std::uint8_t record_format_version = 1;
 
 /// "q.meta" key "state": id counters and the maintenance flags.
 struct MetaRecord {
-    std::uint32_t next_queue_id = 1;
-    std::uint64_t next_partition_id = 1;
-    std::uint32_t next_group_id = 1;
-    std::uint64_t next_lease_id = 1;
+    QueueId next_queue_id{1};
+    PartitionId next_partition_id{1};
+    GroupId next_group_id{1};
+    LeaseId next_lease_id{1};
     std::uint64_t next_dlq_id = 1;
     std::uint64_t next_buffer_id = 1;
     std::uint64_t next_trace_id = 1;
@@ -46,8 +46,8 @@ struct PartitionRecord {
     QueueId queue;
     std::string name;
     TimestampMs created_at{0};
-    std::uint64_t first_sequence = 1;
-    std::uint64_t last_sequence = 0;
+    Sequence first_sequence{1};
+    Sequence last_sequence{0};
     TimestampMs last_created_at{0};
     std::uint64_t message_count = 0;
 };
@@ -63,23 +63,23 @@ struct MessageRecord {
 
 /// Per (partition, group): the cursor and the partition lease.
 struct CursorRecord {
-    std::uint64_t consumed = 0;  ///< last consumed sequence, 0 = nothing
-    std::uint64_t lease_id = 0;  ///< 0 = no lease
+    Sequence consumed;  ///< last consumed sequence, 0 = nothing
+    LeaseId lease_id;   ///< 0 = no lease
     std::int64_t lease_expires_ms = 0;
     std::uint32_t batch_size = 0;
     std::uint32_t acked_count = 0;
     std::uint32_t batch_retry_count = 0;
-    std::uint64_t last_failed_lease = 0;  ///< the batch whose failure was already counted
-    std::int64_t not_before_ms = 0;       ///< retryDelay: no redelivery before this
+    LeaseId last_failed_lease;       ///< the batch whose failure was already counted
+    std::int64_t not_before_ms = 0;  ///< retryDelay: no redelivery before this
     std::uint64_t total_consumed = 0;
     std::int64_t last_consumed_ms = 0;
     [[nodiscard]] bool is_leased(std::int64_t now_ms) const noexcept {
-        return lease_id != 0 && lease_expires_ms > now_ms;
+        return lease_id != LeaseId{0} && lease_expires_ms > now_ms;
     }
 };
 
 struct GroupQueueRecord {
-    std::uint64_t round_robin_position = 0;  ///< last partition id a pop claimed
+    PartitionId round_robin_position;  ///< last partition id a pop claimed
     TimestampMs created_at{0};
 };
 
@@ -92,7 +92,7 @@ struct SubscriptionRecord {
 struct DlqRecord {
     QueueId queue;
     PartitionId partition;
-    std::uint64_t sequence = 0;
+    Sequence sequence;
     GroupId group;
     std::string error;
     std::uint32_t retry_count = 0;
@@ -127,7 +127,7 @@ void encode_into(Bytes& out, const CursorRecord& record);
 /// The PartitionRecord{queue, name, created_at, first_sequence, last_sequence, last_created_at,
 /// message_count} bytes, from its parts (no record, so no copy of the name).
 void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
-                           std::uint64_t first_sequence, std::uint64_t last_sequence,
+                           Sequence first_sequence, Sequence last_sequence,
                            TimestampMs last_created_at, std::uint64_t message_count);
 /// The MessageRecord of a pushed item: the bytes of encode(MessageRecord{created_at,
 /// item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted, item.payload}),
@@ -151,7 +151,7 @@ Result<DlqRecord> decode_dlq(ByteSpan bytes);
 struct DlqHead {
     QueueId queue;
     PartitionId partition;
-    std::uint64_t sequence = 0;
+    Sequence sequence;
     GroupId group;
 };
 Result<DlqHead> decode_dlq_head(ByteSpan bytes);
@@ -167,6 +167,12 @@ inline std::array<Byte, 8> encode_u64_fixed(std::uint64_t value) {
     return out;
 }
 Result<std::uint64_t> decode_u64(ByteSpan bytes);
+/// decode_u64 of a value that holds an id (a name index entry or a sequence).
+template <class Id>
+Result<Id> decode_id(ByteSpan bytes) {
+    QUEEN_TRY(const std::uint64_t value, decode_u64(bytes));
+    return Id{static_cast<typename Id::rep>(value)};
+}
 
 // Keys (big-endian so byte order = numeric order).
 inline store::KeyBuilder queue_key(QueueId queue) {
@@ -194,9 +200,9 @@ inline store::KeyBuilder partition_name_key(QueueId queue, std::string_view name
     key.u32be(queue.value()).raw(as_bytes(name));
     return key;
 }
-inline store::KeyBuilder message_key(PartitionId partition, std::uint64_t sequence) {
+inline store::KeyBuilder message_key(PartitionId partition, Sequence sequence) {
     store::KeyBuilder key;
-    key.u64be(partition.value()).u64be(sequence);
+    key.u64be(partition.value()).u64be(sequence.value());
     return key;
 }
 inline store::KeyBuilder txid_key(PartitionId partition, std::string_view transaction_id) {
@@ -229,10 +235,9 @@ inline store::KeyBuilder sequence_key(std::uint64_t id) {
     key.u64be(id);
     return key;
 }
-inline store::KeyBuilder trace_key(PartitionId partition, std::uint64_t sequence,
-                                   std::uint64_t id) {
+inline store::KeyBuilder trace_key(PartitionId partition, Sequence sequence, std::uint64_t id) {
     store::KeyBuilder key;
-    key.u64be(partition.value()).u64be(sequence).u64be(id);
+    key.u64be(partition.value()).u64be(sequence.value()).u64be(id);
     return key;
 }
 

@@ -11,13 +11,13 @@ namespace {
 /// The immutable part of partition `pid`'s record (from the cache, else read from LMDB and
 /// cached); nullptr when there is no such record. The pointer is valid until the cache changes.
 Result<const detail::PartitionInfo*> partition_info(State& s, const store::Txn& txn,
-                                                    std::uint64_t pid) {
+                                                    PartitionId pid) {
     if (const detail::PartitionInfo* info = s.partition_cache.find(pid); info != nullptr) {
         return info;
     }
-    QUEEN_TRY(auto record, detail::get_record(txn, s.tables.partitions,
-                                              detail::partition_key(PartitionId{pid}).span(),
-                                              detail::decode_partition));
+    QUEEN_TRY(auto record,
+              detail::get_record(txn, s.tables.partitions, detail::partition_key(pid).span(),
+                                 detail::decode_partition));
     if (!record) {
         return nullptr;
     }
@@ -68,17 +68,17 @@ Result<void> save_meta(State& s, store::WriteTxn& txn) {
     return {};
 }
 
-PartitionMem& touch_partition(State& s, std::uint64_t pid) {
-    QUEEN_ASSERT(pid < s.partitions.size(), "partition id out of range: ", pid);
-    if (s.journal.is_active && pid < s.journal.partitions_size &&
+PartitionMem& touch_partition(State& s, PartitionId pid) {
+    QUEEN_ASSERT(pid.value() < s.partitions.size(), "partition id out of range: ", pid);
+    if (s.journal.is_active && pid.value() < s.journal.partitions_size &&
         s.journal.partitions_saved.insert(pid).second) {
-        s.journal.partitions.emplace_back(pid, s.partitions[pid]);
+        s.journal.partitions.emplace_back(pid, s.partition(pid));
     }
     s.dirty_partitions.insert(pid);
-    return s.partitions[pid];
+    return s.partition(pid);
 }
 
-void touch_queue_count(State& s, std::uint32_t qid) {
+void touch_queue_count(State& s, QueueId qid) {
     if (s.journal.is_active && !s.journal.queue_counts.contains(qid)) {
         const QueueMem& q = s.queues.at(qid);
         s.journal.queue_counts.emplace(qid, std::make_pair(q.message_count, q.partition_count));
@@ -86,12 +86,12 @@ void touch_queue_count(State& s, std::uint32_t qid) {
 }
 
 Result<void> flush_partitions(State& s, store::WriteTxn& txn) {
-    for (const std::uint64_t pid : s.dirty_partitions) {
-        const PartitionMem& mem = s.partitions[pid];
+    for (const PartitionId pid : s.dirty_partitions) {
+        const PartitionMem& mem = s.partition(pid);
         if (mem.queue.value() == 0) {
             continue;
         }
-        const auto key = detail::partition_key(PartitionId{pid});
+        const auto key = detail::partition_key(pid);
         QUEEN_TRY(const detail::PartitionInfo* info, partition_info(s, txn, pid));
         QUEEN_ASSERT(info != nullptr, "partition in memory but not in LMDB: ", pid);
         encode_partition(s.scratch, *info, mem);
@@ -130,7 +130,7 @@ Result<std::uint64_t> delete_prefix(State& s, store::WriteTxn& txn, store::Table
 // ------------------------------------------------------------------------------------------
 // Lookups, and the lease index.
 
-std::optional<std::uint32_t> find_queue(const State& s, std::string_view name) {
+std::optional<QueueId> find_queue(const State& s, std::string_view name) {
     auto it = s.queue_ids.find(name);
     if (it == s.queue_ids.end()) {
         return std::nullopt;
@@ -138,10 +138,11 @@ std::optional<std::uint32_t> find_queue(const State& s, std::string_view name) {
     return it->second;
 }
 
-Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_view name,
-                                   std::string namespace_name, std::string task,
-                                   const QueueOptions& options, TimestampMs now) {
-    const std::uint32_t qid = s.meta.next_queue_id++;
+Result<QueueId> create_queue(State& s, store::WriteTxn& txn, std::string_view name,
+                             std::string namespace_name, std::string task,
+                             const QueueOptions& options, TimestampMs now) {
+    const QueueId qid = s.meta.next_queue_id;
+    s.meta.next_queue_id = qid.next();
     QueueMem mem;
     mem.name = std::string(name);
     mem.namespace_name = namespace_name;
@@ -149,10 +150,9 @@ Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_v
     mem.options = options;
     detail::QueueRecord record{std::string(name), std::move(namespace_name), std::move(task), now,
                                options};
-    QUEEN_TRY(put(s, txn, s.tables.queues, detail::queue_key(QueueId{qid}).span(),
-                  detail::encode(record)));
-    QUEEN_TRY(
-        put(s, txn, s.tables.queue_names, detail::name_key(name).span(), detail::encode_u64(qid)));
+    QUEEN_TRY(put(s, txn, s.tables.queues, detail::queue_key(qid).span(), detail::encode(record)));
+    QUEEN_TRY(put(s, txn, s.tables.queue_names, detail::name_key(name).span(),
+                  detail::encode_u64(qid.value())));
     QUEEN_TRY(save_meta(s, txn));
     s.queues.emplace(qid, std::move(mem));
     s.queue_ids.emplace(std::string(name), qid);
@@ -162,57 +162,60 @@ Result<std::uint32_t> create_queue(State& s, store::WriteTxn& txn, std::string_v
     return qid;
 }
 
-Result<std::optional<std::uint64_t>> find_partition(State& s, const store::Txn& txn,
-                                                    std::uint32_t qid, std::string_view name) {
-    if (const std::uint64_t cached = s.partition_cache.find(qid, name); cached != 0) {
-        QUEEN_ASSERT(cached < s.partitions.size() && s.partitions[cached].queue.value() == qid,
+Result<std::optional<PartitionId>> find_partition(State& s, const store::Txn& txn, QueueId qid,
+                                                  std::string_view name) {
+    if (const PartitionId cached = s.partition_cache.find(qid, name); cached.value() != 0) {
+        QUEEN_ASSERT(cached.value() < s.partitions.size() && s.partition(cached).queue == qid,
                      "partition cache names a partition of another queue: ", cached);
-        return std::optional<std::uint64_t>{cached};
+        return std::optional<PartitionId>{cached};
     }
-    QUEEN_TRY(auto raw, txn.get(s.tables.partition_names,
-                                detail::partition_name_key(QueueId{qid}, name).span()));
+    QUEEN_TRY(auto raw,
+              txn.get(s.tables.partition_names, detail::partition_name_key(qid, name).span()));
     if (!raw) {
-        return std::optional<std::uint64_t>{};
+        return std::optional<PartitionId>{};
     }
-    QUEEN_TRY(auto pid, detail::decode_u64(*raw));
+    QUEEN_TRY(auto pid, detail::decode_id<PartitionId>(*raw));
     s.partition_cache.add_name(qid, name, pid);
-    return std::optional<std::uint64_t>{pid};
+    return std::optional<PartitionId>{pid};
 }
 
-Result<std::uint64_t> get_or_create_partition(State& s, store::WriteTxn& txn, std::uint32_t qid,
-                                              std::string_view name, TimestampMs now) {
+Result<PartitionId> get_or_create_partition(State& s, store::WriteTxn& txn, QueueId qid,
+                                            std::string_view name, TimestampMs now) {
     QUEEN_TRY(auto found, find_partition(s, txn, qid, name));
     if (found) {
         return *found;
     }
-    const std::uint64_t pid = s.meta.next_partition_id++;
-    QUEEN_ASSERT(pid < (std::uint64_t{1} << 48), "partition ids exhausted");
+    const PartitionId pid = s.meta.next_partition_id;
+    s.meta.next_partition_id = pid.next();
+    QUEEN_ASSERT(pid.value() < (std::uint64_t{1} << 48), "partition ids exhausted");
     detail::PartitionRecord record;
-    record.queue = QueueId{qid};
+    record.queue = qid;
     record.name = std::string(name);
     record.created_at = now;
-    QUEEN_TRY(put(s, txn, s.tables.partitions, detail::partition_key(PartitionId{pid}).span(),
+    QUEEN_TRY(put(s, txn, s.tables.partitions, detail::partition_key(pid).span(),
                   detail::encode(record)));
-    QUEEN_TRY(put(s, txn, s.tables.partition_names,
-                  detail::partition_name_key(QueueId{qid}, name).span(), detail::encode_u64(pid)));
+    QUEEN_TRY(put(s, txn, s.tables.partition_names, detail::partition_name_key(qid, name).span(),
+                  detail::encode_u64(pid.value())));
     QUEEN_TRY(save_meta(s, txn));
-    if (s.partitions.size() <= pid) {
-        s.partitions.resize(pid + 1);
+    if (s.partitions.size() <= pid.value()) {
+        s.partitions.resize(pid.value() + 1);
     }
-    s.partitions[pid] = PartitionMem{QueueId{qid}, 0, 1, 0, 0, 0};
-    s.partition_cache.add(pid, detail::PartitionInfo{QueueId{qid}, std::string(name), now});
+    s.partition(pid) = PartitionMem{qid, 0, Sequence{1}, Sequence{0}, 0, 0};
+    s.partition_cache.add(pid, detail::PartitionInfo{qid, std::string(name), now});
     touch_queue_count(s, qid);
     s.queues.at(qid).partition_count++;
     return pid;
 }
 
-Result<std::uint32_t> get_or_create_group(State& s, store::WriteTxn& txn, std::string_view name) {
+Result<GroupId> get_or_create_group(State& s, store::WriteTxn& txn, std::string_view name) {
     if (auto it = s.group_ids.find(name); it != s.group_ids.end()) {
         return it->second;
     }
-    const std::uint32_t gid = s.meta.next_group_id++;
-    QUEEN_TRY(put(s, txn, s.tables.groups, detail::name_key(name).span(), detail::encode_u64(gid)));
-    QUEEN_TRY(put(s, txn, s.tables.group_names, detail::group_name_key(GroupId{gid}).span(),
+    const GroupId gid = s.meta.next_group_id;
+    s.meta.next_group_id = gid.next();
+    QUEEN_TRY(put(s, txn, s.tables.groups, detail::name_key(name).span(),
+                  detail::encode_u64(gid.value())));
+    QUEEN_TRY(put(s, txn, s.tables.group_names, detail::group_name_key(gid).span(),
                   Bytes(name.begin(), name.end())));
     QUEEN_TRY(save_meta(s, txn));
     s.group_ids.emplace(std::string(name), gid);
@@ -223,26 +226,24 @@ Result<std::uint32_t> get_or_create_group(State& s, store::WriteTxn& txn, std::s
 }
 
 Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn& txn,
-                                                std::uint64_t pid, std::uint32_t gid) {
-    return detail::get_record(txn, s.tables.cursors,
-                              detail::cursor_key(PartitionId{pid}, GroupId{gid}).span(),
+                                                PartitionId pid, GroupId gid) {
+    return detail::get_record(txn, s.tables.cursors, detail::cursor_key(pid, gid).span(),
                               detail::decode_cursor);
 }
 
-Result<void> write_cursor(State& s, store::WriteTxn& txn, std::uint64_t pid, std::uint32_t gid,
+Result<void> write_cursor(State& s, store::WriteTxn& txn, PartitionId pid, GroupId gid,
                           const CursorRecord& record) {
     detail::encode_into(s.scratch, record);
-    return put(s, txn, s.tables.cursors, detail::cursor_key(PartitionId{pid}, GroupId{gid}).span(),
-               s.scratch);
+    return put(s, txn, s.tables.cursors, detail::cursor_key(pid, gid).span(), s.scratch);
 }
 
-Result<std::string> partition_name(State& s, const store::Txn& txn, std::uint64_t pid) {
+Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId pid) {
     QUEEN_TRY(const detail::PartitionInfo* info, partition_info(s, txn, pid));
     return info != nullptr ? info->name : std::string();
 }
 
-Result<std::uint64_t> first_sequence_from(const State& s, const store::Txn& txn, std::uint64_t pid,
-                                          std::uint64_t from, std::int64_t ts_ms) {
+Result<Sequence> first_sequence_from(const State& s, const store::Txn& txn, PartitionId pid,
+                                     Sequence from, std::int64_t ts_ms) {
     QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
     QUEEN_TRY(auto stored, scan.next());
     while (stored) {
@@ -252,25 +253,25 @@ Result<std::uint64_t> first_sequence_from(const State& s, const store::Txn& txn,
         }
         QUEEN_TRY(stored, scan.next());
     }
-    return s.partitions[pid].last_sequence + 1;
+    return s.partition(pid).last_sequence.next();
 }
 
-Result<std::vector<std::uint64_t>> queue_partitions(const State& s, const store::Txn& txn,
-                                                    std::uint32_t qid) {
-    std::vector<std::uint64_t> out;
+Result<std::vector<PartitionId>> queue_partitions(const State& s, const store::Txn& txn,
+                                                  QueueId qid) {
+    std::vector<PartitionId> out;
     QUEEN_TRY(auto cursor, txn.cursor(s.tables.partition_names));
-    const auto prefix = detail::queue_key(QueueId{qid});
+    const auto prefix = detail::queue_key(qid);
     QUEEN_TRY(auto entry, cursor.seek(prefix.span()));
     while (entry && detail::has_prefix(entry->key, prefix.span())) {
-        QUEEN_TRY(auto pid, detail::decode_u64(entry->value));
+        QUEEN_TRY(auto pid, detail::decode_id<PartitionId>(entry->value));
         out.push_back(pid);
         QUEEN_TRY(entry, cursor.next());
     }
     return out;
 }
 
-void release_lease_index(State& s, std::uint64_t lease_id, std::uint64_t pid, std::uint32_t gid) {
-    if (lease_id == 0) {
+void release_lease_index(State& s, LeaseId lease_id, PartitionId pid, GroupId gid) {
+    if (lease_id.value() == 0) {
         return;
     }
     if (s.journal.is_active) {
@@ -378,8 +379,8 @@ QueueState::IndexStats QueueState::index_stats() const {
     IndexStats stats;
     const State& s = *state_;
     stats.queues = s.queues.size();
-    for (std::size_t pid = 0; pid < s.partitions.size(); ++pid) {
-        stats.partitions += s.partitions[pid].queue.value() != 0 ? 1 : 0;
+    for (std::size_t index = 0; index < s.partitions.size(); ++index) {
+        stats.partitions += s.partitions[index].queue.value() != 0 ? 1 : 0;
     }
     for (const auto& [qid, q] : s.queues) {
         for (const auto& [gid, gc] : q.groups) {
@@ -405,7 +406,7 @@ std::string QueueState::debug_dump_index() const {
             out << "  group " << gid << " rr=" << gc.round_robin_position << '\n';
         }
     }
-    for (std::size_t pid = 1; pid < s.partitions.size(); ++pid) {
+    for (std::size_t pid = 1; pid < s.partitions.size(); ++pid) {  // the index is the id
         const auto& m = s.partitions[pid];
         if (m.queue.value() != 0) {
             out << "partition " << pid << " q=" << m.queue.value() << " [" << m.first_sequence

@@ -26,8 +26,8 @@ namespace queen::queues::detail {
 struct PartitionMem {
     QueueId queue;  ///< 0 = no such partition (never assigned or deleted)
     std::uint32_t unused = 0;
-    std::uint64_t first_sequence = 1;
-    std::uint64_t last_sequence = 0;
+    Sequence first_sequence{1};
+    Sequence last_sequence{0};
     std::int64_t last_created_ms = 0;
     std::uint64_t message_count = 0;
 };
@@ -39,10 +39,10 @@ static_assert(sizeof(PartitionMem) == 40, "PartitionMem grew: update docs/engine
 /// LMDB state only (smallest deliverable id after round_robin_position, wrapping), so replicas
 /// and restarts choose the same partitions whatever the cache holds.
 struct GroupCandidates {
-    std::uint64_t round_robin_position = 0;
-    std::set<std::uint64_t> ready;
-    std::set<std::pair<std::int64_t, std::uint64_t>> deferred;     ///< (due ms, partition)
-    std::unordered_map<std::uint64_t, std::int64_t> deferred_due;  ///< lookup only
+    PartitionId round_robin_position;
+    std::set<PartitionId> ready;
+    std::set<std::pair<std::int64_t, PartitionId>> deferred;     ///< (due ms, partition)
+    std::unordered_map<PartitionId, std::int64_t> deferred_due;  ///< lookup only
 };
 
 struct QueueMem {
@@ -52,7 +52,7 @@ struct QueueMem {
     QueueOptions options;
     std::uint64_t message_count = 0;
     std::uint64_t partition_count = 0;
-    std::map<std::uint32_t, GroupCandidates> groups;  ///< by group id
+    std::map<GroupId, GroupCandidates> groups;
 };
 
 /// The immutable part of a partition's LMDB record (what PartitionMem does not mirror).
@@ -70,7 +70,8 @@ struct NameHash {
         return std::hash<std::string_view>{}(name);
     }
 };
-using NameIds = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
+template <class Id>
+using NameIds = std::unordered_map<std::string, Id, NameHash, std::equal_to<>>;
 
 /// A bounded cache of LMDB facts that never change while a partition id means the same
 /// partition: its PartitionInfo by id, and its id by (queue, name). It spares the pop, ack and
@@ -85,28 +86,28 @@ public:
     static constexpr std::size_t entries_max = 4096;
 
     /// The info of partition `pid`, or nullptr when not cached.
-    [[nodiscard]] const PartitionInfo* find(std::uint64_t pid) const {
+    [[nodiscard]] const PartitionInfo* find(PartitionId pid) const {
         auto it = by_id_.find(pid);
         return it == by_id_.end() ? nullptr : &it->second;
     }
     /// The id of partition `name` of queue `qid`, or 0 when not cached.
-    [[nodiscard]] std::uint64_t find(std::uint32_t qid, std::string_view name) const {
+    [[nodiscard]] PartitionId find(QueueId qid, std::string_view name) const {
         auto q = by_name_.find(qid);
         if (q == by_name_.end()) {
-            return 0;
+            return PartitionId{0};
         }
         auto it = q->second.find(name);
-        return it == q->second.end() ? 0 : it->second;
+        return it == q->second.end() ? PartitionId{0} : it->second;
     }
     /// Caches what LMDB says of `pid` (both ways); returns the cached info.
-    const PartitionInfo& add(std::uint64_t pid, PartitionInfo info) {
+    const PartitionInfo& add(PartitionId pid, PartitionInfo info) {
         const PartitionInfo& cached = add_info(pid, std::move(info));
-        by_name_[cached.queue.value()].insert_or_assign(cached.name, pid);
+        by_name_[cached.queue].insert_or_assign(cached.name, pid);
         return cached;
     }
     /// Caches what LMDB says of `pid` for lookups by id only: a pop or an ack that read the
     /// record does not index its name (a 1M-partition drain sees each partition once).
-    const PartitionInfo& add_info(std::uint64_t pid, PartitionInfo info) {
+    const PartitionInfo& add_info(PartitionId pid, PartitionInfo info) {
         if (size_ >= entries_max) {
             clear();
         }
@@ -117,7 +118,7 @@ public:
         return it->second;
     }
     /// Caches that partition `name` of `qid` has id `pid` (the name index only).
-    void add_name(std::uint32_t qid, std::string_view name, std::uint64_t pid) {
+    void add_name(QueueId qid, std::string_view name, PartitionId pid) {
         if (size_ >= entries_max) {
             clear();
         }
@@ -136,9 +137,8 @@ public:
     }
 
 private:
-    using NamePids = std::unordered_map<std::string, std::uint64_t, NameHash, std::equal_to<>>;
-    std::unordered_map<std::uint64_t, PartitionInfo> by_id_;
-    std::unordered_map<std::uint32_t, NamePids> by_name_;
+    std::unordered_map<PartitionId, PartitionInfo> by_id_;
+    std::unordered_map<QueueId, NameIds<PartitionId>> by_name_;
     std::size_t size_ = 0;  ///< insertions since the last clear (bounds both maps)
 };
 
@@ -156,18 +156,18 @@ struct Journal {
     MetaRecord meta;
     std::size_t partitions_size = 0;
     std::size_t wakeups_size = 0;
-    std::vector<std::pair<std::uint64_t, PartitionMem>> partitions;  ///< first old value each
-    std::set<std::uint64_t> partitions_saved;
-    std::vector<std::uint32_t> created_queues;
+    std::vector<std::pair<PartitionId, PartitionMem>> partitions;  ///< first old value each
+    std::set<PartitionId> partitions_saved;
+    std::vector<QueueId> created_queues;
     std::vector<std::string> created_groups;
-    std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> queue_counts;  ///< old
+    std::map<QueueId, std::pair<std::uint64_t, std::uint64_t>> queue_counts;  ///< old
     /// The entry's LMDB undos are store[0, store_size); later elements are spares whose buffers
     /// the next records reuse.
     std::vector<StoreUndo> store;
     std::size_t store_size = 0;
     /// Lease index entries (lease, partition, group) the entry released: dropped from
     /// State::leases when it commits, kept when it rolls back.
-    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> released_leases;
+    std::vector<std::tuple<LeaseId, PartitionId, GroupId>> released_leases;
 
     /// Records that `key` of `table` held `old` (std::nullopt: absent) before the entry wrote it.
     void record(store::Table table, ByteSpan key, std::optional<ByteSpan> old) {
@@ -207,15 +207,22 @@ struct State {
     bool is_meta_dirty = false;
     /// By partition id; index 0 unused. Chunked: growing to millions never copies it.
     ChunkedArray<PartitionMem> partitions{1};
-    std::map<std::uint32_t, QueueMem> queues;
-    NameIds queue_ids;  ///< lookup only
-    NameIds group_ids;  ///< lookup only
+    /// The memory entry of partition `pid` (which must be below partitions.size()).
+    PartitionMem& partition(PartitionId pid) { return partitions[pid.value()]; }
+    const PartitionMem& partition(PartitionId pid) const { return partitions[pid.value()]; }
+    /// True when `pid` names an existing partition.
+    [[nodiscard]] bool has_partition(PartitionId pid) const {
+        return pid.value() != 0 && pid.value() < partitions.size() &&
+               partitions[pid.value()].queue.value() != 0;
+    }
+    std::map<QueueId, QueueMem> queues;
+    NameIds<QueueId> queue_ids;  ///< lookup only
+    NameIds<GroupId> group_ids;  ///< lookup only
     /// lease id -> (partition, group) it was granted on; may hold stale pairs (checked against
     /// the cursor record before use). Lookup only.
-    std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> leases;
-    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>, SubscriptionRecord>
-        subscriptions;
-    std::set<std::uint64_t> dirty_partitions;
+    std::unordered_map<LeaseId, std::vector<std::pair<PartitionId, GroupId>>> leases;
+    std::map<std::tuple<GroupId, QueueId, PartitionId>, SubscriptionRecord> subscriptions;
+    std::set<PartitionId> dirty_partitions;
     PartitionCache partition_cache;
     std::vector<Wakeup> wakeups;
     Journal journal;

@@ -15,19 +15,19 @@ using detail::State;
 namespace {
 
 /// The first live sequence of `pid` at or after `from` (last + 1 when none).
-Result<std::uint64_t> next_live_sequence(const State& s, const store::Txn& txn, std::uint64_t pid,
-                                         std::uint64_t from) {
+Result<Sequence> next_live_sequence(const State& s, const store::Txn& txn, PartitionId pid,
+                                    Sequence from) {
     QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
     QUEEN_TRY(auto next, scan.next());
-    return next ? next->sequence : s.partitions[pid].last_sequence + 1;
+    return next ? next->sequence : s.partition(pid).last_sequence.next();
 }
 
 /// Deletes the oldest messages of `pid` while `keep(seq, created_ms)` is false, at most
 /// `budget`; returns how many were deleted.
 template <class Keep>
-Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, std::uint64_t pid,
+Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, PartitionId pid,
                                     std::uint64_t budget, Keep keep) {
-    PartitionMem& mem = s.partitions[pid];
+    PartitionMem& mem = s.partition(pid);
     std::uint64_t deleted = 0;
     if (mem.message_count == 0 || budget == 0) {
         return deleted;
@@ -35,8 +35,8 @@ Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, std::uint64_
     QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
     QUEEN_TRY(auto scan,
               detail::MessageScan::open(txn, s.tables.messages, pid, mem.first_sequence));
-    std::vector<std::pair<std::uint64_t, std::string>> doomed;
-    std::vector<std::uint64_t> doomed_sequences;
+    std::vector<std::pair<Sequence, std::string>> doomed;
+    std::vector<Sequence> doomed_sequences;
     QUEEN_TRY(auto stored, scan.next());
     while (stored && doomed.size() < budget) {
         QUEEN_TRY(auto message, detail::decode_message(stored->record));
@@ -53,21 +53,19 @@ Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, std::uint64_
     PartitionMem& changed = touch_partition(s, pid);
     QUEEN_TRY(detail::erase_messages(txn, s.tables.messages, pid, doomed_sequences, s.scratch));
     for (const auto& [seq, txid] : doomed) {
-        QUEEN_TRY(
-            txn.del(s.tables.transaction_ids, detail::txid_key(PartitionId{pid}, txid).span()));
-        QUEEN_TRY(delete_prefix(s, txn, s.tables.traces,
-                                detail::message_key(PartitionId{pid}, seq).span()));
+        QUEEN_TRY(txn.del(s.tables.transaction_ids, detail::txid_key(pid, txid).span()));
+        QUEEN_TRY(delete_prefix(s, txn, s.tables.traces, detail::message_key(pid, seq).span()));
         ++deleted;
     }
     changed.message_count -= deleted;
-    changed.first_sequence = doomed.back().first + 1;
+    changed.first_sequence = doomed.back().first.next();
     if (changed.message_count > 0) {
         // The next stored message (holes from single deletes are skipped).
         QUEEN_TRY(changed.first_sequence, next_live_sequence(s, txn, pid, changed.first_sequence));
     } else {
-        changed.first_sequence = changed.last_sequence + 1;
+        changed.first_sequence = changed.last_sequence.next();
     }
-    s.queues.at(changed.queue.value()).message_count -= deleted;
+    s.queues.at(changed.queue).message_count -= deleted;
     return deleted;
 }
 
@@ -78,35 +76,37 @@ Result<SweepResult> QueueState::apply(store::WriteTxn& txn, const Sweep& command
     State& s = *state_;
     const std::int64_t now_ms = now.value();
     SweepResult result;
+    constexpr Sequence any_sequence{UINT64_MAX};  // no sequence bound
     std::uint64_t budget = command.messages_max;
-    std::vector<std::uint32_t> qids;
+    std::vector<QueueId> qids;
     for (const auto& [qid, q] : s.queues) {
         qids.push_back(qid);
     }
-    for (const std::uint32_t qid : qids) {
+    for (const QueueId qid : qids) {
         const QueueOptions options = s.queues.at(qid).options;
-        const bool has_retention = options.retention_enabled && options.retention_s > 0;
-        const bool has_completed = options.retention_enabled && options.completed_retention_s > 0;
+        const bool has_retention = options.is_retention_enabled && options.retention_s > 0;
+        const bool has_completed =
+            options.is_retention_enabled && options.completed_retention_s > 0;
         const bool has_ttl = options.ttl_s > 0;
         const bool has_max_wait = options.max_wait_time_s > 0;
         if (!has_retention && !has_completed && !has_ttl && !has_max_wait) {
             continue;
         }
-        std::vector<std::uint32_t> gids;
+        std::vector<GroupId> gids;
         for (const auto& [gid, gc] : s.queues.at(qid).groups) {
             gids.push_back(gid);
         }
         QUEEN_TRY(auto pids, queue_partitions(s, txn, qid));
-        for (const std::uint64_t pid : pids) {
+        for (const PartitionId pid : pids) {
             if (budget == 0) {
                 result.is_complete = false;
                 break;
             }
-            auto run = [&](std::int64_t age_s, std::uint64_t max_seq,
+            auto run = [&](std::int64_t age_s, Sequence max_seq,
                            std::uint64_t& counter) -> Result<void> {
                 const std::int64_t cutoff = now_ms - age_s * 1000;
                 QUEEN_TRY(auto n, delete_oldest(s, txn, pid, budget,
-                                                [&](std::uint64_t seq, std::int64_t created) {
+                                                [&](Sequence seq, std::int64_t created) {
                                                     return seq > max_seq || created > cutoff;
                                                 }));
                 counter += n;
@@ -114,19 +114,19 @@ Result<SweepResult> QueueState::apply(store::WriteTxn& txn, const Sweep& command
                 return {};
             };
             if (has_retention) {
-                QUEEN_TRY(run(options.retention_s, UINT64_MAX, result.retention_deleted));
+                QUEEN_TRY(run(options.retention_s, any_sequence, result.retention_deleted));
             }
             if (has_max_wait) {
-                QUEEN_TRY(run(options.max_wait_time_s, UINT64_MAX, result.evicted));
+                QUEEN_TRY(run(options.max_wait_time_s, any_sequence, result.evicted));
             }
             if (has_ttl) {
-                QUEEN_TRY(run(options.ttl_s, UINT64_MAX, result.ttl_deleted));
+                QUEEN_TRY(run(options.ttl_s, any_sequence, result.ttl_deleted));
             }
             if (has_completed) {
                 // Only what every group with a cursor on the partition has passed.
-                std::uint64_t min_consumed = UINT64_MAX;
+                Sequence min_consumed = any_sequence;
                 bool any = false;
-                for (const std::uint32_t gid : gids) {
+                for (const GroupId gid : gids) {
                     QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
                     if (cursor) {
                         any = true;
@@ -149,8 +149,8 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
     QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     DeleteMessageResult result;
-    const std::uint64_t pid = command.partition.value();
-    if (pid == 0 || pid >= s.partitions.size() || s.partitions[pid].queue.value() == 0) {
+    const PartitionId pid = command.partition;
+    if (!s.has_partition(pid)) {
         return result;
     }
     const auto txid = detail::txid_key(command.partition, command.transaction_id);
@@ -158,18 +158,18 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
     if (!raw) {
         return result;
     }
-    QUEEN_TRY(const std::uint64_t seq, detail::decode_u64(*raw));
+    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
     QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
     QUEEN_TRY(txn.del(s.tables.transaction_ids, txid.span()));
-    const std::uint64_t doomed[] = {seq};
+    const Sequence doomed[] = {seq};
     QUEEN_TRY(detail::erase_messages(txn, s.tables.messages, pid, doomed, s.scratch));
     QUEEN_TRY(
         delete_prefix(s, txn, s.tables.traces, detail::message_key(command.partition, seq).span()));
     PartitionMem& mem = touch_partition(s, pid);
     mem.message_count--;
-    s.queues.at(mem.queue.value()).message_count--;
+    s.queues.at(mem.queue).message_count--;
     if (mem.message_count == 0) {
-        mem.first_sequence = mem.last_sequence + 1;
+        mem.first_sequence = mem.last_sequence.next();
     } else if (seq == mem.first_sequence) {
         QUEEN_TRY(mem.first_sequence, next_live_sequence(s, txn, pid, seq));
         QUEEN_ASSERT(mem.first_sequence <= mem.last_sequence,

@@ -50,7 +50,7 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
     // and the undo took back): the batch's end writes it again.
     s.is_meta_dirty = true;
     for (auto it = journal.partitions.rbegin(); it != journal.partitions.rend(); ++it) {
-        s.partitions[it->first] = it->second;
+        s.partition(it->first) = it->second;
     }
     s.partitions.resize(journal.partitions_size);
     for (const auto& [qid, counts] : journal.queue_counts) {
@@ -59,7 +59,7 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
             q->second.partition_count = counts.second;
         }
     }
-    for (const std::uint32_t qid : journal.created_queues) {
+    for (const QueueId qid : journal.created_queues) {
         if (auto q = s.queues.find(qid); q != s.queues.end()) {
             s.queue_ids.erase(q->second.name);
             s.queues.erase(q);

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "queen/core/assert.hpp"
+#include "queen/core/hex.hpp"
 #include "queen/queues/types.hpp"
 
 namespace queen::queues {
@@ -15,19 +16,6 @@ constexpr std::uint64_t high_max = (std::uint64_t{1} << 48) - 1;
 
 constexpr std::uint64_t low_bits(std::uint64_t value, unsigned bits) noexcept {
     return value & ((std::uint64_t{1} << bits) - 1);
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ std::string hex(ByteSpan bytes) {
 Result<std::string> dump_messages(const store::Entry& entry) {
     store::KeyReader key(entry.key);
     const std::uint64_t pid = key.u64be();
-    std::uint64_t seq = key.u64be();
+    Sequence seq{key.u64be()};
     QUEEN_TRY(auto block, detail::BlockReader::parse(entry.value));
     std::string out;
     ByteSpan record;
@@ -45,7 +45,7 @@ Result<std::string> dump_messages(const store::Entry& entry) {
             out +=
                 hex(detail::message_key(PartitionId{pid}, seq).span()) + "=" + hex(record) + "\n";
         }
-        ++seq;
+        seq = seq.next();
     }
 }
 
@@ -316,7 +316,7 @@ TEST_CASE("queues: append_message_blob writes the bytes of encode(MessageRecord)
         CHECK(decoded->payload == item.payload);
 
         detail::CursorRecord cursor;
-        cursor.consumed = rng.next();
+        cursor.consumed = Sequence{rng.next()};
         cursor.lease_expires_ms = -static_cast<std::int64_t>(rng.below(1000));
         cursor.batch_size = static_cast<std::uint32_t>(rng.below(UINT32_MAX));
         detail::encode_into(reused, cursor);
@@ -326,8 +326,8 @@ TEST_CASE("queues: append_message_blob writes the bytes of encode(MessageRecord)
         partition.queue = QueueId{static_cast<std::uint32_t>(rng.below(UINT32_MAX))};
         partition.name = std::string(rng.below(300), 'p');
         partition.created_at = TimestampMs{now_ms};
-        partition.first_sequence = rng.below(1u << 20);
-        partition.last_sequence = rng.below(1u << 20);
+        partition.first_sequence = Sequence{rng.below(1u << 20)};
+        partition.last_sequence = Sequence{rng.below(1u << 20)};
         partition.last_created_at = TimestampMs{-now_ms};
         partition.message_count = rng.next();
         detail::encode_into(reused, partition);
@@ -338,7 +338,7 @@ TEST_CASE("queues: append_message_blob writes the bytes of encode(MessageRecord)
                                       partition.last_created_at, partition.message_count);
         REQUIRE(direct == reused);
         detail::MetaRecord meta;
-        meta.next_lease_id = rng.next();
+        meta.next_lease_id = LeaseId{rng.next()};
         meta.pop_maintenance = rng.below(2) == 0;
         detail::encode_into(reused, meta);
         REQUIRE(reused == detail::encode(meta));

@@ -605,7 +605,7 @@ TEST_CASE("queues: retention, completed retention, ttl and maxWaitTimeSeconds sw
           "[queues][sweep]") {
     Harness h;
     QueueOptions retention;
-    retention.retention_enabled = true;
+    retention.is_retention_enabled = true;
     retention.retention_s = 10;
     retention.ttl_s = 0;
     h.configure("r", retention);
@@ -614,7 +614,7 @@ TEST_CASE("queues: retention, completed retention, ttl and maxWaitTimeSeconds sw
     wait.ttl_s = 0;
     h.configure("w", wait);
     QueueOptions completed;
-    completed.retention_enabled = true;
+    completed.is_retention_enabled = true;
     completed.completed_retention_s = 5;
     completed.ttl_s = 0;
     h.configure("c", completed);

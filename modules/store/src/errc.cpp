@@ -4,42 +4,39 @@
 #include <cerrno>
 #include <string>
 
+#include "queen/core/error.hpp"
 #include "queen/store/errc.hpp"
 #include "queen/store/options.hpp"
 #include "state.hpp"
 
 namespace queen::store {
 namespace {
-class StoreCategory final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "queen.store"; }
-    std::string message(int code) const override {
-        switch (static_cast<Errc>(code)) {
-            case Errc::ok: return "ok";
-            case Errc::invalid_argument: return "invalid argument";
-            case Errc::key_exists: return "key exists";
-            case Errc::append_out_of_order: return "append key not after the last key";
-            case Errc::key_too_large: return "key or value size not allowed";
-            case Errc::not_found: return "not found";
-            case Errc::not_an_environment: return "not an LMDB environment";
-            case Errc::map_full: return "map full (grown; rerun the txn)";
-            case Errc::map_size_max_reached: return "map full at map_size_bytes_max";
-            case Errc::tables_full: return "too many tables (tables_max)";
-            case Errc::readers_full: return "too many readers (readers_max)";
-            case Errc::txn_full: return "txn too large";
-            case Errc::txn_failed: return "txn failed earlier";
-            case Errc::read_only: return "environment is read-only";
-            case Errc::locked: return "environment is locked";
-            case Errc::permission_denied: return "permission denied";
-            case Errc::corruption: return "corruption";
-            case Errc::disk_full: return "disk full";
-            case Errc::io: return "i/o error";
-            case Errc::poisoned: return "poisoned by an earlier storage failure";
-            case Errc::internal: return "internal error";
-        }
-        return "unknown store error " + std::to_string(code);
+std::string_view describe(Errc e) noexcept {
+    switch (e) {
+        case Errc::ok: return "ok";
+        case Errc::invalid_argument: return "invalid argument";
+        case Errc::key_exists: return "key exists";
+        case Errc::append_out_of_order: return "append key not after the last key";
+        case Errc::key_too_large: return "key or value size not allowed";
+        case Errc::not_found: return "not found";
+        case Errc::not_an_environment: return "not an LMDB environment";
+        case Errc::map_full: return "map full (grown; rerun the txn)";
+        case Errc::map_size_max_reached: return "map full at map_size_bytes_max";
+        case Errc::tables_full: return "too many tables (tables_max)";
+        case Errc::readers_full: return "too many readers (readers_max)";
+        case Errc::txn_full: return "txn too large";
+        case Errc::txn_failed: return "txn failed earlier";
+        case Errc::read_only: return "environment is read-only";
+        case Errc::locked: return "environment is locked";
+        case Errc::permission_denied: return "permission denied";
+        case Errc::corruption: return "corruption";
+        case Errc::disk_full: return "disk full";
+        case Errc::io: return "i/o error";
+        case Errc::poisoned: return "poisoned by an earlier storage failure";
+        case Errc::internal: return "internal error";
     }
-};
+    return {};
+}
 
 Errc map_rc(int rc, bool is_append) noexcept {
     switch (rc) {
@@ -78,7 +75,7 @@ Errc map_rc(int rc, bool is_append) noexcept {
 }  // namespace
 
 const std::error_category& error_category() noexcept {
-    static const StoreCategory category;
+    static const EnumErrorCategory<Errc, describe> category("queen.store", "unknown store error ");
     return category;
 }
 

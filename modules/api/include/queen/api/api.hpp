@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "queen/api/backend.hpp"
 #include "queen/core/logger.hpp"
@@ -44,8 +45,9 @@ struct ApiOptions {
     /// (configure and delete through this API drop it at once; 0 = look up on every push).
     std::int64_t queue_flags_cache_ms = 1000;
     /// AES-256-GCM key for queues with encryptionEnabled, as 64 hex digits; empty = no key
-    /// (pushes to such queues then fail with 500). The caller reads it from the config file or
-    /// from QUEEN_ENCRYPTION_KEY; this module reads no environment.
+    /// (pushes to such queues then fail with 500). The node supplies it (from its settings,
+    /// QUEEN_ENCRYPTION_KEY or its key file; docs/security.md); this module reads no
+    /// environment and no files.
     std::string encryption_key_hex;
     std::string tenant_header = "X-Queen-Tenant";  ///< names the tenant of a request
     std::string default_tenant = "default";        ///< the tenant of requests without the header
@@ -68,6 +70,12 @@ public:
 
 /// The process-wide cryptographic source (OpenSSL RAND_bytes). Thread-safe.
 [[nodiscard]] RandomSource& system_random();
+
+/// A short public name of an encryption key: the first 8 bytes of SHA-256 over the 32 key bytes,
+/// as 16 lower-case hex digits. Nodes that print the same fingerprint hold the same key; the key
+/// cannot be recovered from it. Errors: Errc::invalid_argument when `key_hex` is not 64 hex
+/// digits (the message never contains the key).
+[[nodiscard]] Result<std::string> encryption_key_fingerprint(std::string_view key_hex);
 
 /// Registers every endpoint of the Queen v1 API (spec sections 4, 5, 7 and 8, minus the
 /// PostgreSQL-only ones; docs/http-api.md lists them) on `router`. Handlers parse and validate

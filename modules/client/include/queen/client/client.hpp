@@ -190,6 +190,9 @@ private:
     queen::Status perform_into(const HttpRequest& request, Connection* dedicated,
                                HttpResponse& response, bool is_retried = true);
     queen::Status pop_on(const PopRequest& request, Connection* dedicated, PopResult& result);
+    /// DELETE `path`?deleteMetadata=...: both consumer-group deletes.
+    queen::Result<DeleteConsumerGroupResult> delete_consumer_group_at(std::string path,
+                                                                      bool is_metadata_deleted);
     void append_uuid_v7(std::string& out) override;  // generated ids for the builders
 
     ClientOptions options_;
@@ -204,5 +207,10 @@ private:
 
 /// Percent-encodes everything but the unreserved characters (A-Z a-z 0-9 - . _ ~).
 [[nodiscard]] std::string percent_encode(std::string_view text);
+
+/// Reads a JSON object of queue options (the `options` of a configure answer or of GET
+/// /api/v1/resources/queues/:queue) by the option table; a key that is missing or null keeps
+/// its default. Errors: Errc::bad_response when `json_object` is not a JSON object.
+[[nodiscard]] queen::Result<QueueOptions> parse_queue_options(std::string_view json_object);
 
 }  // namespace queen::client

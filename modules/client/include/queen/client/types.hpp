@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "queen/core/queue_options.hpp"
+
 namespace queen::client {
 
 /// The implicit consumer group of plain queue consumption.
@@ -18,26 +20,11 @@ inline constexpr std::string_view default_partition = "Default";
 
 // ---- configure (spec 4.1) ----
 
-/// The 15 queue options, with the server's defaults. configure() sends all of them: a configure
-/// call overwrites every option (it is not a merge).
-struct QueueOptions {
-    std::int64_t lease_time_s = 300;
-    std::int64_t retry_limit = 3;
-    std::int64_t retry_delay_ms = 1000;
-    std::int64_t max_size = 0;  ///< 0: unbounded
-    std::int64_t ttl_s = 3600;
-    std::int64_t priority = 0;
-    bool is_dead_letter_queue = false;
-    bool is_dlq_after_max_retries = false;
-    std::int64_t delayed_processing_s = 0;
-    std::int64_t window_buffer_s = 0;
-    std::int64_t retention_s = 0;
-    std::int64_t completed_retention_s = 0;
-    bool is_retention_enabled = false;
-    bool is_encryption_enabled = false;
-    std::int64_t max_wait_time_s = 0;
-    friend bool operator==(const QueueOptions&, const QueueOptions&) = default;
-};
+/// The 15 queue options: the broker's own struct and defaults (the one table of
+/// queen/core/queue_options.hpp). configure() sends all of them: a configure call overwrites
+/// every option (it is not a merge), and an option left at its default asks for exactly what
+/// the broker gives a queue configured without it.
+using queen::QueueOptions;
 
 struct ConfigureRequest {
     std::string queue;

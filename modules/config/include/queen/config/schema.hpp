@@ -45,6 +45,7 @@ struct Entry {
     std::string path;  ///< dotted, e.g. "http.port"
     std::string doc;   ///< one line, printed as a comment above the key
     Kind kind = Kind::string;
+    bool is_secret = false;  ///< render() shows "<hidden>" instead of a non-empty value
     std::int64_t integer_min = 0;
     std::int64_t integer_max = 0;
     std::vector<std::string> enum_names;
@@ -90,8 +91,15 @@ public:
 
     void add_double(std::string path, double* target, std::string doc);
     void add_string(std::string path, std::string* target, std::string doc);
+    /// A string that must not be shown: render() prints "<hidden>" for a non-empty value (which
+    /// a reload refuses where the value has a format), so --print-config never leaks it.
+    void add_secret(std::string path, std::string* target, std::string doc);
     void add_path(std::string path, std::filesystem::path* target, std::string doc);
     void add_string_list(std::string path, std::vector<std::string>* target, std::string doc);
+
+    /// A key that used to exist: a file or override naming it fails with Errc::unknown_key and
+    /// a message saying it was removed and what to use instead (`replacement`, one sentence).
+    void add_removed(std::string path, std::string replacement);
 
     /// An enum spelled by name in TOML: `names` pairs every allowed spelling with its value.
     template <class E>
@@ -120,7 +128,8 @@ public:
 
     /// Reads a TOML file and applies every key to the bound fields.
     /// Errors: Errc::io, Errc::syntax (with line and column), Errc::unknown_key,
-    /// Errc::wrong_type, Errc::out_of_range, Errc::invalid_value, each naming the full key path.
+    /// Errc::wrong_type, Errc::out_of_range, Errc::invalid_value, each naming the full key path
+    /// (for a removed key, also what replaced it).
     /// On error some fields may already be set: callers discard the config.
     [[nodiscard]] Status load_file(const std::filesystem::path& file);
     /// Same as load_file on text; `source` names it in errors.
@@ -149,8 +158,10 @@ private:
                    : static_cast<std::int64_t>(std::numeric_limits<Int>::max());
     }
     void add(Entry entry);
+    [[nodiscard]] Error unknown_key(const std::string& where, std::string_view path) const;
 
     std::vector<Entry> entries_;
+    std::vector<std::pair<std::string, std::string>> removed_;   // path -> what replaced it
     std::vector<std::pair<std::string, std::string>> sections_;  // path -> doc
 };
 

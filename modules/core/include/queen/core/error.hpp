@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -31,6 +32,31 @@ const std::error_category& error_category() noexcept;
 inline std::error_code make_error_code(Errc e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
+
+/// The std::error_category of an Errc enum `E`: a name, and for each code the text `describe`
+/// gives (an empty view for a value the enum does not name: `unknown` followed by the number).
+/// A module defines `describe` and one static instance:
+///
+///     std::string_view describe(Errc e) noexcept { switch (e) { ... } return {}; }
+///     const std::error_category& error_category() noexcept {
+///         static const EnumErrorCategory<Errc, describe> category("raft", "unknown raft error ");
+///         return category;
+///     }
+template <class E, std::string_view (*describe)(E) noexcept>
+class EnumErrorCategory final : public std::error_category {
+public:
+    constexpr EnumErrorCategory(const char* name, const char* unknown) noexcept
+        : name_(name), unknown_(unknown) {}
+    [[nodiscard]] const char* name() const noexcept override { return name_; }
+    [[nodiscard]] std::string message(int code) const override {
+        const std::string_view text = describe(static_cast<E>(code));
+        return text.empty() ? unknown_ + std::to_string(code) : std::string(text);
+    }
+
+private:
+    const char* name_;
+    const char* unknown_;
+};
 
 /// An error code plus a human sentence saying where and why. Cheap to move.
 struct Error {

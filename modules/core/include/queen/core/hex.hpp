@@ -1,9 +1,12 @@
-// core/hex.hpp — lowercase hex digits written two at a time (ids and UUIDs formatted in place).
+// core/hex.hpp — hex digits: lowercase ones written two at a time (ids and UUIDs formatted in
+// place), and the one reader of hex digits (either case) everyone uses.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 namespace queen {
 
@@ -26,6 +29,44 @@ inline void put_hex(char* at, std::uint64_t value, std::size_t bytes) noexcept {
         *at++ = hex_pairs[pair];
         *at++ = hex_pairs[pair + 1];
     }
+}
+
+/// The value of each byte as a hex digit ('0'-'9', 'a'-'f', 'A'-'F'); 0xff for every other byte
+/// (so OR-ing the values of many digits and testing the high bits finds any non-digit at once).
+inline constexpr std::array<std::uint8_t, 256> hex_values = [] {
+    std::array<std::uint8_t, 256> values{};
+    values.fill(0xff);
+    for (std::uint8_t i = 0; i < 10; ++i) {
+        values['0' + i] = i;
+    }
+    for (std::uint8_t i = 0; i < 6; ++i) {
+        values['a' + i] = static_cast<std::uint8_t>(10 + i);
+        values['A' + i] = static_cast<std::uint8_t>(10 + i);
+    }
+    return values;
+}();
+
+/// The value of hex digit `c` (either case), or -1 when `c` is not one.
+[[nodiscard]] constexpr int hex_value(char c) noexcept {
+    const std::uint8_t value = hex_values[static_cast<unsigned char>(c)];
+    return value == 0xff ? -1 : value;
+}
+
+/// Decodes `hex` (2 digits a byte, either case) into `out`, which must hold hex.size() / 2
+/// bytes. False, with `out` unspecified, when the sizes do not match or a digit is not hex.
+[[nodiscard]] constexpr bool decode_hex(std::string_view hex,
+                                        std::span<std::uint8_t> out) noexcept {
+    if (hex.size() != 2 * out.size()) {
+        return false;
+    }
+    std::uint8_t invalid = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const std::uint8_t high = hex_values[static_cast<unsigned char>(hex[2 * i])];
+        const std::uint8_t low = hex_values[static_cast<unsigned char>(hex[2 * i + 1])];
+        invalid |= high | low;
+        out[i] = static_cast<std::uint8_t>((high << 4) | (low & 0xf));
+    }
+    return (invalid & 0xf0) == 0;
 }
 
 }  // namespace queen

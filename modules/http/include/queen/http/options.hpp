@@ -2,27 +2,43 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "queen/core/result.hpp"
 
 namespace queen::http {
 
-/// Cross-origin headers added to every response, and the answer to `OPTIONS` preflights
-/// (spec section 1: `OPTIONS /*` -> 204 with these headers, no authentication).
+/// Cross-origin answers for web pages, granted per origin. A browser sends `Origin` with a
+/// cross-origin request; only when that origin is listed does the server answer with
+/// `Access-Control-Allow-Origin` (the origin echoed, or `*` when "*" is listed), -Methods and
+/// -Headers, and answer an `OPTIONS` preflight with them plus -Max-Age. Other origins get none
+/// of these, so a page they serve cannot read answers or send non-simple requests. Whenever the
+/// list is not empty, every answer carries `Vary: Origin` (it depends on that header).
 struct CorsOptions {
-    bool is_enabled = true;
-    std::string allow_origin = "*";
+    /// Exact origins, "scheme://host[:port]" as browsers send them ("http://localhost:3000"),
+    /// compared ASCII case-insensitively; "*" allows every origin. Empty (the default): no
+    /// cross-origin access.
+    std::vector<std::string> allowed_origins;
     std::string allow_methods = "GET, POST, PUT, DELETE, OPTIONS";
     std::string allow_headers = "Content-Type, Authorization";
     std::uint32_t max_age_seconds = 86400;  ///< sent on preflight answers only
+
+    /// The `Access-Control-Allow-Origin` value for a request whose `Origin` header is `origin`
+    /// (nullopt: no such header): `origin` itself when listed, "*" when "*" is listed and the
+    /// origin is not, else empty (no CORS headers). The view refers to `origin` or to a
+    /// static string.
+    [[nodiscard]] std::string_view allow_origin_for(
+        std::optional<std::string_view> origin) const noexcept;
 };
 
 /// Options of one Server. Defaults suit a broker on a small machine.
 struct ServerOptions {
-    std::string bind_address = "0.0.0.0";  ///< an IPv4 or IPv6 literal (no host names)
-    std::uint16_t port = 6632;             ///< 0 = ephemeral; Server::port() reports the bound one
-    std::uint32_t io_threads = 2;          ///< threads, each running its own event loop
+    std::string bind_address = "127.0.0.1";  ///< an IPv4 or IPv6 literal (no host names)
+    std::uint16_t port = 6632;     ///< 0 = ephemeral; Server::port() reports the bound one
+    std::uint32_t io_threads = 2;  ///< threads, each running its own event loop
     std::uint32_t header_size_bytes_max = 16 * 1024;  ///< request line + headers; beyond -> 431
     std::uint32_t headers_count_max = 100;            ///< beyond -> 431
     std::uint64_t body_size_bytes_max = 16u << 20;    ///< decoded body; beyond -> 413
@@ -44,7 +60,8 @@ struct ServerOptions {
     /// Checks ranges: io_threads in [1, 256], header_size_bytes_max in [256, 1 MiB],
     /// headers_count_max >= 1, body_size_bytes_max in [0, 4 GiB], connections_max >= 1, every
     /// timeout >= 1 ms, pipelined_requests_max in [1, 1024], read_buffer_bytes in [512, 1 MiB],
-    /// listen_backlog >= 1, and that bind_address is a numeric IP address.
+    /// listen_backlog >= 1, that bind_address is a numeric IP address, and that every entry of
+    /// cors.allowed_origins is "*" or "scheme://host[:port]" (no path, no trailing '/').
     /// Errors: Errc::invalid_argument naming the field and the value.
     [[nodiscard]] Status validate() const;
 };

@@ -56,11 +56,12 @@ struct Request {
     [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept;
     /// The first query parameter named `name` (exact), or nullopt. "k=" yields "".
     [[nodiscard]] std::optional<std::string_view> query_value(std::string_view name) const noexcept;
-    /// A boolean query parameter as the Queen v1 clients send it (spec section 1): `fallback`
-    /// when absent; otherwise true only for "true" or "1".
+    /// A boolean query parameter as the Queen v1 clients send it: `fallback` when absent;
+    /// otherwise true only for "true" or "1" (docs/http-api.md, Conventions).
     [[nodiscard]] bool query_bool(std::string_view name, bool fallback) const noexcept;
     /// An integer query parameter: `fallback` when absent or not entirely a base-10 integer
-    /// that fits in int64 (spec section 1: integers fall back to the default on parse error).
+    /// that fits in int64 (the old Queen server's rule; modules/api parses its integers itself
+    /// and answers 400 for a malformed one).
     [[nodiscard]] std::int64_t query_int(std::string_view name,
                                          std::int64_t fallback) const noexcept;
     /// The route parameter `name` (without ':'), or nullopt when the route has none of that name.

@@ -40,7 +40,8 @@ struct ServerMetrics {
 /// gets a 400 JSON error and the connection closes; over-limit headers 431, bodies 413 (sent
 /// before reading the body when Content-Length announces it). Bad percent-encoding in the
 /// target answers 400 and keeps the connection. OPTIONS requests are answered by the server
-/// with the CORS preflight when cors.is_enabled; otherwise they reach the handler.
+/// (204; with the CORS preflight headers when the request's Origin is in
+/// cors.allowed_origins) and never reach the handler.
 ///
 /// Thread-safety: metrics(), port() and address() may be called from any thread; stop() from
 /// any thread except an I/O thread of this server (i.e. not from a handler).

@@ -79,9 +79,18 @@ struct NodeConfig {
     }();
     TenantOptions tenant;
     LoggingOptions logging;
-    /// 64 hex digits (AES-256 key) for queues with encryptionEnabled; empty = no key (such
-    /// queues then refuse pushes). QUEEN_ENCRYPTION_KEY in the environment overrides it.
+    /// The payload encryption key of queues with encryptionEnabled (docs/security.md). The
+    /// first of these that is set wins: QUEEN_ENCRYPTION_KEY in the environment,
+    /// encryption_key_hex, the file encryption_key_file, then <data_dir>/keys/payload.key,
+    /// which the node creates at its first start.
+    /// 64 hex digits (a 32-byte AES-256 key); empty = not given here.
     std::string encryption_key_hex;
+    /// A file holding the key as 64 hex digits (mode 0600 or stricter); empty = not given. It
+    /// must exist: the node creates only its data directory's key file.
+    std::filesystem::path encryption_key_file;
+    /// false: the node loads and creates no key, and pushes to queues with encryptionEnabled and
+    /// reads of encrypted messages answer 500. A key must then not be given.
+    bool is_payload_encryption_enabled = true;
 
     /// Checks every section; the error names the key path.
     [[nodiscard]] Status validate() const;

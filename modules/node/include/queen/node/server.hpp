@@ -15,10 +15,13 @@ namespace queen::node {
 class Server {
 public:
     /// Opens (creating on first start) the data directory, takes its lock, writes or checks
-    /// node.toml, opens every tenant's log and state, and starts the listeners.
+    /// node.toml, loads the payload encryption key (creating keys/payload.key in the data
+    /// directory when no key is given; docs/security.md), opens every tenant's log and state,
+    /// and starts the listeners.
     /// Errors: Errc::busy (another process holds the data directory), Errc::invalid_argument
-    /// (node.toml names another node id), Errc::io / Errc::disk_full, and the module errors of
-    /// the log and store.
+    /// (node.toml names another node id; a malformed key, or a key file that is malformed or
+    /// readable by group or others), Errc::not_found (security.encryption_key_file does not
+    /// exist), Errc::io / Errc::disk_full, and the module errors of the log and store.
     [[nodiscard]] static Result<std::unique_ptr<Server>> start(const NodeConfig& config,
                                                                Logger& logger);
 

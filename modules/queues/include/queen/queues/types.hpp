@@ -9,6 +9,7 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/ids.hpp"
+#include "queen/core/queue_options.hpp"
 #include "queen/core/small_string.hpp"
 
 namespace queen::queues {
@@ -34,28 +35,9 @@ struct MessageId {
     friend bool operator==(const MessageId&, const MessageId&) = default;
 };
 
-/// The 15 options of spec 4.1, with the server defaults. Units are in the names.
-struct QueueOptions {
-    std::int64_t lease_time_s = 300;  ///< 0 means 60 s when a lease is taken
-    std::int64_t retry_limit = 3;
-    std::int64_t retry_delay_ms = 1000;  ///< a failed batch is held back this long
-    std::int64_t max_size = 0;           ///< max messages stored in the queue; 0 = unlimited
-    /// Unconsumed messages older than this are removed; 0 = off. The old server's default was
-    /// 3600 but it never enforced it: enforcing it by default would silently delete the messages
-    /// of every queue nobody configured, so Queen's default is off.
-    std::int64_t ttl_s = 0;
-    std::int64_t priority = 0;           ///< echoed; orders queues in listings
-    bool dead_letter_queue = false;      ///< echoed; dead-lettering always happens (spec preface)
-    bool dlq_after_max_retries = false;  ///< echoed, same
-    std::int64_t delayed_processing_s = 0;
-    std::int64_t window_buffer_s = 0;
-    bool retention_enabled = false;
-    std::int64_t retention_s = 0;
-    std::int64_t completed_retention_s = 0;
-    bool encryption_enabled = false;  ///< the HTTP layer encrypts; queues stores the flag
-    std::int64_t max_wait_time_s = 0;
-    friend bool operator==(const QueueOptions&, const QueueOptions&) = default;
-};
+/// The 15 options of spec 4.1: one table in queen/core/queue_options.hpp (members, JSON keys,
+/// defaults, ranges) serves the broker, the client and the CLI.
+using queen::QueueOptions;
 
 // ---------------------------------------------------------------------------------------------
 // Commands (one log entry holds one command, or a transaction of push/ack operations).
