@@ -29,6 +29,20 @@ void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std:
     put_hex(at + 24, low, 6);  // digits 21-32
 }
 
+void write_message_id(JsonWriter& out, queues::MessageId id, TimestampMs created_at) {
+    const queues::MessageUuid uuid = queues::message_uuid(id, created_at);
+    char* at = out.string_slot(36);
+    put_hex(at, uuid.high >> 32, 4);  // digits 1-8
+    at[8] = '-';
+    put_hex(at + 9, uuid.high >> 16, 2);  // digits 9-12
+    at[13] = '-';
+    put_hex(at + 14, uuid.high, 2);  // digits 13-16
+    at[18] = '-';
+    put_hex(at + 19, uuid.low >> 48, 2);  // digits 17-20
+    at[23] = '-';
+    put_hex(at + 24, uuid.low, 6);  // digits 21-32
+}
+
 std::string missing_key_message(std::string_view what) {
     return std::string(what) +
            " needs payload encryption, but this node runs without an encryption key "
@@ -87,7 +101,7 @@ std::string format_push(const queues::PushResult& result,
                 out.field("transaction_id", item.transaction_id)
                     .field("status", "queued")
                     .key("message_id");
-                write_message_id(out, item.message_id);
+                write_message_id(out, item.message_id, item.created_at);
                 out.key("partition_id");
                 write_partition_id(out, item.message_id.partition);
                 out.field_or_null("trace_id", item.trace_id).field("queueName", item.queue);
@@ -96,7 +110,7 @@ std::string format_push(const queues::PushResult& result,
                 out.field("transaction_id", item.transaction_id)
                     .field("status", "duplicate")
                     .key("message_id");
-                write_message_id(out, item.message_id);
+                write_message_id(out, item.message_id, item.created_at);
                 out.field("queueName", item.queue);
                 break;
             case queues::PushStatus::buffered:
@@ -130,13 +144,13 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
         }
     };
     const queues::PoppedMessage* first = result.messages.empty() ? nullptr : &result.messages[0];
-    // A message takes ~310 bytes besides its strings (three ids, a time, the keys): one
+    // A message takes ~320 bytes besides its strings (three ids, a time, the keys): one
     // allocation for the usual answer, without zero-filling much more than it uses.
     std::size_t capacity = 512 + result.queue.size() + result.group.size();
     for (const queues::PoppedMessage& message : result.messages) {
-        capacity += 320 + message.payload.size() + message.transaction_id.size() +
+        capacity += 330 + message.payload.size() + message.transaction_id.size() +
                     message.trace_id.size() + message.producer_sub.size() +
-                    message.partition.size() + result.group.size();
+                    message.partition.size() + result.group.size() + result.queue.size();
     }
     JsonWriter out(capacity);
     out.begin_object()
@@ -158,15 +172,15 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
         out.null_field("leaseExpiresAt");
     }
     out.key("messages").begin_array();
-    // partitionId, partition, leaseId and consumerGroup are the same for every message of one
-    // partition: written for the first message of a partition (a pop's messages share one),
-    // copied from there for the others.
+    // partitionId, partition, leaseId, consumerGroup and queue are the same for every message
+    // of one partition: written for the first message of a partition (a pop's messages share
+    // one), copied from there for the others.
     std::size_t shared_from = 0;
     std::size_t shared_size = 0;
     const queues::PoppedMessage* shared_source = nullptr;
     for (const queues::PoppedMessage& message : result.messages) {
         out.begin_object().key("id");
-        write_message_id(out, message.id);
+        write_message_id(out, message.id, message.created_at);
         out.field("transactionId", message.transaction_id)
             .field_or_null("traceId", message.trace_id)
             .key("data");
@@ -188,7 +202,7 @@ Result<std::string> format_pop(const queues::PopResult& result, const PayloadCip
             write_partition_id(out, message.id.partition);
             out.field("partition", message.partition).key("leaseId");
             write_lease(out);
-            out.field("consumerGroup", result.group);
+            out.field("consumerGroup", result.group).field("queue", result.queue);
             shared_size = out.text().size() - shared_from;
             shared_source = &message;
         }
@@ -244,7 +258,7 @@ std::string format_transaction(const queues::TransactionResult& result,
                 .field("transactionId", op.transaction_id);
             if (op.success) {
                 out.key("messageId");
-                write_message_id(out, op.message_id);
+                write_message_id(out, op.message_id, op.created_at);
                 out.key("partitionId");
                 write_partition_id(out, op.message_id.partition);
             }

@@ -24,10 +24,9 @@ namespace queen::api::detail {
 /// Writes queues::format_uuid(kind, high, low) as a string value, formatted in place (no
 /// temporary string). `high` fits 48 bits (asserted).
 void write_uuid(JsonWriter& out, queues::UuidKind kind, std::uint64_t high, std::uint64_t low);
-/// The message id text of queues::format_message_id as a string value.
-inline void write_message_id(JsonWriter& out, queues::MessageId id) {
-    write_uuid(out, queues::UuidKind::message, id.partition.value(), id.sequence.value());
-}
+/// The message id text of queues::format_message_id(id, created_at) as a string value,
+/// formatted in place.
+void write_message_id(JsonWriter& out, queues::MessageId id, TimestampMs created_at);
 /// The partition id text of queues::format_partition_id as a string value.
 inline void write_partition_id(JsonWriter& out, queues::PartitionId id) {
     write_uuid(out, queues::UuidKind::partition, 0, id.value());

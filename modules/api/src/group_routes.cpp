@@ -342,7 +342,8 @@ void handle_seek_partition(Context& context, const ContextPtr& shared, Request& 
                 .field("updated", result.updated)
                 .field_or_null("cursorMovedTo", result.cursor.sequence.value() == 0
                                                     ? std::string()
-                                                    : queues::format_message_id(result.cursor))
+                                                    : queues::format_message_id(
+                                                          result.cursor, result.cursor_created_at))
                 .end_object();
             return Response::json(200, out.take());
         });

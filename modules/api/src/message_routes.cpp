@@ -114,7 +114,7 @@ Result<Response> list_messages(Context& context, const std::string& tenant, Requ
         const Row& row = rows[i];
         const queues::MessageDetail& m = row.message;
         out.begin_object()
-            .field("id", queues::format_message_id(m.id))
+            .field("id", queues::format_message_id(m.id, m.created_at))
             .field("transactionId", m.transaction_id)
             .field("partitionId", queues::format_partition_id(m.id.partition))
             .field("queuePath", m.queue + "/" + m.partition)
@@ -186,7 +186,7 @@ Result<Response> get_message(Context& context, const std::string& tenant, Reques
     }
     JsonWriter out;
     out.begin_object()
-        .field("id", queues::format_message_id(m.id))
+        .field("id", queues::format_message_id(m.id, m.created_at))
         .field("transactionId", m.transaction_id)
         .field("partitionId", queues::format_partition_id(m.id.partition))
         .field("queuePath", m.queue + "/" + m.partition)
@@ -266,9 +266,11 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
     QUEEN_TRY(const Page page, page_of(context, request, 100));
     const std::string queue(request.query_value("queue").value_or(""));
     const std::string group(request.query_value("consumerGroup").value_or(""));
+    std::uint64_t total = 0;
     QUEEN_TRY(auto entries,
               query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) {
-                  return queues::list_dlq(tables, txn, queue, group, page.limit, page.offset);
+                  return queues::list_dlq(tables, txn, queue, group, page.limit, page.offset,
+                                          total);
               }));
     JsonWriter out;
     out.begin_object().key("messages").begin_array();
@@ -276,7 +278,7 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
         QUEEN_TRY(const std::string data,
                   payload_json(e.payload, e.is_encrypted, context.cipher_or_null()));
         out.begin_object()
-            .field("id", queues::format_message_id(e.id))
+            .field("id", queues::format_message_id(e.id, e.created_at))
             .field("transactionId", e.transaction_id)
             .field("partitionId", queues::format_partition_id(e.id.partition))
             .field("queue", e.queue)
@@ -292,7 +294,7 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
             .field("failedAt", format_iso_ms(e.failed_at.value()))
             .end_object();
     }
-    out.end_array();
+    out.end_array().field("total", total);
     write_pagination(out, page);
     out.end_object();
     return Response::json(200, out.take());

@@ -322,12 +322,25 @@ bool query_boolean(const http::Request& request, std::string_view name, bool fal
 Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
                               const ApiOptions& options, PopWait& wait) {
     queues::Pop out;
-    const auto queue = request.param("queue");
-    if (!queue.has_value() || queue->empty()) {
-        return bad("queue is required");
+    if (const auto queue = request.param("queue"); queue.has_value()) {
+        if (queue->empty()) {
+            return bad("queue is required");
+        }
+        out.queue = std::string(*queue);
+        QUEEN_TRY(check_name(out.queue, "queue", options));
+    } else {
+        // GET /api/v1/pop: the queues of a namespace and/or a task (what the official clients
+        // send for a consumer that names no queue).
+        out.namespace_name = std::string(request.query_value("namespace").value_or(""));
+        out.task = std::string(request.query_value("task").value_or(""));
+        if (out.namespace_name.empty() && out.task.empty()) {
+            return bad(
+                "namespace or task is required to pop without a queue (or pop a queue: "
+                "/api/v1/pop/queue/:queue)");
+        }
+        QUEEN_TRY(check_name(out.namespace_name, "namespace", options));
+        QUEEN_TRY(check_name(out.task, "task", options));
     }
-    out.queue = std::string(*queue);
-    QUEEN_TRY(check_name(out.queue, "queue", options));
     if (has_partition) {
         const auto partition = request.param("partition");
         if (!partition.has_value() || partition->empty()) {

@@ -70,8 +70,10 @@ struct PopWait {
     std::int64_t timeout_ms = 0;
 };
 
-/// GET /api/v1/pop/queue/:queue[/partition/:partition] (spec 4.3). `request.params` holds the
-/// route parameters; `wait` receives the long-poll settings (not part of the command).
+/// GET /api/v1/pop/queue/:queue[/partition/:partition] (spec 4.3), and GET /api/v1/pop (no
+/// `queue` route parameter): the queues of the `namespace` and/or `task` query parameters (400
+/// without either). `request.params` holds the route parameters; `wait` receives the long-poll
+/// settings (not part of the command).
 [[nodiscard]] Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
                                             const ApiOptions& options, PopWait& wait);
 

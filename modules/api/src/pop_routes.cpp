@@ -1,7 +1,9 @@
-// api/src/pop_routes.cpp — the pop routes (spec 4.3) and long polling: park on
-// Backend::wait_for_change, retry the pop when woken, 204 at the deadline, stop on disconnect.
+// api/src/pop_routes.cpp — the pop routes (spec 4.3, and GET /api/v1/pop of a namespace/task)
+// and long polling: park on Backend::wait_for_change, retry the pop when woken, 204 at the
+// deadline, stop on disconnect.
 #include "format.hpp"
 #include "parse.hpp"
+#include "queen/queues/queues.hpp"
 #include "routes.hpp"
 
 namespace queen::api::detail {
@@ -27,6 +29,8 @@ public:
         : context_(std::move(context)),
           tenant_(std::move(tenant)),
           pop_(std::move(pop)),
+          wait_key_(pop_.queue.empty() ? queues::matching_wait_key(pop_.namespace_name, pop_.task)
+                                       : pop_.queue),
           wait_(wait),
           responder_(std::move(responder)) {}
 
@@ -62,7 +66,7 @@ private:
             // The registration holds the poll alive while it is parked; finish() and a
             // disconnect cancel it, which releases the poll.
             token = context_->backend.wait_for_change(
-                tenant_, pop_.queue, deadline_ms_,
+                tenant_, wait_key_, deadline_ms_,
                 [self = shared_from_this(), generation](bool timed_out) {
                     self->on_wake(generation, timed_out);
                 });
@@ -224,6 +228,7 @@ private:
     ContextPtr context_;
     std::string tenant_;
     queues::Pop pop_;
+    std::string wait_key_;  ///< the queue, or the wait key of a namespace/task pop
     PopWait wait_;
     Responder responder_;
     std::int64_t deadline_ms_ = 0;
@@ -257,6 +262,10 @@ void handle_pop(Context& context, const ContextPtr& shared, Request& request, Re
 }  // namespace
 
 void register_pop_routes(http::Router& router, const ContextPtr& context) {
+    router.get("/api/v1/pop", make_handler(context, [](Context& c, const ContextPtr& shared,
+                                                       Request& request, Responder responder) {
+                   handle_pop(c, shared, request, std::move(responder), false);
+               }));
     router.get("/api/v1/pop/queue/:queue",
                make_handler(context, [](Context& c, const ContextPtr& shared, Request& request,
                                         Responder responder) {

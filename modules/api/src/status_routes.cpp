@@ -153,7 +153,7 @@ Result<Response> status_queue_messages(Context& context, const std::string& tena
     out.begin_array();
     for (const queues::MessageDetail& m : messages) {
         out.begin_object()
-            .field("id", queues::format_message_id(m.id))
+            .field("id", queues::format_message_id(m.id, m.created_at))
             .field("transactionId", m.transaction_id)
             .field("partitionId", queues::format_partition_id(m.id.partition))
             .field("queuePath", m.queue + "/" + m.partition)

@@ -120,7 +120,7 @@ TEST_CASE("api: pop answers equal an independent rendering", "[api][format]") {
         for (std::size_t i = 0; i < result.messages.size(); ++i) {
             const queues::PoppedMessage& message = result.messages[i];
             Json m;
-            m["id"] = queues::format_message_id(message.id);
+            m["id"] = queues::format_message_id(message.id, message.created_at);
             m["transactionId"] = message.transaction_id;
             m["traceId"] = string_or_null(message.trace_id);
             m["data"] = plain[i].empty() ? Json(nullptr) : Json::parse(plain[i]);
@@ -130,6 +130,7 @@ TEST_CASE("api: pop answers equal an independent rendering", "[api][format]") {
             m["partition"] = message.partition;
             m["leaseId"] = lease_text;
             m["consumerGroup"] = result.group;
+            m["queue"] = result.queue;
             m["retryCount"] = message.retry_count;
             expected["messages"].push_back(std::move(m));
         }
@@ -189,6 +190,7 @@ TEST_CASE("api: push answers equal an independent rendering", "[api][format]") {
             item.transaction_id = text(rng);
             item.message_id =
                 queues::MessageId{queues::PartitionId{rng.below(9)}, queues::Sequence{rng.next()}};
+            item.created_at = TimestampMs{time_ms(rng, 1'700'000'000'000)};
             item.queue = text(rng);
             item.partition = text(rng);
             item.trace_id = rng.chance(0.5) ? "" : text(rng);
@@ -200,7 +202,7 @@ TEST_CASE("api: push answers equal an independent rendering", "[api][format]") {
                 case queues::PushStatus::queued:
                     e["transaction_id"] = item.transaction_id;
                     e["status"] = "queued";
-                    e["message_id"] = queues::format_message_id(item.message_id);
+                    e["message_id"] = queues::format_message_id(item.message_id, item.created_at);
                     e["partition_id"] = queues::format_partition_id(item.message_id.partition);
                     e["trace_id"] = string_or_null(item.trace_id);
                     e["queueName"] = item.queue;
@@ -208,7 +210,7 @@ TEST_CASE("api: push answers equal an independent rendering", "[api][format]") {
                 case queues::PushStatus::duplicate:
                     e["transaction_id"] = item.transaction_id;
                     e["status"] = "duplicate";
-                    e["message_id"] = queues::format_message_id(item.message_id);
+                    e["message_id"] = queues::format_message_id(item.message_id, item.created_at);
                     e["queueName"] = item.queue;
                     break;
                 case queues::PushStatus::buffered:
@@ -257,6 +259,7 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
             op.transaction_id = text(rng);
             op.message_id =
                 queues::MessageId{queues::PartitionId{rng.below(9)}, queues::Sequence{rng.next()}};
+            op.created_at = TimestampMs{time_ms(rng, 1'700'000'000'000)};
             op.queue = text(rng);
             op.dlq = rng.chance(0.3);
             op.error = rng.chance(0.5) ? "" : text(rng);
@@ -267,7 +270,7 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
                 e["success"] = op.success;
                 e["transactionId"] = op.transaction_id;
                 if (op.success) {
-                    e["messageId"] = queues::format_message_id(op.message_id);
+                    e["messageId"] = queues::format_message_id(op.message_id, op.created_at);
                     e["partitionId"] = queues::format_partition_id(op.message_id.partition);
                 }
                 e["queueName"] = op.queue;

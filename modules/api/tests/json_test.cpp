@@ -185,10 +185,9 @@ TEST_CASE("api: ids written in place equal queues::format_uuid", "[api][json]") 
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     const queues::UuidKind kinds[] = {queues::UuidKind::queue, queues::UuidKind::partition,
-                                      queues::UuidKind::message, queues::UuidKind::lease,
-                                      queues::UuidKind::trace};
+                                      queues::UuidKind::lease, queues::UuidKind::trace};
     for (int round = 0; round < 1000; ++round) {
-        const queues::UuidKind kind = kinds[rng.below(5)];
+        const queues::UuidKind kind = kinds[rng.below(4)];
         const std::uint64_t high =
             round == 0 ? (std::uint64_t{1} << 48) - 1 : rng.next() >> (16 + rng.below(48));
         const std::uint64_t low = round == 0 ? ~std::uint64_t{0} : rng.next() >> rng.below(64);
@@ -199,15 +198,24 @@ TEST_CASE("api: ids written in place equal queues::format_uuid", "[api][json]") 
         REQUIRE(out.take() ==
                 "[" + std::to_string(round) + ",\"" + queues::format_uuid(kind, high, low) + "\"]");
     }
-    const queues::MessageId id{queues::PartitionId{7}, queues::Sequence{123456789}};
-    JsonWriter out;
-    out.begin_object().key("m");
-    write_message_id(out, id);
-    out.key("p");
-    write_partition_id(out, id.partition);
-    out.end_object();
-    CHECK(out.take() == "{\"m\":\"" + queues::format_message_id(id) + "\",\"p\":\"" +
-                            queues::format_partition_id(id.partition) + "\"}");
+    for (int round = 0; round < 1000; ++round) {
+        const queues::MessageId id{queues::PartitionId{rng.next() >> rng.below(64)},
+                                   queues::Sequence{rng.next() >> rng.below(64)}};
+        // Mostly today's times; sometimes before 1970 or past the 48 bits (clamped).
+        const TimestampMs created_at{
+            round % 10 == 1   ? -static_cast<std::int64_t>(rng.below(1'000'000))
+            : round % 10 == 2 ? static_cast<std::int64_t>(rng.next() >> 1)
+                              : 1'700'000'000'000 + static_cast<std::int64_t>(rng.below(1 << 30))};
+        JsonWriter out;
+        out.begin_object().key("m");
+        write_message_id(out, id, created_at);
+        out.key("p");
+        write_partition_id(out, id.partition);
+        out.end_object();
+        REQUIRE(out.take() == "{\"m\":\"" + queues::format_message_id(id, created_at) +
+                                  "\",\"p\":\"" + queues::format_partition_id(id.partition) +
+                                  "\"}");
+    }
 }
 
 }  // namespace

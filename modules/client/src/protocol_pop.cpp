@@ -43,6 +43,7 @@ enum class MessageMember {
     partition,
     lease_id,
     consumer_group,
+    queue,
     retry_count,
     other
 };
@@ -77,6 +78,9 @@ MessageMember message_member_of(std::string_view key) noexcept {
     }
     if (is_key(key, "consumerGroup")) {
         return MessageMember::consumer_group;
+    }
+    if (is_key(key, "queue")) {
+        return MessageMember::queue;
     }
     if (is_key(key, "retryCount")) {
         return MessageMember::retry_count;
@@ -119,6 +123,9 @@ bool next_message_member(JsonCursor& cursor, MessageMember expected, bool& is_fi
         case MessageMember::consumer_group:
             is_expected = cursor.next_member_is(R"("consumerGroup":)", is_first);
             break;
+        case MessageMember::queue:
+            is_expected = cursor.next_member_is(R"("queue":)", is_first);
+            break;
         case MessageMember::retry_count:
             is_expected = cursor.next_member_is(R"("retryCount":)", is_first);
             break;
@@ -143,12 +150,31 @@ queen::Status build_pop(const PopRequest& request, std::int64_t wait_margin_ms, 
         return queen::Error{Errc::invalid_argument,
                             "pop: batch and partitions must be >= 1, timeout_ms >= 0"};
     }
-    std::string& target = out.target;
-    target.assign("/api/v1/pop/queue/").append(percent_encode(request.queue));
-    if (!request.partition.empty()) {
-        target += "/partition/" + percent_encode(request.partition);
+    const bool is_matching = request.queue.empty();
+    if (is_matching && request.namespace_name.empty() && request.task.empty()) {
+        return queen::Error{Errc::invalid_argument,
+                            "pop: a queue, a namespace or a task is required"};
     }
+    if (is_matching && !request.partition.empty()) {
+        return queen::Error{Errc::invalid_argument, "pop: a partition needs a queue"};
+    }
+    std::string& target = out.target;
     bool is_first = true;
+    if (is_matching) {
+        // What the official clients send for a consumer that names no queue.
+        target.assign("/api/v1/pop");
+        if (!request.namespace_name.empty()) {
+            append_query(target, is_first, "namespace", request.namespace_name);
+        }
+        if (!request.task.empty()) {
+            append_query(target, is_first, "task", request.task);
+        }
+    } else {
+        target.assign("/api/v1/pop/queue/").append(percent_encode(request.queue));
+        if (!request.partition.empty()) {
+            target += "/partition/" + percent_encode(request.partition);
+        }
+    }
     append_query(target, is_first, "batch", std::to_string(request.batch));
     append_query(target, is_first, "wait", request.is_wait ? "true" : "false");
     append_query(target, is_first, "timeout", std::to_string(request.timeout_ms));
@@ -287,6 +313,7 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
                         flags |= has_group_flag;
                         cursor.read_text(message.consumer_group);
                         break;
+                    case MessageMember::queue: cursor.read_text(message.queue); break;
                     case MessageMember::retry_count:
                         cursor.read_integer(message.retry_count);
                         break;
@@ -314,7 +341,9 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
     // Fields a message leaves out come from the answer (the first claimed partition's).
     for (std::size_t i = 0; i < result.messages.size(); ++i) {
         Message& message = result.messages[i];
-        message.queue = result.queue;
+        if (message.queue.empty()) {
+            message.queue = result.queue;
+        }
         if ((message_flags[i] & has_lease_flag) == 0) {
             message.lease_id = result.lease_id;
         }

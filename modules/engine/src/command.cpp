@@ -1,6 +1,7 @@
-// engine/src/command.cpp — the field-by-field codec of commands and results (format version 1).
-// One `fields()` function per struct is shared by the writer and the reader, so the encoder and
-// the decoder cannot drift apart.
+// engine/src/command.cpp — the field-by-field codec of commands and results (format version 2;
+// version 1 still decodes). One `fields()` function per struct is shared by the writer and the
+// reader, so the encoder and the decoder cannot drift apart; a field added by version 2 is
+// visited only when format_of<visitor> says the bytes have it.
 #include "queen/engine/command.hpp"
 
 #include <type_traits>
@@ -12,6 +13,18 @@ namespace queen::engine {
 namespace {
 
 using namespace queen::queues;
+
+// Version 1 bytes decode through codec::Reader<FieldsV1>.
+static_assert(command_format_version == 2 && result_format_version == 2,
+              "a new format version needs its own reader and format_of value");
+
+struct FieldsV1;
+/// The format version a visitor writes or reads: the legacy reader reads version 1, every other
+/// visitor the current version.
+template <class A>
+constexpr std::uint8_t format_of = command_format_version;
+template <>
+constexpr std::uint8_t format_of<codec::Reader<FieldsV1>> = legacy_format_version;
 
 template <class A>
 void fields(A& a, QueueOptions& v) {
@@ -56,6 +69,10 @@ void fields(A& a, Pop& v) {
     a.enumeration(v.subscription_mode, SubscriptionMode::new_only);
     a.enumeration(v.subscription_from, SubscriptionFrom::timestamp);
     a(v.subscription_from_ms);
+    if constexpr (format_of<A> >= 2) {
+        a(v.namespace_name);
+        a(v.task);
+    }
 }
 template <class A>
 void fields(A& a, AckItem& v) {
@@ -161,6 +178,9 @@ void fields(A& a, PushItemResult& v) {
     a.enumeration(v.status, PushStatus::failed);
     a(v.transaction_id);
     a(v.message_id);
+    if constexpr (format_of<A> >= 2) {
+        a(v.created_at);
+    }
     a(v.queue);
     a(v.partition);
     a(v.trace_id);
@@ -219,6 +239,9 @@ void fields(A& a, TransactionOpResult& v) {
     a(v.success);
     a(v.transaction_id);
     a(v.message_id);
+    if constexpr (format_of<A> >= 2) {
+        a(v.created_at);
+    }
     a(v.queue);
     a(v.dlq);
     a(v.error);
@@ -251,6 +274,9 @@ void fields(A& a, SeekPartitionResult& v) {
     a(v.found);
     a(v.updated);
     a(v.cursor);
+    if constexpr (format_of<A> >= 2) {
+        a(v.cursor_created_at);
+    }
 }
 template <class A>
 void fields(A& a, MaintenanceResult& v) {
@@ -284,9 +310,28 @@ struct Fields {
         fields(a, value);
     }
 };
+/// The same fields() as Fields; a visitor over it reads format version 1 (see format_of).
+struct FieldsV1 {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
+};
 using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
+using ReaderV1 = codec::Reader<FieldsV1>;
+static_assert(format_of<Reader> == command_format_version && format_of<ReaderV1> == 1);
+
+/// Whether `version` (a command's or a result's first byte) is one this file decodes.
+bool is_known_version(std::uint8_t version) {
+    return version == legacy_format_version || version == command_format_version;
+}
+
+/// The first byte of `bytes` (0, an unknown version, when empty).
+std::uint8_t version_of(ByteSpan bytes) {
+    return bytes.empty() ? 0 : static_cast<std::uint8_t>(bytes[0]);
+}
 
 /// Builds variant alternative `index` default-constructed (the decoder then fills it).
 template <class Variant, std::size_t... I>
@@ -296,8 +341,7 @@ Variant make_alternative(std::size_t index, std::index_sequence<I...> /*unused*/
     return out;
 }
 
-Error decode_error(const char* what, const Reader& reader_unused, std::size_t offset) {
-    (void)reader_unused;
+Error decode_error(const char* what, std::size_t offset) {
     return Error{queen::Errc::invalid_argument,
                  std::string(what) + ": malformed at byte " + std::to_string(offset)};
 }
@@ -372,25 +416,21 @@ std::optional<std::size_t> command_index(ByteSpan bytes) {
     (void)reader.varint();
     (void)reader.varint();
     const std::uint8_t type = in.u8();
-    if (!in.ok() || version != command_format_version || type == 0 ||
+    if (!in.ok() || !is_known_version(version) || type == 0 ||
         type > std::variant_size_v<CommandBody>) {
         return std::nullopt;
     }
     return type - 1u;
 }
 
-Result<void> decode_command_into(ByteSpan bytes, Command& out) {
-    if (bytes.size() > command_bytes_max) {
-        return Error{queen::Errc::invalid_argument,
-                     "command: " + std::to_string(bytes.size()) + " bytes is over the limit"};
-    }
-    Reader reader(bytes);
+namespace {
+
+/// decode_command_into with the reader of the bytes' format version (the caller checked it).
+template <class R>
+Result<void> decode_command_with(ByteSpan bytes, Command& out) {
+    R reader(bytes);
     ByteReader& in = reader.bytes();
-    const std::uint8_t version = in.u8();
-    if (!in.ok() || version != command_format_version) {
-        return Error{queen::Errc::invalid_argument,
-                     "command: unknown format version " + std::to_string(version)};
-    }
+    (void)in.u8();  // the version
     Command& command = out;
     command.client_id = reader.varint();
     command.client_seq = reader.varint();
@@ -424,9 +464,25 @@ Result<void> decode_command_into(ByteSpan bytes, Command& out) {
         }
     }
     if (!in.ok() || !in.at_end()) {
-        return decode_error("command", reader, in.position());
+        return decode_error("command", in.position());
     }
     return {};
+}
+
+}  // namespace
+
+Result<void> decode_command_into(ByteSpan bytes, Command& out) {
+    if (bytes.size() > command_bytes_max) {
+        return Error{queen::Errc::invalid_argument,
+                     "command: " + std::to_string(bytes.size()) + " bytes is over the limit"};
+    }
+    const std::uint8_t version = version_of(bytes);
+    if (!is_known_version(version)) {
+        return Error{queen::Errc::invalid_argument,
+                     "command: unknown format version " + std::to_string(version)};
+    }
+    return version == legacy_format_version ? decode_command_with<ReaderV1>(bytes, out)
+                                            : decode_command_with<Reader>(bytes, out);
 }
 
 Bytes encode_result(const CommandResult& result) {
@@ -444,14 +500,14 @@ Bytes encode_result(const CommandResult& result) {
     return out;
 }
 
-Result<CommandResult> decode_result(ByteSpan bytes) {
-    Reader reader(bytes);
+namespace {
+
+/// decode_result with the reader of the bytes' format version (the caller checked it).
+template <class R>
+Result<CommandResult> decode_result_with(ByteSpan bytes) {
+    R reader(bytes);
     ByteReader& in = reader.bytes();
-    const std::uint8_t version = in.u8();
-    if (!in.ok() || version != result_format_version) {
-        return Error{queen::Errc::invalid_argument,
-                     "result: unknown format version " + std::to_string(version)};
-    }
+    (void)in.u8();  // the version
     const std::uint8_t type = in.u8();
     constexpr std::size_t alternatives = std::variant_size_v<CommandResult>;
     if (!in.ok() || type >= alternatives) {
@@ -461,9 +517,21 @@ Result<CommandResult> decode_result(ByteSpan bytes) {
     auto result = make_alternative<CommandResult>(type, std::make_index_sequence<alternatives>{});
     std::visit([&](auto& body) { reader(body); }, result);
     if (!in.ok() || !in.at_end()) {
-        return decode_error("result", reader, in.position());
+        return decode_error("result", in.position());
     }
     return result;
+}
+
+}  // namespace
+
+Result<CommandResult> decode_result(ByteSpan bytes) {
+    const std::uint8_t version = version_of(bytes);
+    if (!is_known_version(version)) {
+        return Error{queen::Errc::invalid_argument,
+                     "result: unknown format version " + std::to_string(version)};
+    }
+    return version == legacy_format_version ? decode_result_with<ReaderV1>(bytes)
+                                            : decode_result_with<Reader>(bytes);
 }
 
 }  // namespace queen::engine

@@ -74,7 +74,9 @@ public:
     std::string check(const queues::ConfigureQueue& c) const { return queue(c.queue); }
     std::string check(const queues::Push&) const { return {}; }  // per-item failures
     std::string check(const queues::Pop& c) const {
-        return first(queue(c.queue), partition(c.partition), group(c.group));
+        return first(queue(c.queue), partition(c.partition), group(c.group),
+                     limit("namespace", c.namespace_name, options_.queue_name_bytes_max),
+                     limit("task", c.task, options_.queue_name_bytes_max));
     }
     std::string check(const queues::Ack& c) const {
         for (const auto& item : c.items) {
@@ -218,6 +220,38 @@ struct Engine::Impl {
             body);
     }
 
+    /// Fills in what a result cached in a dedupe record of format version 1 lacks: the
+    /// createdAt of the messages it names (their ids' time). Messages that entry pushed were
+    /// created at its time, `at` (the record's last_used, which a cached answer does not
+    /// change); older ones (a duplicate, a seek cursor) are read, and get `at` when no longer
+    /// stored.
+    Result<void> complete_legacy(const store::Txn& txn, TimestampMs at, CommandResult& result) {
+        const auto stored_or_at = [&](queues::MessageId id) -> Result<TimestampMs> {
+            QUEEN_TRY(auto created, queues::message_created_at(queues.tables(), txn, id));
+            return created.value_or(at);
+        };
+        if (auto* push = std::get_if<queues::PushResult>(&result)) {
+            for (queues::PushItemResult& item : push->items) {
+                if (item.status == queues::PushStatus::queued) {
+                    item.created_at = at;
+                } else if (item.status == queues::PushStatus::duplicate) {
+                    QUEEN_TRY(item.created_at, stored_or_at(item.message_id));
+                }
+            }
+        } else if (auto* transaction = std::get_if<queues::TransactionResult>(&result)) {
+            for (queues::TransactionOpResult& op : transaction->results) {
+                if (op.kind == queues::TransactionOp::Kind::push && op.success) {
+                    op.created_at = at;
+                }
+            }
+        } else if (auto* seek = std::get_if<queues::SeekPartitionResult>(&result)) {
+            if (seek->cursor.sequence.value() != 0) {
+                QUEEN_TRY(seek->cursor_created_at, stored_or_at(seek->cursor));
+            }
+        }
+        return {};
+    }
+
     /// Applies one batch in one write txn. On failure nothing of it is applied.
     /// `before_commit` (may be null) gets each entry's result as soon as the entry ran, typed
     /// (never encoded unless a client session caches them): an answer does not wait for the
@@ -276,10 +310,15 @@ struct Engine::Impl {
                 if (raw) {
                     QUEEN_TRY(auto session, decode_session(*raw));
                     if (command->client_seq == session.last_seq) {
-                        if (before_commit != nullptr) {
+                        const bool is_legacy =
+                            !session.result.empty() && session.result[0] == legacy_format_version;
+                        if (before_commit != nullptr || is_legacy) {
                             auto cached = decode_result(session.result);
                             QUEEN_ASSERT(cached.has_value(), "the engine decodes its own results");
-                            hand(std::move(*cached));
+                            if (is_legacy) {
+                                QUEEN_TRY(complete_legacy(txn, session.last_used, *cached));
+                            }
+                            emit(std::move(*cached));
                         } else {
                             outcome.results.push_back(std::move(session.result));
                         }

@@ -78,6 +78,8 @@ CommandBody random_body(Rng& rng) {
             p.subscription_mode = SubscriptionMode::new_only;
             p.subscription_from = SubscriptionFrom::timestamp;
             p.subscription_from_ms = TimestampMs{-static_cast<std::int64_t>(rng.below(1000))};
+            p.namespace_name = random_text(rng);
+            p.task = random_text(rng);
             return p;
         }
         case 3: {
@@ -219,8 +221,8 @@ TEST_CASE("engine: decode_command_into a reused scratch per type equals a fresh 
 
 TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
     PushResult push;
-    push.items.push_back({PushStatus::duplicate, "t", MessageId{PartitionId{3}, Sequence{9}}, "q",
-                          "p", "trace", ""});
+    push.items.push_back({PushStatus::duplicate, "t", MessageId{PartitionId{3}, Sequence{9}},
+                          TimestampMs{1'700'000'000'123}, "q", "p", "trace", ""});
     PopResult pop;
     pop.outcome = PopResult::Outcome::delivered;
     pop.lease = LeaseId{5};
@@ -235,9 +237,13 @@ TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
                             2});
     TransactionResult tx;
     tx.error = "Message not found: x";
-    tx.results.push_back({TransactionOp::Kind::ack, true, "x", {}, "", true, ""});
+    tx.results.push_back({TransactionOp::Kind::ack, true, "x", {}, TimestampMs{0}, "", true, ""});
+    tx.results.push_back({TransactionOp::Kind::push, true, "y",
+                          MessageId{PartitionId{4}, Sequence{1}}, TimestampMs{1'700'000'000'456},
+                          "q", false, ""});
+    SeekPartitionResult seek{true, true, MessageId{PartitionId{5}, Sequence{8}}, TimestampMs{99}};
     for (const CommandResult& result :
-         {CommandResult{push}, CommandResult{pop}, CommandResult{tx},
+         {CommandResult{push}, CommandResult{pop}, CommandResult{tx}, CommandResult{seek},
           CommandResult{ErrorResult{ErrorResult::Code::stale_request, "old"}},
           CommandResult{SweepResult{1, 2, 3, 4, false}}}) {
         const Bytes encoded = encode_result(result);
@@ -253,6 +259,53 @@ TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
     REQUIRE(m.is_encrypted);
     REQUIRE(m.created_at.value() == 77);
     REQUIRE(m.retry_count == 2);
+    auto pushed = decode_result(encode_result(CommandResult{push})).value();
+    REQUIRE(std::get<PushResult>(pushed).items.at(0).created_at.value() == 1'700'000'000'123);
+    auto committed = decode_result(encode_result(CommandResult{tx})).value();
+    REQUIRE(std::get<TransactionResult>(committed).results.at(1).created_at.value() ==
+            1'700'000'000'456);
+    auto sought = decode_result(encode_result(CommandResult{seek})).value();
+    REQUIRE(std::get<SeekPartitionResult>(sought).cursor_created_at.value() == 99);
+}
+
+TEST_CASE("engine: format version 1 commands and results still decode", "[engine][codec]") {
+    // A version 1 Pop (as the log of an older binary holds it): no namespace or task.
+    const Bytes pop_v1{1, 0, 0, 3, 1, 'q', 0, 0, 1, 'g', 10, 1, 0, 0, 0, 0};
+    auto pop = decode_command(pop_v1);
+    REQUIRE(pop.has_value());
+    const Pop& decoded = std::get<Pop>(pop->body);
+    CHECK(decoded.queue == "q");
+    CHECK(decoded.group == "g");
+    CHECK(decoded.batch == 10);
+    CHECK(decoded.namespace_name.empty());
+    CHECK(decoded.task.empty());
+    REQUIRE(command_index(pop_v1) == std::optional<std::size_t>{2});
+    // Re-encoded, it is a version 2 command with empty names, and decodes to the same.
+    const Bytes again = encode_command(*pop);
+    REQUIRE(again[0] == command_format_version);
+    REQUIRE(again.size() == pop_v1.size() + 2);
+    REQUIRE(encode_command(decode_command(again).value()) == again);
+    // The version 2 bytes are not read as version 1 (and the other way round).
+    Bytes as_v1 = again;
+    as_v1[0] = legacy_format_version;
+    REQUIRE_FALSE(decode_command(as_v1).has_value());
+    Bytes as_v2 = pop_v1;
+    as_v2[0] = command_format_version;
+    REQUIRE_FALSE(decode_command(as_v2).has_value());
+
+    // A version 1 PushResult (a client dedupe record of an older binary): no createdAt.
+    const Bytes push_v1{1, 2, 1, 1, 1, 't', 3, 9, 1, 'q', 1, 'p', 0, 0};
+    auto push = decode_result(push_v1);
+    REQUIRE(push.has_value());
+    const PushItemResult& item = std::get<PushResult>(*push).items.at(0);
+    CHECK(item.status == PushStatus::duplicate);
+    CHECK(item.message_id == MessageId{PartitionId{3}, Sequence{9}});
+    CHECK(item.created_at.value() == 0);
+    CHECK(item.queue == "q");
+    CHECK(item.partition == "p");
+    Bytes push_as_v2 = push_v1;
+    push_as_v2[0] = result_format_version;
+    REQUIRE_FALSE(decode_result(push_as_v2).has_value());
 }
 
 TEST_CASE("engine: malformed commands are rejected with the reason", "[engine][codec]") {
@@ -282,22 +335,38 @@ TEST_CASE("engine: the fuzzer seed corpus decodes", "[engine][codec]") {
     const auto corpus =
         std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus_command";
     int decoded = 0;
+    int legacy = 0;
     for (const auto& file : std::filesystem::directory_iterator(corpus)) {
         std::ifstream in(file.path(), std::ios::binary);
         const Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         INFO(file.path().filename().string());
+        REQUIRE_FALSE(bytes.empty());
+        const bool is_legacy = bytes[0] == legacy_format_version;
+        legacy += is_legacy ? 1 : 0;
         if (file.path().filename().string().rfind("result_", 0) == 0) {
-            REQUIRE(decode_result(bytes).has_value());
+            auto result = decode_result(bytes);
+            REQUIRE(result.has_value());
+            if (!is_legacy) {
+                REQUIRE(encode_result(*result) == bytes);
+            }
         } else {
             auto command = decode_command(bytes);
             if (!command) {
                 FAIL(command.error().message());
             }
-            REQUIRE(encode_command(*command) == bytes);
+            if (is_legacy) {
+                // Version 1 seeds re-encode as version 2, which is canonical in turn.
+                const Bytes again = encode_command(*command);
+                REQUIRE(again[0] == command_format_version);
+                REQUIRE(encode_command(decode_command(again).value()) == again);
+            } else {
+                REQUIRE(encode_command(*command) == bytes);
+            }
         }
         ++decoded;
     }
-    REQUIRE(decoded >= 10);
+    REQUIRE(decoded >= 13);
+    REQUIRE(legacy >= 10);  // the seeds written before version 2
 }
 
 TEST_CASE("engine: configure commands and results written before the option table decode",
@@ -340,14 +409,21 @@ TEST_CASE("engine: configure commands and results written before the option tabl
     CHECK(configure->namespace_name == "shop");
     CHECK(configure->task == "billing");
     CHECK(configure->options == o);
-    CHECK(encode_command(*command) == command_bytes);
+    // These are format version 1 bytes; encoded again they are the same under version 2 (the
+    // version changed no field of configure commands or results).
+    const auto as_current = [](Bytes bytes) {
+        bytes[0] = command_format_version;
+        return bytes;
+    };
+    CHECK(encode_command(*command) == as_current(command_bytes));
 
     const Bytes defaults_bytes = bytes_of("0100000101710000d80406d00f000000000000000000000000");
     auto defaults = decode_command(defaults_bytes);
     REQUIRE(defaults.has_value());
     REQUIRE(std::holds_alternative<ConfigureQueue>(defaults->body));
     CHECK(std::get<ConfigureQueue>(defaults->body).options == QueueOptions{});
-    CHECK(encode_command(Command{0, 0, ConfigureQueue{"q", "", "", {}}}) == defaults_bytes);
+    CHECK(encode_command(Command{0, 0, ConfigureQueue{"q", "", "", {}}}) ==
+          as_current(defaults_bytes));
 
     const Bytes result_bytes = bytes_of(
         "01010305066f72646572730473686f700762696c6c696e67540ef403904e880e070101040600b0097800"
@@ -362,20 +438,67 @@ TEST_CASE("engine: configure commands and results written before the option tabl
     result_options.is_dlq_after_max_retries = true;
     result_options.is_retention_enabled = false;
     CHECK(configured->options == result_options);
-    CHECK(encode_result(*result) == result_bytes);
+    static_assert(result_format_version == command_format_version);
+    CHECK(encode_result(*result) == as_current(result_bytes));
 }
 
 TEST_CASE("engine: ids print as UUIDs and parse back", "[engine][codec]") {
-    const MessageId id{PartitionId{0x123456789abc}, Sequence{0xfedcba9876543210}};
-    const std::string text = format_message_id(id);
-    REQUIRE(text.size() == 36);
-    REQUIRE(text == "12345678-9abc-8300-fedc-ba9876543210");
-    REQUIRE(parse_message_id(text) == id);
     REQUIRE(parse_partition_id(format_partition_id(PartitionId{42})) == PartitionId{42});
-    REQUIRE(parse_partition_id(text) == PartitionId{0});  // wrong kind
+    REQUIRE(format_partition_id(PartitionId{42}) == "00000000-0000-8200-0000-00000000002a");
+    REQUIRE(parse_partition_id(format_lease_id(LeaseId{42})) == PartitionId{0});  // wrong kind
     REQUIRE(parse_lease_id("") == LeaseId{0});
     REQUIRE(parse_lease_id("not-a-lease") == LeaseId{UINT64_MAX});
     REQUIRE(parse_lease_id(format_lease_id(LeaseId{7})) == LeaseId{7});
+    // A message id is not a partition id either.
+    const std::string message =
+        format_message_id(MessageId{PartitionId{42}, Sequence{1}}, TimestampMs{1});
+    REQUIRE(parse_partition_id(message) == PartitionId{0});
+}
+
+TEST_CASE("engine: message ids are UUIDv7 holding createdAt, partition and sequence",
+          "[engine][codec]") {
+    // Time 0x0123456789ab ms; partition 0xfedcba9876 (40 bits); sequence 0x3_0000_0001 (34).
+    const MessageId id{PartitionId{0xfedcba9876}, Sequence{0x300000001}};
+    const TimestampMs at{0x0123456789ab};
+    const std::string text = format_message_id(id, at);
+    REQUIRE(text.size() == 36);
+    // time | 7 | partition bits 39-28 (0xfed) | 10 + partition bits 27-0 (0xcba9876) |
+    // sequence bits 33-0.
+    // low half: 0b10 << 62 | 0xcba9876 << 34 | 0x300000001
+    REQUIRE(text == "01234567-89ab-7fed-b2ea-61db00000001");
+    const MessageUuid uuid = message_uuid(id, at);
+    CHECK((uuid.high >> 16) == 0x0123456789ab);  // the first 48 bits: createdAt in ms
+    CHECK(((uuid.high >> 12) & 0xf) == 7);       // version 7
+    CHECK((uuid.low >> 62) == 2);                // variant 0b10
+    CHECK(text[14] == '7');
+    CHECK((text[19] == '8' || text[19] == '9' || text[19] == 'a' || text[19] == 'b'));
+    // Only the low 40 bits of the partition and the low 34 of the sequence are kept.
+    const MessageId wrapped{PartitionId{id.partition.value() + (std::uint64_t{1} << 40)},
+                            Sequence{id.sequence.value() + (std::uint64_t{1} << 34)}};
+    CHECK(format_message_id(wrapped, at) == text);
+    // The time is clamped to 48 bits.
+    CHECK(format_message_id(id, TimestampMs{-5}).substr(0, 13) == "00000000-0000");
+    CHECK(format_message_id(id, TimestampMs{INT64_MAX}).substr(0, 13) == "ffffffff-ffff");
+
+    // Text order is id order: by time, then partition, then sequence.
+    const std::vector<std::pair<MessageId, TimestampMs>> sorted = {
+        {MessageId{PartitionId{9}, Sequence{5}}, TimestampMs{1'700'000'000'000}},
+        {MessageId{PartitionId{1}, Sequence{1}}, TimestampMs{1'700'000'000'001}},
+        {MessageId{PartitionId{1}, Sequence{2}}, TimestampMs{1'700'000'000'001}},
+        {MessageId{PartitionId{1}, Sequence{(std::uint64_t{1} << 34) - 1}},
+         TimestampMs{1'700'000'000'001}},
+        {MessageId{PartitionId{2}, Sequence{1}}, TimestampMs{1'700'000'000'001}},
+        {MessageId{PartitionId{(std::uint64_t{1} << 40) - 1}, Sequence{0}},
+         TimestampMs{1'700'000'000'001}},
+        {MessageId{PartitionId{1}, Sequence{1}}, TimestampMs{1'700'000'000'002}},
+    };
+    for (std::size_t i = 1; i < sorted.size(); ++i) {
+        INFO(i);
+        CHECK(format_message_id(sorted[i - 1].first, sorted[i - 1].second) <
+              format_message_id(sorted[i].first, sorted[i].second));
+        CHECK(message_uuid(sorted[i - 1].first, sorted[i - 1].second) <
+              message_uuid(sorted[i].first, sorted[i].second));
+    }
 }
 
 }  // namespace

@@ -36,7 +36,10 @@ Result<ConfigureResult> QueueState::apply(store::WriteTxn& txn, const ConfigureQ
         record->task = command.task;
         record->options = command.options;
         QUEEN_TRY(put(s, txn, s.tables.queues, key.span(), detail::encode(*record)));
-        s.queues.at(qid).options = command.options;
+        detail::QueueMem& q = s.queues.at(qid);
+        q.namespace_name = command.namespace_name;
+        q.task = command.task;
+        q.options = command.options;
     } else {
         QUEEN_TRY(qid, create_queue(s, txn, command.queue, command.namespace_name, command.task,
                                     command.options, now));

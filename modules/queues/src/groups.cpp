@@ -166,6 +166,7 @@ Result<SeekPartitionResult> QueueState::apply(store::WriteTxn& txn, const SeekPa
     }
     result.updated = true;
     result.cursor = MessageId{*pid, record.consumed};
+    result.cursor_created_at = TimestampMs{s.partition(*pid).last_created_ms};
     return result;
 }
 

@@ -1,5 +1,7 @@
 // queues/src/pop.cpp — Pop (candidate selection, lease grant, subscription start), ExtendLease.
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "apply.hpp"
 #include "queen/core/assert.hpp"
@@ -181,99 +183,79 @@ Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, QueueI
     return &q.groups.emplace(gid, std::move(gc)).first->second;
 }
 
-}  // namespace
-
-Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, TimestampMs now) {
-    QUEEN_TRY(flush_pending(*state_, txn));
-    State& s = *state_;
-    const std::int64_t now_ms = now.value();
-    PopResult result;
-    result.queue = command.queue;
-    result.group = command.group;
-    if (s.meta.pop_maintenance) {
-        result.outcome = PopResult::Outcome::paused;
-        return result;
-    }
-    if (command.group.empty() || command.group.size() > s.options.group_name_bytes_max) {
-        return Error{queen::Errc::invalid_argument,
-                     "pop: consumerGroup must be 1 to " +
-                         std::to_string(s.options.group_name_bytes_max) + " bytes"};
-    }
-    const std::uint32_t batch =
-        std::clamp<std::uint32_t>(command.batch, 1, s.options.pop_batch_max);
-    const std::uint32_t partitions_max =
-        command.has_partition
-            ? 1
-            : std::clamp<std::uint32_t>(command.partitions, 1, s.options.pop_partitions_max);
-    const auto qid_found = find_queue(s, command.queue);
-    if (!qid_found) {
-        return result;
-    }
-    const QueueId qid = *qid_found;
-    std::optional<PartitionId> only_pid;
-    if (command.has_partition) {
-        QUEEN_TRY(only_pid, find_partition(s, txn, qid, command.partition));
-        if (!only_pid) {
-            return result;
-        }
-    }
-    GroupId gid;
-    QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
+/// Readies queue `qid` for group `gid`'s pop: its candidates (created on the group's first pop
+/// on the queue) and, for a new named group that asks for one, its subscription start (spec
+/// 5.8). `only_pid` limits the subscription to one partition (the partition route).
+Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, QueueId qid, GroupId gid,
+                                       const Pop& command, std::optional<PartitionId> only_pid,
+                                       TimestampMs now) {
     bool created = false;
     GroupCandidates* gc = nullptr;
     QUEEN_TRY(gc, group_candidates(s, txn, qid, gid, now, created));
-    // Subscription start of a brand-new named group (spec 5.8).
     const bool wants_start = command.subscription_from != SubscriptionFrom::none ||
                              command.subscription_mode == SubscriptionMode::new_only;
-    if (command.group != queue_mode_group && wants_start) {
-        const PartitionId scope = only_pid.value_or(PartitionId{0});
-        bool is_new = created && find_subscription(s, gid, qid, scope) == nullptr;
-        if (only_pid && !created && find_subscription(s, gid, qid, *only_pid) == nullptr) {
-            QUEEN_TRY(auto cursor, read_cursor(s, txn, *only_pid, gid));
-            is_new = !cursor.has_value();
+    if (command.group == queue_mode_group || !wants_start) {
+        return gc;
+    }
+    const PartitionId scope = only_pid.value_or(PartitionId{0});
+    bool is_new = created && find_subscription(s, gid, qid, scope) == nullptr;
+    if (only_pid && !created && find_subscription(s, gid, qid, *only_pid) == nullptr) {
+        QUEEN_TRY(auto cursor, read_cursor(s, txn, *only_pid, gid));
+        is_new = !cursor.has_value();
+    }
+    if (!is_new) {
+        return gc;
+    }
+    detail::SubscriptionRecord sub;
+    sub.created_at = now;
+    if (command.subscription_from == SubscriptionFrom::timestamp) {
+        sub.mode = SubscriptionMode::all;
+        sub.timestamp = command.subscription_from_ms;
+    } else {
+        sub.mode = SubscriptionMode::new_only;
+        sub.timestamp = now;
+    }
+    QUEEN_TRY(put(s, txn, s.tables.subscriptions, detail::subscription_key(gid, qid, scope).span(),
+                  detail::encode(sub)));
+    s.subscriptions[{gid, qid, scope}] = sub;
+    if (sub.mode == SubscriptionMode::new_only) {
+        // "From now" means after every message already in the log, including ones stamped with
+        // this same millisecond: bootstrap a cursor at the current tail of every existing
+        // partition (spec 5.8). Later partitions start at their head.
+        std::vector<PartitionId> pids;
+        if (only_pid) {
+            pids.push_back(*only_pid);
+        } else {
+            QUEEN_TRY(pids, queue_partitions(s, txn, qid));
         }
-        if (is_new) {
-            detail::SubscriptionRecord sub;
-            sub.created_at = now;
-            if (command.subscription_from == SubscriptionFrom::timestamp) {
-                sub.mode = SubscriptionMode::all;
-                sub.timestamp = command.subscription_from_ms;
-            } else {
-                sub.mode = SubscriptionMode::new_only;
-                sub.timestamp = now;
+        for (const PartitionId pid : pids) {
+            const PartitionMem& mem = s.partition(pid);
+            if (mem.last_sequence.value() == 0) {
+                continue;
             }
-            QUEEN_TRY(put(s, txn, s.tables.subscriptions,
-                          detail::subscription_key(gid, qid, scope).span(), detail::encode(sub)));
-            s.subscriptions[{gid, qid, scope}] = sub;
-            if (sub.mode == SubscriptionMode::new_only) {
-                // "From now" means after every message already in the log, including ones
-                // stamped with this same millisecond: bootstrap a cursor at the current tail of
-                // every existing partition (spec 5.8). Later partitions start at their head.
-                std::vector<PartitionId> pids;
-                if (only_pid) {
-                    pids.push_back(*only_pid);
-                } else {
-                    QUEEN_TRY(pids, queue_partitions(s, txn, qid));
-                }
-                for (const PartitionId pid : pids) {
-                    const PartitionMem& mem = s.partition(pid);
-                    if (mem.last_sequence.value() == 0) {
-                        continue;
-                    }
-                    QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
-                    if (!cursor) {
-                        CursorRecord record;
-                        record.consumed = mem.last_sequence;
-                        QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
-                    }
-                }
+            QUEEN_TRY(auto cursor, read_cursor(s, txn, pid, gid));
+            if (!cursor) {
+                CursorRecord record;
+                record.consumed = mem.last_sequence;
+                QUEEN_TRY(write_cursor(s, txn, pid, gid, record));
             }
         }
     }
+    return gc;
+}
+
+/// Takes up to `batch` messages of queue `qid` for group `gid` (from `only_pid`, or from up to
+/// `partitions_max` partitions in round-robin order) into `result`, under one lease unless
+/// autoAck; `result` stays empty when nothing is deliverable.
+Result<void> claim_from_queue(State& s, store::WriteTxn& txn, QueueId qid, GroupId gid,
+                              GroupCandidates& gc, const Pop& command,
+                              std::optional<PartitionId> only_pid, std::uint32_t batch,
+                              std::uint32_t partitions_max, TimestampMs now, PopResult& result) {
+    const std::int64_t now_ms = now.value();
     LeaseId lease;
     std::uint32_t budget = batch;
     auto claim = [&](PartitionId pid) -> Result<bool> {
-        QUEEN_TRY(auto take, take_partition(s, txn, qid, gid, *gc, pid, now_ms, budget, lease,
+        QUEEN_TRY(auto take, take_partition(s, txn, qid, gid, gc, pid, now_ms, budget, lease,
                                             command.auto_ack));
         if (take.messages.empty()) {
             return false;
@@ -292,17 +274,17 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
     if (only_pid) {
         QUEEN_TRY(claim(*only_pid));
     } else {
-        promote_due(*gc, now_ms);
-        const PartitionId start = gc->round_robin_position;
+        promote_due(gc, now_ms);
+        const PartitionId start = gc.round_robin_position;
         PartitionId position = start;
         PartitionId last_claimed;
         bool wrapped = false;
         while (budget > 0 && result.partitions_claimed < partitions_max) {
-            auto it = gc->ready.upper_bound(position);
-            if (wrapped && (it == gc->ready.end() || *it > start)) {
+            auto it = gc.ready.upper_bound(position);
+            if (wrapped && (it == gc.ready.end() || *it > start)) {
                 break;
             }
-            if (it == gc->ready.end()) {
+            if (it == gc.ready.end()) {
                 if (wrapped) {
                     break;
                 }
@@ -317,8 +299,8 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
                 last_claimed = pid;
             }
         }
-        if (last_claimed.value() != 0 && last_claimed != gc->round_robin_position) {
-            gc->round_robin_position = last_claimed;
+        if (last_claimed.value() != 0 && last_claimed != gc.round_robin_position) {
+            gc.round_robin_position = last_claimed;
             const auto key = detail::group_queue_key(qid, gid);
             QUEEN_TRY(auto record, detail::get_record(txn, s.tables.group_queues, key.span(),
                                                       detail::decode_group_queue));
@@ -330,11 +312,110 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
     }
     if (!result.messages.empty()) {
         result.outcome = PopResult::Outcome::delivered;
+        result.queue = s.queues.at(qid).name;
         result.lease = lease;
         if (lease.value() != 0) {
             result.lease_expires_at = TimestampMs{now_ms + lease_ms(s.queues.at(qid).options)};
         }
     }
+    return {};
+}
+
+/// Whether queue `q` is served by a pop naming `namespace_name` and `task` ("" = any).
+bool matches(const QueueMem& q, const Pop& command) {
+    return (command.namespace_name.empty() || q.namespace_name == command.namespace_name) &&
+           (command.task.empty() || q.task == command.task);
+}
+
+/// The pop of a namespace and/or task: the matching queues by priority (higher first), then
+/// name. Each is readied for the group (so its subscription starts with the group's first such
+/// pop), then the first that delivers anything answers alone.
+Result<void> pop_matching(State& s, store::WriteTxn& txn, const Pop& command, std::uint32_t batch,
+                          std::uint32_t partitions_max, TimestampMs now, PopResult& result) {
+    s.has_matching_pops = true;
+    std::vector<QueueId> order;
+    for (const auto& [qid, q] : s.queues) {
+        if (matches(q, command)) {
+            order.push_back(qid);
+        }
+    }
+    if (order.empty()) {
+        return {};
+    }
+    std::sort(order.begin(), order.end(), [&s](QueueId a, QueueId b) {
+        const QueueMem& x = s.queues.at(a);
+        const QueueMem& y = s.queues.at(b);
+        if (x.options.priority != y.options.priority) {
+            return x.options.priority > y.options.priority;
+        }
+        return x.name < y.name;
+    });
+    GroupId gid;
+    QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
+    std::vector<GroupCandidates*> candidates;
+    candidates.reserve(order.size());
+    for (const QueueId qid : order) {
+        QUEEN_TRY(auto* gc, prepare_queue(s, txn, qid, gid, command, std::nullopt, now));
+        candidates.push_back(gc);
+    }
+    for (std::size_t i = 0; i < order.size() && result.messages.empty(); ++i) {
+        QUEEN_TRY(claim_from_queue(s, txn, order[i], gid, *candidates[i], command, std::nullopt,
+                                   batch, partitions_max, now, result));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, TimestampMs now) {
+    QUEEN_TRY(flush_pending(*state_, txn));
+    State& s = *state_;
+    PopResult result;
+    result.queue = command.queue;
+    result.group = command.group;
+    const bool is_matching =
+        command.queue.empty() && (!command.namespace_name.empty() || !command.task.empty());
+    if (s.meta.pop_maintenance) {
+        result.outcome = PopResult::Outcome::paused;
+        return result;
+    }
+    if (command.group.empty() || command.group.size() > s.options.group_name_bytes_max) {
+        return Error{queen::Errc::invalid_argument,
+                     "pop: consumerGroup must be 1 to " +
+                         std::to_string(s.options.group_name_bytes_max) + " bytes"};
+    }
+    if (is_matching && command.has_partition) {
+        return Error{queen::Errc::invalid_argument,
+                     "pop: a partition can only be popped from a named queue"};
+    }
+    const std::uint32_t batch =
+        std::clamp<std::uint32_t>(command.batch, 1, s.options.pop_batch_max);
+    const std::uint32_t partitions_max =
+        command.has_partition
+            ? 1
+            : std::clamp<std::uint32_t>(command.partitions, 1, s.options.pop_partitions_max);
+    if (is_matching) {
+        QUEEN_TRY(pop_matching(s, txn, command, batch, partitions_max, now, result));
+        return result;
+    }
+    const auto qid_found = find_queue(s, command.queue);
+    if (!qid_found) {
+        return result;
+    }
+    const QueueId qid = *qid_found;
+    std::optional<PartitionId> only_pid;
+    if (command.has_partition) {
+        QUEEN_TRY(only_pid, find_partition(s, txn, qid, command.partition));
+        if (!only_pid) {
+            return result;
+        }
+    }
+    GroupId gid;
+    QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
+    GroupCandidates* gc = nullptr;
+    QUEEN_TRY(gc, prepare_queue(s, txn, qid, gid, command, only_pid, now));
+    QUEEN_TRY(claim_from_queue(s, txn, qid, gid, *gc, command, only_pid, batch, partitions_max, now,
+                               result));
     return result;
 }
 

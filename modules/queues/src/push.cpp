@@ -56,11 +56,33 @@ Result<void> flush_blocks(State& s, store::WriteTxn& txn) {
         [&](detail::BlockBuilder& block) { return write_block(s, txn, block); });
 }
 
+/// The createdAt of message `seq` of `pid` (a push found its transaction id already stored).
+/// The partition's newest message is in memory; an older one is read, after the pending blocks
+/// are written (it may be in one of them).
+Result<TimestampMs> stored_created_at(State& s, store::WriteTxn& txn, PushMemo& memo,
+                                      PartitionId pid, Sequence seq) {
+    const PartitionMem& mem = s.partition(pid);
+    if (seq == mem.last_sequence) {
+        return TimestampMs{mem.last_created_ms};
+    }
+    QUEEN_TRY(flush_blocks(s, txn));
+    memo.forget_blocks();
+    QUEEN_TRY(auto message, detail::read_message(txn, s.tables.messages, pid, seq));
+    if (!message) {
+        // A transaction id outlives its message nowhere (deletes remove both): say so.
+        return Error{queen::Errc::corruption,
+                     "queues: transaction id of partition " + std::to_string(pid.value()) +
+                         " names message " + std::to_string(seq.value()) + ", which is not stored"};
+    }
+    return message->created_at;
+}
+
 /// Pushes one item; its answer goes into `result` (every field is assigned, so a reused
 /// result keeps its strings' storage).
 Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item, TimestampMs now,
                             bool is_transaction, PushMemo& memo, PushItemResult& result) {
     result.message_id = MessageId{};
+    result.created_at = TimestampMs{0};
     result.error.clear();
     result.transaction_id = item.transaction_id;
     result.queue = item.queue;
@@ -125,6 +147,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         QUEEN_TRY(auto existing_seq, detail::decode_id<Sequence>(*existing));
         result.status = PushStatus::duplicate;
         result.message_id = MessageId{pid, existing_seq};
+        QUEEN_TRY(result.created_at, stored_created_at(s, txn, memo, pid, existing_seq));
         return {};
     }
     if (is_full) {
@@ -153,6 +176,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
     }
     result.status = PushStatus::queued;
     result.message_id = MessageId{pid, seq};
+    result.created_at = now;
     return {};
 }
 

@@ -331,8 +331,10 @@ Result<std::optional<QueueOptions>> get_queue_options(const Tables& tables, cons
 
 Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
                                        std::string_view queue, std::string_view group,
-                                       std::uint64_t limit, std::uint64_t offset) {
+                                       std::uint64_t limit, std::uint64_t offset,
+                                       std::uint64_t& total) {
     std::vector<DlqEntry> out;
+    total = 0;
     std::optional<QueueId> qid;
     std::optional<GroupId> gid;
     if (!queue.empty()) {
@@ -347,19 +349,22 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
             return out;
         }
     }
-    if (limit == 0) {
-        return out;
+    const bool is_filtered = qid.has_value() || gid.has_value();
+    if (!is_filtered) {
+        // Every entry matches: the table's count is the total, and the scan stops at the page.
+        QUEEN_TRY(auto stats, txn.stats(tables.dlq));
+        total = stats.entries;
     }
     std::map<QueueId, std::string> queue_names;
-    std::uint64_t skipped = 0;
+    std::uint64_t matched = 0;
     QUEEN_TRY(auto cursor, txn.cursor(tables.dlq));
     QUEEN_TRY(auto entry, cursor.last());  // newest failure first
-    while (entry && out.size() < limit) {
-        QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
-        const bool matches = (!qid || record.queue == *qid) && (!gid || record.group == *gid);
-        if (matches && skipped < offset) {
-            ++skipped;
-        } else if (matches) {
+    while (entry && (is_filtered || out.size() < limit)) {
+        // The filters read the record's head only; the page's entries are decoded in full.
+        QUEEN_TRY(auto head, detail::decode_dlq_head(entry->value));
+        const bool matches = (!qid || head.queue == *qid) && (!gid || head.group == *gid);
+        if (matches && ++matched > offset && out.size() < limit) {
+            QUEEN_TRY(auto record, detail::decode_dlq(entry->value));
             DlqEntry e;
             e.id = MessageId{record.partition, record.sequence};
             e.transaction_id = record.message.transaction_id;
@@ -388,7 +393,19 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
         }
         QUEEN_TRY(entry, cursor.prev());
     }
+    if (is_filtered) {
+        total = matched;
+    }
     return out;
+}
+
+Result<std::optional<TimestampMs>> message_created_at(const Tables& tables, const store::Txn& txn,
+                                                      MessageId id) {
+    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, id.partition, id.sequence));
+    if (!message) {
+        return std::optional<TimestampMs>{};
+    }
+    return std::optional<TimestampMs>{message->created_at};
 }
 
 Result<std::optional<MessageDetail>> get_message(const Tables& tables, const store::Txn& txn,

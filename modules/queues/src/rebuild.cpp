@@ -54,9 +54,11 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
     State& s = *state_;
     const Tables tables = s.tables;
     const Options options = s.options;
+    const bool has_matching_pops = s.has_matching_pops;
     s = State{};
     s.tables = tables;
     s.options = options;
+    s.has_matching_pops = has_matching_pops;
     QUEEN_TRY(auto meta, detail::get_record(txn, s.tables.meta, as_bytes(meta_state_key),
                                             detail::decode_meta));
     s.meta = meta.value_or(detail::MetaRecord{});
@@ -69,6 +71,8 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
             QUEEN_TRY(auto record, detail::decode_queue(entry->value));
             QueueMem mem;
             mem.name = record.name;
+            mem.namespace_name = record.namespace_name;
+            mem.task = record.task;
             mem.options = record.options;
             s.queue_ids.emplace(record.name, qid);
             s.queues.emplace(qid, std::move(mem));

@@ -291,6 +291,22 @@ Result<SubscriptionRecord> decode_subscription(ByteSpan bytes) {
 Result<DlqRecord> decode_dlq(ByteSpan bytes) {
     return decode_any<DlqRecord>(bytes, "dlq");
 }
+Result<DlqHead> decode_dlq_head(ByteSpan bytes) {
+    // The first four fields of fields(DlqRecord), in its order.
+    Reader reader(bytes);
+    const std::uint8_t version = reader.bytes().u8();
+    DlqHead head;
+    reader(head.queue);
+    reader(head.partition);
+    reader(head.sequence);
+    reader(head.group);
+    if (version != record_format_version || !reader.bytes().ok()) {
+        return Error{queen::Errc::corruption, "queues: undecodable dlq record (" +
+                                                  std::to_string(bytes.size()) + " bytes, format " +
+                                                  std::to_string(version) + ")"};
+    }
+    return head;
+}
 Result<TraceRecord> decode_trace(ByteSpan bytes) {
     return decode_any<TraceRecord>(bytes, "trace");
 }

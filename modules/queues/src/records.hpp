@@ -146,6 +146,15 @@ Result<CursorRecord> decode_cursor(ByteSpan bytes);
 Result<GroupQueueRecord> decode_group_queue(ByteSpan bytes);
 Result<SubscriptionRecord> decode_subscription(ByteSpan bytes);
 Result<DlqRecord> decode_dlq(ByteSpan bytes);
+/// The first fields of a DlqRecord (what the DLQ listing filters on), without decoding the
+/// rest (error text, message, payload).
+struct DlqHead {
+    QueueId queue;
+    PartitionId partition;
+    Sequence sequence;
+    GroupId group;
+};
+Result<DlqHead> decode_dlq_head(ByteSpan bytes);
 Result<TraceRecord> decode_trace(ByteSpan bytes);
 Result<PushItem> decode_push_item(ByteSpan bytes);
 

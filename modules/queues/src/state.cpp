@@ -143,15 +143,17 @@ Result<QueueId> create_queue(State& s, store::WriteTxn& txn, std::string_view na
                              const QueueOptions& options, TimestampMs now) {
     const QueueId qid = s.meta.next_queue_id;
     s.meta.next_queue_id = qid.next();
+    QueueMem mem;
+    mem.name = std::string(name);
+    mem.namespace_name = namespace_name;
+    mem.task = task;
+    mem.options = options;
     detail::QueueRecord record{std::string(name), std::move(namespace_name), std::move(task), now,
                                options};
     QUEEN_TRY(put(s, txn, s.tables.queues, detail::queue_key(qid).span(), detail::encode(record)));
     QUEEN_TRY(put(s, txn, s.tables.queue_names, detail::name_key(name).span(),
                   detail::encode_u64(qid.value())));
     QUEEN_TRY(save_meta(s, txn));
-    QueueMem mem;
-    mem.name = std::string(name);
-    mem.options = options;
     s.queues.emplace(qid, std::move(mem));
     s.queue_ids.emplace(std::string(name), qid);
     if (s.journal.is_active) {
@@ -332,11 +334,45 @@ Result<void> QueueState::end_batch(store::WriteTxn& txn) {
 }
 
 std::vector<Wakeup> QueueState::take_wakeups() {
+    const State& s = *state_;
     std::vector<Wakeup> out = std::move(state_->wakeups);
     state_->wakeups.clear();
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
+    if (s.has_matching_pops && !out.empty()) {
+        // The pops parked on a namespace and/or task that a woken queue matches.
+        // Indexes, not references: the keys go to the end of `out` as it is walked.
+        const std::size_t queues_end = out.size();
+        for (std::size_t i = 0; i < queues_end; ++i) {
+            if (i > 0 && out[i - 1].queue == out[i].queue) {
+                continue;  // sorted: one look-up per queue
+            }
+            const auto qid = detail::find_queue(s, out[i].queue);
+            if (!qid) {
+                continue;  // deleted since: nothing of it can be delivered
+            }
+            const detail::QueueMem& q = s.queues.at(*qid);
+            if (!q.namespace_name.empty()) {
+                out.push_back({matching_wait_key(q.namespace_name, ""), ""});
+            }
+            if (!q.task.empty()) {
+                out.push_back({matching_wait_key("", q.task), ""});
+            }
+            if (!q.namespace_name.empty() && !q.task.empty()) {
+                out.push_back({matching_wait_key(q.namespace_name, q.task), ""});
+            }
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
     return out;
+}
+
+std::string matching_wait_key(std::string_view namespace_name, std::string_view task) {
+    std::string key(1, '\0');
+    key.append(namespace_name).push_back('\0');
+    key.append(task);
+    return key;
 }
 
 QueueState::IndexStats QueueState::index_stats() const {

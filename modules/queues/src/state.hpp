@@ -47,6 +47,8 @@ struct GroupCandidates {
 
 struct QueueMem {
     std::string name;
+    std::string namespace_name;  ///< what namespace/task pops match (as in the queue record)
+    std::string task;
     QueueOptions options;
     std::uint64_t message_count = 0;
     std::uint64_t partition_count = 0;
@@ -233,6 +235,10 @@ struct State {
     Bytes old_scratch;
     /// The message blocks the pushes of the current apply batch are building.
     PendingBlocks pending_blocks;
+    /// A pop naming a namespace or task (not a queue) ran since open: take_wakeups() adds the
+    /// wait keys of such pops (matching_wait_key) for each woken queue. Not state: kept across
+    /// rebuild(), never written.
+    bool has_matching_pops = false;
 };
 
 }  // namespace queen::queues::detail

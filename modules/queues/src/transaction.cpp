@@ -102,6 +102,7 @@ Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transact
             one.transaction_id = op.push.transaction_id;
             one.queue = op.push.queue;
             one.message_id = pushed->message_id;
+            one.created_at = pushed->created_at;
             if (pushed->status == PushStatus::queued) {
                 one.success = true;
             } else if (pushed->status == PushStatus::duplicate) {

@@ -1,4 +1,6 @@
-// queues/src/uuid.cpp — ids as UUID-shaped text: 8-4-4-4-12 lowercase hex with a kind nibble.
+// queues/src/uuid.cpp — ids as UUID-shaped text: 8-4-4-4-12 lowercase hex; a kind nibble for the
+// server's own ids, UUIDv7 for message ids.
+#include <algorithm>
 #include <array>
 
 #include "queen/core/assert.hpp"
@@ -11,6 +13,10 @@ namespace {
 // Layout (32 hex digits): high (48 bits, 12 digits) | '8' | kind (1 digit) | "00" | low (64
 // bits, 16 digits), printed with dashes after digits 8, 12, 16 and 20.
 constexpr std::uint64_t high_max = (std::uint64_t{1} << 48) - 1;
+
+constexpr std::uint64_t low_bits(std::uint64_t value, unsigned bits) noexcept {
+    return value & ((std::uint64_t{1} << bits) - 1);
+}
 
 }  // namespace
 
@@ -35,6 +41,37 @@ std::string format_uuid(UuidKind kind, std::uint64_t high, std::uint64_t low) {
             out.push_back('-');
         }
         out.push_back(hex[i]);
+    }
+    return out;
+}
+
+MessageUuid message_uuid(MessageId id, TimestampMs created_at) noexcept {
+    static_assert(message_id_partition_bits + message_id_sequence_bits == 74,
+                  "a UUIDv7 has 74 bits after its time, version and variant");
+    static_assert(message_id_partition_bits > 12, "the partition spans both halves");
+    constexpr unsigned partition_low_bits = message_id_partition_bits - 12;  // in `low`
+    const std::int64_t ms = created_at.value();
+    const std::uint64_t time = ms < 0 ? 0 : std::min(static_cast<std::uint64_t>(ms), high_max);
+    const std::uint64_t partition = low_bits(id.partition.value(), message_id_partition_bits);
+    const std::uint64_t sequence = low_bits(id.sequence.value(), message_id_sequence_bits);
+    MessageUuid out;
+    out.high = (time << 16) | (std::uint64_t{7} << 12) | (partition >> partition_low_bits);
+    out.low = (std::uint64_t{2} << 62) |
+              (low_bits(partition, partition_low_bits) << message_id_sequence_bits) | sequence;
+    return out;
+}
+
+std::string format_message_id(MessageId id, TimestampMs created_at) {
+    const MessageUuid uuid = message_uuid(id, created_at);
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(36);
+    for (int i = 0; i < 32; ++i) {
+        if (i == 8 || i == 12 || i == 16 || i == 20) {
+            out.push_back('-');
+        }
+        const std::uint64_t half = i < 16 ? uuid.high : uuid.low;
+        out.push_back(digits[(half >> (4 * (15 - i % 16))) & 0xf]);
     }
     return out;
 }
@@ -92,15 +129,6 @@ LeaseId parse_lease_id(std::string_view text) {
         return LeaseId{UINT64_MAX};
     }
     return LeaseId{low};
-}
-
-MessageId parse_message_id(std::string_view text) {
-    std::uint64_t high = 0;
-    std::uint64_t low = 0;
-    if (!parse_uuid(text, UuidKind::message, high, low)) {
-        return MessageId{};
-    }
-    return MessageId{PartitionId{high}, Sequence{low}};
 }
 
 }  // namespace queen::queues

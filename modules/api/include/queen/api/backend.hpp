@@ -117,7 +117,9 @@ public:
     /// Calls `wake` once (on any thread) when an entry applied after this call may have made
     /// messages of `queue` deliverable (push, ack, nack, lease expiry, seek, maintenance off) or
     /// when `deadline_ms` (a monotonic time from now_ms()) passes, with timed_out = true in that
-    /// case. The API registers before it submits the pop it is waiting on, so a change applied
+    /// case. `queue` may also be a queues::matching_wait_key (a pop of a namespace and/or task):
+    /// the applier's wakeups name those keys like queues, so the node wakes them the same way.
+    /// The API registers before it submits the pop it is waiting on, so a change applied
     /// between that pop and the wait is not missed. Returns a token to cancel the wait.
     virtual std::unique_ptr<WaitToken> wait_for_change(
         std::string_view tenant, std::string_view queue, std::int64_t deadline_ms,

@@ -79,8 +79,9 @@ public:
     [[nodiscard]] queen::Status push_into(std::span<const PushItem> items,
                                           std::vector<PushResult>& results);
 
-    /// GET /api/v1/pop/queue/:queue[/partition/:partition]. An empty `messages` means nothing
-    /// was delivered (204). A long poll (is_wait) may block up to timeout_ms.
+    /// GET /api/v1/pop/queue/:queue[/partition/:partition], or GET /api/v1/pop?namespace=&task=
+    /// for a request that names no queue. An empty `messages` means nothing was delivered
+    /// (204). A long poll (is_wait) may block up to timeout_ms.
     [[nodiscard]] queen::Result<PopResult> pop(const PopRequest& request);
     /// The same, over a caller-owned connection (from make_connection()), so another thread can
     /// end a parked long poll with Connection::abort() without touching the pool.

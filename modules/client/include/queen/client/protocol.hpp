@@ -69,8 +69,10 @@ private:
                                              const HttpResponse& response, std::size_t item_count,
                                              std::vector<PushResult>& results);
 
-/// Builds GET /api/v1/pop/...; a long poll's deadline is its timeout_ms plus `wait_margin_ms`.
-/// Errors: Errc::invalid_argument (batch or partitions < 1, timeout_ms < 0).
+/// Builds GET /api/v1/pop/queue/... or, for a request without a queue, GET /api/v1/pop with its
+/// namespace and task; a long poll's deadline is its timeout_ms plus `wait_margin_ms`.
+/// Errors: Errc::invalid_argument (batch or partitions < 1, timeout_ms < 0; no queue and
+/// neither a namespace nor a task; a partition without a queue).
 [[nodiscard]] queen::Status build_pop(const PopRequest& request, std::int64_t wait_margin_ms,
                                       OwnedRequest& out);
 /// Reads a pop answer (204: no messages) into `result`, reusing its storage; every field is

@@ -72,8 +72,12 @@ struct PushResult {
 // ---- pop (spec 4.3) ----
 
 struct PopRequest {
+    /// Empty: pop from the queues of `namespace_name` and/or `task` (GET /api/v1/pop), as the
+    /// official clients do for a consumer that names no queue; the answer names the queue.
     std::string queue;
-    std::string partition;  ///< empty: any partition (the wildcard route)
+    std::string partition;       ///< empty: any partition (the wildcard route); needs a queue
+    std::string namespace_name;  ///< without a queue: the queues of this namespace ("" = any)
+    std::string task;            ///< without a queue: the queues of this task ("" = any)
     std::int64_t batch = 1;
     bool is_wait = false;  ///< long-poll until a message arrives or timeout_ms passes
     std::int64_t timeout_ms = 30'000;
@@ -95,7 +99,7 @@ struct Message {
     std::string partition;
     std::string lease_id;  ///< empty with server auto-ack
     std::string consumer_group;
-    std::string queue;
+    std::string queue;  ///< the message's own `queue` when sent (Queen does), else the answer's
     std::int64_t retry_count = 0;  ///< 0 when the server does not send it (0.15 did not)
 };
 

@@ -1,5 +1,6 @@
 // queen/engine/command.hpp — the binary codec of log entry commands and of their results
-// (format version 1, documented byte by byte in docs/engine.md). No JSON here.
+// (format version 2, documented byte by byte in docs/engine.md; version 1 still decodes). No
+// JSON here.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,13 @@ namespace queen::engine {
 
 /// First byte of every encoded command and result. Bump on any layout change; decoders reject
 /// versions they do not know (a newer leader must not feed an older follower silently).
-inline constexpr std::uint8_t command_format_version = 1;
-inline constexpr std::uint8_t result_format_version = 1;
+/// Version 2 added Pop's namespace_name and task, the created_at of push and transaction push
+/// results and SeekPartitionResult::cursor_created_at.
+inline constexpr std::uint8_t command_format_version = 2;
+inline constexpr std::uint8_t result_format_version = 2;
+/// The older version the decoders still read: commands in logs written before version 2, and
+/// results in client dedupe records. What version 2 added is left at its default (empty, 0).
+inline constexpr std::uint8_t legacy_format_version = 1;
 
 /// Wire tag of each command (byte 1 after the version and client header). Never reuse a value.
 enum class CommandType : std::uint8_t {
@@ -82,14 +88,14 @@ inline constexpr std::size_t command_bytes_max = std::size_t{64} << 20;
 /// "push", "pop", ... for logging and metrics.
 [[nodiscard]] std::string_view command_name(CommandType type) noexcept;
 
-/// Encodes `command` (format version 1). Never fails.
+/// Encodes `command` (format version command_format_version). Never fails.
 [[nodiscard]] Bytes encode_command(const Command& command);
 /// Appends the encoding of `command` to `out` (the same bytes encode_command returns), growing
 /// it once: a caller that frames the command writes its header first and copies nothing.
 void encode_command_into(const Command& command, Bytes& out);
-/// Decodes bytes made by encode_command. Errors: Errc::invalid_argument (unknown version or
-/// type, truncated input, trailing bytes, an enum or bool out of range, input over
-/// command_bytes_max), with the byte offset in the context.
+/// Decodes bytes made by encode_command, of either version. Errors: Errc::invalid_argument
+/// (unknown version or type, truncated input, trailing bytes, an enum or bool out of range,
+/// input over command_bytes_max), with the byte offset in the context.
 [[nodiscard]] Result<Command> decode_command(ByteSpan bytes);
 /// Decodes like decode_command into `out`. When `out` already holds a Push, Pop, Ack or
 /// Transaction and `bytes` is one too, the strings and vectors of `out` are overwritten in place
@@ -103,9 +109,11 @@ void encode_command_into(const Command& command, Bytes& out);
 /// std::nullopt when the header is malformed (decode_command then says why).
 [[nodiscard]] std::optional<std::size_t> command_index(ByteSpan bytes);
 
-/// Encodes a result (format version 1). Never fails.
+/// Encodes a result (format version result_format_version). Never fails.
 [[nodiscard]] Bytes encode_result(const CommandResult& result);
-/// Decodes bytes made by encode_result. Errors: Errc::invalid_argument as for decode_command.
+/// Decodes bytes made by encode_result, of either version (a version 1 result has the
+/// created_at fields version 2 added at 0). Errors: Errc::invalid_argument as for
+/// decode_command.
 [[nodiscard]] Result<CommandResult> decode_result(ByteSpan bytes);
 
 }  // namespace queen::engine

@@ -171,16 +171,30 @@ struct MaintenanceState {
                                                                     const store::Txn& txn,
                                                                     std::string_view queue);
 /// DLQ entries, newest failure first, filtered by queue and group (empty = any), skipping
-/// `offset` matches and returning at most `limit`. Errors: as list_queues.
+/// `offset` matches and returning at most `limit`; `total` gets the number of matches (whatever
+/// limit and offset are). Errors: as list_queues.
 [[nodiscard]] Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& txn,
                                                      std::string_view queue, std::string_view group,
-                                                     std::uint64_t limit, std::uint64_t offset);
+                                                     std::uint64_t limit, std::uint64_t offset,
+                                                     std::uint64_t& total);
+/// list_dlq without the total. Errors: as list_queues.
+[[nodiscard]] inline Result<std::vector<DlqEntry>> list_dlq(
+    const Tables& tables, const store::Txn& txn, std::string_view queue, std::string_view group,
+    std::uint64_t limit, std::uint64_t offset) {
+    std::uint64_t total = 0;
+    return list_dlq(tables, txn, queue, group, limit, offset, total);
+}
 /// One message by (partition, transaction id), std::nullopt when unknown. Errors: as above.
 [[nodiscard]] Result<std::optional<MessageDetail>> get_message(const Tables& tables,
                                                                const store::Txn& txn,
                                                                PartitionId partition,
                                                                std::string_view transaction_id,
                                                                TimestampMs now);
+/// The createdAt of message `id`, std::nullopt when it is not stored (never was, or deleted).
+/// Errors: as above.
+[[nodiscard]] Result<std::optional<TimestampMs>> message_created_at(const Tables& tables,
+                                                                    const store::Txn& txn,
+                                                                    MessageId id);
 /// Stored messages of a queue (optionally one partition), newest first, paged. Payloads are
 /// left empty. Errors: as above.
 [[nodiscard]] Result<std::vector<MessageDetail>> list_messages(

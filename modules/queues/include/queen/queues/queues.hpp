@@ -28,12 +28,19 @@ struct Options {
 };
 
 /// A (queue, partition) that may have become deliverable during an apply: long polls parked on
-/// that queue should retry their pop.
+/// that queue should retry their pop. `queue` may also be a matching_wait_key (partition "").
 struct Wakeup {
     std::string queue;
     std::string partition;
     friend auto operator<=>(const Wakeup&, const Wakeup&) = default;
 };
+
+/// The key a long poll of a pop naming a namespace and/or a task (no queue) waits on, in place
+/// of a queue name: a NUL byte, the namespace, a NUL byte, the task ("" = any). Once such a pop
+/// ran, take_wakeups() adds for every woken queue with namespace N and task T the keys (N, ""),
+/// ("", T) and (N, T) (those without an empty name of the queue's). A queue whose name has this
+/// form would share the key: its long polls would only be woken more often than needed.
+[[nodiscard]] std::string matching_wait_key(std::string_view namespace_name, std::string_view task);
 
 namespace detail {
 struct State;  // tables + memory index; src/state.hpp
@@ -67,6 +74,11 @@ public:
     /// Items fail one by one (maxSize, name limits); duplicates are reported, not stored.
     [[nodiscard]] Result<PushResult> apply(store::WriteTxn& txn, const Push& command,
                                            TimestampMs now);
+    /// A pop with an empty queue and a namespace and/or task serves the matching queues by
+    /// priority (higher first), then name: each is readied for the group (candidates and the
+    /// subscription start of a new group), and the first that delivers anything answers alone
+    /// (PopResult::queue names it). Errors: Errc::invalid_argument (bad group length; a
+    /// partition without a queue).
     [[nodiscard]] Result<PopResult> apply(store::WriteTxn& txn, const Pop& command,
                                           TimestampMs now);
     [[nodiscard]] Result<AckResult> apply(store::WriteTxn& txn, const Ack& command,
@@ -107,6 +119,7 @@ public:
 
     /// The (queue, partition) pairs that may have new deliverable messages since the last call
     /// (pushes, released or expired leases, seeks), sorted, without duplicates; clears the list.
+    /// With the wait keys of namespace/task pops (matching_wait_key) once such a pop ran.
     [[nodiscard]] std::vector<Wakeup> take_wakeups();
     /// The earliest time after which a pop may find something it could not find now (a lease
     /// expiry, delayed visibility, window buffer, retry delay), if any.

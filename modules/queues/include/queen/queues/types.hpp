@@ -27,8 +27,8 @@ inline constexpr std::string_view queue_mode_group = "__QUEUE_MODE__";
 /// The partition a push without a partition name goes to.
 inline constexpr std::string_view default_partition_name = "Default";
 
-/// A message is named by its partition and its sequence there; the HTTP layer prints it as a
-/// UUID (see format_uuid) and parses it back.
+/// A message is named by its partition and its sequence there; the HTTP layer prints it, with
+/// the message's createdAt, as a UUIDv7 (see format_message_id).
 struct MessageId {
     PartitionId partition;
     Sequence sequence;
@@ -71,7 +71,9 @@ struct Push {
 enum class SubscriptionMode : std::uint8_t { all = 0, new_only = 1 };
 enum class SubscriptionFrom : std::uint8_t { none = 0, now = 1, timestamp = 2 };
 
-/// GET /api/v1/pop/queue/:queue[/partition/:partition].
+/// GET /api/v1/pop/queue/:queue[/partition/:partition], and GET /api/v1/pop?namespace=&task=:
+/// an empty `queue` with a non-empty namespace_name and/or task pops from the queues whose
+/// namespace and task match (QueueState::apply says which one).
 struct Pop {
     std::string queue;
     bool has_partition = false;  ///< the partition route
@@ -83,6 +85,8 @@ struct Pop {
     SubscriptionMode subscription_mode = SubscriptionMode::all;
     SubscriptionFrom subscription_from = SubscriptionFrom::none;
     TimestampMs subscription_from_ms{0};  ///< with SubscriptionFrom::timestamp
+    std::string namespace_name;           ///< with an empty queue: "" = any namespace
+    std::string task;                     ///< with an empty queue: "" = any task
 };
 
 enum class AckStatus : std::uint8_t { completed = 0, failed = 1, dlq = 2, retry = 3, unknown = 4 };
@@ -199,7 +203,8 @@ enum class PushStatus : std::uint8_t { queued = 0, duplicate = 1, buffered = 2, 
 struct PushItemResult {
     PushStatus status = PushStatus::queued;
     SmallString transaction_id;
-    MessageId message_id;  ///< queued: the new message; duplicate: the existing one
+    MessageId message_id;       ///< queued: the new message; duplicate: the existing one
+    TimestampMs created_at{0};  ///< createdAt of that message (the time in its id)
     std::string queue;
     std::string partition;
     std::string trace_id;
@@ -263,9 +268,10 @@ struct TransactionOpResult {
     TransactionOp::Kind kind = TransactionOp::Kind::push;
     bool success = false;
     SmallString transaction_id;
-    MessageId message_id;  ///< push
-    std::string queue;     ///< push
-    bool dlq = false;      ///< ack
+    MessageId message_id;       ///< push
+    TimestampMs created_at{0};  ///< push: the new message's createdAt (the entry's time)
+    std::string queue;          ///< push
+    bool dlq = false;           ///< ack
     std::string error;
 };
 
@@ -295,7 +301,8 @@ struct SeekGroupResult {
 struct SeekPartitionResult {
     bool found = false;  ///< queue and partition exist
     bool updated = false;
-    MessageId cursor;  ///< where the cursor now is (sequence 0 = before everything)
+    MessageId cursor;                  ///< where the cursor now is (sequence 0 = before everything)
+    TimestampMs cursor_created_at{0};  ///< createdAt of the message `cursor` names
 };
 
 struct MaintenanceResult {
@@ -325,7 +332,9 @@ struct AddTraceResult {
 // ---------------------------------------------------------------------------------------------
 // Identifiers as text.
 
-enum class UuidKind : std::uint8_t { queue = 1, partition = 2, message = 3, lease = 4, trace = 5 };
+/// Kinds of the server's own UUID-shaped ids. 3 named message ids until they became UUIDv7
+/// (format_message_id); it is not reused.
+enum class UuidKind : std::uint8_t { queue = 1, partition = 2, lease = 4, trace = 5 };
 
 /// Formats a (kind, high, low) triple as a UUID-shaped string, 8-4-4-4-12 lowercase hex. The
 /// version nibble is 8 (custom) so these never collide with client UUIDs in logs.
@@ -342,15 +351,34 @@ inline std::string format_queue_id(QueueId id) {
 inline std::string format_lease_id(LeaseId id) {
     return format_uuid(UuidKind::lease, 0, id.value());
 }
-inline std::string format_message_id(MessageId id) {
-    return format_uuid(UuidKind::message, id.partition.value(), id.sequence.value());
-}
+
+/// Bits of the partition id and of the sequence in a message id (together the 74 bits a
+/// UUIDv7 leaves after its time, version and variant).
+inline constexpr unsigned message_id_partition_bits = 40;
+inline constexpr unsigned message_id_sequence_bits = 34;
+
+/// A message id's 128 bits, most significant first: `high` holds bits 127-64, `low` 63-0.
+struct MessageUuid {
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    friend auto operator<=>(const MessageUuid&, const MessageUuid&) = default;
+};
+
+/// The UUIDv7 (RFC 9562) of message `id` created at `created_at`: the Unix ms time in the top
+/// 48 bits (clamped to 0 .. 2^48 - 1), version 7, the low 40 bits of the partition id (12
+/// bits, the variant 0b10, 28 bits), the low 34 bits of the sequence. Ids therefore sort by
+/// createdAt, then partition, then sequence; they depend only on what the log entry stored, so
+/// every replica prints the same id. Two messages share an id only when they were created in
+/// the same ms in partitions whose ids agree in their low 40 bits, with sequences agreeing in
+/// their low 34 bits (docs/engine.md).
+MessageUuid message_uuid(MessageId id, TimestampMs created_at) noexcept;
+/// message_uuid as text, 8-4-4-4-12 lowercase hex (text order = id order).
+std::string format_message_id(MessageId id, TimestampMs created_at);
+
 /// PartitionId{0} (never assigned) when `text` is not a partition id.
 PartitionId parse_partition_id(std::string_view text);
 /// LeaseId{UINT64_MAX} (never assigned, never matches) when `text` is not a lease id; LeaseId{0}
 /// for the empty string (no lease given).
 LeaseId parse_lease_id(std::string_view text);
-/// MessageId{} when `text` is not a message id.
-MessageId parse_message_id(std::string_view text);
 
 }  // namespace queen::queues
