@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""tools/check_layers.py — enforce the module layering of DESIGN.md section 1.
+"""tools/check_layers.py — enforce the module layering of docs/architecture.md section 1 and docs/development.md "Layering rules".
 
 Reads every modules/<m>/CMakeLists.txt for `queen_module(<m> LAYER <n> DEPS ...)` and checks:
   * a module depends only on modules of a lower layer;
   * every `#include "queen/<x>/..."` in a module names the module itself or one of its
     (transitive) dependencies, and never `queen/<x>/detail/` of another module;
-  * third-party headers stay where DESIGN.md allows them (lmdb.h in store/src only, asio and
+  * third-party headers stay where the layering rules allow them (lmdb.h in store/src only, asio and
     nlohmann/toml++ never in public headers).
 Exit 1 with one line per violation."""
 import pathlib

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/check_style.py — bans from STYLE.md convention 9 and 10 outside core/ and cli/.
+"""tools/check_style.py — the bans of docs/development.md "Layering rules", outside core/ and cli/.
 
 Library code must not read clocks, draw randomness or sleep on its own (time and randomness are
 injected), and must not print to stdout/stderr (it logs through a Logger&). Tests, tools and simulators (sim/) may."""

@@ -1,7 +1,8 @@
-// tools/json_read_bench/json_read_bench.cpp — issue 22: today's JSON readers (api fast paths over
-// core/json_scan, the nlohmann slow path, the client's JsonCursor) against simdjson on-demand
-// twins of them, on the same bodies in the same process, plus a differential check of what
-// each one accepts. Built only with -DQUEEN_JSON_EVAL=ON; usage: docs/benchmarks.md.
+// tools/json_read_bench/json_read_bench.cpp — issue 22: the one JSON reader (core json_scan and
+// json_cursor: the api's parse_push / parse_ack_batch / parse_transaction, the client's pop
+// reader), the nlohmann DOM reference of the api tests and simdjson on-demand twins of them, on
+// the same bodies in the same process, plus a differential check of what each one accepts.
+// Built only with -DQUEEN_JSON_EVAL=ON; usage: docs/benchmarks.md.
 #include <time.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "queen/client/protocol.hpp"
 #include "queen/core/json_scan.hpp"
 #include "queen/core/rng.hpp"
+#include "reference_parse.hpp"
 #include "simd_readers.hpp"
 
 namespace queen::json_eval {
@@ -110,17 +112,14 @@ std::vector<Variant> variants_of(const Body& body, Readers& r) {
     const Check checks[] = {Check::skip, Check::walk, Check::scan};
     switch (body.kind) {
         case BodyKind::push:
-            out.push_back({"fast", [&r, text] {
-                               return api::detail::parse_push_fast(text, r.options, r.random,
-                                                                   now_ms)
+            out.push_back(
+                {"fast", [&r, text] {
+                     return api::detail::parse_push(text, r.options, r.random, now_ms).has_value();
+                 }});
+            out.push_back({"nlohmann", [&r, text] {
+                               return api::reference::parse_push(text, r.options, r.random, now_ms)
                                    .has_value();
                            }});
-            out.push_back(
-                {"nlohmann", [&r, text] {
-                     auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-                     return dom &&
-                            api::detail::parse_push(*dom, r.options, r.random, now_ms).has_value();
-                 }});
             for (const Check check : checks) {
                 out.push_back(
                     {"sj-" + std::string(check_name(check)), [&r, text, check] {
@@ -129,14 +128,11 @@ std::vector<Variant> variants_of(const Body& body, Readers& r) {
             }
             break;
         case BodyKind::ack_batch:
-            out.push_back(
-                {"fast", [&r, text] {
-                     return api::detail::parse_ack_fast(text, true, r.options).has_value();
-                 }});
+            out.push_back({"fast", [&r, text] {
+                               return api::detail::parse_ack_batch(text, r.options).has_value();
+                           }});
             out.push_back({"nlohmann", [&r, text] {
-                               auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-                               return dom &&
-                                      api::detail::parse_ack_batch(*dom, r.options).has_value();
+                               return api::reference::parse_ack_batch(text, r.options).has_value();
                            }});
             for (const Check check : checks) {
                 out.push_back({"sj-" + std::string(check_name(check)), [&r, text, check] {
@@ -146,15 +142,14 @@ std::vector<Variant> variants_of(const Body& body, Readers& r) {
             break;
         case BodyKind::transaction:
             out.push_back({"fast", [&r, text] {
-                               return api::detail::parse_transaction_fast(text, r.options, r.random,
-                                                                          now_ms)
+                               return api::detail::parse_transaction(text, r.options, r.random,
+                                                                     now_ms)
                                    .has_value();
                            }});
             out.push_back({"nlohmann", [&r, text] {
-                               auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-                               return dom && api::detail::parse_transaction(*dom, r.options,
-                                                                            r.random, now_ms)
-                                                 .has_value();
+                               return api::reference::parse_transaction(text, r.options, r.random,
+                                                                        now_ms)
+                                   .has_value();
                            }});
             for (const Check check : checks) {
                 out.push_back({"sj-" + std::string(check_name(check)), [&r, text, check] {
@@ -354,20 +349,19 @@ int check_outputs(const std::vector<Body>& bodies, Readers& r) {
             bool same = false;
             switch (body.kind) {
                 case BodyKind::push: {
-                    auto want = api::detail::parse_push_fast(body.text, r.options, r.random, 0);
+                    auto want = api::detail::parse_push(body.text, r.options, r.random, 0);
                     auto got = r.simd.push(body.text, r.options, r.random, 0, check);
                     same = want && got && same_push(*want, *got);
                     break;
                 }
                 case BodyKind::ack_batch: {
-                    auto want = api::detail::parse_ack_fast(body.text, true, r.options);
+                    auto want = api::detail::parse_ack_batch(body.text, r.options);
                     auto got = r.simd.ack(body.text, true, r.options, check);
                     same = want && got && same_ack(*want, *got);
                     break;
                 }
                 case BodyKind::transaction: {
-                    auto want =
-                        api::detail::parse_transaction_fast(body.text, r.options, r.random, 0);
+                    auto want = api::detail::parse_transaction(body.text, r.options, r.random, 0);
                     auto got = r.simd.transaction(body.text, r.options, r.random, 0, check);
                     same = want && got && same_transaction(*want, *got);
                     break;
@@ -463,8 +457,8 @@ std::vector<std::string> edge_payloads() {
 
 struct Verdicts {
     long cases = 0;
-    long accepted_bad = 0;   // the reader accepted what the slow path refuses: a validation gap
-    long declined_good = 0;  // declined what the slow path accepts (fine while a slow path exists)
+    long accepted_bad = 0;   // the reader accepted what the truth refuses: a validation gap
+    long declined_good = 0;  // refused what the truth accepts
     long different = 0;      // both accepted, outputs differ
     int declined_examples = 0;
     std::vector<std::string> examples;
@@ -505,7 +499,7 @@ void report(const char* what, const std::vector<std::pair<std::string, Verdicts>
     }
 }
 
-/// The slow path (nlohmann DOM) is the truth: which bodies does each reader accept?
+/// The nlohmann DOM reference is the truth: which bodies does each reader accept?
 void check_acceptance(Readers& r, int cases) {
     Rng rng(2024);
     const Check checks[] = {Check::skip, Check::walk, Check::scan};
@@ -518,9 +512,8 @@ void check_acceptance(Readers& r, int cases) {
     for (const std::string& payload : edge_payloads()) {
         push_bodies.push_back(push_one(payload));
         const std::string text = padded(push_bodies.back());
-        auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-        const bool truth = dom && api::detail::parse_push(*dom, r.options, r.random, 0);
-        const bool fast = api::detail::parse_push_fast(text, r.options, r.random, 0).has_value();
+        const bool truth = api::reference::parse_push(text, r.options, r.random, 0).has_value();
+        const bool fast = api::detail::parse_push(text, r.options, r.random, 0).has_value();
         std::printf("  %8s %4s", truth ? "+" : ".", fast ? "+" : ".");
         for (const Check check : checks) {
             std::printf(" %7s", r.simd.push(text, r.options, r.random, 0, check) ? "+" : ".");
@@ -538,22 +531,21 @@ void check_acceptance(Readers& r, int cases) {
     }
     for (const std::string& raw : push_bodies) {
         const std::string text = padded(raw);
-        auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-        auto slow = dom ? api::detail::parse_push(*dom, r.options, r.random, 0)
-                        : Result<api::detail::ParsedPush>{dom.error()};
+        auto slow = api::reference::parse_push(text, r.options, r.random, 0);
         const bool truth = slow.has_value();
-        auto fast = api::detail::parse_push_fast(text, r.options, r.random, 0);
+        auto fast = api::detail::parse_push(text, r.options, r.random, 0);
         tally(push_rows[0].second, truth, fast.has_value(),
               fast && slow && fast->push.items.size() == slow->push.items.size(), raw);
         for (std::size_t c = 0; c < 3; ++c) {
             auto got = r.simd.push(text, r.options, r.random, 0, checks[c]);
-            // Outputs compared with the fast path's where it read the body too (payload text
-            // is kept as written there, the slow path re-serializes numbers).
+            // Outputs compared with the core reader's where it read the body too (payload text
+            // is kept as written there, the DOM reference re-serializes numbers).
             const bool is_same = !fast || !got || same_push(*fast, *got);
             tally(push_rows[c + 1].second, truth, got.has_value(), is_same, raw);
         }
     }
-    report("push-1 bodies (edge payloads + mutated bodies), truth = nlohmann slow path", push_rows);
+    report("push-1 bodies (edge payloads + mutated bodies), truth = nlohmann DOM reference",
+           push_rows);
 
     std::vector<std::pair<std::string, Verdicts>> ack_rows = {
         {"fast", {}}, {"sj-skip", {}}, {"sj-walk", {}}, {"sj-scan", {}}};
@@ -561,9 +553,8 @@ void check_acceptance(Readers& r, int cases) {
     for (int i = 0; i < cases / 2; ++i) {
         const std::string raw = mutate(ack_base, rng);
         const std::string text = padded(raw);
-        auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-        const bool truth = dom && api::detail::parse_ack_batch(*dom, r.options).has_value();
-        auto fast = api::detail::parse_ack_fast(text, true, r.options);
+        const bool truth = api::reference::parse_ack_batch(text, r.options).has_value();
+        auto fast = api::detail::parse_ack_batch(text, r.options);
         tally(ack_rows[0].second, truth, fast.has_value(), true, raw);
         for (std::size_t c = 0; c < 3; ++c) {
             auto got = r.simd.ack(text, true, r.options, checks[c]);
@@ -571,9 +562,9 @@ void check_acceptance(Readers& r, int cases) {
             tally(ack_rows[c + 1].second, truth, got.has_value(), is_same, raw);
         }
     }
-    report("ack-2 bodies (mutated), truth = nlohmann slow path", ack_rows);
+    report("ack-2 bodies (mutated), truth = nlohmann DOM reference", ack_rows);
 
-    // Pop answers: the client's reader is the reference (it has no slow path); an answer that
+    // Pop answers: the client's reader is the reference (it has no DOM twin); an answer that
     // is not JSON must be refused by every reader.
     std::vector<std::pair<std::string, Verdicts>> pop_rows = {
         {"fast", {}}, {"sj-skip", {}}, {"sj-walk", {}}, {"sj-scan", {}}};
@@ -618,14 +609,12 @@ void show_errors(Readers& r) {
     std::printf("\nerror reporting (push bodies)\n");
     for (const std::string& raw : bodies) {
         const std::string text = padded(raw);
-        auto dom = api::detail::parse_body(text, r.options.json_depth_max);
-        std::string slow_error = "(accepted)";
-        if (!dom) {
-            slow_error = dom.error().context;
-        } else if (auto parsed = api::detail::parse_push(*dom, r.options, r.random, 0); !parsed) {
-            slow_error = parsed.error().context;
-        }
-        std::printf("  body: %s\n    nlohmann: %s\n", printable(raw).c_str(), slow_error.c_str());
+        const auto error_of = [](const auto& parsed) {
+            return parsed ? std::string("(accepted)") : parsed.error().context;
+        };
+        std::printf("  body: %s\n    fast: %s\n    nlohmann: %s\n", printable(raw).c_str(),
+                    error_of(api::detail::parse_push(text, r.options, r.random, 0)).c_str(),
+                    error_of(api::reference::parse_push(text, r.options, r.random, 0)).c_str());
         for (const Check check : {Check::skip, Check::walk}) {
             if (r.simd.push(text, r.options, r.random, 0, check)) {
                 std::printf("    sj-%s: (accepted)\n", std::string(check_name(check)).c_str());
@@ -721,12 +710,15 @@ int run(int argc, char** argv) {
             raw.append(buffer, n);
         }
         const std::string text = padded(raw);
-        auto dom = api::detail::parse_body(text, readers.options.json_depth_max);
-        std::printf("nlohmann: %s\n", dom ? "parsed" : dom.error().context.c_str());
-        std::printf("fast: %s\n",
-                    api::detail::parse_push_fast(text, readers.options, readers.random, 0)
-                        ? "accepted"
-                        : "declined");
+        const auto error_of = [](const auto& parsed) {
+            return parsed ? std::string("accepted") : parsed.error().context;
+        };
+        std::printf(
+            "nlohmann: %s\n",
+            error_of(api::reference::parse_push(text, readers.options, readers.random, 0)).c_str());
+        std::printf(
+            "fast: %s\n",
+            error_of(api::detail::parse_push(text, readers.options, readers.random, 0)).c_str());
         for (const Check check : {Check::skip, Check::walk, Check::scan}) {
             const bool read =
                 readers.simd.push(text, readers.options, readers.random, 0, check).has_value();

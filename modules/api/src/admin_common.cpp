@@ -1,4 +1,4 @@
-// api/src/admin_common.cpp — helpers shared by the spec section 7 (admin) route files.
+// api/src/admin_common.cpp — helpers shared by the admin route files (docs/http-api.md, admin).
 #include "admin_common.hpp"
 
 #include "parse.hpp"

@@ -1,4 +1,4 @@
-// api/src/admin_common.hpp — helpers shared by the spec section 7 (admin) route files.
+// api/src/admin_common.hpp — helpers shared by the admin route files (docs/http-api.md, admin).
 #pragma once
 
 #include <cstdint>
@@ -65,7 +65,7 @@ struct Totals {
     std::uint64_t dead_letter = 0;
 };
 
-/// Writes `t` as an object with the spec's names.
+/// Writes `t` as an object with the documented names.
 void write_totals(JsonWriter& out, const Totals& t);
 /// The counts of one partition.
 [[nodiscard]] Totals partition_totals(const queues::PartitionSummary& p);

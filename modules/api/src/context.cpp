@@ -180,12 +180,17 @@ http::Response error_result_response(Context& context, const engine::ErrorResult
     return error_response(context, 500, "the command did not decode: " + error.message);
 }
 
-Result<nlohmann::json> request_json(const Context& context, const http::Request& request) {
+Status check_body_size(const Context& context, const http::Request& request) {
     if (request.body.size() > context.options.json_body_bytes_max) {
         return Error{Errc::out_of_range, "request body is " + std::to_string(request.body.size()) +
                                              " bytes, more than the limit of " +
                                              std::to_string(context.options.json_body_bytes_max)};
     }
+    return {};
+}
+
+Result<nlohmann::json> request_json(const Context& context, const http::Request& request) {
+    QUEEN_TRY(check_body_size(context, request));
     return parse_body(request.body, context.options.json_depth_max);
 }
 

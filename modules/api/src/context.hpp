@@ -133,6 +133,8 @@ using ContextPtr = std::shared_ptr<Context>;
 /// Parses the body of a POST (size limit -> 413; empty/invalid JSON -> 400).
 [[nodiscard]] Result<nlohmann::json> request_json(const Context& context,
                                                   const http::Request& request);
+/// The size limit of a JSON body: Errc::out_of_range (413) over json_body_bytes_max.
+[[nodiscard]] Status check_body_size(const Context& context, const http::Request& request);
 
 /// Runs `fn(const queues::Tables&, const store::Txn&) -> Result<T>` in a read txn of the
 /// tenant's engine, now (never waits). It sees what earlier answers reported only when it runs

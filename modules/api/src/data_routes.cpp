@@ -1,4 +1,5 @@
-// api/src/data_routes.cpp — the write endpoints of spec section 4 (everything but pop).
+// api/src/data_routes.cpp — the write endpoints of docs/http-api.md, data plane (everything but
+// pop).
 #include "format.hpp"
 #include "parse.hpp"
 #include "routes.hpp"
@@ -21,6 +22,17 @@ std::optional<nlohmann::json> body_or_reply(Context& context, const Request& req
         return std::nullopt;
     }
     return std::move(*body);
+}
+
+// A hot body (push, ack, ack batch, transaction): the size limit, then `parse` over the raw text
+// (parse_fast.cpp), which gives the client-facing error of a bad body itself.
+template <class Parse>
+auto parse_hot(const Context& context, const Request& request, Parse&& parse)
+    -> decltype(parse(std::string_view{})) {
+    if (Status size = check_body_size(context, request); !size) {
+        return std::move(size).error();
+    }
+    return parse(std::string_view{request.body});
 }
 
 template <class T>
@@ -93,22 +105,11 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    std::optional<ParsedPush> parsed;
-    if (request.body.size() <= context.options.json_body_bytes_max) {
-        parsed = parse_push_fast(request.body, context.options, context.random,
-                                 context.backend.wall_ms());
-    }
-    if (!parsed) {
-        // Not a plain push: the DOM path decides, with the exact error for bad input.
-        auto body = body_or_reply(context, request, responder, tenant);
-        if (!body) {
-            return;
-        }
-        auto slow = parse_push(*body, context.options, context.random, context.backend.wall_ms());
-        if (!parsed_or_reply(context, slow, responder, tenant)) {
-            return;
-        }
-        parsed = std::move(*slow);
+    auto parsed = parse_hot(context, request, [&](std::string_view body) {
+        return parse_push(body, context.options, context.random, context.backend.wall_ms());
+    });
+    if (!parsed_or_reply(context, parsed, responder, tenant)) {
+        return;
     }
     context.metrics.push_requests.fetch_add(1, relaxed);
     if (parsed->push.items.empty()) {
@@ -175,17 +176,8 @@ void handle_ack(Context& context, const ContextPtr& shared, Request& request, Re
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    if (request.body.size() <= context.options.json_body_bytes_max) {
-        if (auto fast = parse_ack_fast(request.body, false, context.options)) {
-            submit_ack(context, shared, tenant, std::move(*fast), std::move(responder));
-            return;
-        }
-    }
-    auto body = body_or_reply(context, request, responder, tenant);
-    if (!body) {
-        return;
-    }
-    auto command = parse_ack(*body, context.options);
+    auto command = parse_hot(
+        context, request, [&](std::string_view body) { return parse_ack(body, context.options); });
     if (!parsed_or_reply(context, command, responder, tenant)) {
         return;
     }
@@ -198,17 +190,9 @@ void handle_ack_batch(Context& context, const ContextPtr& shared, Request& reque
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    if (request.body.size() <= context.options.json_body_bytes_max) {
-        if (auto fast = parse_ack_fast(request.body, true, context.options)) {
-            submit_ack(context, shared, tenant, std::move(*fast), std::move(responder));
-            return;
-        }
-    }
-    auto body = body_or_reply(context, request, responder, tenant);
-    if (!body) {
-        return;
-    }
-    auto command = parse_ack_batch(*body, context.options);
+    auto command = parse_hot(context, request, [&](std::string_view body) {
+        return parse_ack_batch(body, context.options);
+    });
     if (!parsed_or_reply(context, command, responder, tenant)) {
         return;
     }
@@ -221,22 +205,11 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
     if (!resolve_tenant(context, request, responder, tenant)) {
         return;
     }
-    std::optional<queues::Transaction> command;
-    if (request.body.size() <= context.options.json_body_bytes_max) {
-        command = parse_transaction_fast(request.body, context.options, context.random,
-                                         context.backend.wall_ms());
-    }
-    if (!command) {
-        auto body = body_or_reply(context, request, responder, tenant);
-        if (!body) {
-            return;
-        }
-        auto slow =
-            parse_transaction(*body, context.options, context.random, context.backend.wall_ms());
-        if (!parsed_or_reply(context, slow, responder, tenant)) {
-            return;
-        }
-        command = std::move(*slow);
+    auto command = parse_hot(context, request, [&](std::string_view body) {
+        return parse_transaction(body, context.options, context.random, context.backend.wall_ms());
+    });
+    if (!parsed_or_reply(context, command, responder, tenant)) {
+        return;
     }
     encrypt_then(
         shared, tenant, responder, std::move(*command),
@@ -326,7 +299,8 @@ void handle_add_trace(Context& context, const ContextPtr& shared, Request& reque
             }
             out.begin_object()
                 .field("success", true)
-                .field("traceId", queues::format_uuid(queues::UuidKind::trace, 0, result.trace_id))
+                .field("traceId",
+                       queues::format_uuid(queues::UuidKind::trace, 0, result.trace_id.value()))
                 .end_object();
             return Response::json(201, out.take());
         });

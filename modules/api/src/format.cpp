@@ -1,4 +1,4 @@
-// api/src/format.cpp — command results -> spec section 4 response bodies.
+// api/src/format.cpp — command results -> docs/http-api.md, data plane response bodies.
 #include "format.hpp"
 
 #include <array>

@@ -1,5 +1,5 @@
-// api/src/format.hpp — command results -> the response JSON of spec section 4 (exact field
-// names, snake_case ones included). Pure functions.
+// api/src/format.hpp — command results -> the response JSON of docs/http-api.md, data plane (exact
+// field names, snake_case ones included). Pure functions.
 #pragma once
 
 #include <string>
@@ -32,7 +32,7 @@ inline void write_partition_id(JsonWriter& out, queues::PartitionId id) {
     write_uuid(out, queues::UuidKind::partition, 0, id.value());
 }
 
-/// 200 body of POST /api/v1/configure (spec 4.1).
+/// 200 body of POST /api/v1/configure (docs/http-api.md, configure).
 [[nodiscard]] std::string format_configure(const queues::ConfigureResult& result);
 /// The 15 options as the `options` object (shared with the status endpoints), in table order.
 void write_queue_options(JsonWriter& out, const queues::QueueOptions& options);
@@ -52,22 +52,26 @@ void write_queue_option_fields(JsonWriter& out, const queues::QueueOptions& opti
     (write_queue_option(out, queue_option_key(members), options.*members), ...);
 }
 
-/// 201 body of POST /api/v1/push (spec 4.2), one element per item in order, `index` 0-based.
+/// 201 body of POST /api/v1/push (docs/http-api.md, push), one element per item in order, `index`
+/// 0-based.
 [[nodiscard]] std::string format_push(const queues::PushResult& result,
                                       const std::vector<bool>& has_client_transaction_id);
 
-/// 200 body of a pop that delivered messages (spec 4.3). Errors: as payload_json.
+/// 200 body of a pop that delivered messages (docs/http-api.md, pop). Errors: as payload_json.
 [[nodiscard]] Result<std::string> format_pop(const queues::PopResult& result,
                                              const PayloadCipher* cipher);
 
-/// 200 body of POST /api/v1/ack and /api/v1/ack/batch (spec 4.4): an array in input order.
+/// 200 body of POST /api/v1/ack and /api/v1/ack/batch (docs/http-api.md, ack): an array in input
+/// order.
 [[nodiscard]] std::string format_ack(const queues::AckResult& result);
 
-/// 200 body of POST /api/v1/transaction (spec 4.6); `transaction_uuid` names this call.
+/// 200 body of POST /api/v1/transaction (docs/http-api.md, transaction); `transaction_uuid` names
+/// this call.
 [[nodiscard]] std::string format_transaction(const queues::TransactionResult& result,
                                              std::string_view transaction_uuid);
 
-/// 200 body of POST /api/v1/lease/:leaseId/extend (spec 4.7): a one-element array.
+/// 200 body of POST /api/v1/lease/:leaseId/extend (docs/http-api.md, lease extend): a one-element
+/// array.
 [[nodiscard]] std::string format_extend_lease(const queues::ExtendLeaseResult& result,
                                               std::string_view lease_text);
 

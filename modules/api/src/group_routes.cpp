@@ -1,4 +1,5 @@
-// api/src/group_routes.cpp — spec 7.5: consumer groups: listing, lag, delete, subscription, seek.
+// api/src/group_routes.cpp — consumer groups (docs/http-api.md): listing, lag, delete,
+// subscription, seek.
 #include <algorithm>
 #include <map>
 #include <vector>
@@ -169,28 +170,36 @@ Result<Response> group_detail(Context& context, const std::string& tenant, Reque
     return Response::json(200, out.take());
 }
 
-std::optional<std::string> group_or_reply(Context& context, const Request& request,
+/// The tenant and the :group parameter of a group route.
+struct GroupTarget {
+    std::string tenant;
+    std::string group;
+};
+
+/// The route's GroupTarget, or nullopt once the error is answered.
+std::optional<GroupTarget> group_or_reply(Context& context, const Request& request,
                                           const Responder& responder) {
-    std::string group = param(request, "group");
-    if (group.size() > context.options.name_bytes_max) {
+    GroupTarget target;
+    if (!resolve_tenant(context, request, responder, target.tenant)) {
+        return std::nullopt;
+    }
+    target.group = param(request, "group");
+    if (target.group.size() > context.options.name_bytes_max) {
         responder.complete(error_response(context, 400, "consumer group name is too long"));
         return std::nullopt;
     }
-    return group;
+    return target;
 }
 
 void handle_delete_group(Context& context, const ContextPtr& shared, Request& request,
                          Responder responder, bool for_queue) {
-    std::string tenant;
-    if (!resolve_tenant(context, request, responder, tenant)) {
+    auto target = group_or_reply(context, request, responder);
+    if (!target) {
         return;
     }
-    auto group = group_or_reply(context, request, responder);
-    if (!group) {
-        return;
-    }
+    const std::string& tenant = target->tenant;
     queues::DeleteGroup command;
-    command.group = *group;
+    command.group = target->group;
     command.queue = for_queue ? param(request, "queue") : std::string();
     command.delete_metadata = query_boolean(request, "deleteMetadata", true);
     submit_and_reply<queues::DeleteGroupResult>(
@@ -210,14 +219,11 @@ void handle_delete_group(Context& context, const ContextPtr& shared, Request& re
 
 void handle_update_subscription(Context& context, const ContextPtr& shared, Request& request,
                                 Responder responder) {
-    std::string tenant;
-    if (!resolve_tenant(context, request, responder, tenant)) {
+    auto target = group_or_reply(context, request, responder);
+    if (!target) {
         return;
     }
-    auto group = group_or_reply(context, request, responder);
-    if (!group) {
-        return;
-    }
+    const std::string& tenant = target->tenant;
     auto body = json_or_reply(context, request, responder, tenant);
     if (!body) {
         return;
@@ -236,7 +242,7 @@ void handle_update_subscription(Context& context, const ContextPtr& shared, Requ
         return;
     }
     queues::UpdateSubscription command;
-    command.group = *group;
+    command.group = target->group;
     command.timestamp = TimestampMs{*at};
     submit_and_reply<queues::UpdateSubscriptionResult>(
         shared, tenant, command, std::move(responder),
@@ -254,20 +260,17 @@ void handle_update_subscription(Context& context, const ContextPtr& shared, Requ
 
 void handle_seek(Context& context, const ContextPtr& shared, Request& request,
                  Responder responder) {
-    std::string tenant;
-    if (!resolve_tenant(context, request, responder, tenant)) {
+    auto target = group_or_reply(context, request, responder);
+    if (!target) {
         return;
     }
-    auto group = group_or_reply(context, request, responder);
-    if (!group) {
-        return;
-    }
+    const std::string& tenant = target->tenant;
     auto body = json_or_reply(context, request, responder, tenant);
     if (!body) {
         return;
     }
     queues::SeekGroup command;
-    command.group = *group;
+    command.group = target->group;
     command.queue = param(request, "queue");
     auto to_end = boolean_field(*body, "toEnd", false);
     if (!to_end) {
@@ -310,16 +313,13 @@ void handle_seek(Context& context, const ContextPtr& shared, Request& request,
 
 void handle_seek_partition(Context& context, const ContextPtr& shared, Request& request,
                            Responder responder) {
-    std::string tenant;
-    if (!resolve_tenant(context, request, responder, tenant)) {
+    auto target = group_or_reply(context, request, responder);
+    if (!target) {
         return;
     }
-    auto group = group_or_reply(context, request, responder);
-    if (!group) {
-        return;
-    }
+    const std::string& tenant = target->tenant;
     queues::SeekPartition command;
-    command.group = *group;
+    command.group = target->group;
     command.queue = param(request, "queue");
     command.partition = param(request, "partition");
     submit_and_reply<queues::SeekPartitionResult>(

@@ -1,4 +1,5 @@
-// api/src/health_routes.cpp — /health, /ready, /metrics (JSON) and /metrics/prometheus (spec 8).
+// api/src/health_routes.cpp — /health, /ready, /metrics (JSON) and /metrics/prometheus
+// (docs/http-api.md, health and metrics).
 #include <map>
 #include <sstream>
 

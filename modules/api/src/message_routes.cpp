@@ -1,4 +1,4 @@
-// api/src/message_routes.cpp — spec 7.2 and 7.3: messages, the DLQ and the trace reads.
+// api/src/message_routes.cpp — messages, the DLQ and the trace reads (docs/http-api.md, admin).
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -301,7 +301,7 @@ Result<Response> list_dlq(Context& context, const std::string& tenant, Request& 
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7.3 Traces (read)
+// Traces (read)
 
 Result<Response> message_traces(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const queues::PartitionId partition, partition_param(request));
@@ -408,7 +408,7 @@ void register_message_routes(http::Router& router, const ContextPtr& context) {
     router.del("/api/v1/messages/:partitionId/:transactionId",
                make_handler(context, handle_delete_message));
     router.get("/api/v1/dlq", read_handler(context, list_dlq));
-    // 7.3 Traces
+    // Traces
     router.get("/api/v1/traces/:partitionId/:transactionId", read_handler(context, message_traces));
     router.get("/api/v1/traces/by-name/:traceName", read_handler(context, traces_by_name));
     router.get("/api/v1/traces/names", read_handler(context, trace_names));

@@ -1,211 +1,165 @@
-// api/src/parse_fast.cpp — the hot request bodies (push, ack) read straight
-// from the raw text with the validating scanner of queen/core/json_scan.hpp: no
-// DOM, payloads kept as their JSON text. Anything unusual is declined (nullopt)
-// and the caller takes the nlohmann path, which gives the exact client-facing
-// error, so both paths answer a request the same way.
+// api/src/parse_fast.cpp — the hot request bodies (push, ack, ack batch, transaction) read in one
+// pass by the core reader (queen/core/json_cursor.hpp) straight from the raw text: no DOM, payloads
+// kept as their JSON text minus the whitespace between tokens. Every client-facing error of these
+// routes is made here, with the checks in the order and the words of docs/http-api.md, data plane
+// (a repeated key counts with its last value, as in a DOM); a body that is not JSON gets
+// parse_body's words.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "json.hpp"
 #include "parse.hpp"
 #include "queen/core/hex.hpp"
+#include "queen/core/json_cursor.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace queen::api::detail {
 namespace {
 
-using json::scan::skip_value;
-using json::scan::skip_whitespace;
-using json::scan::walk_array;
+using json::Cursor;
 
-/// Skips the string at text[pos] (a '"') when it is plain: only bytes 0x20-0x7f, no '\\'
-/// (the usual key or id; then it is valid JSON as it stands). False, with `pos` unchanged,
-/// for any other string: the caller then lets skip_value judge it. Eight bytes per step.
-inline bool skip_plain_string(std::string_view text, std::size_t& pos) noexcept {
-    static_assert(std::endian::native == std::endian::little, "the lowest byte comes first");
-    constexpr std::uint64_t ones = 0x0101010101010101ULL;
-    constexpr std::uint64_t highs = 0x8080808080808080ULL;
-    const char* const data = text.data();
-    const std::size_t size = text.size();
-    std::size_t at = pos + 1;
-    for (; at + 8 <= size; at += 8) {
-        std::uint64_t word = 0;
-        std::memcpy(&word, data + at, sizeof word);
-        const std::uint64_t quote = word ^ (ones * '"');
-        const std::uint64_t slash = word ^ (ones * '\\');
-        // A byte below 0x20, a quote, a backslash or a byte >= 0x80 (the lowest flagged
-        // byte is exact: borrows only run upwards from a flagged byte).
-        const std::uint64_t flags = ((word - ones * 0x20) & ~word & highs) |
-                                    ((quote - ones) & ~quote & highs) |
-                                    ((slash - ones) & ~slash & highs) | (word & highs);
-        if (flags != 0) {
-            at += static_cast<std::size_t>(__builtin_ctzll(flags)) / 8;
-            if (data[at] != '"') {
-                return false;
-            }
-            pos = at + 1;
-            return true;
-        }
-    }
-    for (; at < size; ++at) {
-        const auto c = static_cast<unsigned char>(data[at]);
-        if (c == '"') {
-            pos = at + 1;
-            return true;
-        }
-        if (c < 0x20 || c >= 0x80 || c == '\\') {
-            return false;
-        }
-    }
-    return false;
+Error bad(std::string message) {
+    return Error{Errc::invalid_argument, std::move(message)};
 }
 
-/// Walks the object at text[pos] as json::scan::walk_object does (same acceptance):
-/// visit(key, pos) reads the value at `pos` and moves past it. `key` is the key's text; a key
-/// with escapes declines (no key this API reads has one).
-template <class Visit>
-bool for_members(std::string_view text, std::size_t& pos, Visit&& visit) {
-    if (pos >= text.size() || text[pos] != '{') {
-        return false;
+/// The members these bodies read; any other key is validated and skipped.
+enum class Member : std::uint8_t {
+    queue,  // push items
+    partition,
+    payload,
+    data,
+    transaction_id,
+    trace_id,
+    partition_id,  // acknowledgments (and transaction_id)
+    status,
+    error,
+    lease_id,
+    consumer_group,
+    type,  // transaction operations
+    items,
+    other
+};
+
+Member member_of(std::string_view key) noexcept {
+    switch (key.size()) {
+        case 4: return key == "data" ? Member::data : key == "type" ? Member::type : Member::other;
+        case 5:
+            return key == "queue"   ? Member::queue
+                   : key == "items" ? Member::items
+                   : key == "error" ? Member::error
+                                    : Member::other;
+        case 6: return key == "status" ? Member::status : Member::other;
+        case 7:
+            return key == "payload"   ? Member::payload
+                   : key == "traceId" ? Member::trace_id
+                   : key == "leaseId" ? Member::lease_id
+                                      : Member::other;
+        case 9: return key == "partition" ? Member::partition : Member::other;
+        case 11: return key == "partitionId" ? Member::partition_id : Member::other;
+        case 13:
+            return key == "transactionId"   ? Member::transaction_id
+                   : key == "consumerGroup" ? Member::consumer_group
+                                            : Member::other;
+        default: return Member::other;
     }
-    ++pos;
-    skip_whitespace(text, pos);
-    if (pos < text.size() && text[pos] == '}') {
-        ++pos;
+}
+
+/// A member's value as read: its raw JSON text (empty when the member is absent); `is_plain`:
+/// a string of printable ASCII without escapes, whose text is `raw` without the quotes.
+struct Field {
+    std::string_view raw;
+    bool is_plain = false;
+    [[nodiscard]] bool is_absent_or_null() const noexcept { return raw.empty() || raw == "null"; }
+    [[nodiscard]] bool is_string() const noexcept { return !raw.empty() && raw.front() == '"'; }
+};
+
+/// The members of one object: a repeated key keeps its last value, as in a DOM.
+struct Members {
+    std::array<Field, static_cast<std::size_t>(Member::other)> fields{};
+    Field& operator[](Member member) noexcept { return fields[static_cast<std::size_t>(member)]; }
+    const Field& operator[](Member member) const noexcept {
+        return fields[static_cast<std::size_t>(member)];
+    }
+};
+
+/// A member as clients usually write it (`"key":`, see Cursor::next_member_is) and what it is.
+struct Expected {
+    std::string_view text;
+    Member member;
+};
+/// The orders the clients write their objects in (client/src/protocol*.cpp), tried first.
+constexpr Expected push_item_order[] = {{R"("queue":)", Member::queue},
+                                        {R"("partition":)", Member::partition},
+                                        {R"("payload":)", Member::payload},
+                                        {R"("transactionId":)", Member::transaction_id},
+                                        {R"("traceId":)", Member::trace_id}};
+constexpr Expected ack_order[] = {{R"("transactionId":)", Member::transaction_id},
+                                  {R"("partitionId":)", Member::partition_id},
+                                  {R"("status":)", Member::status},
+                                  {R"("error":)", Member::error},
+                                  {R"("consumerGroup":)", Member::consumer_group},
+                                  {R"("leaseId":)", Member::lease_id}};
+constexpr Expected operation_order[] = {{R"("type":)", Member::type}};
+constexpr Expected push_operation_order[] = {{R"("items":)", Member::items}};
+
+/// Inside an object: true with the next member whose value the cursor then sits on (`order[
+/// expected]` tried first, as it is written); false at the object's end or on failure.
+bool next_member(Cursor& cursor, std::span<const Expected> order, std::size_t& expected,
+                 bool& is_first, Member& member) {
+    if (expected < order.size() && cursor.next_member_is(order[expected].text, is_first)) {
+        member = order[expected++].member;
         return true;
     }
-    for (;;) {
-        const std::size_t key_start = pos;
-        if (pos >= text.size() || text[pos] != '"') {
-            return false;
-        }
-        if (!skip_plain_string(text, pos)) {
-            if (!skip_value(text, pos, 1)) {
-                return false;
-            }
-            if (text.substr(key_start, pos - key_start).find('\\') != std::string_view::npos) {
-                return false;
-            }
-        }
-        const std::string_view key = text.substr(key_start + 1, pos - key_start - 2);
-        skip_whitespace(text, pos);
-        if (pos >= text.size() || text[pos] != ':') {
-            return false;
-        }
-        ++pos;
-        skip_whitespace(text, pos);
-        if (!visit(key, pos)) {
-            return false;
-        }
-        skip_whitespace(text, pos);
-        if (pos >= text.size()) {
-            return false;
-        }
-        if (text[pos] == '}') {
-            ++pos;
-            return true;
-        }
-        if (text[pos] != ',') {
-            return false;
-        }
-        ++pos;
-        skip_whitespace(text, pos);
-    }
-}
-
-/// Reads the value at `pos` (nesting depth `depth`) as a raw span; `is_plain` tells whether it
-/// is a string without escapes (skip_plain_string took it).
-bool raw_value(std::string_view text, std::size_t& pos, int depth, int depth_max,
-               std::string_view& raw, bool& is_plain) noexcept {
-    const std::size_t start = pos;
-    if (depth > depth_max) {
+    std::string_view key;
+    if (!cursor.next_member(key, is_first)) {
         return false;
     }
-    is_plain = pos < text.size() && text[pos] == '"' && skip_plain_string(text, pos);
-    if (is_plain) {
-        // done
-    } else if (text.substr(pos, 4) == "null") {
-        pos += 4;  // (as skip_value reads a literal: what follows is the walker's business)
-    } else if (!skip_value(text, pos, depth, depth_max)) {
-        return false;
-    }
-    raw = text.substr(start, pos - start);
+    member = member_of(key);
     return true;
 }
 
-/// raw_value without the plain-string answer.
-bool raw_value(std::string_view text, std::size_t& pos, int depth, int depth_max,
-               std::string_view& raw) noexcept {
-    bool is_plain = false;
-    return raw_value(text, pos, depth, depth_max, raw, is_plain);
+/// Reads the members of the object the cursor has entered into `members`.
+void read_members(Cursor& cursor, std::span<const Expected> order, Members& members) {
+    bool is_first = true;
+    std::size_t expected = 0;
+    Member member = Member::other;
+    while (next_member(cursor, order, expected, is_first, member)) {
+        if (member == Member::other) {
+            cursor.skip_value();
+            continue;
+        }
+        Field& field = members[member];
+        if (!cursor.read_raw(field.raw, field.is_plain)) {
+            return;
+        }
+    }
 }
 
-/// A string field as string_field() reads it: null -> absent, a string -> its
-/// decoded text, anything else declines.
-bool optional_string(std::string_view raw, std::optional<std::string>& out) {
-    if (raw == "null") {
-        out.reset();
-        return true;
-    }
-    if (raw.size() < 2 || raw.front() != '"') {
-        return false;
-    }
-    const std::string_view inner = raw.substr(1, raw.size() - 2);
-    if (inner.find('\\') == std::string_view::npos) {
-        out.emplace(inner);
-        return true;
-    }
-    out.emplace();
-    return json::decode_json_string(raw, *out);
-}
-
-/// A string value as string_field() reads it, without a copy when it has no escape: null ->
-/// `has` false; a string -> `has` true and its text (a view into `raw`, or decoded into
-/// `storage`); anything else declines. `is_plain`: raw_value's answer for `raw`.
-bool optional_text(std::string_view raw, bool is_plain, bool& has, std::string_view& text,
-                   std::string& storage) {
-    if (is_plain) {
-        has = true;
-        text = raw.substr(1, raw.size() - 2);
-        return true;
-    }
-    if (raw == "null") {
+/// A string member as parse.cpp's string_field read it: absent or null -> `has` false; a
+/// string -> `has` true and its text (a view into the body, or decoded into `storage`); another
+/// type -> false.
+bool string_of(const Field& field, bool& has, std::string_view& text, std::string& storage) {
+    if (field.is_absent_or_null()) {
         has = false;
         return true;
     }
-    if (raw.size() < 2 || raw.front() != '"') {
+    if (!field.is_string()) {
         return false;
     }
     has = true;
-    storage.clear();
-    if (!json::decode_json_string(raw, storage)) {
-        return false;
+    if (field.is_plain) {
+        text = field.raw.substr(1, field.raw.size() - 2);
+        return true;
+    }
+    if (!json::decode_json_string(field.raw, storage)) {
+        return false;  // not reached: the cursor validated the string
     }
     text = storage;
     return true;
 }
-
-/// `seen` marks keys already read: a repeated key declines (nlohmann keeps the
-/// last one; the slow path handles that rare case).
-bool first_time(bool& seen) noexcept {
-    if (seen) {
-        return false;
-    }
-    seen = true;
-    return true;
-}
-
-/// Where a push item sits and how its payload defaults: /push items are at
-/// depth 3 with a null default; transaction push items have {} and, when flat,
-/// may name it `data` instead.
-struct ItemShape {
-    int depth = 3;
-    std::string_view default_payload = "null";
-    bool has_data_key = false;
-};
 
 /// True when `raw` has no byte <= 0x20. Valid JSON without such a byte has no
 /// whitespace between its tokens, so it is already compact (a space inside a
@@ -231,97 +185,74 @@ bool has_no_space(std::string_view raw) noexcept {
     return true;
 }
 
-/// Reads one push item into `out` (a fresh item, filled in place); false
-/// declines.
-bool push_item_fast(std::string_view text, std::size_t& pos, int depth_max,
-                    const ApiOptions& options, RandomSource& random, std::int64_t now_ms,
-                    const ItemShape& shape, queues::PushItem& out, bool& has_client_id) {
-    bool seen_queue = false, seen_partition = false, seen_transaction = false, seen_trace = false,
-         seen_payload = false, seen_data = false;
-    bool has_queue = false, has_partition = false, has_transaction = false, has_trace = false;
-    std::string_view queue, partition, transaction_id, trace_id;
-    std::string queue_storage, partition_storage, transaction_storage, trace_storage;
-    std::string_view payload = shape.default_payload;
-    std::string_view data;
-    const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
-        std::string_view raw;
-        bool is_plain = false;
-        if (!raw_value(text, at, shape.depth + 1, depth_max, raw, is_plain)) {
-            return false;
-        }
-        if (key == "payload") {
-            payload = raw;
-            return first_time(seen_payload);
-        }
-        if (key == "data" && shape.has_data_key) {
-            data = raw;
-            return first_time(seen_data);
-        }
-        if (key == "queue") {
-            return first_time(seen_queue) &&
-                   optional_text(raw, is_plain, has_queue, queue, queue_storage);
-        }
-        if (key == "partition") {
-            return first_time(seen_partition) &&
-                   optional_text(raw, is_plain, has_partition, partition, partition_storage);
-        }
-        if (key == "transactionId") {
-            return first_time(seen_transaction) &&
-                   optional_text(raw, is_plain, has_transaction, transaction_id,
-                                 transaction_storage);
-        }
-        if (key == "traceId") {
-            return first_time(seen_trace) &&
-                   optional_text(raw, is_plain, has_trace, trace_id, trace_storage);
-        }
-        return true;
-    });
-    if (!walked || !has_queue || queue.size() > options.name_bytes_max) {
-        return false;
-    }
-    if (!seen_payload && seen_data) {
-        payload = data;
-    }
-    out.queue.assign(queue);
-    if (has_partition) {
-        if (partition.size() > options.name_bytes_max) {
-            return false;
-        }
-        out.partition.assign(partition);
-    }
-    has_client_id = has_transaction && !transaction_id.empty();
-    if (has_client_id) {
-        if (transaction_id.size() > options.name_bytes_max) {
-            return false;
-        }
-        out.transaction_id.assign(transaction_id);
-    } else {
-        out.transaction_id = time_uuid(random, now_ms);
-    }
-    if (has_trace && !trace_id.empty()) {
-        if (!is_uuid_text(trace_id)) {
-            return false;
-        }
-        out.trace_id.assign(trace_id);
-    }
+Error payload_too_large(std::size_t size, const ApiOptions& options) {
+    return bad("payload is " + std::to_string(size) + " bytes, more than the limit of " +
+               std::to_string(options.payload_bytes_max));
+}
+
+/// The payload as stored: its text without the whitespace between tokens, bounded.
+Status set_payload(std::string_view payload, const ApiOptions& options, Bytes& out) {
     if (has_no_space(payload)) {
-        // The usual payload (what clients serialize compactly): one copy, nothing
-        // to squeeze.
+        // The usual payload (what clients serialize compactly): one copy, nothing to squeeze.
         if (payload.size() > options.payload_bytes_max) {
-            return false;
+            return payload_too_large(payload.size(), options);
         }
         const auto* bytes = reinterpret_cast<const std::uint8_t*>(payload.data());
-        out.payload.assign(bytes, bytes + payload.size());
-        return true;
+        out.assign(bytes, bytes + payload.size());
+        return {};
     }
-    out.payload.resize(payload.size());
+    out.resize(payload.size());
     const std::size_t compact =
-        json::scan::copy_compact(payload, reinterpret_cast<char*>(out.payload.data()));
+        json::scan::copy_compact(payload, reinterpret_cast<char*>(out.data()));
     if (compact > options.payload_bytes_max) {
-        return false;
+        return payload_too_large(compact, options);
     }
-    out.payload.resize(compact);
-    return true;
+    out.resize(compact);
+    return {};
+}
+
+/// One push item (/push, a transaction's push items, a flat transaction push) into `out`, a
+/// fresh item: the checks of docs/http-api.md, push in their order. The payload is the member
+/// `payload_member`, or `default_payload` without it. A missing or empty transactionId stays empty
+/// here: the caller gives one once the whole body is accepted.
+Status push_item(const Members& members, const ApiOptions& options, Member payload_member,
+                 std::string_view default_payload, queues::PushItem& out, bool& has_client_id,
+                 std::string& storage) {
+    const Field& queue = members[Member::queue];
+    if (!queue.is_string()) {
+        return bad("Queue must be a string");
+    }
+    bool has = false;
+    std::string_view text;
+    string_of(queue, has, text, storage);
+    QUEEN_TRY(check_name(text, "Queue name", options));
+    out.queue.assign(text);
+    if (!string_of(members[Member::partition], has, text, storage)) {
+        return bad("Partition must be a string");
+    }
+    if (has) {
+        QUEEN_TRY(check_name(text, "Partition name", options));
+        out.partition.assign(text);
+    }
+    if (!string_of(members[Member::transaction_id], has, text, storage)) {
+        return bad("TransactionId must be a string");
+    }
+    has_client_id = has && !text.empty();
+    if (has_client_id) {
+        QUEEN_TRY(check_name(text, "TransactionId", options));
+        out.transaction_id.assign(text);
+    }
+    if (!string_of(members[Member::trace_id], has, text, storage)) {
+        return bad("TraceId must be a string");
+    }
+    if (has && !text.empty()) {
+        if (!is_uuid_text(text)) {
+            return bad("TraceId must be a UUID");
+        }
+        out.trace_id.assign(text);
+    }
+    const Field& payload = members[payload_member];
+    return set_payload(payload.raw.empty() ? default_payload : payload.raw, options, out.payload);
 }
 
 /// A UUID-shaped text cut where queues::format_uuid puts its fields: digits 1-12 (`high`),
@@ -388,332 +319,540 @@ struct IdMemo {
     queues::LeaseId lease{0};
 };
 
-/// One acknowledgment as parse_ack_item reads it, into `out` (a fresh item, filled in place);
-/// every deviation declines (false). Only the strings the item keeps are copied. With
-/// `seen_type`, a "type" key is one more member that may appear only once (a transaction's
-/// ack operation read in one pass).
-bool ack_item_fast(std::string_view text, std::size_t& pos, int depth, int depth_max,
-                   const ApiOptions& options, IdMemo& memo, queues::AckItem& out,
-                   bool* seen_type = nullptr) {
-    bool seen_transaction = false, seen_partition = false, seen_status = false, seen_error = false,
-         seen_lease = false, seen_group = false;
-    bool has_transaction = false, has_partition = false, has_status = false, has_lease = false,
-         has_group = false;
-    bool is_plain_partition = false, is_plain_lease = false;
-    std::string_view transaction_id, partition_id, status, lease, group;
-    std::string transaction_storage, partition_storage, status_storage, lease_storage,
-        group_storage;
-    std::string_view error_raw = "null";
-    const bool walked = for_members(text, pos, [&](std::string_view key, std::size_t& at) {
-        std::string_view raw;
-        bool is_plain = false;
-        if (!raw_value(text, at, depth + 1, depth_max, raw, is_plain)) {
-            return false;
-        }
-        if (key == "transactionId") {
-            return first_time(seen_transaction) &&
-                   optional_text(raw, is_plain, has_transaction, transaction_id,
-                                 transaction_storage);
-        }
-        if (key == "partitionId") {
-            is_plain_partition = is_plain;
-            return first_time(seen_partition) &&
-                   optional_text(raw, is_plain, has_partition, partition_id, partition_storage);
-        }
-        if (key == "status") {
-            return first_time(seen_status) &&
-                   optional_text(raw, is_plain, has_status, status, status_storage);
-        }
-        if (key == "error") {
-            error_raw = raw;
-            return first_time(seen_error);
-        }
-        if (key == "leaseId") {
-            is_plain_lease = is_plain;
-            return first_time(seen_lease) &&
-                   optional_text(raw, is_plain, has_lease, lease, lease_storage);
-        }
-        if (key == "consumerGroup") {
-            return first_time(seen_group) &&
-                   optional_text(raw, is_plain, has_group, group, group_storage);
-        }
-        if (seen_type != nullptr && key == "type") {
-            return first_time(*seen_type);
-        }
-        return true;
-    });
-    if (!walked || !has_transaction || transaction_id.empty() ||
-        transaction_id.size() > options.name_bytes_max || !has_partition) {
-        return false;
+/// One acknowledgment (/ack, an item of /ack/batch, a transaction's ack) into `out`, a fresh
+/// item: the checks of docs/http-api.md, ack in their order; `missing_*` are the route's words for
+/// a missing id.
+Status ack_item(const Members& members, const ApiOptions& options,
+                std::string_view missing_transaction, std::string_view missing_partition,
+                IdMemo& memo, queues::AckItem& out, std::string& storage) {
+    bool has = false;
+    std::string_view text;
+    const Field& transaction_id = members[Member::transaction_id];
+    if (!transaction_id.is_string()) {
+        return bad(std::string(missing_transaction));
     }
-    if (!memo.partition_text.empty() && partition_id == memo.partition_text) {
+    string_of(transaction_id, has, text, storage);
+    if (text.empty()) {
+        return bad(std::string(missing_transaction));
+    }
+    QUEEN_TRY(check_name(text, "transactionId", options));
+    out.transaction_id.assign(text);
+
+    const Field& partition_id = members[Member::partition_id];
+    if (!partition_id.is_string()) {
+        return bad(std::string(missing_partition));
+    }
+    string_of(partition_id, has, text, storage);
+    if (text.empty()) {
+        return bad(std::string(missing_partition));
+    }
+    if (!memo.partition_text.empty() && text == memo.partition_text) {
         out.partition = memo.partition;
     } else {
         UuidParts parts;
-        if (!split_uuid(partition_id, parts)) {
-            return false;
+        if (!split_uuid(text, parts)) {
+            return bad("partitionId must be a UUID");
         }
         out.partition = partition_of(parts);
-        if (is_plain_partition) {
-            memo.partition_text = partition_id;
+        if (partition_id.is_plain) {
+            memo.partition_text = text;
             memo.partition = out.partition;
         }
     }
-    out.transaction_id.assign(transaction_id);
-    out.status = has_status ? parse_ack_status(status) : queues::AckStatus::completed;
-    if (error_raw != "null") {
-        std::optional<std::string> error;
-        if (!optional_string(error_raw, error) || !error ||
-            error->size() > options.payload_bytes_max) {
-            return false;
+
+    if (!string_of(members[Member::status], has, text, storage)) {
+        return bad("status must be a string");
+    }
+    out.status = has ? parse_ack_status(text) : queues::AckStatus::completed;
+
+    const Field& error = members[Member::error];
+    if (!error.is_absent_or_null()) {
+        if (!error.is_string()) {
+            return bad("error must be a string or null");
+        }
+        string_of(error, has, text, storage);
+        if (text.size() > options.payload_bytes_max) {
+            return bad("error is longer than " + std::to_string(options.payload_bytes_max) +
+                       " bytes");
         }
         out.has_error = true;
-        out.error = std::move(*error);
+        out.error.assign(text);
     }
-    if (!has_lease) {
+
+    const Field& lease = members[Member::lease_id];
+    if (!string_of(lease, has, text, storage)) {
+        return bad("leaseId must be a string");
+    }
+    // A lease id that is not one of ours never matches: the ack answers "Invalid or expired
+    // lease" as the old server did for a foreign lease.
+    if (!has) {
         out.lease = queues::LeaseId{0};
-    } else if (!memo.lease_text.empty() && lease == memo.lease_text) {
+    } else if (!memo.lease_text.empty() && text == memo.lease_text) {
         out.lease = memo.lease;
     } else {
-        out.lease = lease_of(lease);
-        if (is_plain_lease) {
-            memo.lease_text = lease;
+        out.lease = lease_of(text);
+        if (lease.is_plain) {
+            memo.lease_text = text;
             memo.lease = out.lease;
         }
     }
-    if (has_group && !group.empty()) {
-        if (group.size() > options.name_bytes_max) {
-            return false;
-        }
-        out.group.assign(group);
+
+    if (!string_of(members[Member::consumer_group], has, text, storage)) {
+        return bad("consumerGroup must be a string");
     }
-    return true;
+    if (has && !text.empty()) {  // null, absent and "" keep __QUEUE_MODE__
+        QUEEN_TRY(check_name(text, "consumerGroup", options));
+        out.group.assign(text);
+    }
+    return {};
+}
+
+/// The operations of a transaction, read one at a time: the first error (the transaction rules'
+/// checks, in operation order) stops the reading, not the walk, which still validates the rest.
+class OperationReader {
+public:
+    OperationReader(const ApiOptions& options, queues::Transaction& out)
+        : options_(options), out_(out) {}
+
+    /// The first error of the operations read since the last reset().
+    std::optional<Error> error;
+
+    void reset() {
+        out_.ops.clear();
+        error.reset();
+    }
+
+    /// Reads the operation at the cursor.
+    void read(Cursor& cursor) {
+        if (error) {
+            cursor.skip_value();
+            return;
+        }
+        if (cursor.peek() != '{') {
+            cursor.skip_value();
+            error = bad("Each operation must be an object");
+            return;
+        }
+        cursor.enter_object();
+        const std::size_t first_op = out_.ops.size();
+        Members members;
+        // The usual {"type":"push","items":[...]} has its items read where they are; a later
+        // type or items (the last one counts) takes that back and they are read again below.
+        bool is_items_read = false;
+        std::optional<Error> items_error;
+        std::span<const Expected> order = operation_order;
+        std::size_t expected = 0;
+        bool is_first = true;
+        Member member = Member::other;
+        while (next_member(cursor, order, expected, is_first, member)) {
+            if (member == Member::other) {
+                cursor.skip_value();
+                continue;
+            }
+            Field& field = members[member];
+            if ((member == Member::type || member == Member::items) && is_items_read) {
+                out_.ops.resize(first_op);
+                is_items_read = false;
+                items_error.reset();
+            }
+            if (member == Member::items && members[Member::type].raw == R"("push")" &&
+                cursor.peek() == '[') {
+                const std::size_t start = cursor.offset();
+                is_items_read = true;
+                read_push_items(cursor, items_error);
+                field.raw = cursor.text().substr(start, cursor.offset() - start);
+                field.is_plain = false;
+                continue;
+            }
+            if (!cursor.read_raw(field.raw, field.is_plain)) {
+                return;
+            }
+            if (member == Member::type) {
+                // The members that usually follow.
+                order = field.raw == R"("ack")"    ? std::span<const Expected>(ack_order)
+                        : field.raw == R"("push")" ? std::span<const Expected>(push_operation_order)
+                                                   : std::span<const Expected>();
+                expected = 0;
+            }
+        }
+        if (!cursor.is_ok()) {
+            return;
+        }
+        // A type that is not a string is no type.
+        std::string_view type;
+        bool has_type = false;
+        if (members[Member::type].is_string()) {
+            string_of(members[Member::type], has_type, type, type_storage_);
+        }
+        if (type == "push") {
+            const Field& items = members[Member::items];
+            if (!items.is_absent_or_null()) {
+                if (!is_items_read) {
+                    if (items.raw.front() != '[') {
+                        error = bad("push operation items must be an array");
+                        return;
+                    }
+                    // Validated by the walk above; three levels open around it.
+                    Cursor again(items.raw, static_cast<int>(options_.json_depth_max), 3);
+                    read_push_items(again, items_error);
+                }
+                error = std::move(items_error);
+                return;
+            }
+            // A flat push: {type, queue, partition, payload|data, transactionId, traceId}.
+            bool has_client_id = false;
+            const Member payload =
+                members[Member::payload].raw.empty() ? Member::data : Member::payload;
+            if (Status pushed =
+                    push_item(members, options_, payload, "{}",
+                              add(queues::TransactionOp::Kind::push).push, has_client_id, storage_);
+                !pushed) {
+                error = std::move(pushed).error();
+                return;
+            }
+        } else if (type == "ack") {
+            if (Status acked = ack_item(members, options_, "ack operation needs a transactionId",
+                                        "ack operation needs a partitionId", memo_,
+                                        add(queues::TransactionOp::Kind::ack).ack, storage_);
+                !acked) {
+                error = std::move(acked).error();
+                return;
+            }
+        } else {
+            error = bad("Unknown operation type: " + std::string(type));
+            return;
+        }
+        if (out_.ops.size() > options_.transaction_operations_max) {
+            error = too_many();
+        }
+    }
+
+private:
+    Error too_many() const {
+        return bad("transaction has more than " +
+                   std::to_string(options_.transaction_operations_max) + " operations");
+    }
+
+    queues::TransactionOp& add(queues::TransactionOp::Kind kind) {
+        queues::TransactionOp& op = out_.ops.emplace_back();
+        op.kind = kind;
+        return op;
+    }
+
+    /// The items of a push operation (the array at the cursor), one operation each; the first
+    /// error goes to `items_error` and the rest is only validated.
+    void read_push_items(Cursor& cursor, std::optional<Error>& items_error) {
+        cursor.enter_array();
+        bool is_first = true;
+        while (cursor.next_element(is_first)) {
+            if (items_error) {
+                cursor.skip_value();
+                continue;
+            }
+            if (out_.ops.size() == options_.transaction_operations_max) {
+                items_error = too_many();
+                cursor.skip_value();
+                continue;
+            }
+            if (cursor.peek() != '{') {
+                cursor.skip_value();
+                items_error = bad("Each item must be an object");
+                continue;
+            }
+            cursor.enter_object();
+            Members members;
+            read_members(cursor, push_item_order, members);
+            if (!cursor.is_ok()) {
+                return;
+            }
+            bool has_client_id = false;
+            if (Status pushed =
+                    push_item(members, options_, Member::payload, "{}",
+                              add(queues::TransactionOp::Kind::push).push, has_client_id, storage_);
+                !pushed) {
+                items_error = std::move(pushed).error();
+            }
+        }
+    }
+
+    const ApiOptions& options_;
+    queues::Transaction& out_;
+    IdMemo memo_;
+    std::string storage_;
+    std::string type_storage_;
+};
+
+/// Reads the body at the cursor as an object whose member `list_key` is an array: element()
+/// reads each element at the cursor. A repeated list replaces the earlier one (reset() drops
+/// what it gave), as in the DOM. other(key) reads another member and returns true, or returns
+/// false to have it skipped. Returns whether there was a list (a body of another type has none).
+template <class Reset, class Element, class Other>
+bool read_list(Cursor& cursor, std::string_view list_key, Reset&& reset, Element&& element,
+               Other&& other) {
+    if (cursor.peek() != '{') {
+        cursor.skip_value();
+        return false;
+    }
+    bool has_list = false;
+    cursor.enter_object();
+    bool is_first = true;
+    std::string_view key;
+    while (cursor.next_member(key, is_first)) {
+        if (key != list_key) {
+            if (!other(key)) {
+                cursor.skip_value();
+            }
+            continue;
+        }
+        reset();
+        has_list = cursor.peek() == '[';
+        if (!has_list) {
+            cursor.skip_value();
+            continue;
+        }
+        cursor.enter_array();
+        bool is_first_element = true;
+        while (cursor.next_element(is_first_element)) {
+            element();
+        }
+    }
+    return has_list;
+}
+
+/// The elements of a list of item objects as read so far: their count and the first error.
+struct ItemList {
+    std::size_t count = 0;
+    std::optional<Error> error;
+
+    /// Reads the element at the cursor: past `items_max` or after the first error it is only
+    /// validated; one that is not an object is the error `not_an_object`; item(members) takes
+    /// an item's members (read in `order`) and returns its Status.
+    template <class Item>
+    void read(Cursor& cursor, std::span<const Expected> order, std::size_t items_max,
+              const char* not_an_object, Item&& item) {
+        if (++count > items_max || error) {
+            cursor.skip_value();
+            return;
+        }
+        if (cursor.peek() != '{') {
+            cursor.skip_value();
+            error = bad(not_an_object);
+            return;
+        }
+        cursor.enter_object();
+        Members members;
+        read_members(cursor, order, members);
+        if (!cursor.is_ok()) {
+            return;
+        }
+        if (Status read = item(members); !read) {
+            error = std::move(read).error();
+        }
+    }
+};
+
+/// `body` without a leading UTF-8 byte order mark, which the DOM parser (parse_body) skips too.
+std::string_view without_bom(std::string_view body) noexcept {
+    return body.starts_with("\xEF\xBB\xBF") ? body.substr(3) : body;
+}
+
+/// True when the walk read the whole body: after the value only whitespace is left, or
+/// whitespace and a NUL byte, where the DOM parser stops reading ("{...}\0..." is "{...}";
+/// parse_body still counts the nesting of what follows).
+bool is_whole_body(Cursor& cursor, std::string_view body, const ApiOptions& options) noexcept {
+    if (!cursor.is_ok() || cursor.peek() != '\0') {
+        return false;
+    }
+    return cursor.offset() >= cursor.text().size() || json_depth(body) <= options.json_depth_max;
+}
+
+/// The room to reserve for the items of a body of `body_bytes`: the usual count up front
+/// instead of the growth steps (each moves every item), capped for huge bodies.
+std::size_t expected_count(std::size_t body_bytes, std::size_t bytes_per_item, std::size_t max,
+                           std::size_t cap) {
+    return std::min<std::size_t>({max, body_bytes / bytes_per_item + 1, cap});
 }
 
 }  // namespace
 
-std::optional<ParsedPush> parse_push_fast(std::string_view body, const ApiOptions& options,
-                                          RandomSource& random, std::int64_t now_ms) {
-    const int depth_max = static_cast<int>(options.json_depth_max);
+Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
+                              RandomSource& random, std::int64_t now_ms) {
+    Cursor cursor(without_bom(body), static_cast<int>(options.json_depth_max));
     ParsedPush out;
-    // An item of a 256-byte payload takes ~350 bytes of body: room for the usual
-    // count up front instead of the growth steps (each moves every item), capped
-    // for huge bodies.
+    // An item of a 256-byte payload takes ~350 bytes of body.
     const std::size_t expected_items =
-        std::min<std::size_t>({options.push_items_max, body.size() / 256 + 1, 1024});
+        expected_count(body.size(), 256, options.push_items_max, 1024);
     out.push.items.reserve(expected_items);
     out.has_client_transaction_id.reserve(expected_items);
-    bool seen_items = false;
-    std::size_t pos = 0;
-    skip_whitespace(body, pos);
-    const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
-        if (key != "items") {
-            return skip_value(body, at, 2, depth_max);
-        }
-        if (!first_time(seen_items) || depth_max < 3) {
-            return false;
-        }
-        return walk_array(body, at, [&](std::size_t& element) {
-            if (out.push.items.size() >= options.push_items_max) {
-                return false;
-            }
-            bool has_client_id = false;
-            // Filled in place; a decline drops the whole parse, so no need to
-            // take it back.
-            queues::PushItem& item = out.push.items.emplace_back();
-            if (!push_item_fast(body, element, depth_max, options, random, now_ms, ItemShape{},
-                                item, has_client_id)) {
-                return false;
-            }
-            out.has_client_transaction_id.push_back(has_client_id);
-            return true;
-        });
-    });
-    if (!walked || !seen_items) {
-        return std::nullopt;
+    std::string storage;
+    ItemList items;
+    const bool has_items = read_list(
+        cursor, "items",
+        [&] {
+            out.push.items.clear();
+            out.has_client_transaction_id.clear();
+            items = ItemList{};
+        },
+        [&] {
+            items.read(
+                cursor, push_item_order, options.push_items_max, "Each item must be an object",
+                [&](const Members& members) -> Status {
+                    bool has_client_id = false;
+                    QUEEN_TRY(push_item(members, options, Member::payload, "null",
+                                        out.push.items.emplace_back(), has_client_id, storage));
+                    out.has_client_transaction_id.push_back(has_client_id);
+                    return {};
+                });
+        },
+        [](std::string_view) { return false; });
+    if (!is_whole_body(cursor, body, options)) {
+        return body_error(body, options.json_depth_max);
     }
-    skip_whitespace(body, pos);
-    if (pos != body.size()) {
-        return std::nullopt;
+    if (!has_items) {
+        return bad("items array is required");
+    }
+    if (items.count > options.push_items_max) {
+        return bad("items has " + std::to_string(items.count) +
+                   " entries, more than the limit of " + std::to_string(options.push_items_max));
+    }
+    if (items.error) {
+        return std::move(*items.error);
+    }
+    // Generated here, at the edge, so the log entry (and every replica) has the same id; in
+    // item order, once the body is accepted.
+    for (std::size_t i = 0; i < out.push.items.size(); ++i) {
+        if (!out.has_client_transaction_id[i]) {
+            out.push.items[i].transaction_id = time_uuid(random, now_ms);
+        }
     }
     return out;
 }
 
-std::optional<queues::Ack> parse_ack_fast(std::string_view body, bool is_batch,
-                                          const ApiOptions& options) {
-    const int depth_max = static_cast<int>(options.json_depth_max);
+Result<queues::Ack> parse_ack(std::string_view body, const ApiOptions& options) {
+    Cursor cursor(without_bom(body), static_cast<int>(options.json_depth_max));
+    Members members;
+    const bool is_object = cursor.peek() == '{';
+    if (is_object) {
+        cursor.enter_object();
+        read_members(cursor, ack_order, members);
+    } else {
+        cursor.skip_value();
+    }
+    if (!is_whole_body(cursor, body, options)) {
+        return body_error(body, options.json_depth_max);
+    }
+    if (!is_object) {
+        return bad("transactionId is required");
+    }
     queues::Ack out;
     IdMemo memo;
-    std::size_t pos = 0;
-    skip_whitespace(body, pos);
-    if (!is_batch) {
-        if (!ack_item_fast(body, pos, 1, depth_max, options, memo, out.items.emplace_back())) {
-            return std::nullopt;
-        }
-    } else {
-        // An item the bench's clients write takes ~190 bytes: room for the usual count up
-        // front (each growth step would move every item), capped for huge bodies.
-        out.items.reserve(
-            std::min<std::size_t>({options.ack_items_max, body.size() / 160 + 1, 1024}));
-        bool seen_list = false, seen_group = false;
-        std::optional<std::string> top_group;
-        const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
-            if (key == "consumerGroup") {
-                std::string_view raw;
-                return first_time(seen_group) && raw_value(body, at, 2, depth_max, raw) &&
-                       optional_string(raw, top_group);
-            }
-            if (key != "acknowledgments") {
-                return skip_value(body, at, 2, depth_max);
-            }
-            if (!first_time(seen_list) || depth_max < 3) {
+    std::string storage;
+    QUEEN_TRY(ack_item(members, options, "transactionId is required",
+                       "partitionId is required to ensure message uniqueness", memo,
+                       out.items.emplace_back(), storage));
+    return out;
+}
+
+Result<queues::Ack> parse_ack_batch(std::string_view body, const ApiOptions& options) {
+    Cursor cursor(without_bom(body), static_cast<int>(options.json_depth_max));
+    queues::Ack out;
+    // An item the bench's clients write takes ~190 bytes.
+    out.items.reserve(expected_count(body.size(), 160, options.ack_items_max, 1024));
+    IdMemo memo;
+    std::string storage;
+    Field top_group;
+    ItemList list;
+    const bool has_list = read_list(
+        cursor, "acknowledgments",
+        [&] {
+            out.items.clear();
+            list = ItemList{};
+        },
+        [&] {
+            list.read(cursor, ack_order, options.ack_items_max,
+                      "Each acknowledgment must be an object", [&](const Members& members) {
+                          return ack_item(
+                              members, options,
+                              "Each acknowledgment must have a valid transactionId string",
+                              "Each acknowledgment must have a valid partitionId string to "
+                              "ensure message uniqueness",
+                              memo, out.items.emplace_back(), storage);
+                      });
+        },
+        [&](std::string_view key) {
+            if (key != "consumerGroup") {
                 return false;
             }
-            return walk_array(body, at, [&](std::size_t& element) {
-                if (out.items.size() >= options.ack_items_max) {
-                    return false;
-                }
-                // Filled in place; a decline drops the whole parse.
-                return ack_item_fast(body, element, 3, depth_max, options, memo,
-                                     out.items.emplace_back());
-            });
+            cursor.read_raw(top_group.raw, top_group.is_plain);
+            return true;
         });
-        if (!walked || !seen_list) {
-            return std::nullopt;
-        }
-        // The top-level group wins over per-item groups (spec 4.5).
-        if (top_group && !top_group->empty()) {
-            if (top_group->size() > options.name_bytes_max) {
-                return std::nullopt;
-            }
-            for (auto& item : out.items) {
-                item.group = *top_group;
-            }
-        }
+    if (!is_whole_body(cursor, body, options)) {
+        return body_error(body, options.json_depth_max);
     }
-    skip_whitespace(body, pos);
-    if (pos != body.size()) {
-        return std::nullopt;
+    if (!has_list) {
+        return bad("acknowledgments array is required");
+    }
+    if (list.count > options.ack_items_max) {
+        return bad("acknowledgments has " + std::to_string(list.count) +
+                   " entries, more than the limit of " + std::to_string(options.ack_items_max));
+    }
+    // The top-level group wins over per-item groups (docs/http-api.md, ack batch); without one,
+    // per-item groups.
+    bool has_top_group = false;
+    std::string_view group;
+    if (!string_of(top_group, has_top_group, group, storage)) {
+        return bad("consumerGroup must be a string");
+    }
+    has_top_group = has_top_group && !group.empty();
+    if (has_top_group) {
+        QUEEN_TRY(check_name(group, "consumerGroup", options));
+    }
+    if (list.error) {
+        return std::move(*list.error);
+    }
+    if (has_top_group) {
+        for (queues::AckItem& item : out.items) {
+            item.group.assign(group);
+        }
     }
     return out;
 }
 
-std::optional<queues::Transaction> parse_transaction_fast(std::string_view body,
-                                                          const ApiOptions& options,
-                                                          RandomSource& random,
-                                                          std::int64_t now_ms) {
-    const int depth_max = static_cast<int>(options.json_depth_max);
+Result<queues::Transaction> parse_transaction(std::string_view body, const ApiOptions& options,
+                                              RandomSource& random, std::int64_t now_ms) {
+    Cursor cursor(without_bom(body), static_cast<int>(options.json_depth_max));
     queues::Transaction out;
-    // An operation takes ~250 bytes of body: room for the usual count up front.
-    out.ops.reserve(
-        std::min<std::size_t>({options.transaction_operations_max, body.size() / 250 + 1, 256}));
-    IdMemo memo;
-    bool seen_operations = false;
-    std::size_t pos = 0;
-    skip_whitespace(body, pos);
-    // A new operation filled in place, or nullptr over the limit.
-    const auto add = [&](queues::TransactionOp::Kind kind) -> queues::TransactionOp* {
-        if (out.ops.size() >= options.transaction_operations_max) {
-            return nullptr;
-        }
-        queues::TransactionOp& op = out.ops.emplace_back();
-        op.kind = kind;
-        return &op;
-    };
-    const bool walked = for_members(body, pos, [&](std::string_view key, std::size_t& at) {
-        if (key != "operations") {
-            return skip_value(body, at, 2, depth_max);
-        }
-        if (!first_time(seen_operations) || depth_max < 3) {
-            return false;
-        }
-        return walk_array(body, at, [&](std::size_t& element) {
-            // The usual operations name their type first (the clients write them so): read in
-            // one pass. A second "type" or "items" declines (nlohmann keeps the last one).
-            const std::string_view rest = body.substr(element);
-            if (rest.starts_with(R"({"type":"ack",)")) {
-                bool seen_type = false;
-                queues::TransactionOp* op = add(queues::TransactionOp::Kind::ack);
-                return op != nullptr && ack_item_fast(body, element, 3, depth_max, options, memo,
-                                                      op->ack, &seen_type);
-            }
-            if (rest.starts_with(R"({"type":"push","items":[)")) {
-                bool seen_type = false, seen_items = false;
-                return for_members(body, element, [&](std::string_view k, std::size_t& v) {
-                    if (k == "items") {
-                        bool has_client_id = false;
-                        return first_time(seen_items) && depth_max >= 4 &&
-                               walk_array(body, v, [&](std::size_t& item_at) {
-                                   queues::TransactionOp* op =
-                                       add(queues::TransactionOp::Kind::push);
-                                   return op != nullptr &&
-                                          push_item_fast(body, item_at, depth_max, options, random,
-                                                         now_ms, ItemShape{5, "{}", false},
-                                                         op->push, has_client_id);
-                               });
-                    }
-                    std::string_view raw;
-                    return raw_value(body, v, 4, depth_max, raw) &&
-                           (k != "type" || first_time(seen_type));
-                });
-            }
-            // Otherwise first find the type and the items (they may come after the other
-            // fields), then read the operation again as the kind it is.
-            const std::size_t start = element;
-            bool seen_type = false, seen_items = false;
-            std::optional<std::string> type;
-            std::string_view items = "null";
-            const bool scanned =
-                for_members(body, element, [&](std::string_view k, std::size_t& v) {
-                    std::string_view raw;
-                    if (!raw_value(body, v, 4, depth_max, raw)) {
-                        return false;
-                    }
-                    if (k == "type") {
-                        return first_time(seen_type) && optional_string(raw, type);
-                    }
-                    if (k == "items") {
-                        items = raw;
-                        return first_time(seen_items);
-                    }
-                    return true;
-                });
-            if (!scanned || !type) {
-                return false;
-            }
-            std::size_t again = start;
-            if (*type == "ack") {
-                queues::TransactionOp* op = add(queues::TransactionOp::Kind::ack);
-                return op != nullptr &&
-                       ack_item_fast(body, again, 3, depth_max, options, memo, op->ack);
-            }
-            if (*type != "push") {
-                return false;
-            }
-            bool has_client_id = false;
-            if (items == "null") {
-                // A flat push: {type, queue, partition, payload|data,
-                // transactionId, traceId}.
-                queues::TransactionOp* op = add(queues::TransactionOp::Kind::push);
-                return op != nullptr &&
-                       push_item_fast(body, again, depth_max, options, random, now_ms,
-                                      ItemShape{3, "{}", true}, op->push, has_client_id);
-            }
-            std::size_t in_items = static_cast<std::size_t>(items.data() - body.data());
-            return walk_array(body, in_items, [&](std::size_t& item_at) {
-                queues::TransactionOp* op = add(queues::TransactionOp::Kind::push);
-                return op != nullptr &&
-                       push_item_fast(body, item_at, depth_max, options, random, now_ms,
-                                      ItemShape{5, "{}", false}, op->push, has_client_id);
-            });
-        });
-    });
-    if (!walked || !seen_operations || out.ops.empty()) {
-        return std::nullopt;
+    // An operation takes ~250 bytes of body.
+    out.ops.reserve(expected_count(body.size(), 250, options.transaction_operations_max, 256));
+    OperationReader reader(options, out);
+    std::size_t count = 0;
+    const bool has_operations = read_list(
+        cursor, "operations",
+        [&] {
+            reader.reset();
+            count = 0;
+        },
+        [&] {
+            ++count;
+            reader.read(cursor);
+        },
+        [](std::string_view) { return false; });
+    if (!is_whole_body(cursor, body, options)) {
+        return body_error(body, options.json_depth_max);
     }
-    skip_whitespace(body, pos);
-    if (pos != body.size()) {
-        return std::nullopt;
+    if (!has_operations) {
+        return bad("operations array required");
+    }
+    if (count == 0) {
+        return bad("operations array cannot be empty");
+    }
+    if (reader.error) {
+        return std::move(*reader.error);
+    }
+    for (queues::TransactionOp& op : out.ops) {
+        if (op.kind == queues::TransactionOp::Kind::push && op.push.transaction_id.empty()) {
+            op.push.transaction_id = time_uuid(random, now_ms);
+        }
     }
     return out;
 }

@@ -1,6 +1,6 @@
-// api/src/pop_routes.cpp — the pop routes (spec 4.3, and GET /api/v1/pop of a namespace/task)
-// and long polling: park on Backend::wait_for_change, retry the pop when woken, 204 at the
-// deadline, stop on disconnect.
+// api/src/pop_routes.cpp — the pop routes (docs/http-api.md, pop, and GET /api/v1/pop of a
+// namespace/task) and long polling: park on Backend::wait_for_change, retry the pop when woken, 204
+// at the deadline, stop on disconnect.
 #include "format.hpp"
 #include "parse.hpp"
 #include "queen/queues/queues.hpp"
@@ -130,7 +130,8 @@ private:
                 });
             return;
         }
-        // Empty, or paused by pop maintenance (which answers 204 at once, spec 5.13).
+        // Empty, or paused by pop maintenance (which answers 204 at once, docs/http-api.md,
+        // maintenance modes).
         const bool is_paused = popped->outcome == queues::PopResult::Outcome::paused;
         bool retry = false;
         {

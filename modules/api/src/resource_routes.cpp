@@ -1,4 +1,5 @@
-// api/src/resource_routes.cpp — spec 7.1: queues, namespaces, tasks, overview, queue delete.
+// api/src/resource_routes.cpp — resources (docs/http-api.md, admin): queues, namespaces, tasks,
+// overview, queue delete.
 #include <algorithm>
 #include <map>
 #include <set>

@@ -1,4 +1,5 @@
-// api/src/status_routes.cpp — spec 7.4: status dashboard, queue status and analytics.
+// api/src/status_routes.cpp — status (docs/http-api.md, admin): dashboard, queue status and
+// analytics.
 #include <algorithm>
 #include <map>
 #include <vector>
@@ -172,6 +173,15 @@ struct TimeRange {
     std::int64_t to_ms = 0;
 };
 
+/// Writes the member "timeRange": {"from", "to"} of a dashboard answer.
+void write_time_range(JsonWriter& out, const TimeRange& range) {
+    out.key("timeRange")
+        .begin_object()
+        .field("from", format_iso_ms(range.from_ms))
+        .field("to", format_iso_ms(range.to_ms))
+        .end_object();
+}
+
 // `from`/`to` of the dashboard endpoints: default the last hour.
 Result<TimeRange> time_range(const Context& context, const Request& request) {
     TimeRange range;
@@ -218,13 +228,9 @@ Result<Response> status_dashboard(Context& context, const std::string& tenant, R
         ++lag_count;
     }
     JsonWriter out;
-    out.begin_object()
-        .key("timeRange")
-        .begin_object()
-        .field("from", format_iso_ms(range.from_ms))
-        .field("to", format_iso_ms(range.to_ms))
-        .end_object()
-        .field("bucketMinutes", 1)
+    out.begin_object();
+    write_time_range(out, range);
+    out.field("bucketMinutes", 1)
         .field("pointCount", 1)
         .key("throughput")
         .begin_array()
@@ -325,13 +331,9 @@ Result<Response> system_metrics(Context& context, const std::string&, Request& r
     QUEEN_TRY(const TimeRange range, time_range(context, request));
     const NodeStatus status = context.backend.node_status();
     JsonWriter out;
-    out.begin_object()
-        .key("timeRange")
-        .begin_object()
-        .field("from", format_iso_ms(range.from_ms))
-        .field("to", format_iso_ms(range.to_ms))
-        .end_object()
-        .key("replicas")
+    out.begin_object();
+    write_time_range(out, range);
+    out.key("replicas")
         .begin_array()
         .begin_object()
         .field("workerId", status.node_id)
@@ -360,13 +362,9 @@ Result<Response> worker_metrics(Context& context, const std::string&, Request& r
     const std::int64_t now_ms = context.backend.wall_ms();
     const Metrics& m = context.metrics;
     JsonWriter out;
-    out.begin_object()
-        .key("timeRange")
-        .begin_object()
-        .field("from", format_iso_ms(range.from_ms))
-        .field("to", format_iso_ms(range.to_ms))
-        .end_object()
-        .key("workers")
+    out.begin_object();
+    write_time_range(out, range);
+    out.key("workers")
         .begin_array()
         .begin_object()
         .field("workerId", context.backend.node_status().node_id)

@@ -1,4 +1,5 @@
-// api/src/system_routes.cpp — spec 7.6: push and pop maintenance modes, shared-state report.
+// api/src/system_routes.cpp — push and pop maintenance modes, shared-state report
+// (docs/http-api.md, admin).
 #include "admin_common.hpp"
 #include "routes.hpp"
 

@@ -131,8 +131,8 @@ TEST_CASE("api: CPU per message of parsing and formatting the hot routes", "[.be
         REQUIRE(text.has_value());
     });
     const std::string ack_body = ack_batch_body(popped);
-    measure("parse_ack_fast (batch 100)", 100, [&] {
-        auto ack = parse_ack_fast(ack_body, true, options);
+    measure("parse_ack_batch (batch 100)", 100, [&] {
+        auto ack = parse_ack_batch(ack_body, options);
         REQUIRE(ack.has_value());
     });
     queues::AckResult acked;
@@ -146,8 +146,8 @@ TEST_CASE("api: CPU per message of parsing and formatting the hot routes", "[.be
     }
     measure("format_ack (batch 100)", 100, [&] { REQUIRE(!format_ack(acked).empty()); });
     const std::string pushed = push_body(100);
-    measure("parse_push_fast (batch 100)", 100, [&] {
-        auto push = parse_push_fast(pushed, options, random, 1'764'491'234'567);
+    measure("parse_push (batch 100)", 100, [&] {
+        auto push = parse_push(pushed, options, random, 1'764'491'234'567);
         REQUIRE(push.has_value());
     });
     queues::PushResult push_result;
@@ -173,8 +173,8 @@ TEST_CASE("api: CPU per message of parsing and formatting the hot routes", "[.be
         R"(","status":"completed","leaseId":")" + queues::format_lease_id(popped_one.lease) +
         R"(","consumerGroup":"__QUEUE_MODE__"},{"type":"push","items":[{"queue":"bench","partition":"p-7","payload":)" +
         bench_payload(1) + R"(,"transactionId":")" + popped.messages[1].transaction_id + "\"}]}]}";
-    measure("parse_transaction_fast (1+1)", 1, [&] {
-        auto parsed = parse_transaction_fast(transaction, options, random, 1'764'491'234'567);
+    measure("parse_transaction (1+1)", 1, [&] {
+        auto parsed = parse_transaction(transaction, options, random, 1'764'491'234'567);
         REQUIRE(parsed.has_value());
     });
     queues::TransactionResult transaction_result;

@@ -1,7 +1,7 @@
 // api/tests/format_test.cpp — the answers of the hot routes (pop, ack, push, transaction) against
-// an independent rendering of spec section 4 with nlohmann::ordered_json: same fields, same
-// order, same bytes, for random results (escapes, runs of partitions, encrypted payloads, times
-// across seconds and odd years).
+// an independent rendering of docs/http-api.md, data plane with nlohmann::ordered_json: same
+// fields, same order, same bytes, for random results (escapes, runs of partitions, encrypted
+// payloads, times across seconds and odd years).
 #include <string>
 #include <vector>
 

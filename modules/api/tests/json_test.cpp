@@ -80,7 +80,7 @@ TEST_CASE("api: ISO-8601 formatting and parsing round-trip", "[api][json]") {
     }
 }
 
-TEST_CASE("api: body parsing errors use the spec's messages", "[api][json]") {
+TEST_CASE("api: body parsing errors use the documented messages", "[api][json]") {
     CHECK(parse_body("", 8).error().context == "Empty request body");
     CHECK(parse_body(" \r\n", 8).error().context == "Empty request body");
     CHECK_THAT(parse_body("{\"a\":", 8).error().context, Catch::StartsWith("Invalid JSON: "));

@@ -1,6 +1,6 @@
-// api/tests/parse_fast_test.cpp — the scanner fast path of /push against the DOM path: for every
-// generated body (valid, odd, mutated) the fast path either declines or gives exactly what the
-// slow path gives.
+// api/tests/parse_fast_test.cpp — the one reader of the hot bodies (push, ack, ack batch,
+// transaction) against the DOM reference (reference_parse.hpp): for every generated body (valid,
+// odd, mutated) both give the same command, or both refuse it with the same words.
 #include <string>
 #include <vector>
 
@@ -10,12 +10,61 @@
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "reference_parse.hpp"
 
 namespace queen::api::detail {
 namespace {
 
 using queen::api::testing::pick;
 using queen::api::testing::SeededRandom;
+
+/// What the comparisons saw: bodies both accepted, both refused, and bodies where one side hit
+/// the payload limit (its size is counted on different texts: not compared).
+struct Tally {
+    std::size_t accepted = 0;
+    std::size_t refused = 0;
+    std::size_t payload_limit = 0;
+};
+
+/// Checks `got` against `want` when one of them failed; true when both succeeded (the caller
+/// compares the commands).
+template <class T, class U>
+bool same_outcome(const Result<T>& got, const Result<U>& want, Tally& tally) {
+    if ((!got && reference::is_payload_limit(got.error())) ||
+        (!want && reference::is_payload_limit(want.error()))) {
+        ++tally.payload_limit;
+        return false;
+    }
+    REQUIRE(got.has_value() == want.has_value());
+    if (!got) {
+        ++tally.refused;
+        CHECK(got.error().code == want.error().code);
+        CHECK(got.error().context == want.error().context);
+        return false;
+    }
+    ++tally.accepted;
+    return true;
+}
+
+void check_same_push_item(const queues::PushItem& a, const queues::PushItem& b) {
+    CHECK(a.queue == b.queue);
+    CHECK(a.partition == b.partition);
+    CHECK(a.transaction_id == b.transaction_id);
+    CHECK(a.trace_id == b.trace_id);
+    const std::string pa(a.payload.begin(), a.payload.end());
+    const std::string pb(b.payload.begin(), b.payload.end());
+    CHECK(nlohmann::json::parse(pa) == nlohmann::json::parse(pb));
+}
+
+void check_same_ack_item(const queues::AckItem& a, const queues::AckItem& b) {
+    CHECK(a.partition == b.partition);
+    CHECK(a.transaction_id == b.transaction_id);
+    CHECK(a.status == b.status);
+    CHECK(a.has_error == b.has_error);
+    CHECK(a.error == b.error);
+    CHECK(a.lease == b.lease);
+    CHECK(a.group == b.group);
+}
 
 std::string space(Rng& rng) {
     return rng.chance(0.3) ? pick(rng, {" ", "\n", "\t ", "\r\n  "}) : "";
@@ -135,7 +184,7 @@ std::string body(Rng& rng) {
     return out;
 }
 
-TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
+TEST_CASE("api: the push reader agrees with the DOM reference", "[api][parse]") {
     const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
@@ -144,40 +193,27 @@ TEST_CASE("api: the push fast path agrees with the DOM path", "[api][parse]") {
     options.payload_bytes_max = 200;
     options.push_items_max = 3;
     options.json_depth_max = 6;
-    std::size_t fast_hits = 0;
-    std::size_t slow_only = 0;
+    Tally tally;
     for (int round = 0; round < 20'000; ++round) {
         const std::string text = body(rng);
         INFO("body: " << text);
-        SeededRandom random_fast(static_cast<std::uint64_t>(round));
-        SeededRandom random_slow(static_cast<std::uint64_t>(round));
-        auto fast = parse_push_fast(text, options, random_fast, 1'700'000'000'000);
-        auto dom = parse_body(text, options.json_depth_max);
-        Result<ParsedPush> slow = dom ? parse_push(*dom, options, random_slow, 1'700'000'000'000)
-                                      : Result<ParsedPush>(dom.error());
-        if (!fast) {
-            slow_only += slow.has_value() ? 1 : 0;
+        SeededRandom random_got(static_cast<std::uint64_t>(round));
+        SeededRandom random_want(static_cast<std::uint64_t>(round));
+        auto got = parse_push(text, options, random_got, 1'700'000'000'000);
+        auto want = reference::parse_push(text, options, random_want, 1'700'000'000'000);
+        if (!same_outcome(got, want, tally)) {
             continue;
         }
-        ++fast_hits;
-        REQUIRE(slow.has_value());
-        REQUIRE(fast->push.items.size() == slow->push.items.size());
-        CHECK(fast->has_client_transaction_id == slow->has_client_transaction_id);
-        for (std::size_t i = 0; i < fast->push.items.size(); ++i) {
-            const auto& a = fast->push.items[i];
-            const auto& b = slow->push.items[i];
-            CHECK(a.queue == b.queue);
-            CHECK(a.partition == b.partition);
-            CHECK(a.transaction_id == b.transaction_id);
-            CHECK(a.trace_id == b.trace_id);
-            const std::string pa(a.payload.begin(), a.payload.end());
-            const std::string pb(b.payload.begin(), b.payload.end());
-            CHECK(nlohmann::json::parse(pa) == nlohmann::json::parse(pb));
+        REQUIRE(got->push.items.size() == want->push.items.size());
+        CHECK(got->has_client_transaction_id == want->has_client_transaction_id);
+        for (std::size_t i = 0; i < got->push.items.size(); ++i) {
+            check_same_push_item(got->push.items[i], want->push.items[i]);
         }
     }
-    // Both sides were exercised: most valid bodies take the fast path, odd ones the slow one.
-    CHECK(fast_hits > 5'000);
-    CHECK(slow_only > 100);
+    // Both sides were exercised: most bodies are accepted, the odd ones refused.
+    CHECK(tally.accepted > 5'000);
+    CHECK(tally.refused > 1'000);
+    CHECK(tally.payload_limit < 1'000);
 }
 
 std::string ack_item(Rng& rng) {
@@ -261,7 +297,7 @@ std::string ack_body(Rng& rng, bool is_batch) {
     return out;
 }
 
-TEST_CASE("api: the ack fast path agrees with the DOM path", "[api][parse]") {
+TEST_CASE("api: the ack reader agrees with the DOM reference", "[api][parse]") {
     const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
@@ -270,38 +306,24 @@ TEST_CASE("api: the ack fast path agrees with the DOM path", "[api][parse]") {
     options.payload_bytes_max = 100;
     options.ack_items_max = 3;
     options.json_depth_max = 6;
-    std::size_t fast_hits = 0;
-    std::size_t slow_only = 0;
+    Tally tally;
     for (int round = 0; round < 20'000; ++round) {
         const bool is_batch = rng.chance(0.5);
         const std::string text = ack_body(rng, is_batch);
         INFO("body: " << text);
-        auto fast = parse_ack_fast(text, is_batch, options);
-        auto dom = parse_body(text, options.json_depth_max);
-        Result<queues::Ack> slow = !dom       ? Result<queues::Ack>(dom.error())
-                                   : is_batch ? parse_ack_batch(*dom, options)
-                                              : parse_ack(*dom, options);
-        if (!fast) {
-            slow_only += slow.has_value() ? 1 : 0;
+        auto got = is_batch ? parse_ack_batch(text, options) : parse_ack(text, options);
+        auto want = is_batch ? reference::parse_ack_batch(text, options)
+                             : reference::parse_ack(text, options);
+        if (!same_outcome(got, want, tally)) {
             continue;
         }
-        ++fast_hits;
-        REQUIRE(slow.has_value());
-        REQUIRE(fast->items.size() == slow->items.size());
-        for (std::size_t i = 0; i < fast->items.size(); ++i) {
-            const auto& a = fast->items[i];
-            const auto& b = slow->items[i];
-            CHECK(a.partition == b.partition);
-            CHECK(a.transaction_id == b.transaction_id);
-            CHECK(a.status == b.status);
-            CHECK(a.has_error == b.has_error);
-            CHECK(a.error == b.error);
-            CHECK(a.lease == b.lease);
-            CHECK(a.group == b.group);
+        REQUIRE(got->items.size() == want->items.size());
+        for (std::size_t i = 0; i < got->items.size(); ++i) {
+            check_same_ack_item(got->items[i], want->items[i]);
         }
     }
-    CHECK(fast_hits > 2'000);
-    CHECK(slow_only > 10);
+    CHECK(tally.accepted > 2'000);
+    CHECK(tally.refused > 1'000);
 }
 
 std::string transaction_body(Rng& rng) {
@@ -355,7 +377,7 @@ std::string transaction_body(Rng& rng) {
     return out;
 }
 
-TEST_CASE("api: the transaction fast path agrees with the DOM path", "[api][parse]") {
+TEST_CASE("api: the transaction reader agrees with the DOM reference", "[api][parse]") {
     const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
@@ -364,58 +386,40 @@ TEST_CASE("api: the transaction fast path agrees with the DOM path", "[api][pars
     options.payload_bytes_max = 200;
     options.transaction_operations_max = 4;
     options.json_depth_max = 8;
-    std::size_t fast_hits = 0;
-    std::size_t slow_only = 0;
+    Tally tally;
     for (int round = 0; round < 20'000; ++round) {
         const std::string text = transaction_body(rng);
         INFO("body: " << text);
-        SeededRandom random_fast(static_cast<std::uint64_t>(round));
-        SeededRandom random_slow(static_cast<std::uint64_t>(round));
-        auto fast = parse_transaction_fast(text, options, random_fast, 1'700'000'000'000);
-        auto dom = parse_body(text, options.json_depth_max);
-        Result<queues::Transaction> slow =
-            dom ? parse_transaction(*dom, options, random_slow, 1'700'000'000'000)
-                : Result<queues::Transaction>(dom.error());
-        if (!fast) {
-            slow_only += slow.has_value() ? 1 : 0;
+        SeededRandom random_got(static_cast<std::uint64_t>(round));
+        SeededRandom random_want(static_cast<std::uint64_t>(round));
+        auto got = parse_transaction(text, options, random_got, 1'700'000'000'000);
+        auto want = reference::parse_transaction(text, options, random_want, 1'700'000'000'000);
+        if (!same_outcome(got, want, tally)) {
             continue;
         }
-        ++fast_hits;
-        REQUIRE(slow.has_value());
-        REQUIRE(fast->ops.size() == slow->ops.size());
-        for (std::size_t i = 0; i < fast->ops.size(); ++i) {
-            const auto& a = fast->ops[i];
-            const auto& b = slow->ops[i];
+        REQUIRE(got->ops.size() == want->ops.size());
+        for (std::size_t i = 0; i < got->ops.size(); ++i) {
+            const auto& a = got->ops[i];
+            const auto& b = want->ops[i];
             REQUIRE(a.kind == b.kind);
             if (a.kind == queues::TransactionOp::Kind::push) {
-                CHECK(a.push.queue == b.push.queue);
-                CHECK(a.push.partition == b.push.partition);
-                CHECK(a.push.transaction_id == b.push.transaction_id);
-                CHECK(a.push.trace_id == b.push.trace_id);
-                const std::string pa(a.push.payload.begin(), a.push.payload.end());
-                const std::string pb(b.push.payload.begin(), b.push.payload.end());
-                CHECK(nlohmann::json::parse(pa) == nlohmann::json::parse(pb));
+                check_same_push_item(a.push, b.push);
             } else {
-                CHECK(a.ack.partition == b.ack.partition);
-                CHECK(a.ack.transaction_id == b.ack.transaction_id);
-                CHECK(a.ack.status == b.ack.status);
-                CHECK(a.ack.error == b.ack.error);
-                CHECK(a.ack.lease == b.ack.lease);
-                CHECK(a.ack.group == b.ack.group);
+                check_same_ack_item(a.ack, b.ack);
             }
         }
     }
-    CHECK(fast_hits > 1'000);
-    CHECK(slow_only > 10);
+    CHECK(tally.accepted > 1'000);
+    CHECK(tally.refused > 1'000);
 }
 
-TEST_CASE("api: the push fast path keeps payload text and removes only token whitespace",
+TEST_CASE("api: the push reader keeps payload text and removes only token whitespace",
           "[api][parse]") {
     SeededRandom random(1);
     ApiOptions options;
     const std::string text =
         R"({ "items" : [ { "queue" : "q", "payload" : { "a" : [ 1.50 , "x  y" , 1e2 ] } } ] })";
-    auto parsed = parse_push_fast(text, options, random, 1'700'000'000'000);
+    auto parsed = parse_push(text, options, random, 1'700'000'000'000);
     REQUIRE(parsed.has_value());
     REQUIRE(parsed->push.items.size() == 1);
     const auto& payload = parsed->push.items[0].payload;
@@ -428,6 +432,77 @@ TEST_CASE("api: the push fast path keeps payload text and removes only token whi
     CHECK(id[14] == '7');
     CHECK(time_uuid(random, 1'700'000'000'001) > id);
     CHECK_FALSE(parsed->has_client_transaction_id[0]);
+}
+
+TEST_CASE("api: the hot bodies read a byte order mark, repeated and escaped keys as a DOM does",
+          "[api][parse]") {
+    ApiOptions options;
+    options.json_depth_max = 4;
+    SeededRandom random(1);
+    const auto push = [&](std::string_view body) {
+        return parse_push(body, options, random, 1'700'000'000'000);
+    };
+    auto parsed = push("\xEF\xBB\xBF{\"items\":[{\"queue\":\"q\"}]}");
+    REQUIRE(parsed.has_value());
+    CHECK(parsed->push.items[0].queue == "q");
+    // The DOM parser stops reading at a NUL byte after the value.
+    using namespace std::string_literals;
+    parsed = push("{\"items\":[{\"queue\":\"n\"}]} \0 x"s);
+    REQUIRE(parsed.has_value());
+    CHECK(parsed->push.items[0].queue == "n");
+    CHECK_FALSE(push("{\"items\":[{\"queue\":\"n\0\"}]}"s).has_value());
+    // The last of a repeated key counts; an escaped key is its decoded text.
+    parsed = push(R"({"items":[{"queue":1,"\u0071ueue":"q2","partition":"p","partition":null}]})");
+    REQUIRE(parsed.has_value());
+    CHECK(parsed->push.items[0].queue == "q2");
+    CHECK(parsed->push.items[0].partition == "Default");
+    parsed = push(R"({"items":[{"queue":"a"}],"items":[{"queue":"b"},{"queue":"c"}]})");
+    REQUIRE(parsed.has_value());
+    REQUIRE(parsed->push.items.size() == 2);
+    CHECK(parsed->push.items[1].queue == "c");
+    // Depth counts arrays and objects, as parse_body does.
+    CHECK(push(R"({"items":[{"queue":"q","payload":{"a":1}}]})").has_value());
+    auto deep = push(R"({"items":[{"queue":"q","payload":{"a":[1]}}]})");
+    REQUIRE_FALSE(deep.has_value());
+    CHECK(deep.error().context == "JSON nested deeper than 4 levels");
+    // The first error in item order, after the body-level checks.
+    auto bad = push(R"({"items":[{"queue":"q","traceId":"x"},{"queue":7}]})");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().context == "TraceId must be a UUID");
+    options.push_items_max = 1;
+    bad = push(R"({"items":[{"queue":7},{"queue":"q"}]})");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().context == "items has 2 entries, more than the limit of 1");
+    bad = push(R"({"items":[{"queue":"q"}]} x)");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK_THAT(bad.error().context, Catch::StartsWith("Invalid JSON: "));
+    CHECK(bad.error().context == parse_body(R"({"items":[{"queue":"q"}]} x)", 4).error().context);
+
+    // A top-level group after the list still wins; a transaction's items before its type.
+    options.json_depth_max = 6;
+    auto acked = parse_ack_batch(
+        R"({"acknowledgments":[{"transactionId":"t","partitionId":"00000000-0000-8200-0000-000000000007","consumerGroup":"mine"}],"consumerGroup":"top"})",
+        options);
+    REQUIRE(acked.has_value());
+    CHECK(acked->items[0].group == "top");
+    options.transaction_operations_max = 2;
+    auto transaction = parse_transaction(
+        R"({"operations":[{"items":[{"queue":"a"},{"queue":"b"}],"type":"push"}]})", options,
+        random, 1'700'000'000'000);
+    REQUIRE(transaction.has_value());
+    REQUIRE(transaction->ops.size() == 2);
+    CHECK(transaction->ops[1].push.queue == "b");
+    CHECK(transaction->ops[1].push.payload == Bytes{'{', '}'});
+    transaction = parse_transaction(
+        R"({"operations":[{"type":"push","items":[{"queue":"a"}],"type":"ack"}]})", options, random,
+        1'700'000'000'000);
+    REQUIRE_FALSE(transaction.has_value());
+    CHECK(transaction.error().context == "ack operation needs a transactionId");
+    transaction = parse_transaction(
+        R"({"operations":[{"type":"push","items":[{"queue":"a"},{"queue":"b"},{"queue":"c"}]}]})",
+        options, random, 1'700'000'000'000);
+    REQUIRE_FALSE(transaction.has_value());
+    CHECK(transaction.error().context == "transaction has more than 2 operations");
 }
 
 }  // namespace

@@ -7,15 +7,13 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "json_cursor.hpp"
 #include "json_util.hpp"
 #include "protocol_util.hpp"
 #include "queen/core/json_scan.hpp"
+#include "queen/core/json_writer.hpp"
 
 namespace queen::client {
 
-using detail::append_ack_fields;
-using detail::append_json_string_or_null;
 using detail::boolean_of;
 using detail::check_not_rejected;
 using detail::check_raw_not_rejected;
@@ -314,9 +312,10 @@ queen::Status Client::pop_on(const PopRequest& request, Connection* dedicated, P
 }
 
 queen::Result<AckResult> Client::ack(const Ack& ack) {
-    std::string body = "{";
-    append_ack_fields(body, ack, true);
-    body += '}';
+    json::Writer writer;
+    writer.begin_object();
+    detail::write_ack_fields(writer, ack, true);
+    const std::string body = writer.end_object().take();
     HttpRequest http{"POST", "/api/v1/ack", body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, scan_body(http, response.body));
@@ -362,7 +361,12 @@ queen::Result<LeaseExtendResult> Client::extend_lease(std::string_view lease_id,
         return queen::Error{Errc::invalid_argument, "extend_lease: empty lease id"};
     }
     const std::string target = "/api/v1/lease/" + percent_encode(lease_id) + "/extend";
-    const std::string body = seconds > 0 ? R"({"seconds":)" + std::to_string(seconds) + "}" : "{}";
+    json::Writer writer;
+    writer.begin_object();
+    if (seconds > 0) {
+        writer.field("seconds", seconds);
+    }
+    const std::string body = writer.end_object().take();
     HttpRequest http{"POST", target, body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
@@ -446,30 +450,23 @@ queen::Result<std::string> Client::trace(const TraceEvent& event) {
     if (options_.is_payload_validated && !is_valid_json(event.data_json)) {
         return queen::Error{Errc::invalid_argument, "trace: data is not JSON"};
     }
-    std::string body = R"({"transactionId":)";
-    json::scan::append_quoted(body, event.transaction_id);
-    body += R"(,"partitionId":)";
-    json::scan::append_quoted(body, event.partition_id);
-    body += R"(,"consumerGroup":)";
-    append_json_string_or_null(body, event.consumer_group);
-    body += R"(,"eventType":)";
-    json::scan::append_quoted(body, event.event_type);
-    body += R"(,"traceNames":)";
+    json::Writer writer;
+    writer.begin_object()
+        .field("transactionId", event.transaction_id)
+        .field("partitionId", event.partition_id)
+        .field_or_null("consumerGroup", event.consumer_group)
+        .field("eventType", event.event_type)
+        .key("traceNames");
     if (event.trace_names.empty()) {
-        body += "null";
+        writer.null();
     } else {
-        body += '[';
-        for (std::size_t i = 0; i < event.trace_names.size(); ++i) {
-            if (i > 0) {
-                body += ',';
-            }
-            json::scan::append_quoted(body, event.trace_names[i]);
+        writer.begin_array();
+        for (const std::string& name : event.trace_names) {
+            writer.string(name);
         }
-        body += ']';
+        writer.end_array();
     }
-    body += R"(,"data":)";
-    body += event.data_json.empty() ? "null" : event.data_json;
-    body += '}';
+    const std::string body = writer.key("data").raw(event.data_json).end_object().take();
     HttpRequest http{"POST", "/api/v1/traces", body, true, false, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));

@@ -3,10 +3,12 @@
 #include "protocol_util.hpp"
 #include "queen/client/client.hpp"
 #include "queen/core/json_scan.hpp"
+#include "queen/core/json_writer.hpp"
 
 namespace queen::client {
 
 using detail::append_query;
+using detail::array_answer;
 using detail::boolean_of;
 using detail::check_not_rejected;
 using detail::describe;
@@ -47,16 +49,9 @@ queen::Result<DeleteQueueResult> Client::delete_queue(std::string_view queue) {
 queen::Result<std::vector<QueueSummary>> Client::list_queues() {
     HttpRequest http{"GET", "/api/v1/resources/queues", {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    const Json* queues = &answer;
-    if (answer.is_object() && answer.contains("queues")) {
-        queues = &answer["queues"];
-    }
-    if (!queues->is_array()) {
-        return shape_error(http, "expected {\"queues\": [...]}");
-    }
+    QUEEN_TRY(const auto queues, array_answer(http, response.body, "queues"));
     std::vector<QueueSummary> result;
-    for (const Json& entry : *queues) {
+    for (const Json& entry : queues) {
         QueueSummary q;
         q.id = text_of(entry, "id");
         q.name = text_of(entry, "name");
@@ -179,16 +174,9 @@ queen::Result<std::vector<MessageSummary>> Client::list_messages(const MessagesQ
     append_query(target, is_first, "offset", std::to_string(query.offset));
     HttpRequest http{"GET", target, {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    const Json* messages = &answer;
-    if (answer.is_object() && answer.contains("messages")) {
-        messages = &answer["messages"];
-    }
-    if (!messages->is_array()) {
-        return shape_error(http, "expected {\"messages\": [...]}");
-    }
+    QUEEN_TRY(const auto messages, array_answer(http, response.body, "messages"));
     std::vector<MessageSummary> result;
-    for (const Json& entry : *messages) {
+    for (const Json& entry : messages) {
         MessageSummary m;
         m.id = text_of(entry, "id");
         m.transaction_id = text_of(entry, "transactionId");
@@ -210,10 +198,7 @@ queen::Result<std::vector<MessageSummary>> Client::list_messages(const MessagesQ
 queen::Result<std::vector<ConsumerGroupSummary>> Client::list_consumer_groups() {
     HttpRequest http{"GET", "/api/v1/consumer-groups", {}, false, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
-    QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
-    if (!answer.is_array()) {
-        return shape_error(http, "expected an array of consumer groups");
-    }
+    QUEEN_TRY(const auto answer, array_answer(http, response.body, nullptr));
     std::vector<ConsumerGroupSummary> result;
     for (const Json& entry : answer) {
         ConsumerGroupSummary g;
@@ -267,9 +252,9 @@ queen::Result<DeleteConsumerGroupResult> Client::delete_consumer_group_at(
 queen::Result<SubscriptionUpdateResult> Client::update_subscription_timestamp(
     std::string_view group, std::string_view timestamp) {
     const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/subscription";
-    std::string body = R"({"subscriptionTimestamp":)";
-    json::scan::append_quoted(body, timestamp);
-    body += '}';
+    json::Writer writer;
+    writer.begin_object().field("subscriptionTimestamp", timestamp).end_object();
+    const std::string body = writer.take();
     HttpRequest http{"POST", target, body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
@@ -288,14 +273,14 @@ queen::Result<SeekResult> Client::seek(std::string_view group, std::string_view 
     }
     const std::string target = "/api/v1/consumer-groups/" + percent_encode(group) + "/queues/" +
                                percent_encode(queue) + "/seek";
-    std::string body;
+    json::Writer writer;
+    writer.begin_object();
     if (seek_target.is_to_end) {
-        body = R"({"toEnd":true})";
+        writer.field("toEnd", true);
     } else {
-        body = R"({"timestamp":)";
-        json::scan::append_quoted(body, seek_target.timestamp);
-        body += '}';
+        writer.field("timestamp", seek_target.timestamp);
     }
+    const std::string body = writer.end_object().take();
     HttpRequest http{"POST", target, body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, parse_json(response.body, describe(http)));
@@ -342,7 +327,8 @@ queen::Result<MaintenanceStatus> Client::maintenance() {
 queen::Result<MaintenanceStatus> Client::set_maintenance(bool is_pop, bool is_enabled) {
     const std::string_view target =
         is_pop ? "/api/v1/system/maintenance/pop" : "/api/v1/system/maintenance";
-    const std::string_view body = is_enabled ? R"({"enabled":true})" : R"({"enabled":false})";
+    json::Writer writer;
+    const std::string body = writer.begin_object().field("enabled", is_enabled).end_object().take();
     HttpRequest http{"POST", target, body, true, true, 0};
     QUEEN_TRY(auto response, perform(http, nullptr));
     QUEEN_TRY(auto answer, object_answer(http, response.body));

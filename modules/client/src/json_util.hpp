@@ -1,6 +1,6 @@
-// client/src/json_util.hpp — the client's JSON edge: lenient field readers over nlohmann::json
-// (strings of hand-built request bodies are quoted by queen::json::scan::append_quoted). nlohmann
-// exceptions never leave src/.
+// client/src/json_util.hpp — the client's DOM edge: lenient field readers over nlohmann::json for
+// the admin answers (the hot answers are read by the core reader, queen/core/json_cursor.hpp, and
+// every request body is written by the core writer). nlohmann exceptions never leave src/.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +15,6 @@
 namespace queen::client::detail {
 
 using Json = nlohmann::json;
-
-/// Appends `text` as a JSON string literal by the rule of json::scan::append_quoted (quotes and
-/// control characters escaped, other bytes copied); text with nothing to escape, such as ids,
-/// names and times, is copied in one go after one SSE2 pass over it.
-void append_json_string(std::string& out, std::string_view text);
-/// Appends `text` as a JSON string, or `null` when it is empty.
-void append_json_string_or_null(std::string& out, std::string_view text);
 
 /// Parses a response body. Errors: Errc::bad_response naming `what`.
 queen::Result<Json> parse_json(std::string_view body, std::string_view what);

@@ -1,35 +1,31 @@
-// client/src/protocol.cpp — push, batch ack and transaction bodies and answers; UUIDv7 ids.
+// client/src/protocol.cpp — push, batch ack and transaction bodies (the core writer) and answers
+// (the core reader); UUIDv7 ids.
 #include "queen/client/protocol.hpp"
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
-#include "json_cursor.hpp"
-#include "json_util.hpp"
 #include "protocol_util.hpp"
 #include "queen/client/client.hpp"
 #include "queen/client/errc.hpp"
 #include "queen/core/assert.hpp"
 #include "queen/core/hex.hpp"
+#include "queen/core/json_cursor.hpp"
 #include "queen/core/json_scan.hpp"
+#include "queen/core/json_writer.hpp"
 
 namespace queen::client {
 
-// Literals appended as string_views: operator+=(const char*) is an out-of-line call that
-// measures the literal with strlen on every append.
-using namespace std::string_view_literals;
-
-using detail::append_ack_fields;
-using detail::append_json_string;
-using detail::append_json_string_or_null;
 using detail::check_raw_not_rejected;
 using detail::describe;
-using detail::is_key;
-using detail::JsonCursor;
 using detail::read_ack_result;
 using detail::scan_body;
 using detail::shape_error;
 using detail::walk_error;
+using detail::write_ack_fields;
+using json::Cursor;
+using json::is_key;
 using json::is_valid_json;
 using json::raw_to_bool;
 
@@ -72,31 +68,27 @@ void reset_ack_result(AckResult& result) {
 
 /// One push item object as /push and a transaction's push operation take it; a missing
 /// transactionId gets a UUIDv7 from `ids`.
-void append_push_item(std::string& body, const PushItem& item, IdSource& ids) {
-    body += R"({"queue":)"sv;
-    append_json_string(body, item.queue);
-    body += R"(,"partition":)"sv;
-    append_json_string(body, item.partition.empty() ? default_partition : item.partition);
-    body += R"(,"payload":)"sv;
-    // Appended as it is (a ternary over "null" would copy it into a temporary string first).
-    if (item.payload_json.empty()) {
-        body += "null"sv;
-    } else {
-        body += item.payload_json;
-    }
-    body += R"(,"transactionId":)"sv;
+void write_push_item(json::Writer& body, const PushItem& item, IdSource& ids) {
+    body.begin_object()
+        .field("queue", item.queue)
+        .field("partition",
+               item.partition.empty() ? default_partition : std::string_view{item.partition})
+        .key("payload")
+        .raw(item.payload_json)  // empty: null
+        .key("transactionId");
     if (item.transaction_id.empty()) {
-        body += '"';
-        ids.append_uuid_v7(body);  // hex digits and dashes: nothing to escape
-        body += '"';
+        thread_local std::string id;  // the storage stays from body to body
+        id.clear();
+        ids.append_uuid_v7(id);
+        // Hex digits and dashes: nothing to escape.
+        std::memcpy(body.string_slot(id.size()), id.data(), id.size());
     } else {
-        append_json_string(body, item.transaction_id);
+        body.string(item.transaction_id);
     }
     if (!item.trace_id.empty()) {
-        body += R"(,"traceId":)"sv;
-        append_json_string(body, item.trace_id);
+        body.field("traceId", item.trace_id);
     }
-    body += '}';
+    body.end_object();
 }
 
 }  // namespace
@@ -151,27 +143,25 @@ queen::Status build_push(std::span<const PushItem> items, bool is_payload_valida
     if (items.empty()) {
         return queen::Error{Errc::invalid_argument, "push: no items"};
     }
+    for (std::size_t i = 0; is_payload_validated && i < items.size(); ++i) {
+        if (!is_valid_json(items[i].payload_json)) {
+            return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
+                                                            " has a payload that is not JSON"};
+        }
+    }
     out.method = "POST";
     out.target = "/api/v1/push";
     out.has_body = true;
     out.is_idempotent = true;
     out.timeout_ms = 0;
-    std::string& body = out.body;
-    body.clear();
-    body.reserve(64 + items.size() * (160 + items.front().payload_json.size()));
-    body += R"({"items":[)"sv;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        const PushItem& item = items[i];
-        if (is_payload_validated && !is_valid_json(item.payload_json)) {
-            return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
-                                                            " has a payload that is not JSON"};
-        }
-        if (i > 0) {
-            body += ',';
-        }
-        append_push_item(body, item, ids);
+    json::Writer body(std::move(out.body),
+                      64 + items.size() * (160 + items.front().payload_json.size()));
+    body.begin_object().key("items").begin_array();
+    for (const PushItem& item : items) {
+        write_push_item(body, item, ids);
     }
-    body += "]}"sv;
+    body.end_array().end_object();
+    out.body = body.take();
     return {};
 }
 
@@ -185,7 +175,7 @@ queen::Status read_push_answer(const HttpRequest& http, const HttpResponse& resp
     QUEEN_TRY(check_http_status(http, response));
     std::size_t result_count = 0;
     const auto finish = [&results, &result_count] { results.resize(result_count); };
-    JsonCursor cursor{response.body};
+    Cursor cursor{response.body};
     if (cursor.peek() != '[') {
         QUEEN_TRY(auto answer, scan_body(http, response.body));
         QUEEN_TRY(check_raw_not_rejected(http, answer));
@@ -286,21 +276,15 @@ void build_ack_batch(std::span<const Ack> acks, std::string_view consumer_group,
     out.has_body = true;
     out.is_idempotent = true;
     out.timeout_ms = 0;
-    std::string& body = out.body;
-    body.clear();
-    body.reserve(32 + acks.size() * 256);
-    body += R"({"acknowledgments":[)"sv;
-    for (std::size_t i = 0; i < acks.size(); ++i) {
-        if (i > 0) {
-            body += ',';
-        }
-        body += '{';
-        append_ack_fields(body, acks[i], true);
-        body += '}';
+    json::Writer body(std::move(out.body), 32 + acks.size() * 256);
+    body.begin_object().key("acknowledgments").begin_array();
+    for (const Ack& ack : acks) {
+        body.begin_object();
+        write_ack_fields(body, ack, true);
+        body.end_object();
     }
-    body += R"(],"consumerGroup":)"sv;
-    append_json_string_or_null(body, consumer_group);
-    body += '}';
+    body.end_array().field_or_null("consumerGroup", consumer_group).end_object();
+    out.body = body.take();
 }
 
 void build_ack_batch(std::span<const Message> messages, AckStatus status,
@@ -310,27 +294,21 @@ void build_ack_batch(std::span<const Message> messages, AckStatus status,
     out.has_body = true;
     out.is_idempotent = true;
     out.timeout_ms = 0;
-    std::string& body = out.body;
-    body.clear();
-    body.reserve(32 + messages.size() * 256);
-    body += R"({"acknowledgments":[)"sv;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-        if (i > 0) {
-            body += ',';
-        }
-        body += '{';
-        detail::append_message_ack_fields(body, messages[i], status);
-        body += '}';
+    json::Writer body(std::move(out.body), 32 + messages.size() * 256);
+    body.begin_object().key("acknowledgments").begin_array();
+    for (const Message& message : messages) {
+        body.begin_object();
+        detail::write_message_ack_fields(body, message, status);
+        body.end_object();
     }
-    body += R"(],"consumerGroup":)"sv;
-    append_json_string_or_null(body, consumer_group);
-    body += '}';
+    body.end_array().field_or_null("consumerGroup", consumer_group).end_object();
+    out.body = body.take();
 }
 
 queen::Status read_ack_batch_answer(const HttpRequest& http, const HttpResponse& response,
                                     std::size_t ack_count, std::vector<AckResult>& results) {
     QUEEN_TRY(check_http_status(http, response));
-    JsonCursor cursor{response.body};
+    Cursor cursor{response.body};
     if (cursor.peek() != '[') {
         QUEEN_TRY(auto answer, scan_body(http, response.body));
         QUEEN_TRY(check_raw_not_rejected(http, answer));
@@ -373,50 +351,45 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
     if (request.operations.empty()) {
         return queen::Error{Errc::invalid_argument, "transaction: no operations"};
     }
-    std::string& body = out.body;
-    body.assign(R"({"operations":[)");
-    bool is_first_operation = true;
     for (const auto& operation : request.operations) {
-        if (!is_first_operation) {
-            body += ',';
-        }
-        body += '{';
-        is_first_operation = false;
-        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
-            body += R"("type":"push","items":[)"sv;
-            for (std::size_t i = 0; i < push->items.size(); ++i) {
-                const PushItem& item = push->items[i];
-                if (is_payload_validated && !is_valid_json(item.payload_json)) {
-                    return queen::Error{Errc::invalid_argument,
-                                        "transaction: a push item has a payload that is not JSON"};
-                }
-                if (i > 0) {
-                    body += ',';
-                }
-                append_push_item(body, item, ids);
+        const auto* push = std::get_if<TransactionPush>(&operation);
+        for (std::size_t i = 0; is_payload_validated && push != nullptr && i < push->items.size();
+             ++i) {
+            if (!is_valid_json(push->items[i].payload_json)) {
+                return queen::Error{Errc::invalid_argument,
+                                    "transaction: a push item has a payload that is not JSON"};
             }
-            body += "]}"sv;
+        }
+    }
+    json::Writer body(std::move(out.body));
+    body.begin_object().key("operations").begin_array();
+    for (const auto& operation : request.operations) {
+        body.begin_object();
+        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
+            body.key("type").literal("push").key("items").begin_array();
+            for (const PushItem& item : push->items) {
+                write_push_item(body, item, ids);
+            }
+            body.end_array();
         } else {
-            body += R"("type":"ack",)"sv;
-            append_ack_fields(body, std::get<Ack>(operation), true);
-            body += '}';
+            body.key("type").literal("ack");
+            write_ack_fields(body, std::get<Ack>(operation), true);
         }
+        body.end_object();
     }
-    body += R"(],"requiredLeases":[)"sv;
-    for (std::size_t i = 0; i < request.required_leases.size(); ++i) {
-        if (i > 0) {
-            body += ',';
-        }
-        append_json_string(body, request.required_leases[i]);
+    body.end_array().key("requiredLeases").begin_array();
+    for (const std::string& lease : request.required_leases) {
+        body.string(lease);
     }
-    body += "]}"sv;
+    body.end_array().end_object();
+    out.body = body.take();
     return {};
 }
 
 queen::Status read_transaction_answer(const HttpRequest& http, const HttpResponse& response,
                                       TransactionResult& result) {
     QUEEN_TRY(check_http_status(http, response));
-    JsonCursor cursor{response.body};
+    Cursor cursor{response.body};
     if (cursor.peek() != '{') {
         QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
         return shape_error(http, "expected an object");

@@ -1,21 +1,21 @@
 // client/src/protocol_pop.cpp — the pop request target and the single-pass walk of its answer.
-#include "json_cursor.hpp"
 #include "protocol_util.hpp"
 #include "queen/client/client.hpp"
 #include "queen/client/errc.hpp"
 #include "queen/client/protocol.hpp"
+#include "queen/core/json_cursor.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace queen::client {
 
 using detail::append_query;
-using detail::assign_text;
 using detail::check_raw_not_rejected;
-using detail::is_key;
-using detail::JsonCursor;
 using detail::scan_body;
 using detail::shape_error;
 using detail::walk_error;
+using json::assign_text;
+using json::Cursor;
+using json::is_key;
 using json::raw_to_integer;
 
 namespace {
@@ -91,8 +91,8 @@ MessageMember message_member_of(std::string_view key) noexcept {
 /// Inside a message object: true with the next member (false at its end or on failure). The
 /// member after the last one read (`expected`) is tried first, written as Queen writes it, so an
 /// answer in the server's order is read without looking for its keys.
-bool next_message_member(JsonCursor& cursor, MessageMember expected, bool& is_first,
-                         MessageMember& member) {
+[[gnu::always_inline]] inline bool next_message_member(Cursor& cursor, MessageMember expected,
+                                                       bool& is_first, MessageMember& member) {
     bool is_expected = false;
     switch (expected) {
         case MessageMember::id: is_expected = cursor.next_member_is(R"("id":)", is_first); break;
@@ -224,7 +224,7 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
         finish();
         return {};
     }
-    JsonCursor cursor{response.body};
+    Cursor cursor{response.body};
     if (cursor.peek() != '{') {
         QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
         return shape_error(http, "expected an object");
@@ -298,7 +298,7 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
                     case MessageMember::data:
                         if (cursor.read_value(raw)) {
                             // The payload, byte for byte.
-                            detail::assign_bytes(message.data_json, raw.data(), raw.size());
+                            json::assign_bytes(message.data_json, raw.data(), raw.size());
                         }
                         break;
                     case MessageMember::producer_sub: cursor.read_text(message.producer_sub); break;

@@ -8,11 +8,8 @@
 
 namespace queen::client::detail {
 
-// Literals appended as string_views: operator+=(const char*) is an out-of-line call that
-// measures the literal with strlen on every append.
-using namespace std::string_view_literals;
-
 using json::for_each_member;
+using json::is_key;
 using json::is_valid_json;
 using json::raw_to_bool;
 using json::raw_to_text;
@@ -30,6 +27,23 @@ queen::Result<Json> object_answer(const HttpRequest& request, std::string_view b
     QUEEN_TRY(auto answer, parse_json(body, describe(request)));
     if (!answer.is_object()) {
         return shape_error(request, "expected an object");
+    }
+    return answer;
+}
+
+queen::Result<Json> array_answer(const HttpRequest& request, std::string_view body,
+                                 const char* key) {
+    QUEEN_TRY(auto answer, parse_json(body, describe(request)));
+    if (key != nullptr && answer.is_object()) {
+        if (const auto member = answer.find(key); member != answer.end()) {
+            Json array = std::move(*member);
+            answer = std::move(array);
+        }
+    }
+    if (!answer.is_array()) {
+        return shape_error(
+            request, key == nullptr ? std::string{"expected an array"}
+                                    : "expected {\"" + std::string{key} + "\": [...]} or an array");
     }
     return answer;
 }
@@ -107,7 +121,7 @@ queen::Error walk_error(const HttpRequest& request, std::string_view body, const
 }
 
 // Reads the members of one ack result at the cursor (an object) into `result`.
-bool read_ack_result(JsonCursor& cursor, AckResult& result) {
+bool read_ack_result(json::Cursor& cursor, AckResult& result) {
     if (!cursor.enter_object()) {
         return false;
     }
@@ -169,40 +183,34 @@ bool parse_ack_result(std::string_view raw, AckResult& result) {
 
 namespace {
 
-// The members of one ack (no braces): the fields of an Ack, wherever they are stored.
-void append_ack_members(std::string& out, std::string_view transaction_id,
-                        std::string_view partition_id, AckStatus status, std::string_view error,
-                        std::string_view lease_id, const std::string_view* consumer_group) {
-    out += R"("transactionId":)"sv;
-    append_json_string(out, transaction_id);
-    out += R"(,"partitionId":)"sv;
-    append_json_string(out, partition_id);
-    out += R"(,"status":)"sv;
-    append_json_string(out, to_string(status));
-    out += R"(,"error":)"sv;
-    append_json_string_or_null(out, error);
+// The members of one ack: the fields of an Ack, wherever they are stored.
+void write_ack_members(json::Writer& out, std::string_view transaction_id,
+                       std::string_view partition_id, AckStatus status, std::string_view error,
+                       std::string_view lease_id, const std::string_view* consumer_group) {
+    out.field("transactionId", transaction_id)
+        .field("partitionId", partition_id)
+        .field("status", to_string(status))
+        .field_or_null("error", error);
     if (consumer_group != nullptr) {
-        out += R"(,"consumerGroup":)"sv;
-        append_json_string_or_null(out, *consumer_group);
+        out.field_or_null("consumerGroup", *consumer_group);
     }
     if (!lease_id.empty()) {
-        out += R"(,"leaseId":)"sv;
-        append_json_string(out, lease_id);
+        out.field("leaseId", lease_id);
     }
 }
 
 }  // namespace
 
-void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included) {
+void write_ack_fields(json::Writer& out, const Ack& ack, bool is_group_included) {
     const std::string_view group = ack.consumer_group;
-    append_ack_members(out, ack.transaction_id, ack.partition_id, ack.status, ack.error,
-                       ack.lease_id, is_group_included ? &group : nullptr);
+    write_ack_members(out, ack.transaction_id, ack.partition_id, ack.status, ack.error,
+                      ack.lease_id, is_group_included ? &group : nullptr);
 }
 
-void append_message_ack_fields(std::string& out, const Message& message, AckStatus status) {
+void write_message_ack_fields(json::Writer& out, const Message& message, AckStatus status) {
     const std::string_view group = message.consumer_group;
-    append_ack_members(out, message.transaction_id, message.partition_id, status, {},
-                       message.lease_id, &group);
+    write_ack_members(out, message.transaction_id, message.partition_id, status, {},
+                      message.lease_id, &group);
 }
 
 }  // namespace queen::client::detail

@@ -1,14 +1,16 @@
 // client/src/protocol_util.hpp — answer helpers shared by the protocol and Client sources: error
-// texts, rejection checks (nlohmann and raw-scanner), ack results. Private to the client.
+// texts, rejection checks (nlohmann and the core reader), ack results and ack members written with
+// the core writer. Private to the client.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
-#include "json_cursor.hpp"
 #include "queen/client/connection.hpp"
 #include "queen/client/types.hpp"
+#include "queen/core/json_cursor.hpp"
+#include "queen/core/json_writer.hpp"
 #include "queen/core/result.hpp"
 
 namespace queen::client::detail {
@@ -26,6 +28,10 @@ void append_query(std::string& target, bool& is_first, std::string_view key,
 /// object).
 [[nodiscard]] queen::Result<nlohmann::json> object_answer(const HttpRequest& request,
                                                           std::string_view body);
+/// The JSON array of an answer body: the body itself, or its member `key` when the body is an
+/// object holding one (`key` null: only a bare array). Errors: Errc::bad_response.
+[[nodiscard]] queen::Result<nlohmann::json> array_answer(const HttpRequest& request,
+                                                         std::string_view body, const char* key);
 /// A 2xx object that reports failure ({"success": false, "error": ...}) is Errc::rejected.
 [[nodiscard]] queen::Status check_not_rejected(const HttpRequest& request,
                                                const nlohmann::json& body);
@@ -40,12 +46,12 @@ void append_query(std::string& target, bool& is_first, std::string_view key,
 [[nodiscard]] queen::Error walk_error(const HttpRequest& request, std::string_view body,
                                       const std::string& why);
 /// Reads one ack result object at the cursor into `result`; false when it is not one.
-bool read_ack_result(JsonCursor& cursor, AckResult& result);
+bool read_ack_result(json::Cursor& cursor, AckResult& result);
 /// Reads one ack result object from its raw JSON; false when it is not one.
 bool parse_ack_result(std::string_view raw, AckResult& result);
-/// Appends the members of one ack (no braces) to a request body.
-void append_ack_fields(std::string& out, const Ack& ack, bool is_group_included);
-/// Appends the members of Ack::of(message, status) (no braces) without building the Ack.
-void append_message_ack_fields(std::string& out, const Message& message, AckStatus status);
+/// Writes the members of one ack into the object `out` has open.
+void write_ack_fields(json::Writer& out, const Ack& ack, bool is_group_included);
+/// Writes the members of Ack::of(message, status) without building the Ack.
+void write_message_ack_fields(json::Writer& out, const Message& message, AckStatus status);
 
 }  // namespace queen::client::detail

@@ -308,7 +308,7 @@ TEST_CASE("client: pop maps a 200 that reports a failure to rejected", "[client]
     CHECK(result.error().context.find("db down") != std::string::npos);
 }
 
-TEST_CASE("client: ack and batch ack send the spec's fields and parse the array answers",
+TEST_CASE("client: ack and batch ack send the documented fields and parse the array answers",
           "[client][api][ack]") {
     TestServer server;
     Client client{options_for(server)};

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "json_cursor.hpp"  // private: is_equal_bytes
 #include "queen/client/errc.hpp"
 #include "queen/core/clock.hpp"
+#include "queen/core/json_cursor.hpp"  // json::detail::is_equal_bytes
 #include "queen/core/json_scan.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
@@ -530,12 +530,12 @@ TEST_CASE("client: the cursor's short byte compare finds a difference at any pos
     for (std::size_t size = 0; size <= base.size(); ++size) {
         INFO("size=" << size);
         std::string copy = base;
-        CHECK(queen::client::detail::is_equal_bytes(base.data(), copy.data(), size));
+        CHECK(queen::json::detail::is_equal_bytes(base.data(), copy.data(), size));
         for (std::size_t at = 0; at < size; ++at) {
             INFO("at=" << at);
             copy = base;
             copy[at] = static_cast<char>(copy[at] ^ 0x20);
-            CHECK_FALSE(queen::client::detail::is_equal_bytes(base.data(), copy.data(), size));
+            CHECK_FALSE(queen::json::detail::is_equal_bytes(base.data(), copy.data(), size));
         }
     }
 }

@@ -7,16 +7,10 @@
 
 #include "queen/core/hex.hpp"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace queen::json {
 namespace scan {
 namespace {
 
-// Eight bytes at a time (SWAR): a word "needs a look" when one of its bytes is '"', '\\', a
-// control character (< 0x20) or non-ASCII (>= 0x80); plain text skips eight bytes per step.
 constexpr std::uint64_t ones = 0x0101010101010101ULL;
 constexpr std::uint64_t highs = 0x8080808080808080ULL;
 
@@ -25,44 +19,12 @@ std::uint64_t load8(const char* at) noexcept {
     std::memcpy(&word, at, sizeof word);
     return word;
 }
-std::uint64_t has_zero_byte(std::uint64_t v) noexcept {
-    return (v - ones) & ~v & highs;
-}
-std::uint64_t has_byte(std::uint64_t v, unsigned char c) noexcept {
-    return has_zero_byte(v ^ (ones * c));
-}
 std::uint64_t has_less(std::uint64_t v, unsigned char n) noexcept {
     return (v - ones * n) & ~v & highs;
 }
-bool is_plain_string_word(std::uint64_t v) noexcept {
-    return ((v & highs) | has_less(v, 0x20) | has_byte(v, '"') | has_byte(v, '\\')) == 0;
-}
-
-/// Moves `pos` past plain string text ('"', '\\', control bytes and non-ASCII stop it): 16
-/// bytes per step with SSE2 (every x86-64 CPU has it), then 8 per step, stopping at or before
-/// the first byte that needs a look.
-void skip_plain_string_text(std::string_view text, std::size_t& pos) noexcept {
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(0x20);
-    while (pos + 16 <= text.size()) {
-        const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + pos));
-        // Signed compare: bytes 0x00-0x1f and 0x80-0xff (negative) are both "less than 0x20".
-        const __m128i special = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
-            _mm_cmplt_epi8(chunk, space));
-        const auto mask = static_cast<unsigned>(_mm_movemask_epi8(special));
-        if (mask != 0) {
-            pos += static_cast<std::size_t>(__builtin_ctz(mask));
-            return;
-        }
-        pos += 16;
-    }
-#endif
-    while (pos + 8 <= text.size() && is_plain_string_word(load8(text.data() + pos))) {
-        pos += 8;
-    }
+std::uint64_t has_byte(std::uint64_t v, unsigned char c) noexcept {
+    const std::uint64_t x = v ^ (ones * c);
+    return (x - ones) & ~x & highs;
 }
 
 bool is_digit(char c) noexcept {
@@ -134,7 +96,7 @@ bool skip_utf8(std::string_view text, std::size_t& pos) noexcept {
 bool skip_string(std::string_view text, std::size_t& pos) noexcept {
     ++pos;  // opening quote
     while (pos < text.size()) {
-        skip_plain_string_text(text, pos);
+        pos = detail::find_plain_end<detail::Plain::ascii>(text.data(), text.size(), pos);
         if (pos >= text.size()) {
             break;
         }
@@ -292,7 +254,7 @@ bool skip_literal(std::string_view text, std::size_t& pos, std::string_view lite
 }  // namespace
 
 bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_max) noexcept {
-    if (pos >= text.size() || depth > depth_max) {
+    if (pos >= text.size()) {
         return false;
     }
     switch (text[pos]) {
@@ -301,13 +263,14 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_ma
         case 'f': return skip_literal(text, pos, "false");
         case 'n': return skip_literal(text, pos, "null");
         case '[':
-            return walk_array(text, pos, [&](std::size_t& at) {
-                return skip_value(text, at, depth + 1, depth_max);
-            });
+            return depth <= depth_max && walk_array(text, pos, [&](std::size_t& at) {
+                       return skip_value(text, at, depth + 1, depth_max);
+                   });
         case '{':
-            return walk_object(text, pos, [&](std::string_view, std::size_t& at) {
-                return skip_value(text, at, depth + 1, depth_max);
-            });
+            return depth <= depth_max &&
+                   walk_object(text, pos, [&](std::string_view, std::size_t& at) {
+                       return skip_value(text, at, depth + 1, depth_max);
+                   });
         default: return skip_number(text, pos);
     }
 }
@@ -340,16 +303,11 @@ std::size_t copy_compact(std::string_view raw, char* out) noexcept {
             ++pos;  // whitespace between tokens
             continue;
         }
-        // A string: copy through its closing quote, honouring escapes.
+        // A string: copy through its closing quote, honouring escapes (valid JSON: no control
+        // byte ends a plain run early).
         std::size_t end = pos + 1;
         for (;;) {
-            while (end + 8 <= size) {
-                const std::uint64_t word = load8(data + end);
-                if ((has_byte(word, '"') | has_byte(word, '\\')) != 0) {
-                    break;
-                }
-                end += 8;
-            }
+            end = detail::find_plain_end<detail::Plain::unescaped>(data, size, end);
             if (end >= size) {
                 break;
             }
@@ -368,50 +326,49 @@ std::size_t copy_compact(std::string_view raw, char* out) noexcept {
 }
 
 void append_quoted(std::string& out, std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out.push_back('"');
-    const char* const data = text.data();
-    const std::size_t size = text.size();
-    std::size_t run_start = 0;
-    std::size_t i = 0;
-    while (i < size) {
-        while (i + 8 <= size) {
-            const std::uint64_t word = load8(data + i);
-            if ((has_less(word, 0x20) | has_byte(word, '"') | has_byte(word, '\\')) != 0) {
-                break;
-            }
-            i += 8;
-        }
-        if (i >= size) {
-            break;
-        }
-        const auto c = static_cast<unsigned char>(data[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            ++i;
-            continue;
-        }
-        out.append(data + run_start, i - run_start);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            default:
-                out += "\\u00";
-                out.push_back(hex[c >> 4]);
-                out.push_back(hex[c & 0xf]);
-        }
-        ++i;
-        run_start = i;
-    }
-    out.append(data + run_start, size - run_start);
-    out.push_back('"');
+    const std::size_t at = out.size();
+    out.resize(at + text.size() * 6 + 2);
+    char* const begin = out.data() + at;
+    out.resize(at + static_cast<std::size_t>(detail::write_quoted(begin, text) - begin));
 }
 
 }  // namespace scan
+
+char* detail::write_quoted(char* out, std::string_view text) noexcept {
+    static constexpr char hex[] = "0123456789abcdef";
+    const char* const data = text.data();
+    const std::size_t size = text.size();
+    *out++ = '"';
+    std::size_t i = 0;
+    while (i < size) {
+        const std::size_t run_end = find_plain_end<Plain::unescaped>(data, size, i);
+        std::memcpy(out, data + i, run_end - i);
+        out += run_end - i;
+        if (run_end >= size) {
+            break;
+        }
+        const auto c = static_cast<unsigned char>(data[run_end]);
+        *out++ = '\\';
+        switch (c) {
+            case '"': *out++ = '"'; break;
+            case '\\': *out++ = '\\'; break;
+            case '\n': *out++ = 'n'; break;
+            case '\r': *out++ = 'r'; break;
+            case '\t': *out++ = 't'; break;
+            case '\b': *out++ = 'b'; break;
+            case '\f': *out++ = 'f'; break;
+            default:
+                *out++ = 'u';
+                *out++ = '0';
+                *out++ = '0';
+                *out++ = hex[c >> 4];
+                *out++ = hex[c & 0xf];
+        }
+        i = run_end + 1;
+    }
+    *out++ = '"';
+    return out;
+}
 
 bool scan_json(std::string_view text, std::string_view& value) noexcept {
     std::size_t pos = 0;

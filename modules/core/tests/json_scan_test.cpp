@@ -1,11 +1,15 @@
-// client/tests/json_scan_test.cpp — the fast JSON scanner agrees with nlohmann/json on random
-// valid and corrupted documents (seeded), and decodes strings and members the same way.
+// core/tests/json_scan_test.cpp — the one JSON reader (scanner and cursor) agrees with
+// nlohmann/json on random valid and corrupted documents (seeded) and decodes strings and members
+// the same way; the plain-string loop at every offset; the writer over a reused buffer.
 #include "queen/core/json_scan.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "queen/core/json_cursor.hpp"
+#include "queen/core/json_writer.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
@@ -235,12 +239,19 @@ TEST_CASE("json: copy_compact removes only the whitespace between tokens", "[cor
 }
 
 TEST_CASE("json: skip_value honours a depth limit", "[core][json]") {
+    // Arrays and objects count, scalars do not: the api's "JSON nested deeper than N levels".
     std::size_t pos = 0;
     CHECK(queen::json::scan::skip_value("[[1]]", pos, 1, 3));
     pos = 0;
-    CHECK_FALSE(queen::json::scan::skip_value("[[[1]]]", pos, 1, 3));
+    CHECK(queen::json::scan::skip_value("[[[1]]]", pos, 1, 3));
     pos = 0;
     CHECK(queen::json::scan::skip_value("[[[]]]", pos, 1, 3));
+    pos = 0;
+    CHECK_FALSE(queen::json::scan::skip_value("[[[[1]]]]", pos, 1, 3));
+    pos = 0;
+    CHECK_FALSE(queen::json::scan::skip_value("[{\"a\":[{}]}]", pos, 1, 3));
+    pos = 0;
+    CHECK(queen::json::scan::skip_value("[{\"a\":[1]}]", pos, 1, 3));
 }
 
 TEST_CASE("json: append_quoted writes a literal that decodes to the input", "[core][json]") {
@@ -303,4 +314,176 @@ TEST_CASE("json: strings with one special byte at every offset of a long plain r
         }
     }
     CHECK(checked == 15 * 41 * 3);
+}
+
+namespace {
+
+/// Walks a whole value with the cursor (every key, element and scalar read).
+bool walk(queen::json::Cursor& cursor) {
+    switch (cursor.peek()) {
+        case '{': {
+            cursor.enter_object();
+            bool is_first = true;
+            std::string_view key;
+            while (cursor.next_member(key, is_first)) {
+                if (!walk(cursor)) {
+                    return false;
+                }
+            }
+            return cursor.is_ok();
+        }
+        case '[': {
+            cursor.enter_array();
+            bool is_first = true;
+            while (cursor.next_element(is_first)) {
+                if (!walk(cursor)) {
+                    return false;
+                }
+            }
+            return cursor.is_ok();
+        }
+        default: {
+            std::string_view raw;
+            bool is_plain = false;
+            return cursor.read_raw(raw, is_plain);
+        }
+    }
+}
+
+bool cursor_accepts(std::string_view text, int depth_max) {
+    queen::json::Cursor cursor(text, depth_max);
+    return walk(cursor) && cursor.is_at_end();
+}
+
+bool scanner_accepts(std::string_view text, int depth_max) {
+    std::size_t pos = 0;
+    queen::json::scan::skip_whitespace(text, pos);
+    if (!queen::json::scan::skip_value(text, pos, 1, depth_max)) {
+        return false;
+    }
+    queen::json::scan::skip_whitespace(text, pos);
+    return pos == text.size();
+}
+
+/// The first byte of text[from, end) that ends a plain run, one byte at a time.
+std::size_t plain_end_bytewise(std::string_view text, std::size_t from, bool is_ascii) {
+    for (std::size_t i = from; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '"' || c == '\\' || c < 0x20 || (is_ascii && c >= 0x80)) {
+            return i;
+        }
+    }
+    return text.size();
+}
+
+}  // namespace
+
+TEST_CASE("json: the cursor accepts what the scanner accepts, at every depth limit",
+          "[core][json]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng{seed};
+    int valid_count = 0;
+    for (int i = 0; i < 10'000; ++i) {
+        std::string text = random_whitespace(rng) + random_value(rng, 0) + random_whitespace(rng);
+        if (rng.chance(0.4)) {
+            text = corrupt(text, rng);
+        }
+        INFO("text=" << text);
+        const bool is_valid = is_valid_json(text);
+        REQUIRE(cursor_accepts(text, queen::json::json_depth_max) == is_valid);
+        valid_count += is_valid ? 1 : 0;
+        for (const int depth_max : {1, 2, 3, 4}) {
+            INFO("depth_max=" << depth_max);
+            REQUIRE(cursor_accepts(text, depth_max) == scanner_accepts(text, depth_max));
+        }
+    }
+    CHECK(valid_count > 4'000);
+    // Arrays and objects count towards the depth, scalars do not.
+    CHECK(cursor_accepts("[[1]]", 2));
+    CHECK_FALSE(cursor_accepts("[[[]]]", 2));
+    CHECK(cursor_accepts(R"({"a":{"b":"c"}})", 2));
+    CHECK_FALSE(cursor_accepts(R"({"a":{"b":{}}})", 2));
+}
+
+TEST_CASE("json: the cursor reads plain strings as they are and flat objects whole",
+          "[core][json]") {
+    queen::json::Cursor cursor(
+        R"({"id":"a-1","k\u0065y":"caf\u00e9","n":{"x":"y","z":12345678901234567890123},"e":"é"})");
+    REQUIRE(cursor.enter_object());
+    bool is_first = true;
+    std::string_view key;
+    std::string_view raw;
+    bool is_plain = false;
+    REQUIRE(cursor.next_member_is(R"("id":)", is_first));
+    REQUIRE(cursor.read_raw(raw, is_plain));
+    CHECK(raw == R"("a-1")");
+    CHECK(is_plain);
+    REQUIRE(cursor.next_member(key, is_first));
+    CHECK(key == "key");  // decoded
+    REQUIRE(cursor.read_raw(raw, is_plain));
+    CHECK(raw == R"("caf\u00e9")");
+    CHECK_FALSE(is_plain);  // an escape: the caller decodes it
+    REQUIRE(cursor.next_member(key, is_first));
+    REQUIRE(cursor.read_value(raw));
+    CHECK(raw == R"({"x":"y","z":12345678901234567890123})");
+    REQUIRE(cursor.next_member(key, is_first));
+    REQUIRE(cursor.read_raw(raw, is_plain));
+    CHECK_FALSE(is_plain);  // UTF-8: validated by the scanner
+    CHECK_FALSE(cursor.next_member(key, is_first));
+    CHECK(cursor.is_at_end());
+}
+
+TEST_CASE("json: the plain-string loop finds the first special byte at every offset",
+          "[core][json]") {
+    // The loop reads 16, 8 or 4 bytes at a time and the rest of a run again as the last of
+    // them: every length, offset and special byte must give the byte-wise answer.
+    const std::string specials = std::string("\"\\\x01\x1f\x7f\x80\xc3\xff") + '\0';
+    int checked = 0;
+    for (std::size_t length = 0; length <= 40; ++length) {
+        for (std::size_t from = 0; from <= std::min<std::size_t>(length, 3); ++from) {
+            for (std::size_t at = from; at <= length; ++at) {
+                for (const char special : specials) {
+                    std::string text(length, 'a');
+                    if (at < length) {
+                        text[at] = special;
+                    }
+                    const std::size_t ascii =
+                        queen::json::detail::find_plain_end<queen::json::detail::Plain::ascii>(
+                            text.data(), text.size(), from);
+                    const std::size_t unescaped =
+                        queen::json::detail::find_plain_end<queen::json::detail::Plain::unescaped>(
+                            text.data(), text.size(), from);
+                    INFO("length=" << length << " from=" << from << " at=" << at << " byte="
+                                   << static_cast<int>(static_cast<unsigned char>(special)));
+                    REQUIRE(ascii == plain_end_bytewise(text, from, true));
+                    REQUIRE(unescaped == plain_end_bytewise(text, from, false));
+                    ++checked;
+                }
+            }
+        }
+    }
+    CHECK(checked > 10'000);
+}
+
+TEST_CASE("json: the writer writes over a reused buffer and keeps its storage", "[core][json]") {
+    std::string buffer;
+    buffer.reserve(4096);
+    buffer.assign(3000, '#');  // the previous text
+    const char* const storage = buffer.data();
+    queen::json::Writer writer(std::move(buffer), 1024);
+    writer.begin_object().field("a", 1).key("s").literal("x").field("t", "q\"t").end_object();
+    std::string text = writer.take();
+    CHECK(text == R"({"a":1,"s":"x","t":"q\"t"})");
+    CHECK(text.data() == storage);
+    // A text longer than the old one grows past it.
+    queen::json::Writer longer(std::move(text));
+    longer.begin_array();
+    for (int i = 0; i < 2000; ++i) {
+        longer.number(i);
+    }
+    longer.end_array();
+    const std::string numbers = longer.take();
+    CHECK(json::parse(numbers).size() == 2000);
+    CHECK(json::parse(numbers)[1999] == 1999);
 }

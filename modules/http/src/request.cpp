@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "queen/core/json_scan.hpp"
+#include "queen/core/json_writer.hpp"
 #include "queen/http/request.hpp"
 #include "queen/http/response.hpp"
 
@@ -100,9 +101,11 @@ Response Response::json(int status, std::string json_body) {
 }
 
 Response Response::error(int status, std::string_view message) {
+    json::Writer body;
+    body.begin_object().field("error", message).end_object();
     Response response;
     response.status = status;
-    response.body = "{\"error\":" + json_quote(message) + "}";
+    response.body = body.take();
     return response;
 }
 

@@ -15,7 +15,8 @@ TEST_CASE("http: header lookup is case-insensitive and returns the first", "[htt
     CHECK(request.header("missing") == std::nullopt);
 }
 
-TEST_CASE("http: query helpers follow the spec's boolean and integer rules", "[http][request]") {
+TEST_CASE("http: query helpers follow the documented boolean and integer rules",
+          "[http][request]") {
     Request request;
     request.query = {
         {"wait", "true"}, {"autoAck", "1"}, {"flag", "yes"}, {"batch", "25"},

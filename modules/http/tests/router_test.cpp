@@ -62,7 +62,8 @@ Router spec_router() {
 
 }  // namespace
 
-TEST_CASE("http: router matches literals, params and the spec's path shapes", "[http][router]") {
+TEST_CASE("http: router matches literals, params and the documented path shapes",
+          "[http][router]") {
     const Router router = spec_router();
     CHECK(router.size() == 14);
     Request seen;

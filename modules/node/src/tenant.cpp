@@ -151,8 +151,9 @@ void Tenant::submit(engine::Command command, api::Backend::Completion done) {
         }
         return;
     }
-    // Stamp with the leader's time, never going backwards in log order (DESIGN section 3). The
-    // lock orders the appends, so the log order is the stamping order and in_flight_ order.
+    // Stamp with the leader's time, never going backwards in log order (docs/architecture.md
+    // section 3). The lock orders the appends, so the log order is the stamping order and
+    // in_flight_ order.
     last_timestamp_ms_ = std::max(last_timestamp_ms_, clock_.wall_ms());
     store_le<std::int64_t>(payload.data() + 1, last_timestamp_ms_);
     auto first = replicator_->propose(std::span<const Bytes>(&payload, 1),

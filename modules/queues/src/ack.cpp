@@ -50,9 +50,11 @@ Result<void> add_to_dlq(State& s, store::WriteTxn& txn, QueueId qid, PartitionId
                         MessageRecord message, TimestampMs now) {
     detail::DlqRecord record{
         qid, pid, seq, gid, std::move(error), retry_count, now, std::move(message)};
-    const std::uint64_t id = s.meta.next_dlq_id++;
+    const DlqEntryId id = s.meta.next_dlq_id;
+    s.meta.next_dlq_id = id.next();
     QUEEN_TRY(save_meta(s, txn));
-    return put(s, txn, s.tables.dlq, detail::sequence_key(id).span(), detail::encode(record));
+    return put(s, txn, s.tables.dlq, detail::sequence_key(id.value()).span(),
+               detail::encode(record));
 }
 
 Result<std::string_view> AckMemo::partition_name(State& s, const store::Txn& txn, PartitionId pid) {
@@ -120,7 +122,7 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
     }
     if (item.status == AckStatus::unknown) {
         context.failure = "Unknown ack status";
-        return result;  // success false, error null (spec 5.7)
+        return result;  // success false, error null (docs/http-api.md, ack failures)
     }
     if (item.group.size() > s.options.group_name_bytes_max) {
         result.error = "consumerGroup is too long";
@@ -150,7 +152,8 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
                                           record.last_failed_lease == item.lease &&
                                           !context.is_transaction;
         if (is_same_failed_batch) {
-            result.success = true;  // the batch's failure was already counted (spec 5.7)
+            result.success =
+                true;  // the batch's failure was already counted (docs/http-api.md, ack failures)
             result.lease_released = LeaseReleased::yes;
             return result;
         }
@@ -280,8 +283,8 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
     QUEEN_TRY(flush_pending(*state_, txn));
     State& s = *state_;
     AckResult result;
-    // Acks of one request apply in message order per partition (spec 4.5); the results keep
-    // the request's order.
+    // Acks of one request apply in message order per partition (docs/http-api.md, ack batch); the
+    // results keep the request's order.
     std::vector<std::size_t> order(command.items.size());
     for (std::size_t i = 0; i < order.size(); ++i) {
         order[i] = i;

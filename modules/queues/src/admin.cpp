@@ -172,7 +172,8 @@ Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& c
     }
     GroupId gid;
     QUEEN_TRY(gid, get_or_create_group(s, txn, command.group));
-    const std::uint64_t id = s.meta.next_trace_id++;
+    const TraceEntryId id = s.meta.next_trace_id;
+    s.meta.next_trace_id = id.next();
     QUEEN_TRY(save_meta(s, txn));
     detail::TraceRecord record{gid, command.event_type, command.names, command.data, now};
     QUEEN_TRY(put(s, txn, s.tables.traces, detail::trace_key(command.partition, seq, id).span(),

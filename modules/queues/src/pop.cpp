@@ -221,7 +221,7 @@ Result<GroupCandidates*> prepare_queue(State& s, store::WriteTxn& txn, QueueId q
     if (sub.mode == SubscriptionMode::new_only) {
         // "From now" means after every message already in the log, including ones stamped with
         // this same millisecond: bootstrap a cursor at the current tail of every existing
-        // partition (spec 5.8). Later partitions start at their head.
+        // partition (docs/http-api.md, subscriptions). Later partitions start at their head.
         std::vector<PartitionId> pids;
         if (only_pid) {
             pids.push_back(*only_pid);

@@ -106,10 +106,11 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         return {};
     }
     if (s.meta.push_maintenance && !is_transaction) {
-        const std::uint64_t id = s.meta.next_buffer_id++;
+        const BufferedPushId id = s.meta.next_buffer_id;
+        s.meta.next_buffer_id = id.next();
         QUEEN_TRY(save_meta(s, txn));
-        QUEEN_TRY(
-            put(s, txn, s.tables.buffer, detail::sequence_key(id).span(), detail::encode(item)));
+        QUEEN_TRY(put(s, txn, s.tables.buffer, detail::sequence_key(id.value()).span(),
+                      detail::encode(item)));
         result.status = PushStatus::buffered;
         return {};
     }

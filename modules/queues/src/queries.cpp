@@ -1,5 +1,5 @@
-// queues/src/queries.cpp — read-only queries over the queue tables (spec section 7). They read
-// LMDB through the caller's txn only, so they run on any thread next to the applier.
+// queues/src/queries.cpp — read-only queries over the queue tables (docs/http-api.md, admin). They
+// read LMDB through the caller's txn only, so they run on any thread next to the applier.
 #include "queen/queues/queries.hpp"
 
 #include <algorithm>
@@ -293,7 +293,7 @@ Result<std::vector<QueueSummary>> list_queues(const Tables& tables, const store:
         q.options = std::move(record.options);
         out.push_back(std::move(q));
     }
-    // Newest first (spec 7.1); ids break ties deterministically.
+    // Newest first (docs/http-api.md, resources); ids break ties deterministically.
     std::sort(out.begin(), out.end(), [](const QueueSummary& a, const QueueSummary& b) {
         return std::tie(b.created_at, b.id) < std::tie(a.created_at, a.id);
     });

@@ -23,9 +23,9 @@ struct MetaRecord {
     PartitionId next_partition_id{1};
     GroupId next_group_id{1};
     LeaseId next_lease_id{1};
-    std::uint64_t next_dlq_id = 1;
-    std::uint64_t next_buffer_id = 1;
-    std::uint64_t next_trace_id = 1;
+    DlqEntryId next_dlq_id{1};
+    BufferedPushId next_buffer_id{1};
+    TraceEntryId next_trace_id{1};
     bool push_maintenance = false;
     bool pop_maintenance = false;
     friend bool operator==(const MetaRecord&, const MetaRecord&) = default;
@@ -235,9 +235,9 @@ inline store::KeyBuilder sequence_key(std::uint64_t id) {
     key.u64be(id);
     return key;
 }
-inline store::KeyBuilder trace_key(PartitionId partition, Sequence sequence, std::uint64_t id) {
+inline store::KeyBuilder trace_key(PartitionId partition, Sequence sequence, TraceEntryId id) {
     store::KeyBuilder key;
-    key.u64be(partition.value()).u64be(sequence.value()).u64be(id);
+    key.u64be(partition.value()).u64be(sequence.value()).u64be(id.value());
     return key;
 }
 

@@ -1,4 +1,5 @@
-// queues/tests/queues_test.cpp — apply semantics of every queue command (spec sections 4-5).
+// queues/tests/queues_test.cpp — apply semantics of every queue command (docs/http-api.md, data
+// plane).
 #include "harness.hpp"
 #include "queen/core/rng.hpp"
 

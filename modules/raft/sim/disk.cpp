@@ -50,7 +50,7 @@ void Disk::sync() {
     pending.clear();
 }
 
-// Power loss: the log is one ordered file (DESIGN: one WAL per node), so a random prefix of
+// Power loss: the log is one ordered file (one write-ahead log per node), so a random prefix of
 // the unsynced writes survives; the first lost write may be torn (a prefix of its records
 // survives, as CRC recovery leaves it). The hard state is never durable ahead of the entries
 // written before it: that is the ordering contract of Ready (docs/raft.md).

@@ -1,4 +1,4 @@
-// queen/api/api.hpp — the Queen v1 HTTP API (spec sections 4, 5, 7, 8) on an http::Router:
+// queen/api/api.hpp — the Queen v1 HTTP API (docs/http-api.md) on an http::Router:
 // ApiOptions and register_routes(). JSON and crypto stay inside src/.
 #pragma once
 
@@ -77,7 +77,7 @@ public:
 /// digits (the message never contains the key).
 [[nodiscard]] Result<std::string> encryption_key_fingerprint(std::string_view key_hex);
 
-/// Registers every endpoint of the Queen v1 API (spec sections 4, 5, 7 and 8, minus the
+/// Registers every endpoint of the Queen v1 API (docs/http-api.md, minus the
 /// PostgreSQL-only ones; docs/http-api.md lists them) on `router`. Handlers parse and validate
 /// the request, turn it into an engine::Command, submit it through `backend` and format the
 /// result; bad input answers 4xx `{"error": "..."}` before anything is submitted. Backend

@@ -114,11 +114,12 @@ struct Progress {
 [[nodiscard]] std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns,
                                        std::int64_t size_bytes);
 
-/// make_payload() appended to `out` (whose storage a loop can reuse).
-void append_payload(std::string& out, std::uint64_t sequence, std::int64_t timestamp_ns,
-                    std::int64_t size_bytes);
+/// make_payload() into `out`, replacing its text (a loop reuses its storage).
+void write_payload(std::string& out, std::uint64_t sequence, std::int64_t timestamp_ns,
+                   std::int64_t size_bytes);
 
-/// Reads "seq" and "ts" back from a payload (whatever whitespace the server put around them).
+/// Reads the members "seq" and "ts" back from a payload (whatever whitespace the server put
+/// around them), with the core JSON reader; members after them are not looked at.
 struct PayloadStamp {
     std::uint64_t sequence = 0;
     std::int64_t timestamp_ns = 0;

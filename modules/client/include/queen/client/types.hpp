@@ -18,7 +18,7 @@ inline constexpr std::string_view queue_mode_group = "__QUEUE_MODE__";
 /// The partition used when none is named.
 inline constexpr std::string_view default_partition = "Default";
 
-// ---- configure (spec 4.1) ----
+// ---- configure (docs/http-api.md, configure) ----
 
 /// The 15 queue options: the broker's own struct and defaults (the one table of
 /// queen/core/queue_options.hpp). configure() sends all of them: a configure call overwrites
@@ -43,7 +43,7 @@ struct ConfigureResult {
     QueueOptions options;  ///< as echoed by the server
 };
 
-// ---- push (spec 4.2) ----
+// ---- push (docs/http-api.md, push) ----
 
 struct PushItem {
     std::string queue;
@@ -69,7 +69,7 @@ struct PushResult {
     std::string error;  ///< failed only
 };
 
-// ---- pop (spec 4.3) ----
+// ---- pop (docs/http-api.md, pop) ----
 
 struct PopRequest {
     /// Empty: pop from the queues of `namespace_name` and/or `task` (GET /api/v1/pop), as the
@@ -119,7 +119,7 @@ struct PopResult {
     std::vector<Message> spare_messages;
 };
 
-// ---- ack (spec 4.4, 4.5, 5.7) ----
+// ---- ack (docs/http-api.md, ack, ack batch, ack failures) ----
 
 enum class AckStatus { completed, failed, dlq, retry };
 [[nodiscard]] std::string_view to_string(AckStatus status) noexcept;
@@ -147,7 +147,7 @@ struct AckResult {
     bool is_dlq = false;
 };
 
-// ---- lease (spec 4.7) ----
+// ---- lease (docs/http-api.md, lease extend) ----
 
 struct LeaseExtendResult {
     std::string lease_id;
@@ -156,7 +156,7 @@ struct LeaseExtendResult {
     std::string expires_at;
 };
 
-// ---- transaction (spec 4.6) ----
+// ---- transaction (docs/http-api.md, transaction) ----
 
 /// Pushes inside a transaction are not deduplicated: an existing (partition, transactionId)
 /// aborts the whole transaction.
@@ -186,7 +186,7 @@ struct TransactionResult {
     std::vector<TransactionOperationResult> results;
 };
 
-// ---- traces (spec 4.8) ----
+// ---- traces (docs/http-api.md, traces) ----
 
 struct TraceEvent {
     std::string transaction_id;
@@ -197,7 +197,7 @@ struct TraceEvent {
     std::string data_json = "{}";
 };
 
-// ---- resources, messages and DLQ (spec 7.1, 7.2) ----
+// ---- resources, messages and DLQ (docs/http-api.md, resources, messages) ----
 
 struct MessageCounts {
     std::int64_t total = 0;
@@ -301,7 +301,7 @@ struct MessageSummary {
     std::string lease_expires_at;
 };
 
-// ---- consumer groups (spec 7.5) ----
+// ---- consumer groups (docs/http-api.md, consumer groups) ----
 
 struct ConsumerGroupSummary {
     std::string name;
@@ -351,7 +351,7 @@ struct PartitionSeekResult {
     std::string cursor_moved_to;
 };
 
-// ---- system (spec 7.6, 8) ----
+// ---- system (docs/http-api.md, admin and health) ----
 
 struct MaintenanceStatus {
     bool is_push_maintenance = false;

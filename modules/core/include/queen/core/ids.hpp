@@ -36,7 +36,8 @@ using NodeId = StrongInt<struct NodeIdTag, std::uint64_t>;
 using FencingToken = StrongInt<struct FencingTokenTag, std::uint64_t>;
 using SequenceNumber = StrongInt<struct SequenceNumberTag, std::uint64_t>;
 
-/// Milliseconds since the Unix epoch, as stamped on log entries by the leader (DESIGN section 3).
+/// Milliseconds since the Unix epoch, as stamped on log entries by the leader (docs/architecture.md
+/// section 3).
 using TimestampMs = StrongInt<struct TimestampMsTag, std::int64_t>;
 
 }  // namespace queen

@@ -1,6 +1,6 @@
-// queen/core/queue_options.hpp — the 15 queue options of spec 4.1 as one table: member, JSON key,
-// type, default, valid range and a one-line description. The broker (api parser and answers,
-// engine command codec, LMDB queue records), the client and the CLI all read it.
+// queen/core/queue_options.hpp — the 15 queue options of docs/http-api.md, configure as one table:
+// member, JSON key, type, default, valid range and a one-line description. The broker (api parser
+// and answers, engine command codec, LMDB queue records), the client and the CLI all read it.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@ inline constexpr std::int64_t queue_option_seconds_max = 10LL * 366 * 86'400;
 // ttl's default is 0 (off): the old server's default was 3600 but it never enforced it, and
 // enforcing it by default would silently delete the messages of every unconfigured queue.
 // deadLetterQueue and dlqAfterMaxRetries are stored and echoed: dead-lettering after the retry
-// limit always happens (spec preface).
+// limit always happens (docs/http-api.md, conventions).
 // clang-format off
 #define QUEEN_QUEUE_OPTIONS(X)                                                                     \
     X(std::int64_t, lease_time_s, "leaseTime", 300, 0, queue_option_seconds_max,                   \
@@ -34,7 +34,7 @@ inline constexpr std::int64_t queue_option_seconds_max = 10LL * 366 * 86'400;
     X(std::int64_t, ttl_s, "ttl", 0, 0, queue_option_seconds_max,                                  \
       "Remove unconsumed messages older than this many seconds (0: off)")                          \
     X(std::int64_t, priority, "priority", 0, -1'000'000'000, 1'000'000'000,                        \
-      "Queue priority; orders queues in listings")                                                 \
+      "Pop of a namespace or task serves higher priorities first")                           \
     X(bool, is_dead_letter_queue, "deadLetterQueue", false, false, true,                           \
       "Keep failed messages in the DLQ (stored and echoed)")                                       \
     X(bool, is_dlq_after_max_retries, "dlqAfterMaxRetries", false, false, true,                    \

@@ -51,7 +51,7 @@ struct UncommittedStats {
     std::size_t bytes = 0;
 };
 
-/// The tenant state machine over one LMDB environment (DESIGN sections 2-5).
+/// The tenant state machine over one LMDB environment (docs/architecture.md sections 2-5).
 ///
 /// Write path: the node appends entries to its log, and once they are committed (fdatasync
 /// locally, later a Raft majority) calls apply() with them in index order. apply() runs every

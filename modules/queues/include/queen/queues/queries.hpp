@@ -1,5 +1,5 @@
-// queen/queues/queries.hpp — read-only queries over the queue tables (spec section 7): they use
-// only a Txn (any thread, a ReadTxn snapshot), never the applier's memory index.
+// queen/queues/queries.hpp — read-only queries over the queue tables (docs/http-api.md, admin):
+// they use only a Txn (any thread, a ReadTxn snapshot), never the applier's memory index.
 #pragma once
 
 #include <cstdint>

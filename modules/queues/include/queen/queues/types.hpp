@@ -21,8 +21,13 @@ using GroupId = StrongInt<struct GroupIdTag, std::uint32_t>;
 using LeaseId = StrongInt<struct LeaseIdTag, std::uint64_t>;
 /// Position of a message inside its partition: 1, 2, 3, ... in push order (FIFO).
 using Sequence = StrongInt<struct SequenceTag, std::uint64_t>;
+/// Rows numbered from 1 by their counters in the meta record: a dead-lettered message, a push
+/// held back by push maintenance, a trace event.
+using DlqEntryId = StrongInt<struct DlqEntryIdTag, std::uint64_t>;
+using BufferedPushId = StrongInt<struct BufferedPushIdTag, std::uint64_t>;
+using TraceEntryId = StrongInt<struct TraceEntryIdTag, std::uint64_t>;
 
-/// The implicit consumer group of plain queue consumption (spec 5.1).
+/// The implicit consumer group of plain queue consumption (docs/http-api.md, the implicit group).
 inline constexpr std::string_view queue_mode_group = "__QUEUE_MODE__";
 /// The partition a push without a partition name goes to.
 inline constexpr std::string_view default_partition_name = "Default";
@@ -35,8 +40,8 @@ struct MessageId {
     friend bool operator==(const MessageId&, const MessageId&) = default;
 };
 
-/// The 15 options of spec 4.1: one table in queen/core/queue_options.hpp (members, JSON keys,
-/// defaults, ranges) serves the broker, the client and the CLI.
+/// The 15 options of docs/http-api.md, configure: one table in queen/core/queue_options.hpp
+/// (members, JSON keys, defaults, ranges) serves the broker, the client and the CLI.
 using queen::QueueOptions;
 
 // ---------------------------------------------------------------------------------------------
@@ -120,7 +125,7 @@ struct TransactionOp {
     AckItem ack;
 };
 
-/// POST /api/v1/transaction: all operations or none (spec 4.6).
+/// POST /api/v1/transaction: all operations or none (docs/http-api.md, transaction).
 struct Transaction {
     std::vector<TransactionOp> ops;
 };
@@ -326,7 +331,7 @@ struct DeleteMessageResult {
 
 struct AddTraceResult {
     bool found = false;
-    std::uint64_t trace_id = 0;
+    TraceEntryId trace_id{0};
 };
 
 // ---------------------------------------------------------------------------------------------

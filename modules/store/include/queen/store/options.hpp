@@ -9,7 +9,7 @@
 
 namespace queen::store {
 
-/// How a write txn commit reaches the disk (DESIGN.md section 4, raft-reliability.md 3c).
+/// How a write txn commit reaches the disk (docs/architecture.md section 4).
 enum class SyncMode : std::uint8_t {
     /// LMDB default: commit = write pages, fdatasync, write the meta page through an O_DSYNC fd.
     /// A txn whose commit() returned ok survives a power loss. Two sync points per commit.

@@ -1,6 +1,8 @@
-// client/src/json_cursor.hpp — a single-pass reader over a JSON answer for the hot paths (push,
-// pop, ack results): every byte is validated once, as the walk consumes it, instead of once per
-// nesting level as for_each_member/for_each_element do when nested. Private to the client.
+// core/json_cursor.hpp — the single-pass walk of the one JSON reader (json_scan.hpp) over a
+// whole document: the api's request bodies (push, ack, ack batch, transaction), the client's
+// answers (push, pop, ack and transaction results), the bench's payloads. Every byte is validated
+// once, as the walk consumes it, instead of once per nesting level as for_each_member /
+// for_each_element do when nested.
 #pragma once
 
 #include <cstddef>
@@ -12,11 +14,7 @@
 
 #include "queen/core/json_scan.hpp"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-namespace queen::client::detail {
+namespace queen::json {
 
 /// True when `key` is exactly `literal`; the comparison has a constant length, so it compiles to
 /// a length check and a few word compares instead of a call.
@@ -24,6 +22,8 @@ template <std::size_t N>
 [[nodiscard]] inline bool is_key(std::string_view key, const char (&literal)[N]) noexcept {
     return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
 }
+
+namespace detail {
 
 /// True when the `size` bytes at `a` and `b` are equal: a few word compares, without a call,
 /// for the short member names compared at run time (memcmp would be a library call).
@@ -53,6 +53,8 @@ template <std::size_t N>
     return std::memcmp(a, b, size) == 0;
 }
 
+}  // namespace detail
+
 /// Sets `out` to the bytes [data, data + size), reusing its storage: an append to a cleared
 /// string is a capacity check and a copy, cheaper than assign()'s overlap handling.
 inline void assign_bytes(std::string& out, const char* data, std::size_t size) {
@@ -69,11 +71,11 @@ inline void assign_text(std::string& out, std::string_view raw) {
             assign_bytes(out, body.data(), body.size());
             return;
         }
-        if (json::decode_json_string(raw, out)) {
+        if (decode_json_string(raw, out)) {
             return;
         }
     }
-    if (json::raw_is_null(raw)) {
+    if (raw_is_null(raw)) {
         out.clear();
         return;
     }
@@ -82,14 +84,22 @@ inline void assign_text(std::string& out, std::string_view raw) {
 
 /// Walks one JSON text front to back. Every read either succeeds and moves past what it read, or
 /// fails and marks the cursor failed (is_ok() false); later reads then fail too, so callers may
-/// check once at the end. Values are validated by queen::json::scan (RFC 8259, depth-limited);
-/// the fast paths below accept only text that scanner accepts and leave the rest to it.
+/// check once at the end. Values are validated by queen::json::scan (RFC 8259, arrays and
+/// objects at most `depth_max` deep, as scan::skip_value counts them); the fast paths below
+/// accept only text that scanner accepts and leave the rest to it. A failure means the text is
+/// not valid JSON (or too deep) unless the caller called fail() itself.
 /// Not thread-safe; `text` must outlive the cursor and the spans it returns.
-class JsonCursor {
+class Cursor {
 public:
-    explicit JsonCursor(std::string_view text) noexcept : text_(text) {}
+    /// `depth`: the arrays and objects already open around `text` (a cursor over a value that
+    /// an outer walk has validated and taken apart).
+    explicit Cursor(std::string_view text, int depth_max = json_depth_max, int depth = 0) noexcept
+        : text_(text), depth_(depth), depth_max_(depth_max) {}
 
     [[nodiscard]] bool is_ok() const noexcept { return is_ok_; }
+    /// Where the walk is: text()[offset()] is the next byte to read (or whitespace before it).
+    [[nodiscard]] std::size_t offset() const noexcept { return pos_; }
+    [[nodiscard]] std::string_view text() const noexcept { return text_; }
     /// The next non-whitespace byte, or '\0' at the end (or after a failure).
     [[nodiscard]] char peek() noexcept {
         // Compact answers rarely have whitespace between tokens: the next byte is already a token
@@ -117,7 +127,7 @@ public:
             return fail();
         }
         const std::size_t end = find_plain_string_end(pos_ + 1);
-        if (end != std::string_view::npos) {
+        if (end != std::string_view::npos) [[likely]] {
             key = std::string_view{text_.data() + pos_ + 1, end - pos_ - 1};
             pos_ = end + 1;
         } else if (!read_key(key)) {
@@ -161,7 +171,7 @@ public:
             ++at;
         }
         if (member.empty() || text_.size() - at < member.size() ||
-            !is_equal_bytes(text_.data() + at, member.data(), member.size()) || !is_ok_) {
+            !detail::is_equal_bytes(text_.data() + at, member.data(), member.size()) || !is_ok_) {
             return false;
         }
         pos_ = at + member.size();
@@ -220,7 +230,7 @@ public:
         if (!read_value(raw)) {
             return false;
         }
-        value = json::raw_to_bool(raw);
+        value = raw_to_bool(raw);
         return true;
     }
 
@@ -254,7 +264,7 @@ public:
         if (!read_value(raw)) {
             return false;
         }
-        value = json::raw_to_integer(raw);
+        value = raw_to_integer(raw);
         return true;
     }
 
@@ -265,8 +275,8 @@ public:
             return fail();
         }
         const std::size_t start = pos_;
-        // Its members one level deeper than the object: within the scanner's depth limit.
-        if (next == '{' && depth_ + 2 <= json::json_depth_max) {
+        // A flat object holds no array or object: one level deeper than here.
+        if (next == '{' && depth_ < depth_max_) {
             const std::size_t end = find_flat_object_end(start);
             if (end != std::string_view::npos) {
                 raw = text_.substr(start, end - start);
@@ -274,11 +284,26 @@ public:
                 return true;
             }
         }
-        if (!json::scan::skip_value(text_, pos_, depth_ + 1)) {
+        if (!scan::skip_value(text_, pos_, depth_ + 1, depth_max_)) {
             return fail();
         }
         raw = text_.substr(start, pos_ - start);
         return true;
+    }
+    /// read_value() that also tells whether the value is a plain string: only printable ASCII,
+    /// no escape, so its text is `raw` without the quotes (nothing to decode).
+    bool read_raw(std::string_view& raw, bool& is_plain_string) noexcept {
+        if (peek() == '"') {
+            const std::size_t end = find_plain_string_end(pos_ + 1);
+            if (end != std::string_view::npos) {
+                raw = text_.substr(pos_, end + 1 - pos_);
+                pos_ = end + 1;
+                is_plain_string = true;
+                return true;
+            }
+        }
+        is_plain_string = false;
+        return read_value(raw);
     }
     /// Consumes one value whatever it is.
     bool skip_value() noexcept {
@@ -298,54 +323,9 @@ private:
     /// anything else (an escape, a control byte, UTF-8, no closing quote) returns npos for the
     /// full scanner.
     [[nodiscard]] std::size_t find_plain_string_end(std::size_t from) const noexcept {
-        const char* data = text_.data();
-        const std::size_t size = text_.size();
-        std::size_t i = from;
-#if defined(__SSE2__)
-        // Sixteen bytes at a time: the first byte that is a quote, a backslash, a control byte
-        // or non-ASCII (signed compare: 0x80-0xff are negative, so below 0x20 too) decides.
-        const __m128i quote = _mm_set1_epi8('"');
-        const __m128i backslash = _mm_set1_epi8('\\');
-        const __m128i space = _mm_set1_epi8(0x20);
-        for (; i + 16 <= size; i += 16) {
-            const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
-            const __m128i special = _mm_or_si128(
-                _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
-                _mm_cmplt_epi8(chunk, space));
-            const auto mask = static_cast<unsigned>(_mm_movemask_epi8(special));
-            if (mask != 0) {
-                const std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(mask));
-                return data[at] == '"' ? at : std::string_view::npos;
-            }
-        }
-#else
-        // Eight bytes at a time while none of them can end the fast path: a word holding a
-        // special byte goes to the byte loop below, which finds the first one exactly.
-        constexpr std::uint64_t ones = 0x0101'0101'0101'0101ULL;
-        constexpr std::uint64_t highs = 0x8080'8080'8080'8080ULL;
-        for (; i + sizeof(std::uint64_t) <= size; i += sizeof(std::uint64_t)) {
-            std::uint64_t word = 0;
-            std::memcpy(&word, data + i, sizeof word);
-            const std::uint64_t quote = word ^ (ones * '"');
-            const std::uint64_t backslash = word ^ (ones * '\\');
-            const std::uint64_t special = ((quote - ones) & ~quote) |
-                                          ((backslash - ones) & ~backslash) |
-                                          ((word - ones * 0x20) & ~word) | word;
-            if ((special & highs) != 0) {
-                break;
-            }
-        }
-#endif
-        for (; i < size; ++i) {
-            const auto c = static_cast<unsigned char>(data[i]);
-            if (c == '"') {
-                return i;
-            }
-            if (c == '\\' || c < 0x20 || c >= 0x80) {
-                return std::string_view::npos;
-            }
-        }
-        return std::string_view::npos;
+        const std::size_t end =
+            detail::find_plain_end<detail::Plain::ascii>(text_.data(), text_.size(), from);
+        return end < text_.size() && text_[end] == '"' ? end : std::string_view::npos;
     }
     /// The fast path of read_value() for payloads such as the bench's: when the object at `from`
     /// (a '{') is compact (no whitespace) and holds only plain strings (as above) and short
@@ -376,15 +356,15 @@ private:
                 }
                 i = end + 1;
             } else if (is_digit(data[i])) {
-                // The scanner's integer rule: "0" alone, or up to 18 digits not starting with 0;
-                // then the separator must follow.
+                // The scanner's integer rule: "0" alone, or digits not starting with 0 (up to
+                // 300, which always fit a double); then the separator must follow.
                 const std::size_t start = i++;
                 if (data[start] != '0') {
-                    while (i < size && i - start < 18 && is_digit(data[i])) {
+                    while (i < size && i - start < 300 && is_digit(data[i])) {
                         ++i;
                     }
                 }
-                // A fraction, an exponent or a digit past the 18th is no separator: below.
+                // A fraction, an exponent or a digit past the 300th is no separator: below.
             } else {
                 return none;
             }
@@ -408,7 +388,7 @@ private:
                std::memcmp(text_.data() + pos_, literal, N - 1) == 0;
     }
     [[gnu::noinline]] char peek_after_whitespace() noexcept {
-        json::scan::skip_whitespace(text_, pos_);
+        scan::skip_whitespace(text_, pos_);
         return is_ok_ && pos_ < text_.size() ? text_[pos_] : '\0';
     }
     [[gnu::noinline]] bool read_text_slowly(std::string& out) {
@@ -428,7 +408,7 @@ private:
         if (body.find('\\') == std::string_view::npos) {
             key = body;
         } else {
-            if (!json::decode_json_string(raw, key_buffer_)) {
+            if (!decode_json_string(raw, key_buffer_)) {
                 return fail();
             }
             key = key_buffer_;
@@ -441,7 +421,7 @@ private:
         }
         ++pos_;
         ++depth_;
-        if (depth_ >= json::json_depth_max) {
+        if (depth_ > depth_max_) {
             return fail();
         }
         return true;
@@ -469,8 +449,9 @@ private:
     std::string_view text_;
     std::size_t pos_ = 0;
     int depth_ = 0;
+    int depth_max_ = json_depth_max;
     bool is_ok_ = true;
     std::string key_buffer_;
 };
 
-}  // namespace queen::client::detail
+}  // namespace queen::json

@@ -1,0 +1,259 @@
+// api/tests/reference_parse.hpp — the reference the one reader of the hot bodies is checked
+// against (api tests, the api_parse fuzzer, tools/json_read_bench): push, ack, ack batch and
+// transaction read as the api read them before parse_fast.cpp did it alone, through an nlohmann
+// DOM (parse_body) with the same checks and words. Test code only: the api has no DOM path for
+// these bodies any more. One known difference: the payload limit applies here to nlohmann's
+// re-serialized text (numbers and escapes rewritten), there to the client's text.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "json.hpp"
+#include "parse.hpp"
+
+namespace queen::api::reference {
+
+using detail::ParsedPush;
+
+inline Error bad(std::string message) {
+    return Error{Errc::invalid_argument, std::move(message)};
+}
+
+/// True when `error` is the payload limit, the one check whose numbers may differ (see above).
+inline bool is_payload_limit(const Error& error) {
+    return error.context.starts_with("payload is ");
+}
+
+inline Result<queues::PushItem> push_item(const nlohmann::json& item, const ApiOptions& options,
+                                          RandomSource& random, std::int64_t now_ms,
+                                          const nlohmann::json& default_payload,
+                                          std::string_view payload_key, bool& has_client_id) {
+    using namespace detail;
+    if (!item.is_object()) {
+        return bad("Each item must be an object");
+    }
+    queues::PushItem out;
+    const auto queue = item.find("queue");
+    if (queue == item.end() || !queue->is_string()) {
+        return bad("Queue must be a string");
+    }
+    out.queue = queue->get<std::string>();
+    QUEEN_TRY(check_name(out.queue, "Queue name", options));
+    QUEEN_TRY(auto partition, string_field(item, "partition", "Partition must be a string"));
+    if (partition.has_value()) {
+        out.partition = std::move(*partition);
+        QUEEN_TRY(check_name(out.partition, "Partition name", options));
+    }
+    QUEEN_TRY(auto transaction_id,
+              string_field(item, "transactionId", "TransactionId must be a string"));
+    has_client_id = transaction_id.has_value() && !transaction_id->empty();
+    if (has_client_id) {
+        out.transaction_id = std::move(*transaction_id);
+        QUEEN_TRY(check_name(out.transaction_id, "TransactionId", options));
+    } else {
+        out.transaction_id = time_uuid(random, now_ms);
+    }
+    QUEEN_TRY(auto trace_id, string_field(item, "traceId", "TraceId must be a string"));
+    if (trace_id.has_value() && !trace_id->empty()) {
+        if (!is_uuid_text(*trace_id)) {
+            return bad("TraceId must be a UUID");
+        }
+        out.trace_id = std::move(*trace_id);
+    }
+    const auto payload = item.find(payload_key);
+    const std::string text = dump_json(payload == item.end() ? default_payload : *payload);
+    if (text.size() > options.payload_bytes_max) {
+        return bad("payload is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                   std::to_string(options.payload_bytes_max));
+    }
+    out.payload.assign(text.begin(), text.end());
+    return out;
+}
+
+inline Result<queues::AckItem> ack_item(const nlohmann::json& item, const ApiOptions& options,
+                                        std::string_view missing_transaction,
+                                        std::string_view missing_partition) {
+    using namespace detail;
+    if (!item.is_object()) {
+        return bad("Each acknowledgment must be an object");
+    }
+    queues::AckItem out;
+    const auto transaction_id = item.find("transactionId");
+    if (transaction_id == item.end() || !transaction_id->is_string() ||
+        transaction_id->get_ref<const std::string&>().empty()) {
+        return bad(std::string(missing_transaction));
+    }
+    out.transaction_id = transaction_id->get<std::string>();
+    QUEEN_TRY(check_name(out.transaction_id, "transactionId", options));
+    const auto partition_id = item.find("partitionId");
+    if (partition_id == item.end() || !partition_id->is_string() ||
+        partition_id->get_ref<const std::string&>().empty()) {
+        return bad(std::string(missing_partition));
+    }
+    QUEEN_TRY(out.partition, parse_client_partition_id(partition_id->get_ref<const std::string&>(),
+                                                       "partitionId"));
+    QUEEN_TRY(auto status, string_field(item, "status", "status must be a string"));
+    out.status = status.has_value() ? parse_ack_status(*status) : queues::AckStatus::completed;
+    const auto error = item.find("error");
+    if (error != item.end() && !error->is_null()) {
+        if (!error->is_string()) {
+            return bad("error must be a string or null");
+        }
+        out.has_error = true;
+        out.error = error->get<std::string>();
+        if (out.error.size() > options.payload_bytes_max) {
+            return bad("error is longer than " + std::to_string(options.payload_bytes_max) +
+                       " bytes");
+        }
+    }
+    QUEEN_TRY(auto lease, string_field(item, "leaseId", "leaseId must be a string"));
+    out.lease = lease.has_value() ? queues::parse_lease_id(*lease) : queues::LeaseId{0};
+    QUEEN_TRY(out.group, parse_group(item, "consumerGroup", options));
+    return out;
+}
+
+inline Result<ParsedPush> parse_push(std::string_view text, const ApiOptions& options,
+                                     RandomSource& random, std::int64_t now_ms) {
+    QUEEN_TRY(auto body, detail::parse_body(text, options.json_depth_max));
+    if (!body.is_object()) {
+        return bad("items array is required");
+    }
+    const auto items = body.find("items");
+    if (items == body.end() || !items->is_array()) {
+        return bad("items array is required");
+    }
+    if (items->size() > options.push_items_max) {
+        return bad("items has " + std::to_string(items->size()) +
+                   " entries, more than the limit of " + std::to_string(options.push_items_max));
+    }
+    ParsedPush out;
+    const nlohmann::json null_payload;
+    for (const nlohmann::json& item : *items) {
+        bool has_client_id = false;
+        QUEEN_TRY(auto parsed,
+                  push_item(item, options, random, now_ms, null_payload, "payload", has_client_id));
+        out.push.items.push_back(std::move(parsed));
+        out.has_client_transaction_id.push_back(has_client_id);
+    }
+    return out;
+}
+
+inline Result<queues::Ack> parse_ack(std::string_view text, const ApiOptions& options) {
+    QUEEN_TRY(auto body, detail::parse_body(text, options.json_depth_max));
+    if (!body.is_object()) {
+        return bad("transactionId is required");
+    }
+    QUEEN_TRY(auto item, ack_item(body, options, "transactionId is required",
+                                  "partitionId is required to ensure message uniqueness"));
+    queues::Ack out;
+    out.items.push_back(std::move(item));
+    return out;
+}
+
+inline Result<queues::Ack> parse_ack_batch(std::string_view text, const ApiOptions& options) {
+    QUEEN_TRY(auto body, detail::parse_body(text, options.json_depth_max));
+    if (!body.is_object()) {
+        return bad("acknowledgments array is required");
+    }
+    const auto list = body.find("acknowledgments");
+    if (list == body.end() || !list->is_array()) {
+        return bad("acknowledgments array is required");
+    }
+    if (list->size() > options.ack_items_max) {
+        return bad("acknowledgments has " + std::to_string(list->size()) +
+                   " entries, more than the limit of " + std::to_string(options.ack_items_max));
+    }
+    QUEEN_TRY(auto top_group,
+              detail::string_field(body, "consumerGroup", "consumerGroup must be a string"));
+    const bool has_top_group = top_group.has_value() && !top_group->empty();
+    if (has_top_group) {
+        QUEEN_TRY(detail::check_name(*top_group, "consumerGroup", options));
+    }
+    queues::Ack out;
+    for (const nlohmann::json& entry : *list) {
+        QUEEN_TRY(
+            auto item,
+            ack_item(entry, options, "Each acknowledgment must have a valid transactionId string",
+                     "Each acknowledgment must have a valid partitionId string to ensure "
+                     "message uniqueness"));
+        if (has_top_group) {
+            item.group = *top_group;
+        }
+        out.items.push_back(std::move(item));
+    }
+    return out;
+}
+
+inline Result<queues::Transaction> parse_transaction(std::string_view text,
+                                                     const ApiOptions& options,
+                                                     RandomSource& random, std::int64_t now_ms) {
+    QUEEN_TRY(auto body, detail::parse_body(text, options.json_depth_max));
+    if (!body.is_object()) {
+        return bad("operations array required");
+    }
+    const auto operations = body.find("operations");
+    if (operations == body.end() || !operations->is_array()) {
+        return bad("operations array required");
+    }
+    if (operations->empty()) {
+        return bad("operations array cannot be empty");
+    }
+    const auto too_many = [&options] {
+        return bad("transaction has more than " +
+                   std::to_string(options.transaction_operations_max) + " operations");
+    };
+    queues::Transaction out;
+    const nlohmann::json empty_object = nlohmann::json::object();
+    for (const nlohmann::json& operation : *operations) {
+        if (!operation.is_object()) {
+            return bad("Each operation must be an object");
+        }
+        const auto type = operation.find("type");
+        const std::string type_name =
+            type != operation.end() && type->is_string() ? type->get<std::string>() : "";
+        if (type_name == "push") {
+            const auto items = operation.find("items");
+            if (items != operation.end() && !items->is_null()) {
+                if (!items->is_array()) {
+                    return bad("push operation items must be an array");
+                }
+                for (const nlohmann::json& item : *items) {
+                    if (out.ops.size() == options.transaction_operations_max) {
+                        return too_many();
+                    }
+                    bool has_client_id = false;
+                    queues::TransactionOp op;
+                    op.kind = queues::TransactionOp::Kind::push;
+                    QUEEN_TRY(op.push, push_item(item, options, random, now_ms, empty_object,
+                                                 "payload", has_client_id));
+                    out.ops.push_back(std::move(op));
+                }
+            } else {
+                const bool has_payload = operation.contains("payload");
+                bool has_client_id = false;
+                queues::TransactionOp op;
+                op.kind = queues::TransactionOp::Kind::push;
+                QUEEN_TRY(op.push, push_item(operation, options, random, now_ms, empty_object,
+                                             has_payload ? "payload" : "data", has_client_id));
+                out.ops.push_back(std::move(op));
+            }
+        } else if (type_name == "ack") {
+            queues::TransactionOp op;
+            op.kind = queues::TransactionOp::Kind::ack;
+            QUEEN_TRY(op.ack, ack_item(operation, options, "ack operation needs a transactionId",
+                                       "ack operation needs a partitionId"));
+            out.ops.push_back(std::move(op));
+        } else {
+            return bad("Unknown operation type: " + type_name);
+        }
+        if (out.ops.size() > options.transaction_operations_max) {
+            return too_many();
+        }
+    }
+    return out;
+}
+
+}  // namespace queen::api::reference
