@@ -7,12 +7,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
-constexpr auto relaxed = std::memory_order_relaxed;
-
 // Parses the body or answers; returns nullopt when it answered.
 std::optional<nlohmann::json> body_or_reply(Context& context, const Request& request,
                                             const Responder& responder, const std::string& tenant) {

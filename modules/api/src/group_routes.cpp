@@ -11,12 +11,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
-constexpr auto relaxed = std::memory_order_relaxed;
-
 const char* group_state(std::uint64_t partitions_with_lag, std::int64_t max_time_lag_s,
                         std::int64_t since_last_consumed_s) {
     if (partitions_with_lag == 0) {

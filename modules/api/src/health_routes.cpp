@@ -9,12 +9,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
-constexpr auto relaxed = std::memory_order_relaxed;
-
 void write_tenants(JsonWriter& out, const NodeStatus& status) {
     out.key("tenants").begin_array();
     for (const TenantHealth& tenant : status.tenants) {

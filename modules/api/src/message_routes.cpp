@@ -11,10 +11,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
 Result<Response> list_messages(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const Page page, page_of(context, request, 200));
     const std::string queue(request.query_value("queue").value_or(""));

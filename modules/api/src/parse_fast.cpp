@@ -161,30 +161,6 @@ bool string_of(const Field& field, bool& has, std::string_view& text, std::strin
     return true;
 }
 
-/// True when `raw` has no byte <= 0x20. Valid JSON without such a byte has no
-/// whitespace between its tokens, so it is already compact (a space inside a
-/// string also says no: that payload goes through copy_compact, which keeps
-/// it).
-bool has_no_space(std::string_view raw) noexcept {
-    constexpr std::uint64_t ones = 0x0101010101010101ULL;
-    constexpr std::uint64_t highs = 0x8080808080808080ULL;
-    const char* const data = raw.data();
-    std::size_t i = 0;
-    for (; i + 8 <= raw.size(); i += 8) {
-        std::uint64_t word = 0;
-        std::memcpy(&word, data + i, sizeof word);
-        if (((word - ones * 0x21) & ~word & highs) != 0) {  // some byte < 0x21
-            return false;
-        }
-    }
-    for (; i < raw.size(); ++i) {
-        if (static_cast<unsigned char>(data[i]) <= 0x20) {
-            return false;
-        }
-    }
-    return true;
-}
-
 Error payload_too_large(std::size_t size, const ApiOptions& options) {
     return bad("payload is " + std::to_string(size) + " bytes, more than the limit of " +
                std::to_string(options.payload_bytes_max));
@@ -192,7 +168,7 @@ Error payload_too_large(std::size_t size, const ApiOptions& options) {
 
 /// The payload as stored: its text without the whitespace between tokens, bounded.
 Status set_payload(std::string_view payload, const ApiOptions& options, Bytes& out) {
-    if (has_no_space(payload)) {
+    if (json::scan::has_no_space(payload)) {
         // The usual payload (what clients serialize compactly): one copy, nothing to squeeze.
         if (payload.size() > options.payload_bytes_max) {
             return payload_too_large(payload.size(), options);

@@ -9,12 +9,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
-constexpr auto relaxed = std::memory_order_relaxed;
-
 /// One pop request from arrival to answer. The mutex guards the phase; backend calls are made
 /// outside it because they may call back synchronously.
 ///

@@ -12,10 +12,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
 Result<Response> list_resource_queues(Context& context, const std::string& tenant, Request&) {
     QUEEN_TRY(auto list, read_queues(context, tenant));
     JsonWriter out;

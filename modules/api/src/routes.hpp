@@ -1,12 +1,21 @@
 // api/src/routes.hpp — the route groups register_routes() composes; each file owns one group.
 #pragma once
 
+#include <atomic>
 #include <functional>
 
 #include "context.hpp"
 #include "queen/http/router.hpp"
 
 namespace queen::api::detail {
+
+// The HTTP types every route file speaks in.
+using http::Request;
+using http::Responder;
+using http::Response;
+
+/// The order of the route files' counters and gauges: each is a lone value.
+inline constexpr auto relaxed = std::memory_order_relaxed;
 
 using ApiHandler = std::function<void(Context& context, const ContextPtr& shared,
                                       http::Request& request, http::Responder responder)>;
@@ -22,15 +31,15 @@ using ApiHandler = std::function<void(Context& context, const ContextPtr& shared
 void register_data_routes(http::Router& router, const ContextPtr& context);
 /// The two pop routes with long polling.
 void register_pop_routes(http::Router& router, const ContextPtr& context);
-/// Spec 7.1: resources (queues, namespaces, tasks, overview, queue delete).
+/// Resources (queues, namespaces, tasks, overview, queue delete).
 void register_resource_routes(http::Router& router, const ContextPtr& context);
-/// Spec 7.2 and 7.3: messages, dlq, traces (GET).
+/// Messages, dlq, traces (GET).
 void register_message_routes(http::Router& router, const ContextPtr& context);
-/// Spec 7.4: status and analytics.
+/// Status and analytics.
 void register_status_routes(http::Router& router, const ContextPtr& context);
-/// Spec 7.5: consumer groups (listing, delete, subscription, seek).
+/// Consumer groups (listing, delete, subscription, seek).
 void register_group_routes(http::Router& router, const ContextPtr& context);
-/// Spec 7.6: system (maintenance modes, shared state).
+/// System (maintenance modes, shared state).
 void register_system_routes(http::Router& router, const ContextPtr& context);
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);

@@ -11,11 +11,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Response;
-
-constexpr auto relaxed = std::memory_order_relaxed;
-
 Result<Response> status_queues(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const Page page, page_of(context, request, 100));
     const std::string ns(request.query_value("namespace").value_or(""));

@@ -6,10 +6,6 @@
 namespace queen::api::detail {
 namespace {
 
-using http::Request;
-using http::Responder;
-using http::Response;
-
 Result<Response> get_maintenance(Context& context, const std::string& tenant, Request&,
                                  bool is_pop) {
     QUEEN_TRY(auto state,

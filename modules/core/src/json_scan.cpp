@@ -275,6 +275,22 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth, int depth_ma
     }
 }
 
+bool has_no_space(std::string_view text) noexcept {
+    const char* const data = text.data();
+    std::size_t i = 0;
+    for (; i + 8 <= text.size(); i += 8) {
+        if (has_less(load8(data + i), 0x21) != 0) {
+            return false;
+        }
+    }
+    for (; i < text.size(); ++i) {
+        if (static_cast<unsigned char>(data[i]) <= 0x20) {
+            return false;
+        }
+    }
+    return true;
+}
+
 std::size_t copy_compact(std::string_view raw, char* out) noexcept {
     char* const begin = out;
     const char* const data = raw.data();

@@ -230,6 +230,13 @@ TEST_CASE("json: copy_compact removes only the whitespace between tokens", "[cor
         std::string again(compact.size(), '\0');
         again.resize(queen::json::scan::copy_compact(compact, again.data()));
         CHECK(again == compact);
+        // has_no_space says yes only where copy_compact has nothing to remove.
+        const bool has_space = std::any_of(
+            text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20; });
+        CHECK(queen::json::scan::has_no_space(text) == !has_space);
+        if (queen::json::scan::has_no_space(text)) {
+            CHECK(compact == text);
+        }
         // A pretty-printed DOM compacts to exactly its compact dump.
         const std::string pretty = json::parse(text).dump(2);
         std::string from_pretty(pretty.size(), '\0');

@@ -197,6 +197,9 @@ bool skip_value(std::string_view text, std::size_t& pos, int depth,
 /// contents are kept byte for byte) and returns the bytes written. `out` has room for
 /// raw.size() bytes; `raw` is valid JSON (e.g. checked by skip_value).
 std::size_t copy_compact(std::string_view raw, char* out) noexcept;
+/// True when `text` has no byte <= 0x20. Valid JSON without one has no whitespace between its
+/// tokens, so copy_compact would copy it as it is (a space inside a string also says no).
+[[nodiscard]] bool has_no_space(std::string_view text) noexcept;
 /// Appends `text` as a JSON string literal: quotes, the two-character escapes, \u00XX for other
 /// control characters; other bytes (UTF-8 included) are copied as they are.
 void append_quoted(std::string& out, std::string_view text);
