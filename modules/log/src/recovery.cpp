@@ -33,7 +33,8 @@ Result<bool> holds_valid_record(FileSystem& file_system, const std::filesystem::
 }  // namespace
 
 Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const Options& options,
-                                       Environment environment, RecoveryReport* report) {
+                                       Environment environment, RecoveryReport* report,
+                                       LogIndex keep_through) {
     QUEEN_TRY(options.validate());
     QUEEN_ASSERT(environment.file_system != nullptr && environment.clock != nullptr &&
                      environment.logger != nullptr,
@@ -67,6 +68,12 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
     }
     std::sort(found.begin(), found.end());
 
+    // Recovery decides before it changes anything: the scan below only reads and plans the cut
+    // (a torn tail to truncate, later segments to remove); the plan is checked against
+    // `keep_through` and only then carried out.
+    std::optional<std::size_t> remove_from;  // found[*remove_from..] are removed
+    std::shared_ptr<detail::Segment> cut_segment;
+    std::string torn_header_detail;  // the removed last segment's, when its header was torn
     bool directory_changed = false;
     auto remove_segments_from = [&](std::size_t first) -> Status {
         // Newest first, so a crash part-way leaves a prefix of the segments.
@@ -103,10 +110,9 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
                     .has_value();
             if (is_last && !later_records && (previous != nullptr || found[k].first.value() == 1)) {
                 // A crash while the segment was being created: its header never reached disk.
-                QUEEN_LOG(*environment.logger, Level::warn, "log.torn_segment_removed",
-                          "path=" << path.string() << " detail=\"" << scan.detail << "\"");
+                torn_header_detail = path.string() + ": " + scan.detail;
                 segment->file.reset();
-                QUEEN_TRY(remove_segments_from(k));
+                remove_from = k;
                 break;
             }
             return Error{Errc::corruption, path.string() + ": " + scan.detail};
@@ -163,20 +169,49 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
             rep.truncation_reason = scan.stop;
             rep.truncation_detail = scan.detail;
             rep.valid_record_after_cut = valid_after;
-            QUEEN_LOG(*environment.logger, Level::warn, "log.torn_tail_truncated",
-                      "path=" << path.string() << " offset=" << scan.valid_bytes << " bytes_cut="
-                              << rep.bytes_cut << " reason=" << stop_reason_name(scan.stop)
-                              << " valid_after=" << valid_after);
-            QUEEN_TRY(segment->file->truncate(scan.valid_bytes));
-            QUEEN_TRY(segment->file->sync_data());
             segment->file_bytes = scan.valid_bytes;
+            cut_segment = segment;
             impl->segments.push_back(std::move(segment));
-            QUEEN_TRY(remove_segments_from(k + 1));
+            remove_from = k + 1;
             break;
         }
         // A zero-filled tail (scan.zero_tail_bytes) stays: the writer appends over it.
         segment->file_bytes = bytes.size();
         impl->segments.push_back(std::move(segment));
+    }
+
+    const LogIndex kept_last =
+        impl->segments.empty() ? LogIndex{0} : impl->segments.back()->last_index;
+    if ((cut_segment != nullptr || remove_from) && kept_last < keep_through) {
+        // The damage reaches entries the caller knows were acknowledged: a flipped or lost
+        // write after a clean fdatasync, not a torn one. Nothing was changed.
+        return Error{
+            Errc::corruption,
+            dir.string() + ": recovery would keep entries up to " +
+                std::to_string(kept_last.value()) + " only, but entries up to " +
+                std::to_string(keep_through.value()) + " were acknowledged (" +
+                (cut_segment != nullptr ? cut_segment->path.string() + " offset " +
+                                              std::to_string(rep.truncated_at_offset) + ": " +
+                                              std::string(stop_reason_name(rep.truncation_reason)) +
+                                              ", " + rep.truncation_detail
+                                        : torn_header_detail) +
+                "): damage to synced data, not a torn write; no file was changed"};
+    }
+    if (cut_segment != nullptr) {
+        QUEEN_LOG(*environment.logger, Level::warn, "log.torn_tail_truncated",
+                  "path=" << cut_segment->path.string() << " offset=" << rep.truncated_at_offset
+                          << " bytes_cut=" << rep.bytes_cut
+                          << " reason=" << stop_reason_name(rep.truncation_reason)
+                          << " valid_after=" << rep.valid_record_after_cut);
+        QUEEN_TRY(cut_segment->file->truncate(rep.truncated_at_offset));
+        QUEEN_TRY(cut_segment->file->sync_data());
+    }
+    if (!torn_header_detail.empty()) {
+        QUEEN_LOG(*environment.logger, Level::warn, "log.torn_segment_removed",
+                  "detail=\"" << torn_header_detail << "\"");
+    }
+    if (remove_from) {
+        QUEEN_TRY(remove_segments_from(*remove_from));
     }
 
     if (impl->segments.empty()) {

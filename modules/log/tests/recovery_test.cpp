@@ -1,6 +1,7 @@
 // modules/log/tests/recovery_test.cpp — Log::open after torn writes (garbage, short and zeroed
 // tails, torn segment headers) and after damage that must be reported as corruption.
 #include <fstream>
+#include <map>
 
 #include "queen/core/rng.hpp"
 #include "queen/log/log.hpp"
@@ -174,6 +175,69 @@ TEST_CASE("log: damage in the last segment with valid records after it is cut an
     CHECK(report.truncated_at_offset == offsets[1]);
     CHECK(report.valid_record_after_cut);
     CHECK((*log)->last_index() == LogIndex{100 - offsets.size() + 1});
+}
+
+/// Every file of `dir` with its bytes.
+std::map<std::filesystem::path, Bytes> snapshot_files(const std::filesystem::path& dir) {
+    std::map<std::filesystem::path, Bytes> files;
+    for (const auto& path : segment_files(dir)) {
+        files.emplace(path, read_file(path));
+    }
+    return files;
+}
+
+TEST_CASE("log: recovery changes no file when its cut would drop an acknowledged entry",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);
+    const auto last_file = segment_files(dir.path()).back();
+    Bytes bytes = read_file(last_file);
+    const auto offsets = record_offsets(bytes);
+    REQUIRE(offsets.size() >= 2);
+    const std::uint64_t damaged = 100 - offsets.size() + 2;  // the second record of the segment
+    // One bit flipped in a synced record: to the scan it looks like a torn tail.
+    bytes[offsets[1] + record_header_size] ^= 0x04;
+    write_file(last_file, bytes);
+    const auto before = snapshot_files(dir.path());
+
+    SECTION("the caller acknowledged the damaged entry: refused, nothing changed") {
+        for (const std::uint64_t keep : {damaged, std::uint64_t{100}}) {
+            INFO("keep_through=" << keep);
+            auto log = Log::open(dir.path(), small_segments(), {}, nullptr, LogIndex{keep});
+            REQUIRE_FALSE(log);
+            CHECK(log.error().is(Errc::corruption));
+            CHECK_THAT(log.error().context,
+                       Catch::Contains("no file was changed") &&
+                           Catch::Contains("entries up to " + std::to_string(keep)) &&
+                           Catch::Contains(last_file.string()));
+            CHECK(snapshot_files(dir.path()) == before);
+        }
+    }
+    SECTION("everything acknowledged lies before the damage: the tail is cut as a torn write") {
+        RecoveryReport report;
+        auto log = Log::open(dir.path(), small_segments(), {}, &report, LogIndex{damaged - 1});
+        REQUIRE(log);
+        CHECK(report.tail_truncated);
+        CHECK(report.truncated_at_offset == offsets[1]);
+        check_records(**log, damaged - 1);
+    }
+}
+
+TEST_CASE("log: a torn segment header is not removed when the caller acknowledged more",
+          "[log][recovery]") {
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 60);
+    const auto torn = dir.path() / segment_file_name(LogIndex{61});
+    write_file(torn, Bytes(segment_header_size, 0));
+    const auto before = snapshot_files(dir.path());
+    auto refused = Log::open(dir.path(), small_segments(), {}, nullptr, LogIndex{61});
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().is(Errc::corruption));
+    CHECK(snapshot_files(dir.path()) == before);
+    auto log = Log::open(dir.path(), small_segments(), {}, nullptr, LogIndex{60});
+    REQUIRE(log);
+    CHECK_FALSE(std::filesystem::exists(torn));
+    check_records(**log, 60);
 }
 
 TEST_CASE("log: a torn header of a just-created last segment removes that segment",

@@ -53,11 +53,18 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                                              const NodeConfig& config, Logger& logger,
                                              const Clock& clock, Waiters& waiters) {
     std::unique_ptr<Tenant> tenant(new Tenant(std::move(name), config, logger, clock, waiters));
+    // The state first: what it has applied was acknowledged, so the log's recovery may not cut
+    // it (a bit flipped in a synced record is refused, not taken for a torn write).
+    engine::Options engine_options;
+    engine_options.store = config.store;
+    QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", engine_options));
+    tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
     log::RecoveryReport report;
     log::Environment environment;
     environment.clock = &clock;
     environment.logger = &logger;
-    QUEEN_TRY(tenant->log_, log::Log::open(dir / "log", config.log, environment, &report));
+    QUEEN_TRY(tenant->log_, log::Log::open(dir / "log", config.log, environment, &report,
+                                           tenant->engine_->applied_index()));
     if (report.tail_truncated) {
         QUEEN_LOG(logger, Level::warn, "tenant.log_tail_truncated",
                   "tenant=" << tenant->name_ << " segment=" << report.truncated_segment.string()
@@ -66,10 +73,6 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                             << report.truncation_detail << "\"");
     }
     tenant->replicator_ = std::make_unique<LocalReplicator>(*tenant->log_);
-    engine::Options engine_options;
-    engine_options.store = config.store;
-    QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", engine_options));
-    tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
     tenant->log_dir_ = dir / "log";
     QUEEN_TRY(tenant->replay());
     tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });

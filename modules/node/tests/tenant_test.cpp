@@ -2,10 +2,13 @@
 // order, and survive a restart (replay from applied_index + 1).
 #include "tenant.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "entry.hpp"
@@ -342,5 +345,61 @@ TEST_CASE("node: a read waiting for the LMDB commit holds no thread and runs aft
     (*tenant)->when_readable([&](queen::Status status) { is_ready_inline = status.has_value(); });
     CHECK(is_ready_inline);
     REQUIRE((*tenant)->stop().has_value());
+    waiters.stop();
+}
+
+namespace {
+/// Every file under `dir` with its bytes.
+std::map<std::filesystem::path, std::string> files_under(const std::filesystem::path& dir) {
+    std::map<std::filesystem::path, std::string> files;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+        if (entry.is_regular_file()) {
+            std::ifstream in(entry.path(), std::ios::binary);
+            files.emplace(entry.path(), std::string(std::istreambuf_iterator<char>(in), {}));
+        }
+    }
+    return files;
+}
+}  // namespace
+
+TEST_CASE("node: a flipped bit in an applied log record stops the open and changes no file",
+          "[node][tenant]") {
+    queen::testing::TempDir dir;
+    queen::node::detail::Waiters waiters(queen::SystemClock::instance());
+    const auto config = small_config();
+    {
+        auto tenant = open_tenant(dir.path(), config, waiters);
+        REQUIRE(tenant.has_value());
+        for (int i = 0; i < 20; ++i) {
+            std::promise<void> done;
+            (*tenant)->submit(
+                push_command("p", std::to_string(i)),
+                [&](queen::Result<queen::engine::CommandResult>) { done.set_value(); });
+            done.get_future().get();
+        }
+        REQUIRE((*tenant)->stop().has_value());  // syncs LMDB: every entry is applied durably
+    }
+    // The newest record of the newest segment: acknowledged, applied, then one bit flips.
+    std::filesystem::path newest;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "log")) {
+        newest = std::max(newest, entry.path());
+    }
+    std::string bytes = files_under(dir.path() / "log").at(newest);
+    std::vector<std::uint64_t> offsets;
+    (void)queen::log::scan_segment(
+        queen::as_bytes(bytes), config.log.record_size_bytes_max,
+        [&](const queen::log::RecordView&, std::uint64_t offset) { offsets.push_back(offset); });
+    REQUIRE_FALSE(offsets.empty());
+    bytes[offsets.back() + queen::log::record_header_size] ^= 0x10;
+    {
+        std::ofstream out(newest, std::ios::binary | std::ios::trunc);
+        out << bytes;
+    }
+    const auto before = files_under(dir.path());
+    auto reopened = open_tenant(dir.path(), config, waiters);
+    REQUIRE_FALSE(reopened.has_value());
+    CHECK(reopened.error().is(queen::Errc::corruption));
+    CHECK_THAT(reopened.error().context, Catch::Contains("no file was changed"));
+    CHECK(files_under(dir.path()) == before);
     waiters.stop();
 }

@@ -112,14 +112,20 @@ public:
     /// Opens the log in `dir` (created if missing), recovering from a crash: scans every segment,
     /// stops at the first record whose length or CRC is wrong, truncates that torn tail and drops
     /// later segments that hold no valid record. `report` (optional) says what was cut.
+    /// Recovery decides before it changes a file: it reads every segment and plans the cut
+    /// first. `keep_through` is the highest index the caller knows was acknowledged (applied to
+    /// its state, or counted toward a raft commit): a cut that would drop it is damage to synced
+    /// data (a bit flipped after a clean fdatasync looks like a torn write), and open fails
+    /// without changing any file.
     /// Errors: Errc::invalid_argument (options), Errc::corruption (a bad record followed by valid
     /// records in a segment that is not the last, a bad segment header that is not a torn last
-    /// segment, a gap between segments, a file name that does not match its header),
-    /// Errc::io, Errc::disk_full.
+    /// segment, a gap between segments, a file name that does not match its header, a cut below
+    /// `keep_through`), Errc::io, Errc::disk_full.
     [[nodiscard]] static Result<std::unique_ptr<Log>> open(const std::filesystem::path& dir,
                                                            const Options& options,
                                                            Environment environment = {},
-                                                           RecoveryReport* report = nullptr);
+                                                           RecoveryReport* report = nullptr,
+                                                           LogIndex keep_through = LogIndex{0});
 
     /// Drains pending appends (writes and syncs them) and stops the writer thread.
     ~Log();
