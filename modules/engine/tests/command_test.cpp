@@ -332,8 +332,7 @@ TEST_CASE("engine: malformed commands are rejected with the reason", "[engine][c
 }
 
 TEST_CASE("engine: the fuzzer seed corpus decodes", "[engine][codec]") {
-    const auto corpus =
-        std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus_command";
+    const std::filesystem::path corpus = QUEEN_ENGINE_CORPUS_DIR;
     int decoded = 0;
     int legacy = 0;
     for (const auto& file : std::filesystem::directory_iterator(corpus)) {
