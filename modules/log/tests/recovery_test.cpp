@@ -83,6 +83,33 @@ void check_records(Log& log, std::uint64_t last) {
     }
 }
 
+/// Every file of `dir` with its bytes.
+std::map<std::filesystem::path, Bytes> snapshot_files(const std::filesystem::path& dir) {
+    std::map<std::filesystem::path, Bytes> files;
+    for (const auto& path : segment_files(dir)) {
+        files.emplace(path, read_file(path));
+    }
+    return files;
+}
+
+/// A log of records 1..100 in `dir` with one bit flipped in the payload of the second record of
+/// its last segment (`mask`): the segment and the offsets of its records.
+struct FlippedLog {
+    std::filesystem::path last_file;
+    std::vector<std::uint64_t> offsets;
+};
+FlippedLog write_log_with_flipped_bit(const std::filesystem::path& dir, Byte mask) {
+    write_log(dir, 100);
+    FlippedLog flipped;
+    flipped.last_file = segment_files(dir).back();
+    Bytes bytes = read_file(flipped.last_file);
+    flipped.offsets = record_offsets(bytes);
+    REQUIRE(flipped.offsets.size() >= 3);
+    bytes[flipped.offsets[1] + record_header_size] ^= mask;
+    write_file(flipped.last_file, bytes);
+    return flipped;
+}
+
 }  // namespace
 
 TEST_CASE("log: reopening after a torn write truncates to the last whole record",
@@ -160,13 +187,7 @@ TEST_CASE("log: reopening after a torn write truncates to the last whole record"
 TEST_CASE("log: damage in the last segment with valid records after it is cut and reported",
           "[log][recovery]") {
     queen::testing::TempDir dir;
-    write_log(dir.path(), 100);
-    const auto last_file = segment_files(dir.path()).back();
-    Bytes bytes = read_file(last_file);
-    const auto offsets = record_offsets(bytes);
-    REQUIRE(offsets.size() >= 3);
-    bytes[offsets[1] + record_header_size] ^= 0x40;  // payload of the second record
-    write_file(last_file, bytes);
+    const auto [last_file, offsets] = write_log_with_flipped_bit(dir.path(), 0x40);
     RecoveryReport report;
     auto log = Log::open(dir.path(), small_segments(), {}, &report);
     REQUIRE(log);
@@ -177,27 +198,12 @@ TEST_CASE("log: damage in the last segment with valid records after it is cut an
     CHECK((*log)->last_index() == LogIndex{100 - offsets.size() + 1});
 }
 
-/// Every file of `dir` with its bytes.
-std::map<std::filesystem::path, Bytes> snapshot_files(const std::filesystem::path& dir) {
-    std::map<std::filesystem::path, Bytes> files;
-    for (const auto& path : segment_files(dir)) {
-        files.emplace(path, read_file(path));
-    }
-    return files;
-}
-
 TEST_CASE("log: recovery changes no file when its cut would drop an acknowledged entry",
           "[log][recovery]") {
     queen::testing::TempDir dir;
-    write_log(dir.path(), 100);
-    const auto last_file = segment_files(dir.path()).back();
-    Bytes bytes = read_file(last_file);
-    const auto offsets = record_offsets(bytes);
-    REQUIRE(offsets.size() >= 2);
-    const std::uint64_t damaged = 100 - offsets.size() + 2;  // the second record of the segment
     // One bit flipped in a synced record: to the scan it looks like a torn tail.
-    bytes[offsets[1] + record_header_size] ^= 0x04;
-    write_file(last_file, bytes);
+    const auto [last_file, offsets] = write_log_with_flipped_bit(dir.path(), 0x04);
+    const std::uint64_t damaged = 100 - offsets.size() + 2;  // the second record of the segment
     const auto before = snapshot_files(dir.path());
 
     SECTION("the caller acknowledged the damaged entry: refused, nothing changed") {
