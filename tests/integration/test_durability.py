@@ -1,14 +1,19 @@
-"""tests/integration/test_durability.py — a SIGKILL loses nothing that was acknowledged.
+"""tests/integration/test_durability.py — a SIGKILL loses nothing that was acknowledged, and a bit
+flipped in an applied log record stops the start without changing a file.
 
 Many concurrent clients push (each to its own partitions, with its own increasing sequence
 numbers as transactionIds); the server is SIGKILLed at a random moment; after a restart every
 push answered `queued` must be there exactly once and in order per partition. Several seeds."""
+import glob
+import os
 import random
+import struct
+import subprocess
 import threading
 import time
 import unittest
 
-from harness import Server, seed_from_env
+from harness import QUEEN_BIN, Server, seed_from_env
 
 CLIENTS = 8
 PARTITIONS_PER_CLIENT = 2
@@ -84,3 +89,75 @@ class Durability(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+SEGMENT_HEADER_BYTES = 40
+RECORD_HEADER_BYTES = 28  # crc(4) payload_size(4) term(8) index(8) type(1) reserved(3)
+
+
+def record_offsets(segment):
+    """Offsets of the records of a segment file's bytes, up to the writer's zero-filled tail."""
+    offsets = []
+    at = SEGMENT_HEADER_BYTES
+    while at + RECORD_HEADER_BYTES <= len(segment):
+        crc, size = struct.unpack_from("<II", segment, at)
+        if crc == 0 and size == 0:
+            break
+        offsets.append(at)
+        at += RECORD_HEADER_BYTES + size
+    return offsets
+
+
+def files_under(directory):
+    """Every file's bytes but LMDB's lock file (a reader table every open rewrites, no data)."""
+    files = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if name == "lock.mdb":
+                continue
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                files[path] = f.read()
+    return files
+
+
+class StorageDamage(unittest.TestCase):
+    def test_a_bit_flipped_in_an_applied_log_record_stops_the_start_and_changes_no_file(self):
+        server = Server()
+        try:
+            server.start()
+            c = server.client()
+            r = c.push("damage", [{"n": i} for i in range(5)], partition="p")
+            self.assertEqual(r.status, 201, r)
+            c.close()
+            server.stop()  # a clean stop: LMDB holds every entry the log holds
+            newest = sorted(glob.glob(os.path.join(server.data_dir, "**", "*.seg"), recursive=True))[-1]
+            with open(newest, "rb") as f:
+                original = f.read()
+            offsets = record_offsets(original)
+            self.assertTrue(offsets, f"no record in {newest}")
+            damaged = bytearray(original)
+            damaged[offsets[-1] + RECORD_HEADER_BYTES] ^= 0x20  # the newest record's payload
+            with open(newest, "wb") as f:
+                f.write(damaged)
+            before = files_under(server.data_dir)
+            out = subprocess.run([QUEEN_BIN, "serve", "--data-dir", server.data_dir, "--set", "http.address=127.0.0.1",
+                                  "--set", "http.port=0"], capture_output=True, text=True, timeout=60)
+            output = out.stdout + out.stderr
+            self.assertNotEqual(out.returncode, 0, output)
+            self.assertIn("no file was changed", output)
+            self.assertIn(os.path.basename(newest), output)
+            after = files_under(server.data_dir)
+            changed = sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+            self.assertEqual(changed, [], "the refused start changed these files")
+            # The operator restores the segment (e.g. from a copy): everything is there again.
+            with open(newest, "wb") as f:
+                f.write(original)
+            server.start()
+            c = server.client()
+            r = c.pop("damage", partition="p", batch=10, wait=False)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual([m["data"]["n"] for m in r.json()["messages"]], list(range(5)))
+            c.close()
+        finally:
+            server.cleanup()
