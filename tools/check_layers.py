@@ -52,7 +52,7 @@ include_re = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 allowed_third_party = {
     "lmdb.h": lambda mod, rel: mod == "store" and rel.parts[0] in ("src", "tests"),
 }
-public_banned = ("asio", "asio.hpp", "nlohmann/", "toml++/", "lmdb.h", "CLI/")
+public_banned = ("asio", "asio.hpp", "nlohmann/", "toml++/", "lmdb.h", "CLI/", "openssl/")
 for name, info in modules.items():
     allowed = closure(name) | {name, "testing"}
     for path in sorted(info["dir"].rglob("*")):
