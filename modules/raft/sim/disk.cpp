@@ -68,6 +68,23 @@ void Disk::power_loss(Rng& rng) {
     pending.clear();
 }
 
+// Damage: a record of the synced log went bad, so recovery cuts the log there and everything
+// after it is gone, acknowledged entries included (those the state machine holds, up to the
+// snapshot, stay: the real node refuses to cut below what its state applied). The node
+// restarts recovering (RestoreState::is_recovering) and keeps the marker until it caught up.
+bool Disk::damage(Rng& rng, LogIndex applied) {
+    std::size_t kept_min = 0;  // the entries the state machine durably holds stay
+    while (kept_min < durable.entries.size() && durable.entries[kept_min].index <= applied) {
+        ++kept_min;
+    }
+    if (kept_min == durable.entries.size()) {
+        return false;
+    }
+    durable.entries.resize(kept_min + rng.below(durable.entries.size() - kept_min));
+    durable.is_recovering = true;
+    return true;
+}
+
 Bytes StateMachine::encode() const {
     Bytes out;
     ByteWriter w(out);

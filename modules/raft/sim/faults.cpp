@@ -1,5 +1,6 @@
 // modules/raft/sim/faults.cpp — the network model (loss, duplication, delay, partitions) and
 // the fault schedule: crashes and power loss, pauses, transfers, campaigns, membership, the heal.
+#include <algorithm>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -46,6 +47,22 @@ void Simulation::crash(SimNode& n, bool power_loss) {
         n.disk.power_loss(*n.rng);
     } else {
         n.disk.kill();
+    }
+    const bool is_other_recovering = std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& kv) {
+        return kv.first != n.id && kv.second.disk.durable.is_recovering;
+    });
+    if (!is_other_recovering && rng_.chance(damage_p_)) {
+        // What the state machine durably holds: its snapshot, or the bootstrap entries.
+        const LogIndex applied = n.disk.durable.snapshot.meta.index > LogIndex{0}
+                                     ? n.disk.durable.snapshot.meta.index
+                                     : n.initial_sm.applied;
+        if (n.disk.damage(*n.rng, applied)) {
+            damages_ += 1;
+            trace([&](std::ostream& o) {
+                o << "damage " << n.id << " log cut to " << n.disk.durable.entries.size()
+                  << " entries";
+            });
+        }
     }
     n.raw.reset();
     n.is_up = false;

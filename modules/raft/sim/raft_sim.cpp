@@ -21,12 +21,13 @@ struct Args {
     std::uint32_t nodes = 0;  // 0: alternate 3 and 5 by seed
     bool trace = false;
     bool expect_failure = false;
+    bool damage = false;
 };
 
 int usage(const char* why) {
     std::cerr << "raft_sim: " << why << "\n"
               << "usage: raft_sim [--budget-ms N] [--seed S | --seeds-from S|random] [--seeds N]\n"
-              << "                [--nodes 3|5] [--trace] [--expect-failure]\n"
+              << "                [--nodes 3|5] [--trace] [--expect-failure] [--damage]\n"
               << "  QUEEN_SIM_BUDGET_MS overrides --budget-ms; QUEEN_SEED sets --seed.\n";
     return 2;
 }
@@ -38,6 +39,8 @@ std::string mutation_name() {
     return "ack_before_majority";
 #elif defined(QUEEN_RAFT_MUTATION_FORGET_VOTE)
     return "forget_vote";
+#elif defined(QUEEN_RAFT_MUTATION_IGNORE_RECOVERY)
+    return "ignore_recovery";
 #else
     return "none";
 #endif
@@ -77,6 +80,8 @@ int main(int argc, char** argv) {
             args.trace = true;
         } else if (arg == "--expect-failure") {
             args.expect_failure = true;
+        } else if (arg == "--damage") {
+            args.damage = true;
         } else {
             return usage(("unknown argument " + arg).c_str());
         }
@@ -105,6 +110,8 @@ int main(int argc, char** argv) {
     std::uint64_t snapshots = 0;
     std::uint64_t conf_changes = 0;
     std::uint64_t transfers = 0;
+    std::uint64_t damages = 0;
+    std::uint64_t stalled = 0;
     // A random range starts above 2^32, disjoint from the fixed ranges CI starts at 1.
     const std::uint64_t first =
         args.seed.value_or(args.seeds_from.value_or((queen::random_seed() >> 20) | (1ULL << 32)));
@@ -118,6 +125,7 @@ int main(int argc, char** argv) {
         queen::raft::sim::SimConfig config;
         config.seed = first + k;
         config.nodes = args.nodes != 0 ? args.nodes : (config.seed % 2 == 0 ? 5 : 3);
+        config.is_damage = args.damage;
         if (args.trace) {
             config.trace = [](const std::string& line) { std::cout << line << "\n"; };
         }
@@ -132,6 +140,8 @@ int main(int argc, char** argv) {
         snapshots += result.snapshots_installed;
         conf_changes += result.conf_changes;
         transfers += result.transfers;
+        damages += result.damages;
+        stalled += result.is_stalled ? 1 : 0;
         if (args.seed) {
             std::cout << "seed=" << config.seed << " nodes=" << config.nodes
                       << " events=" << result.events << " committed=" << result.committed
@@ -160,8 +170,8 @@ int main(int argc, char** argv) {
               << " acked_writes=" << acked << " reads=" << reads << " leaders=" << leaders
               << " crashes=" << crashes << " snapshots=" << snapshots
               << " conf_changes=" << conf_changes << " timeout_now=" << transfers
-              << " elapsed_ms=" << ms << " events_per_s=" << events * 1000 / ms
-              << " seeds_per_min=" << seeds * 60000 / ms;
+              << " damages=" << damages << " stalled=" << stalled << " elapsed_ms=" << ms
+              << " events_per_s=" << events * 1000 / ms << " seeds_per_min=" << seeds * 60000 / ms;
     // CPU time too: on a shared machine wall time undercounts what one core can do.
     const auto cpu_ms = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(1000.0 * static_cast<double>(std::clock() - cpu_started) /

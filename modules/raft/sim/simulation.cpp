@@ -41,7 +41,11 @@ SimResult Simulation::run() {
         if (!healed) {
             heal_everything();
         }
-        check_final();
+        if (config_.is_damage && !is_converged()) {
+            result.is_stalled = true;  // see SimConfig::is_damage
+        } else {
+            check_final();
+        }
     } catch (const Failure& failure) {
         result.is_ok = false;
         result.failure = failure.what;
@@ -56,6 +60,7 @@ SimResult Simulation::run() {
     result.snapshots_installed = snapshots_installed_;
     result.conf_changes = conf_changes_;
     result.transfers = transfers_;
+    result.damages = damages_;
     return result;
 }
 
@@ -67,6 +72,7 @@ void Simulation::draw_swarm() {
     disk_latency_max_ = rng_.between(100, 15 * ms);
     fault_interval_ = rng_.between(50, 600) * ms;
     crash_after_vote_p_ = rng_.unit() * 0.4;
+    damage_p_ = config_.is_damage ? rng_.unit() * 0.5 : 0;
     compact_every_ = rng_.between(5, 60);
     chunk_bytes_ = rng_.between(16, 512);
     client_count_ = rng_.between(2, 5);
@@ -138,7 +144,8 @@ void Simulation::start(SimNode& n) {
     const DiskImage& image = n.disk.durable;
     n.sm = image.snapshot.meta.index > LogIndex{0} ? StateMachine::decode(image.snapshot.data)
                                                    : n.initial_sm;
-    RestoreState state{image.hard_state, image.snapshot, image.entries, n.sm.applied};
+    RestoreState state{image.hard_state, image.snapshot, image.entries, n.sm.applied,
+                       image.is_recovering};
     auto opened =
         RawNode::open(node_options(n.id), std::move(state), *n.rng, NullLogger::instance());
     if (!opened) {
@@ -350,6 +357,11 @@ void Simulation::apply(SimNode& n, const Entry& e) {
 void Simulation::after_event(SimNode& n) {
     if (n.is_up) {
         observe(n);
+        // The node caught up: its "log was damaged" marker goes (a durable write; late is safe).
+        if (n.disk.durable.is_recovering && !n.raw->status().is_recovering) {
+            n.disk.durable.is_recovering = false;
+            trace([&](std::ostream& o) { o << "recovered " << n.id; });
+        }
     }
     run_crash_plan();
 }

@@ -13,6 +13,11 @@ struct SimConfig {
     std::uint32_t nodes = 3;              ///< founding voters: 3 or 5
     std::uint64_t fault_phase_ms = 8000;  ///< simulated time with faults
     std::uint64_t heal_phase_ms = 12000;  ///< simulated time allowed to converge afterwards
+    /// Storage damage at some restarts (a synced log suffix lost; the node restarts recovering).
+    /// Safety is checked as always; convergence after the heal is reported (SimResult::
+    /// is_stalled), not required: a recovering node abstains, and where the others cannot
+    /// elect a leader without its vote the group waits (docs/raft.md, protocol-aware recovery).
+    bool is_damage = false;
     /// Receives one line per event when set (the replay trace).
     std::function<void(const std::string&)> trace;
 };
@@ -31,6 +36,8 @@ struct SimResult {
     std::uint64_t snapshots_installed = 0;  ///< InstallSnapshot completions on followers
     std::uint64_t conf_changes = 0;         ///< membership changes committed (ledger)
     std::uint64_t transfers = 0;            ///< timeout_now messages delivered
+    std::uint64_t damages = 0;              ///< restarts with a damaged log (is_damage)
+    bool is_stalled = false;  ///< is_damage: no convergence after the heal, safety intact
 };
 
 /// Runs one seed to completion. Deterministic: the same config gives the same result.

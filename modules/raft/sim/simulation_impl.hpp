@@ -63,6 +63,7 @@ struct DiskImage {
     HardState hard_state;
     Snapshot snapshot;
     std::vector<Entry> entries;  // after snapshot.meta.index, contiguous
+    bool is_recovering = false;  // the node's durable "log was damaged" marker
 };
 
 // One write that reached the page cache (hard state, snapshot, entries or a compaction).
@@ -80,6 +81,8 @@ struct Disk {
     void write(PendingWrite w) { pending.push_back(std::move(w)); }
     void sync();
     void power_loss(Rng& rng);  // see disk.cpp
+    // Storage damage found at restart: a synced suffix of the log is lost (see disk.cpp).
+    bool damage(Rng& rng, LogIndex applied);  // false when nothing could be cut
     // Process kill: the page cache survives.
     void kill() { sync(); }
 };
@@ -244,6 +247,8 @@ private:
     Micros disk_latency_max_ = 0;
     Micros fault_interval_ = 0;
     double crash_after_vote_p_ = 0;
+    double damage_p_ = 0;
+    std::uint64_t damages_ = 0;  // a crash also damages the log (one node recovering at a time)
     std::uint64_t compact_every_ = 0;
     std::uint64_t chunk_bytes_ = 0;
     std::uint64_t client_count_ = 0;

@@ -13,7 +13,11 @@ namespace {
 constexpr std::uint8_t flag_reject = 1u << 0;
 constexpr std::uint8_t flag_transfer = 1u << 1;
 constexpr std::uint8_t flag_last_chunk = 1u << 2;
-constexpr std::uint8_t flags_known = flag_reject | flag_transfer | flag_last_chunk;
+constexpr std::uint8_t flag_recovering = 1u << 3;
+constexpr std::uint8_t flag_recovery_index = 1u
+                                             << 4;  // a recovery_index varint follows reject_hint
+constexpr std::uint8_t flags_known =
+    flag_reject | flag_transfer | flag_last_chunk | flag_recovering | flag_recovery_index;
 
 // Snapshot chunks and their responses carry the snapshot fields; other types do not.
 bool carries_snapshot(MessageType type) {
@@ -142,6 +146,8 @@ void encode_message(const Message& message, Bytes& out) {
     flags |= message.reject ? flag_reject : 0;
     flags |= message.is_transfer ? flag_transfer : 0;
     flags |= message.is_last_chunk ? flag_last_chunk : 0;
+    flags |= message.is_recovering ? flag_recovering : 0;
+    flags |= message.recovery_index > LogIndex{0} ? flag_recovery_index : 0;
     writer.u8(flags);
     writer.varint(message.from.value());
     writer.varint(message.to.value());
@@ -150,6 +156,9 @@ void encode_message(const Message& message, Bytes& out) {
     writer.varint(message.index.value());
     writer.varint(message.commit.value());
     writer.varint(message.reject_hint.value());
+    if (message.recovery_index > LogIndex{0}) {
+        writer.varint(message.recovery_index.value());
+    }
     writer.varint(message.entries.size());
     for (const Entry& entry : message.entries) {
         write_entry_body(writer, entry);
@@ -180,6 +189,7 @@ Result<Message> decode_message(ByteSpan bytes) {
     message.reject = (flags & flag_reject) != 0;
     message.is_transfer = (flags & flag_transfer) != 0;
     message.is_last_chunk = (flags & flag_last_chunk) != 0;
+    message.is_recovering = (flags & flag_recovering) != 0;
     message.from = NodeId{reader.varint()};
     message.to = NodeId{reader.varint()};
     message.term = Term{reader.varint()};
@@ -187,6 +197,12 @@ Result<Message> decode_message(ByteSpan bytes) {
     message.index = LogIndex{reader.varint()};
     message.commit = LogIndex{reader.varint()};
     message.reject_hint = LogIndex{reader.varint()};
+    if ((flags & flag_recovery_index) != 0) {
+        message.recovery_index = LogIndex{reader.varint()};
+        if (message.recovery_index == LogIndex{0}) {
+            return decode_error("message recovery_index");  // canonical: the flag means > 0
+        }
+    }
     const std::uint64_t count = reader.varint();
     // An entry takes at least 4 bytes (type, term, index, data length).
     if (!reader.ok() || count > reader.remaining() / 4) {

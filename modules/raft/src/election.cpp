@@ -196,8 +196,11 @@ bool RawNode::Impl::is_quorum_active() {
 
 void RawNode::Impl::handle_vote_request(const Message& m) {
     const bool is_pre = m.type == MessageType::request_pre_vote;
+    // A recovering node may have lost entries it acknowledged: its vote could elect a leader
+    // without an entry that was committed counting that acknowledgement.
     const bool can_vote =
-        vote == m.from || (vote == no_node && leader == no_node) || (is_pre && m.term > term);
+        (!is_recovering || detail::mutation_ignore_recovery) &&
+        (vote == m.from || (vote == no_node && leader == no_node) || (is_pre && m.term > term));
     Message r;
     r.type = is_pre ? MessageType::request_pre_vote_response : MessageType::request_vote_response;
     r.to = m.from;

@@ -22,6 +22,7 @@ struct Progress {
     bool is_recent_active = false;
     std::deque<LogIndex> inflights;  // replicate: last index of each unacknowledged append
     LogIndex pending_snapshot;       // snapshot: index of the snapshot being sent
+    LogIndex recovery_index;         // the node said it is recovering: our last index then
     std::uint64_t snapshot_offset = 0;
 
     void become_probe() {
@@ -48,6 +49,17 @@ struct Progress {
         is_probe_sent = false;
         inflights.clear();
         pending_snapshot = snapshot_index;
+        snapshot_offset = 0;
+    }
+    // The node lost part of its durable log (it says it is recovering): what we knew it holds
+    // is void. Probe again after our last index; its rejection's hint finds where it ends.
+    void forget_match(LogIndex last) {
+        match = LogIndex{0};
+        next = last.next();
+        state = ProgressState::probe;
+        is_probe_sent = false;
+        inflights.clear();
+        pending_snapshot = LogIndex{0};
         snapshot_offset = 0;
     }
     // A successful append response up to `index`. Returns true if match moved.

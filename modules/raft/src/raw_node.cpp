@@ -107,6 +107,12 @@ Result<RawNode> RawNode::open(const Options& options, RestoreState state, Rng& r
     }
     r.handed_hard_state = HardState{state.hard_state.term, state.hard_state.vote, r.commit};
     r.become_follower(r.term, no_node);
+    r.is_recovering = state.is_recovering;
+    if (r.is_recovering) {
+        QUEEN_LOG(logger, Level::warn, "raft.recovering",
+                  "node=" << r.id << " last_index=" << r.last_index()
+                          << " reason=damaged_log (no votes until caught up)");
+    }
     return RawNode(std::move(impl));
 }
 
@@ -244,6 +250,7 @@ NodeStatus RawNode::status() const {
     s.snapshot = r.snapshot.meta;
     s.conf_state = r.conf;
     s.transferee = r.transferee;
+    s.is_recovering = r.is_recovering;
     return s;
 }
 

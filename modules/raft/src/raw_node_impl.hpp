@@ -34,6 +34,11 @@ inline constexpr bool mutation_forget_vote = true;
 #else
 inline constexpr bool mutation_forget_vote = false;
 #endif
+#if defined(QUEEN_RAFT_MUTATION_IGNORE_RECOVERY)
+inline constexpr bool mutation_ignore_recovery = true;
+#else
+inline constexpr bool mutation_ignore_recovery = false;
+#endif
 
 struct PendingRead {
     Bytes context;
@@ -96,6 +101,10 @@ struct RawNode::Impl {
     std::uint32_t heartbeat_elapsed = 0;
     std::uint32_t randomized_election_timeout = 0;
     NodeId transferee = no_node;
+    // Protocol-aware recovery (RestoreState::is_recovering): no votes, no campaigns until
+    // commit reaches recovery_index, which the leader names (0: not known yet).
+    bool is_recovering = false;
+    LogIndex recovery_index;
     std::uint64_t uncommitted_bytes = 0;
     bool needs_broadcast = false;         // new entries to replicate
     bool needs_commit_broadcast = false;  // commit moved: tell followers even without entries
@@ -160,7 +169,13 @@ struct RawNode::Impl {
 
     // ---- membership helpers ------------------------------------------------------------
     [[nodiscard]] bool is_voter(NodeId node) const { return detail::contains(conf.voters, node); }
-    [[nodiscard]] bool is_promotable() const { return is_voter(id); }
+    [[nodiscard]] bool is_promotable() const {
+        return is_voter(id) && (!is_recovering || detail::mutation_ignore_recovery);
+    }
+    /// Follower: takes a leader's recovery_index and ends the recovery once commit reaches it.
+    void note_recovery(const Message& m);
+    /// Leader: tracks whether `pr`'s node is recovering (from its responses).
+    void note_peer_recovery(Progress& pr, const Message& m);
     [[nodiscard]] std::size_t quorum() const { return conf.voters.size() / 2 + 1; }
 
     // ---- Ready state -------------------------------------------------------------------

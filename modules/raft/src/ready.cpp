@@ -9,6 +9,11 @@ namespace queen::raft {
 
 void RawNode::Impl::send(Message message) {
     message.from = id;
+    if (message.type == MessageType::append_response ||
+        message.type == MessageType::heartbeat_response ||
+        message.type == MessageType::snapshot_response) {
+        message.is_recovering = is_recovering;
+    }
     if (message.term == Term{0}) {
         message.term = term;
     }

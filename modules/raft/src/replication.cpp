@@ -94,6 +94,7 @@ bool RawNode::Impl::maybe_send_append(NodeId to, bool send_if_empty) {
     m.index = prev;
     m.log_term = *prev_term;
     m.commit = commit;
+    m.recovery_index = pr.recovery_index;
     std::uint64_t bytes = 0;
     for (LogIndex i = pr.next; i <= last_index(); i = i.next()) {
         const Entry& entry = entry_at(i);
@@ -140,6 +141,7 @@ void RawNode::Impl::broadcast_heartbeat() {
         m.type = MessageType::heartbeat;
         m.to = node;
         m.commit = std::min(pr.match, commit);  // never past what the peer is known to hold
+        m.recovery_index = pr.recovery_index;
         m.context = context;
         send(std::move(m));
     }
@@ -190,6 +192,45 @@ void RawNode::Impl::commit_to(LogIndex index) {
     }
 }
 
+void RawNode::Impl::note_recovery(const Message& m) {
+    if (!is_recovering) {
+        return;
+    }
+    recovery_index = std::max(recovery_index, m.recovery_index);
+    if (recovery_index > LogIndex{0} && commit >= recovery_index) {
+        is_recovering = false;
+        QUEEN_LOG(logger, Level::info, "raft.recovered",
+                  "node=" << id << " term=" << term << " commit=" << commit
+                          << " recovery_index=" << recovery_index);
+    }
+}
+
+void RawNode::Impl::note_peer_recovery(Progress& pr, const Message& m) {
+    if (!m.is_recovering) {
+        pr.recovery_index = LogIndex{0};
+        return;
+    }
+    // Where the node's log ends, as far as this response tells: a recovering node's heartbeat
+    // response carries its last index, a rejection its hint (at or below its last index).
+    LogIndex held = pr.match;
+    if (m.type == MessageType::heartbeat_response) {
+        held = m.index;
+    } else if (m.type == MessageType::append_response && m.reject) {
+        held = m.reject_hint;
+    }
+    if (pr.recovery_index > LogIndex{0} && held >= pr.match) {
+        return;
+    }
+    // Everything the node may have acknowledged and lost, and that we may have committed
+    // counting it, is in our log now: entries it acknowledged to us or to an earlier leader that
+    // were committed (leader completeness), and our stale match for it (<= last).
+    pr.recovery_index = std::max(pr.recovery_index, last_index());
+    // Our match may name entries it no longer holds: left as is, we would never send them again.
+    pr.forget_match(last_index());
+    QUEEN_LOG(logger, Level::info, "raft.peer_recovering",
+              "node=" << id << " peer=" << m.from << " recovery_index=" << pr.recovery_index);
+}
+
 void RawNode::Impl::handle_append(const Message& m) {
     Message r;
     r.type = MessageType::append_response;
@@ -203,6 +244,7 @@ void RawNode::Impl::handle_append(const Message& m) {
         append_after_match(m.entries);
         const LogIndex last_new{m.index.value() + m.entries.size()};
         commit_to(std::min(m.commit, last_new));
+        note_recovery(m);
         r.index = last_new;
         send(std::move(r));
         return;
@@ -220,9 +262,13 @@ void RawNode::Impl::handle_append(const Message& m) {
 
 void RawNode::Impl::handle_heartbeat(const Message& m) {
     commit_to(std::min(m.commit, last_index()));
+    note_recovery(m);
     Message r;
     r.type = MessageType::heartbeat_response;
     r.to = m.from;
+    if (is_recovering) {
+        r.index = last_index();  // lets the leader see that its match for us is void
+    }
     r.context = m.context;
     send(std::move(r));
 }

@@ -102,6 +102,7 @@ void RawNode::Impl::step_leader(const Message& m) {
             }
             Progress& pr = found->second;
             pr.is_recent_active = true;
+            note_peer_recovery(pr, m);
             if (m.reject) {
                 LogIndex hint = m.reject_hint;
                 if (m.log_term > Term{0}) {
@@ -138,6 +139,7 @@ void RawNode::Impl::step_leader(const Message& m) {
             }
             Progress& pr = found->second;
             pr.is_recent_active = true;
+            note_peer_recovery(pr, m);
             pr.is_probe_sent = pr.state == ProgressState::snapshot ? pr.is_probe_sent : false;
             if (pr.state == ProgressState::snapshot) {
                 // Chunks may be lost: resend the one the follower is waiting for.

@@ -49,11 +49,20 @@ inline std::string describe(const Message& m) {
                 }
             }
             out << "]";
+            if (m.recovery_index > LogIndex{0}) {
+                out << " recovery_index=" << m.recovery_index;
+            }
             break;
         case MessageType::append_response:
             out << " index=" << m.index;
             if (m.reject) {
                 out << " reject hint=" << m.reject_hint << " log_term=" << m.log_term;
+            }
+            out << (m.is_recovering ? " recovering" : "");
+            break;
+        case MessageType::heartbeat_response:
+            if (m.is_recovering) {
+                out << " recovering last=" << m.index;
             }
             break;
         case MessageType::request_vote:
@@ -67,6 +76,9 @@ inline std::string describe(const Message& m) {
             break;
         case MessageType::heartbeat:
             out << " commit=" << m.commit;
+            if (m.recovery_index > LogIndex{0}) {
+                out << " recovery_index=" << m.recovery_index;
+            }
             if (!m.context.empty()) {
                 out << " ctx=" << as_chars(m.context);
             }
@@ -106,6 +118,7 @@ public:
         std::vector<Entry> entries;
         LogIndex applied;
         std::vector<std::string> state;  // applied normal entries (the "state machine")
+        bool is_recovering = false;      // restarted with a damaged log, not caught up yet
     };
     struct Node {
         std::unique_ptr<Rng> rng;
@@ -143,7 +156,7 @@ public:
                          inbox_.end());
             out_ << "crashed " << arg_id(args, 0) << "\n";
         } else if (command == "restart") {
-            restart(arg_id(args, 0));
+            restart(arg_id(args, 0), option_value(args, "damaged-from"));
         } else if (command == "transfer") {
             auto status = node(arg_id(args, 0)).raw->transfer_leadership(arg_id(args, 1));
             print_status(status);
@@ -236,18 +249,26 @@ private:
     }
     void open(NodeId id) {
         Node& n = nodes_.at(id);
-        RestoreState state{n.disk.hard_state, n.disk.snapshot, n.disk.entries, n.disk.applied};
+        RestoreState state{n.disk.hard_state, n.disk.snapshot, n.disk.entries, n.disk.applied,
+                           n.disk.is_recovering};
         auto opened = RawNode::open(n.options, std::move(state), *n.rng, logger_);
         QUEEN_ASSERT(opened.has_value(), opened.error().message());
         n.raw.emplace(std::move(opened).value());
     }
-    void restart(NodeId id) {
+    /// `damaged_from`: the log's recovery found a bad record at that index and cut it and
+    /// everything after it; the node restarts recovering.
+    void restart(NodeId id, const std::optional<std::string>& damaged_from = std::nullopt) {
         Node& n = nodes_.at(id);
         // The state machine is rebuilt from the snapshot and replays the log from there.
         n.disk.state = decode_state(n.disk.snapshot.data);
         n.disk.applied = n.disk.snapshot.meta.index;
+        if (damaged_from) {
+            const LogIndex cut{std::stoull(*damaged_from)};
+            std::erase_if(n.disk.entries, [&](const Entry& e) { return e.index >= cut; });
+            n.disk.is_recovering = true;
+        }
         open(id);
-        out_ << "restarted " << id << "\n";
+        out_ << "restarted " << id << (damaged_from ? " recovering" : "") << "\n";
     }
     void propose_conf_change(const std::vector<std::string>& args) {
         ConfChange change;
@@ -420,7 +441,8 @@ private:
              << " commit=" << s.hard_state.commit << " applied=" << s.applied
              << " first=" << s.first_index << " last=" << s.last_index
              << " snapshot=" << s.snapshot.index << " voters=" << ids_text(s.conf_state.voters)
-             << " learners=" << ids_text(s.conf_state.learners) << "\n";
+             << " learners=" << ids_text(s.conf_state.learners)
+             << (s.is_recovering ? " recovering" : "") << "\n";
         for (const PeerProgress& p : n.raw->progress()) {
             out_ << "  peer " << p.id << " match=" << p.match << " next=" << p.next << " "
                  << p.state << (p.is_learner ? " learner" : "") << "\n";

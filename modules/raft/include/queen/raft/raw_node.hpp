@@ -23,6 +23,13 @@ struct RestoreState {
     Snapshot snapshot;           ///< the newest durable snapshot (index 0: the bootstrap one)
     std::vector<Entry> entries;  ///< the durable log after snapshot.meta.index, contiguous
     LogIndex applied;            ///< the state machine durably holds everything up to here
+    /// The durable log lost records at recovery (a damaged suffix was cut), or an earlier
+    /// recovery did and the node has not caught up since (NodeStatus::is_recovering was still
+    /// true when it stopped). Entries it acknowledged may be gone, so until it holds everything
+    /// the leader may have committed with those acknowledgements it grants no vote and never
+    /// campaigns; the caller keeps a durable marker for this and clears it once
+    /// status().is_recovering is false.
+    bool is_recovering = false;
 };
 
 /// The durable state every founding member of a new group starts from (etcd's bootstrap): a log

@@ -108,9 +108,16 @@ struct Message {
     bool reject = false;
     bool is_transfer = false;    ///< votes: campaign caused by leadership transfer (skips lease)
     bool is_last_chunk = false;  ///< snapshot: this chunk completes the snapshot
-    std::vector<Entry> entries;  ///< append only
-    Bytes context;               ///< heartbeats and read_index: the read request context
-    SnapshotMeta snapshot;       ///< snapshot chunk: which snapshot
+    /// Responses: the sender lost part of its durable log and votes for nobody until it holds
+    /// `recovery_index` as committed (protocol-aware recovery, docs/raft.md section 1).
+    bool is_recovering = false;
+    /// Leader to a recovering follower: the leader's last index when it first heard so; every
+    /// entry that may have been committed with the follower's lost acknowledgements is at or
+    /// below it. 0 elsewhere.
+    LogIndex recovery_index;
+    std::vector<Entry> entries;         ///< append only
+    Bytes context;                      ///< heartbeats and read_index: the read request context
+    SnapshotMeta snapshot;              ///< snapshot chunk: which snapshot
     std::uint64_t snapshot_offset = 0;  ///< snapshot chunk: offset of `snapshot_chunk`
     std::uint64_t snapshot_size = 0;    ///< snapshot chunk: total size of the data
     Bytes snapshot_chunk;
@@ -159,6 +166,8 @@ struct NodeStatus {
     SnapshotMeta snapshot;  ///< the newest snapshot this node holds
     ConfState conf_state;   ///< the applied membership
     NodeId transferee = no_node;
+    /// Restarted with a damaged log and not caught up yet: it does not vote or campaign.
+    bool is_recovering = false;
 };
 
 }  // namespace queen::raft
