@@ -12,6 +12,7 @@
 #include "exit_codes.hpp"
 #include "queen/log/file.hpp"
 #include "queen/log/format.hpp"
+#include "queen/log/hard_state.hpp"
 
 namespace queen::cli {
 namespace {
@@ -241,6 +242,12 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
     for (const SegmentReport& report : reports) {
         total_records += report.record_count;
     }
+    // Raft's hard state, when this log has one (read only, like everything here).
+    auto hard_state = log::read_hard_state(target.dir);
+    if (!hard_state) {
+        std::cerr << "queen inspect log: " << hard_state.error().message() << "\n";
+        return exit_corruption;
+    }
     if (options.json) {
         nlohmann::json& out = json;
         out["dir"] = target.dir.string();
@@ -292,6 +299,10 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
                                   {"reason", finding->reason},
                                   {"detail", finding->detail}};
         };
+        out["hard_state"] = *hard_state ? nlohmann::json{{"term", (*hard_state)->term.value()},
+                                                         {"vote", (*hard_state)->vote.value()},
+                                                         {"commit", (*hard_state)->commit.value()}}
+                                        : nlohmann::json(nullptr);
         out["corruption"] = finding_json(corruption);
         out["torn_tail"] = finding_json(torn_tail);
     } else {
@@ -323,10 +334,17 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
                 std::cout << "\n";
             }
         }
+        if (*hard_state) {
+            std::cout << "hard state: term " << (*hard_state)->term.value() << "  vote "
+                      << (*hard_state)->vote.value() << "  commit " << (*hard_state)->commit.value()
+                      << "\n";
+        }
         if (torn_tail) {
             std::cout << "torn tail: " << torn_tail->path.string() << " at byte "
                       << torn_tail->offset << " (" << torn_tail->reason
-                      << "); opening the log truncates it\n";
+                      << "); opening the log truncates it, unless that would drop an entry "
+                         "the tenant's state has applied (then the start is refused and no "
+                         "file changes)\n";
         }
         if (corruption) {
             std::cout << "CORRUPTION: " << corruption->path.string() << " at byte "

@@ -3,6 +3,7 @@ import glob
 import json
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -12,6 +13,21 @@ from harness import QUEEN_BIN, Server
 
 def run(*args):
     return subprocess.run([QUEEN_BIN, *args], capture_output=True, text=True)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def hard_state_slot(sequence, term, vote, commit):
+    """One 512-byte slot of the hard_state file, as docs/log-format.md lays it out."""
+    head = b"QUEENHST" + bytes([1]) + bytes(7) + struct.pack("<QQQQ", sequence, term, vote, commit)
+    return (head + struct.pack("<I", crc32c(head))).ljust(512, b"\0")
 
 
 class Inspect(unittest.TestCase):
@@ -155,3 +171,23 @@ class Inspect(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+    def test_log_shows_the_raft_hard_state_read_only_and_refuses_a_damaged_one(self):
+        path = os.path.join(self.log_dir, "hard_state")
+        # Slot 1 holds save 3 (the newest), slot 0 save 2.
+        with open(path, "wb") as f:
+            f.write(hard_state_slot(2, 6, 2, 40) + hard_state_slot(3, 7, 3, 41))
+        with open(path, "rb") as f:
+            before = f.read()
+        out = run("inspect", "log", self.log_dir, "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["hard_state"], {"term": 7, "vote": 3, "commit": 41})
+        text = run("inspect", "log", self.log_dir)
+        self.assertIn("hard state: term 7  vote 3  commit 41", text.stdout)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), before, "inspect changed the hard state file")
+        with open(path, "wb") as f:
+            f.write(b"x" * 1024)
+        damaged = run("inspect", "log", self.log_dir, "--json")
+        self.assertEqual(damaged.returncode, 4, damaged.stdout + damaged.stderr)
+        self.assertIn("neither hard state slot is valid", damaged.stderr)

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "log_impl.hpp"
 #include "queen/core/bytes.hpp"
@@ -67,23 +68,20 @@ SlotRead decode_slot(ByteSpan slot) {
 
 }  // namespace
 
-Result<HardStateFile> HardStateFile::open(const std::filesystem::path& dir,
-                                          FileSystem& file_system) {
-    HardStateFile hard_state(dir, file_system);
-    const auto path = dir / hard_state_file_name;
-    auto opened = file_system.open(path, OpenMode::read_write);
-    if (!opened && opened.error().is(Errc::not_found)) {
-        return hard_state;  // never saved
-    }
-    QUEEN_TRY(std::unique_ptr<File> file, std::move(opened));
-    QUEEN_TRY(const std::uint64_t size, file->size());
+namespace {
+
+/// The newest valid slot of the file's bytes, with its sequence number; nullopt when no save
+/// was ever durable. Errors: corruption, as documented on HardStateFile::open.
+Result<std::optional<std::pair<HardState, std::uint64_t>>> newest_slot(
+    const std::filesystem::path& path, const File& file) {
+    QUEEN_TRY(const std::uint64_t size, file.size());
     if (size > file_bytes) {
         return Error{Errc::corruption, path.string() + ": " + std::to_string(size) +
                                            " bytes, a hard state file has " +
                                            std::to_string(file_bytes)};
     }
     std::array<Byte, file_bytes> bytes{};  // a short file (a torn first save) reads as zeros
-    QUEEN_TRY(detail::read_fully(*file, 0, bytes));
+    QUEEN_TRY(detail::read_fully(file, 0, bytes));
     const SlotRead slots[2] = {
         decode_slot(ByteSpan(bytes.data(), hard_state_slot_bytes)),
         decode_slot(ByteSpan(bytes.data() + hard_state_slot_bytes, hard_state_slot_bytes))};
@@ -103,9 +101,43 @@ Result<HardStateFile> HardStateFile::open(const std::filesystem::path& dir,
                          ": neither hard state slot is valid (both were written): "
                          "damage, not a torn save"};
     }
-    if (newest != nullptr) {
-        hard_state.current_ = newest->state;
-        hard_state.sequence_ = newest->sequence;
+    if (newest == nullptr) {
+        return std::optional<std::pair<HardState, std::uint64_t>>{};
+    }
+    return std::optional<std::pair<HardState, std::uint64_t>>{
+        std::pair{newest->state, newest->sequence}};
+}
+
+}  // namespace
+
+Result<std::optional<HardState>> read_hard_state(const std::filesystem::path& dir,
+                                                 FileSystem& file_system) {
+    const auto path = dir / hard_state_file_name;
+    auto opened = file_system.open(path, OpenMode::read_only);
+    if (!opened && opened.error().is(Errc::not_found)) {
+        return std::optional<HardState>{};
+    }
+    QUEEN_TRY(std::unique_ptr<File> file, std::move(opened));
+    QUEEN_TRY(auto newest, newest_slot(path, *file));
+    if (!newest) {
+        return std::optional<HardState>{};
+    }
+    return std::optional<HardState>{newest->first};
+}
+
+Result<HardStateFile> HardStateFile::open(const std::filesystem::path& dir,
+                                          FileSystem& file_system) {
+    HardStateFile hard_state(dir, file_system);
+    const auto path = dir / hard_state_file_name;
+    auto opened = file_system.open(path, OpenMode::read_write);
+    if (!opened && opened.error().is(Errc::not_found)) {
+        return hard_state;  // never saved
+    }
+    QUEEN_TRY(std::unique_ptr<File> file, std::move(opened));
+    QUEEN_TRY(auto newest, newest_slot(path, *file));
+    if (newest) {
+        hard_state.current_ = newest->first;
+        hard_state.sequence_ = newest->second;
     }
     hard_state.file_ = std::move(file);
     return hard_state;

@@ -161,3 +161,27 @@ TEST_CASE("log: a failed hard state save poisons the file and a reopen finds old
     REQUIRE(reopened->save(state_of(4)));
     CHECK(HardStateFile::open(dir.path())->current() == state_of(4));
 }
+
+TEST_CASE("log: read_hard_state reads without creating or changing the file", "[log][hard_state]") {
+    queen::testing::TempDir dir;
+    auto none = read_hard_state(dir.path());
+    REQUIRE(none.has_value());
+    CHECK_FALSE(none->has_value());
+    CHECK_FALSE(std::filesystem::exists(dir.path() / hard_state_file_name));
+    {
+        auto file = HardStateFile::open(dir.path());
+        REQUIRE(file);
+        REQUIRE(file->save(state_of(8)));
+        REQUIRE(file->save(state_of(9)));
+    }
+    const std::string before = read_file(dir.path() / hard_state_file_name);
+    auto read = read_hard_state(dir.path());
+    REQUIRE(read.has_value());
+    REQUIRE(read->has_value());
+    CHECK(**read == state_of(9));
+    CHECK(read_file(dir.path() / hard_state_file_name) == before);
+    write_file(dir.path() / hard_state_file_name, std::string(2 * hard_state_slot_bytes, 'x'));
+    auto damaged = read_hard_state(dir.path());
+    REQUIRE_FALSE(damaged.has_value());
+    CHECK(damaged.error().is(Errc::corruption));
+}

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "queen/core/ids.hpp"
 #include "queen/core/result.hpp"
@@ -34,6 +35,11 @@ struct HardState {
 
 inline constexpr char hard_state_file_name[] = "hard_state";
 inline constexpr std::size_t hard_state_slot_bytes = 512;
+
+/// What `dir`/hard_state holds, read-only (for `queen inspect`): nullopt when nothing was ever
+/// saved (no file, or only a torn first save). Errors: as HardStateFile::open.
+[[nodiscard]] Result<std::optional<HardState>> read_hard_state(
+    const std::filesystem::path& dir, FileSystem& file_system = posix_file_system());
 
 /// The hard state file of one directory. Thread-safety: none (one raft driver per tenant).
 class HardStateFile {
