@@ -383,6 +383,38 @@ Status ack_item(const Members& members, const ApiOptions& options,
     return {};
 }
 
+/// The elements of a list of item objects as read so far: their count and the first error.
+struct ItemList {
+    std::size_t count = 0;
+    std::optional<Error> error;
+
+    /// Reads the element at the cursor: past `items_max` or after the first error it is only
+    /// validated; one that is not an object is the error `not_an_object`; item(members) takes
+    /// an item's members (read in `order`) and returns its Status.
+    template <class Item>
+    void read(Cursor& cursor, std::span<const Expected> order, std::size_t items_max,
+              const char* not_an_object, Item&& item) {
+        if (++count > items_max || error) {
+            cursor.skip_value();
+            return;
+        }
+        if (cursor.peek() != '{') {
+            cursor.skip_value();
+            error = bad(not_an_object);
+            return;
+        }
+        cursor.enter_object();
+        Members members;
+        read_members(cursor, order, members);
+        if (!cursor.is_ok()) {
+            return;
+        }
+        if (Status read = item(members); !read) {
+            error = std::move(read).error();
+        }
+    }
+};
+
 /// The operations of a transaction, read one at a time: the first error (the transaction rules'
 /// checks, in operation order) stops the reading, not the walk, which still validates the rest.
 class OperationReader {
@@ -518,37 +550,23 @@ private:
     /// The items of a push operation (the array at the cursor), one operation each; the first
     /// error goes to `items_error` and the rest is only validated.
     void read_push_items(Cursor& cursor, std::optional<Error>& items_error) {
+        ItemList items;
+        items.error = std::move(items_error);
         cursor.enter_array();
         bool is_first = true;
         while (cursor.next_element(is_first)) {
-            if (items_error) {
-                cursor.skip_value();
-                continue;
+            if (!items.error && out_.ops.size() == options_.transaction_operations_max) {
+                items.error = too_many();  // the limit counts operations, not these items
             }
-            if (out_.ops.size() == options_.transaction_operations_max) {
-                items_error = too_many();
-                cursor.skip_value();
-                continue;
-            }
-            if (cursor.peek() != '{') {
-                cursor.skip_value();
-                items_error = bad("Each item must be an object");
-                continue;
-            }
-            cursor.enter_object();
-            Members members;
-            read_members(cursor, push_item_order, members);
-            if (!cursor.is_ok()) {
-                return;
-            }
-            bool has_client_id = false;
-            if (Status pushed =
-                    push_item(members, options_, Member::payload, "{}",
-                              add(queues::TransactionOp::Kind::push).push, has_client_id, storage_);
-                !pushed) {
-                items_error = std::move(pushed).error();
-            }
+            items.read(cursor, push_item_order, SIZE_MAX, "Each item must be an object",
+                       [&](const Members& members) {
+                           bool has_client_id = false;
+                           return push_item(members, options_, Member::payload, "{}",
+                                            add(queues::TransactionOp::Kind::push).push,
+                                            has_client_id, storage_);
+                       });
         }
+        items_error = std::move(items.error);
     }
 
     const ApiOptions& options_;
@@ -594,38 +612,6 @@ bool read_list(Cursor& cursor, std::string_view list_key, Reset&& reset, Element
     }
     return has_list;
 }
-
-/// The elements of a list of item objects as read so far: their count and the first error.
-struct ItemList {
-    std::size_t count = 0;
-    std::optional<Error> error;
-
-    /// Reads the element at the cursor: past `items_max` or after the first error it is only
-    /// validated; one that is not an object is the error `not_an_object`; item(members) takes
-    /// an item's members (read in `order`) and returns its Status.
-    template <class Item>
-    void read(Cursor& cursor, std::span<const Expected> order, std::size_t items_max,
-              const char* not_an_object, Item&& item) {
-        if (++count > items_max || error) {
-            cursor.skip_value();
-            return;
-        }
-        if (cursor.peek() != '{') {
-            cursor.skip_value();
-            error = bad(not_an_object);
-            return;
-        }
-        cursor.enter_object();
-        Members members;
-        read_members(cursor, order, members);
-        if (!cursor.is_ok()) {
-            return;
-        }
-        if (Status read = item(members); !read) {
-            error = std::move(read).error();
-        }
-    }
-};
 
 /// `body` without a leading UTF-8 byte order mark, which the DOM parser (parse_body) skips too.
 std::string_view without_bom(std::string_view body) noexcept {

@@ -20,125 +20,82 @@ constexpr std::size_t cluster_id_bytes_max = 255;
 constexpr std::string_view accept_label = "queen peer accept v1";
 constexpr std::string_view dial_label = "queen peer dial v1";
 
-/// Reads fixed-size fields from a payload; any shortfall or leftover is bad_message.
-class Reader {
-public:
-    Reader(ByteSpan payload, const char* what) : payload_(payload), what_(what) {}
-
-    bool byte(std::uint8_t& out) {
-        if (!has(1)) {
-            return false;
-        }
-        out = payload_[at_++];
-        return true;
-    }
-    bool u64(std::uint64_t& out) {
-        if (!has(8)) {
-            return false;
-        }
-        out = load_le<std::uint64_t>(payload_.data() + at_);
-        at_ += 8;
-        return true;
-    }
-    template <std::size_t N>
-    bool bytes(std::array<Byte, N>& out) {
-        if (!has(N)) {
-            return false;
-        }
-        std::memcpy(out.data(), payload_.data() + at_, N);
-        at_ += N;
-        return true;
-    }
-    bool text(std::string& out, std::size_t size) {
-        if (!has(size)) {
-            return false;
-        }
-        out.assign(reinterpret_cast<const char*>(payload_.data() + at_), size);
-        at_ += size;
-        return true;
-    }
-    [[nodiscard]] Status finish(bool is_ok) const {
-        if (!is_ok || at_ != payload_.size()) {
-            return Error{Errc::bad_message, std::string(what_) + " of " +
-                                                std::to_string(payload_.size()) +
-                                                " bytes does not decode"};
-        }
-        return {};
-    }
-
-private:
-    bool has(std::size_t n) const { return payload_.size() - at_ >= n; }
-
-    ByteSpan payload_;
-    const char* what_;
-    std::size_t at_ = 0;
-};
-
-void put_u64(Bytes& out, std::uint64_t value) {
-    const std::size_t at = out.size();
-    out.resize(at + 8);
-    store_le<std::uint64_t>(out.data() + at, value);
+template <std::size_t N>
+void read_array(ByteReader& in, std::array<Byte, N>& out) {
+    const ByteSpan bytes = in.raw(N);
+    std::copy(bytes.begin(), bytes.end(), out.begin());
 }
 
-template <std::size_t N>
-void put_bytes(Bytes& out, const std::array<Byte, N>& bytes) {
-    out.insert(out.end(), bytes.begin(), bytes.end());
+/// Every field read and nothing left over, or bad_message naming the message.
+Status finish(const ByteReader& in, ByteSpan payload, const char* what) {
+    if (!in.ok() || !in.at_end()) {
+        return Error{
+            Errc::bad_message,
+            std::string(what) + " of " + std::to_string(payload.size()) + " bytes does not decode"};
+    }
+    return {};
+}
+
+Error unauthenticated(NodeId peer) {
+    return Error{Errc::unauthenticated,
+                 "node " + std::to_string(peer.value()) +
+                     " does not hold this cluster's secret (the two nodes were given different "
+                     "secrets)"};
 }
 
 }  // namespace
 
 Bytes encode(const Hello& hello) {
     QUEEN_ASSERT(hello.cluster_id.size() <= cluster_id_bytes_max, "net: cluster id too long");
-    const std::size_t id_size = hello.cluster_id.size();
-    Bytes out(2 + id_size);
-    out[0] = hello.version;
-    out[1] = static_cast<Byte>(id_size);
-    std::memcpy(out.data() + 2, hello.cluster_id.data(), id_size);
-    put_u64(out, hello.node.value());
-    put_bytes(out, hello.nonce);
+    Bytes out;
+    ByteWriter w(out);
+    w.u8(hello.version);
+    w.u8(static_cast<std::uint8_t>(hello.cluster_id.size()));
+    w.raw(as_bytes(hello.cluster_id));
+    w.fixed<std::uint64_t>(hello.node.value());
+    w.raw(hello.nonce);
     return out;
 }
 
 Bytes encode(const Challenge& challenge) {
     Bytes out;
-    put_u64(out, challenge.node.value());
-    put_bytes(out, challenge.nonce);
-    put_bytes(out, challenge.mac);
+    ByteWriter w(out);
+    w.fixed<std::uint64_t>(challenge.node.value());
+    w.raw(challenge.nonce);
+    w.raw(challenge.mac);
     return out;
 }
 
 Bytes encode(const Proof& proof) {
-    Bytes out;
-    put_bytes(out, proof.mac);
-    return out;
+    return Bytes(proof.mac.begin(), proof.mac.end());
 }
 
 Result<Hello> decode_hello(ByteSpan payload) {
-    Reader in(payload, "hello");
+    ByteReader in(payload);
     Hello hello;
-    std::uint8_t id_size = 0;
-    std::uint64_t node = 0;
-    const bool is_ok = in.byte(hello.version) && in.byte(id_size) &&
-                       in.text(hello.cluster_id, id_size) && in.u64(node) && in.bytes(hello.nonce);
-    QUEEN_TRY(in.finish(is_ok));
-    hello.node = NodeId{node};
+    hello.version = in.u8();
+    hello.cluster_id = std::string(as_chars(in.raw(in.u8())));
+    hello.node = NodeId{in.fixed<std::uint64_t>()};
+    read_array(in, hello.nonce);
+    QUEEN_TRY(finish(in, payload, "hello"));
     return hello;
 }
 
 Result<Challenge> decode_challenge(ByteSpan payload) {
-    Reader in(payload, "challenge");
+    ByteReader in(payload);
     Challenge challenge;
-    std::uint64_t node = 0;
-    const bool is_ok = in.u64(node) && in.bytes(challenge.nonce) && in.bytes(challenge.mac);
-    QUEEN_TRY(in.finish(is_ok));
-    challenge.node = NodeId{node};
+    challenge.node = NodeId{in.fixed<std::uint64_t>()};
+    read_array(in, challenge.nonce);
+    read_array(in, challenge.mac);
+    QUEEN_TRY(finish(in, payload, "challenge"));
     return challenge;
 }
 
 Result<Proof> decode_proof(ByteSpan payload) {
-    Reader in(payload, "proof");
+    ByteReader in(payload);
     Proof proof;
-    QUEEN_TRY(in.finish(in.bytes(proof.mac)));
+    read_array(in, proof.mac);
+    QUEEN_TRY(finish(in, payload, "proof"));
     return proof;
 }
 
@@ -164,12 +121,11 @@ Hello PeerIdentity::hello(const Nonce& nonce) const {
 Mac PeerIdentity::mac(bool is_accept, const Hello& hello, NodeId acceptor,
                       const Nonce& acceptor_nonce) const {
     Bytes transcript;
-    const std::string_view label = is_accept ? accept_label : dial_label;
-    transcript.insert(transcript.end(), label.begin(), label.end());
-    const Bytes hello_bytes = encode(hello);
-    transcript.insert(transcript.end(), hello_bytes.begin(), hello_bytes.end());
-    put_u64(transcript, acceptor.value());
-    put_bytes(transcript, acceptor_nonce);
+    ByteWriter w(transcript);
+    w.raw(as_bytes(is_accept ? accept_label : dial_label));
+    w.raw(encode(hello));
+    w.fixed<std::uint64_t>(acceptor.value());
+    w.raw(acceptor_nonce);
     Mac mac{};
     unsigned int size = 0;
     const auto* digest = HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
@@ -200,9 +156,7 @@ Result<Challenge> PeerIdentity::challenge(const Hello& hello, const Nonce& nonce
 Result<Proof> PeerIdentity::prove(const Hello& hello, const Challenge& challenge) const {
     const Mac expected = mac(true, hello, challenge.node, challenge.nonce);
     if (CRYPTO_memcmp(expected.data(), challenge.mac.data(), expected.size()) != 0) {
-        return Error{Errc::unauthenticated, "node " + std::to_string(challenge.node.value()) +
-                                                " does not hold this cluster's secret (the two "
-                                                "nodes were given different secrets)"};
+        return unauthenticated(challenge.node);
     }
     return Proof{mac(false, hello, challenge.node, challenge.nonce)};
 }
@@ -211,9 +165,7 @@ Status PeerIdentity::check(const Hello& hello, const Challenge& challenge,
                            const Proof& proof) const {
     const Mac expected = mac(false, hello, challenge.node, challenge.nonce);
     if (CRYPTO_memcmp(expected.data(), proof.mac.data(), expected.size()) != 0) {
-        return Error{Errc::unauthenticated, "node " + std::to_string(hello.node.value()) +
-                                                " does not hold this cluster's secret (the two "
-                                                "nodes were given different secrets)"};
+        return unauthenticated(hello.node);
     }
     return {};
 }

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "queen/core/assert.hpp"
@@ -193,8 +194,8 @@ public:
                 }
                 self->impl_.bytes_sent_total.fetch_add(bytes, std::memory_order_relaxed);
                 self->impl_.frames_sent_total.fetch_add(frames, std::memory_order_relaxed);
-                if (self->is_closing_after_write_) {
-                    self->close(self->close_reason_);
+                if (self->close_after_write_ && self->control_.empty()) {
+                    self->close(*self->close_after_write_);
                     return;
                 }
                 self->flush();
@@ -265,7 +266,7 @@ private:
         if (frame.type == static_cast<std::uint8_t>(FrameType::refused)) {
             const std::string reason(reinterpret_cast<const char*>(frame.payload.data()),
                                      frame.payload.size());
-            failed("refused by the peer: " + reason);
+            refuse("refused by the peer: " + reason, false);
             return false;
         }
         switch (state_) {
@@ -357,28 +358,17 @@ private:
         flush();
     }
 
-    /// A failed handshake or a broken stream: tell the peer why (when `tell`), then close.
+    /// A failed handshake or a broken stream: tell the peer why (when `tell` and the handshake
+    /// is not done: it closes once that frame is written), then close.
     void refuse(const std::string& reason, bool tell) {
+        if (state_ != State::open) {
+            report_refused(reason);
+        }
         if (tell && state_ != State::open) {
             append_frame(control_, FrameType::refused, as_bytes(reason));
-            close_reason_ = reason;
-            is_closing_after_write_ = true;
-            failed_reason_ = reason;
-            if (!is_writing_) {
-                flush();
-            }
-            report_refused(reason);
+            close_after_write_ = reason;
+            flush();
             return;
-        }
-        if (state_ != State::open) {
-            report_refused(reason);
-        }
-        close(reason);
-    }
-
-    void failed(const std::string& reason) {
-        if (state_ != State::open) {
-            report_refused(reason);
         }
         close(reason);
     }
@@ -407,10 +397,8 @@ private:
     Bytes control_;  // handshake frames not yet written
     Bytes writing_;  // the bytes of the write in flight
     bool is_writing_ = false;
-    bool is_closing_after_write_ = false;
     bool is_refusal_reported_ = false;
-    std::string close_reason_;
-    std::string failed_reason_;
+    std::optional<std::string> close_after_write_;  // refused: close once control_ is written
 };
 
 void Transport::Impl::accept_next() {
