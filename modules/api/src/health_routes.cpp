@@ -19,6 +19,9 @@ void write_tenants(JsonWriter& out, const NodeStatus& status) {
             .field_or_null("reason", tenant.reason)
             .field("appliedIndex", tenant.applied_index)
             .field("committedIndex", tenant.committed_index)
+            .field("role", tenant.role)
+            .field("term", tenant.term)
+            .field("leaderId", tenant.leader_id)
             .field("logBytes", tenant.log_bytes)
             .field("stateBytes", tenant.state_bytes)
             .end_object();
@@ -280,6 +283,16 @@ void handle_prometheus(Context& context, const ContextPtr&, Request&, Responder 
                 labels, static_cast<double>(tenant.applied_index));
         out.add("queen_tenant_committed_index", "Last committed log index.", "gauge", labels,
                 static_cast<double>(tenant.committed_index));
+        out.add("queen_raft_term", "The tenant group's raft term as this node knows it.", "gauge",
+                labels, static_cast<double>(tenant.term));
+        out.add("queen_raft_is_leader", "1 when this node leads the tenant's raft group.", "gauge",
+                labels, tenant.role == "leader" ? 1 : 0);
+        out.add("queen_raft_leader_id", "The node leading the tenant's group (0: none known).",
+                "gauge", labels, static_cast<double>(tenant.leader_id));
+        out.add("queen_raft_leader_changes_total",
+                "New leaders of the tenant's group this node "
+                "learned of.",
+                "counter", labels, static_cast<double>(tenant.leader_changes));
         out.add("queen_log_bytes", "Bytes of raft log segments on disk.", "gauge", labels,
                 static_cast<double>(tenant.log_bytes));
         out.add("queen_state_bytes", "Bytes of the LMDB state file.", "gauge", labels,

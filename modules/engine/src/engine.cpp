@@ -294,6 +294,11 @@ struct Engine::Impl {
             // Time never goes backwards inside the state machine, even if a new leader's clock
             // is behind the old one's: leases and delays stay monotonic.
             now = std::max(now, entry.timestamp);
+            if (entry.command.empty()) {
+                // A raft no-op or membership entry: only applied_index moves.
+                emit(error_result(ErrorResult::Code::invalid, "no-op entry"));
+                continue;
+            }
             Command fresh;
             Command* command = &fresh;
             if (const auto type = command_index(entry.command);

@@ -41,6 +41,27 @@ T apply_one(Engine& engine, const Command& command, std::int64_t now_ms) {
     return std::get<T>(results->front());
 }
 
+TEST_CASE("engine: an entry with an empty command is a no-op that only moves applied_index",
+          "[engine]") {
+    queen::testing::TempDir dir;
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    const Bytes push = encode_command(push_command("q", "p", "t1"));
+    const Bytes pop = encode_command(pop_command("q", 5));
+    // A raft leader's no-op between a push and a pop, with a stamp far in the future: the pop
+    // still sees the push (nothing changed), and the no-op's stamp is not "now" for the pop.
+    std::vector<Entry> entries{Entry{LogIndex{1}, TimestampMs{1000}, push},
+                               Entry{LogIndex{2}, TimestampMs{0}, {}},
+                               Entry{LogIndex{3}, TimestampMs{1001}, pop}};
+    auto outcome = engine.apply(entries).value();
+    REQUIRE(engine.applied_index() == LogIndex{3});
+    REQUIRE(outcome.results.size() == 3);
+    auto noop = decode_result(outcome.results[1]).value();
+    REQUIRE(std::holds_alternative<ErrorResult>(noop));
+    auto popped = decode_result(outcome.results[2]).value();
+    REQUIRE(std::holds_alternative<PopResult>(popped));
+    CHECK(std::get<PopResult>(popped).messages.size() == 1);
+}
+
 TEST_CASE("engine: applied_index persists and the log replays from applied_index + 1",
           "[engine][restart]") {
     queen::testing::TempDir dir;

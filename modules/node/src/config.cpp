@@ -41,8 +41,77 @@ Status TenantOptions::validate() const {
     return {};
 }
 
+Result<std::vector<PeerAddress>> ClusterOptions::peer_addresses() const {
+    std::vector<PeerAddress> out;
+    for (const std::string& text : peers) {
+        const auto bad = [&](const char* why) {
+            return Error{config::Errc::invalid_value,
+                         "cluster.peers: \"" + text + "\" " + why + " (want <id>@<ip>:<port>)"};
+        };
+        const auto at = text.find('@');
+        const auto colon = text.rfind(':');
+        if (at == std::string::npos || colon == std::string::npos || colon < at) {
+            return bad("is not id@ip:port");
+        }
+        PeerAddress peer;
+        const std::string id = text.substr(0, at);
+        const std::string port = text.substr(colon + 1);
+        peer.host = text.substr(at + 1, colon - at - 1);
+        const auto is_digits = [](const std::string& s) {
+            return !s.empty() && s.size() <= 19 &&
+                   std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+        };
+        if (!is_digits(id) || !is_digits(port) || peer.host.empty()) {
+            return bad("is not id@ip:port");
+        }
+        peer.id = std::stoull(id);
+        const auto port_value = std::stoull(port);
+        if (peer.id == 0 || port_value == 0 || port_value > 65535) {
+            return bad("needs an id > 0 and a port in 1..65535");
+        }
+        peer.port = static_cast<std::uint16_t>(port_value);
+        out.push_back(std::move(peer));
+    }
+    return out;
+}
+
+Status ClusterOptions::validate(std::uint64_t self) const {
+    if (tick_ms == 0 || election_ticks < 2 || heartbeat_ticks == 0 ||
+        heartbeat_ticks >= election_ticks) {
+        return Error{config::Errc::out_of_range,
+                     "cluster.tick_ms must be > 0, election_ticks >= 2 and heartbeat_ticks in "
+                     "[1, election_ticks)"};
+    }
+    if (peers.empty()) {
+        return {};
+    }
+    QUEEN_TRY(auto parsed, peer_addresses());
+    std::vector<std::uint64_t> ids;
+    for (const PeerAddress& peer : parsed) {
+        ids.push_back(peer.id);
+    }
+    std::sort(ids.begin(), ids.end());
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+        return Error{config::Errc::invalid_value, "cluster.peers: a node id appears twice"};
+    }
+    if (!std::binary_search(ids.begin(), ids.end(), self)) {
+        return Error{
+            config::Errc::invalid_value,
+            "cluster.peers must include this node (node.id = " + std::to_string(self) + ")"};
+    }
+    if (secret.size() < 16) {
+        return Error{config::Errc::invalid_value,
+                     "cluster.secret must be at least 16 characters when cluster.peers is set"};
+    }
+    if (name.empty() || name.size() > 255) {
+        return Error{config::Errc::invalid_value, "cluster.name must be 1-255 characters"};
+    }
+    return {};
+}
+
 Status NodeConfig::validate() const {
     QUEEN_TRY(node.validate());
+    QUEEN_TRY(cluster.validate(node.id));
     QUEEN_TRY(prefixed(http.validate(), "http"));
     QUEEN_TRY(prefixed(log.validate(), "log"));
     QUEEN_TRY(prefixed(store.validate(), "store"));
@@ -70,6 +139,26 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("node.id", &c.node.id, "Node id, unique in the cluster (> 0).", 1);
     schema.add_path("node.data_dir", &c.node.data_dir,
                     "Data directory: node.toml and tenants/<tenant>/{log,state}.");
+
+    schema.add_section("cluster",
+                       "The cluster: with no peers this node is a one-node cluster "
+                       "(docs/cluster.md).");
+    auto& cl = c.cluster;
+    schema.add_string_list("cluster.peers", &cl.peers,
+                           "Every founding member as \"<id>@<ip>:<port>\" (its peer listener), "
+                           "this node included, the same list on every node. Empty: alone.");
+    schema.add_string("cluster.secret", &cl.secret,
+                      "Shared by every node (>= 16 characters); peers that cannot prove it "
+                      "are refused.");
+    schema.add_string("cluster.name", &cl.name,
+                      "The cluster's name; nodes of another cluster are refused.");
+    schema.add_integer("cluster.tick_ms", &cl.tick_ms, "Raft's tick interval.", 1, 60'000);
+    schema.add_integer("cluster.election_ticks", &cl.election_ticks,
+                       "Ticks without a leader before a follower starts an election "
+                       "(randomized up to twice this).",
+                       2, 100'000);
+    schema.add_integer("cluster.heartbeat_ticks", &cl.heartbeat_ticks,
+                       "Ticks between a leader's heartbeats (< election_ticks).", 1, 100'000);
 
     schema.add_section("http", "The HTTP API listener (Queen v1 API, health, metrics).");
     auto& h = c.http;

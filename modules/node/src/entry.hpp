@@ -11,7 +11,10 @@
 namespace queen::node::detail {
 
 /// Log record type of a command entry (docs/architecture.md, "Tenant log entries").
+/// An empty payload of this type is the no-op entry a new raft leader appends.
 inline constexpr std::uint8_t record_type_command = 1;
+/// Log record type of a raft membership entry (the payload is raft's encoded ConfChange).
+inline constexpr std::uint8_t record_type_conf_change = 2;
 /// Version byte of the envelope below.
 inline constexpr std::uint8_t entry_format_version = 1;
 /// version(1) + timestamp_ms(8, little-endian, signed) + command bytes (engine codec).

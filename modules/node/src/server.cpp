@@ -51,6 +51,7 @@ struct Server::Impl {
     std::optional<detail::DataDirLock> lock;
     detail::NodeIdentity identity;
     std::unique_ptr<detail::Waiters> waiters;
+    std::unique_ptr<detail::Cluster> cluster;  // null: a one-node cluster
     std::map<std::string, std::unique_ptr<detail::Tenant>, std::less<>> tenants;
     std::unique_ptr<detail::NodeBackend> backend;
     std::unique_ptr<http::Server> http;
@@ -84,6 +85,9 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     log_encryption_key(logger, key, is_new_data_dir);
 
     impl->waiters = std::make_unique<detail::Waiters>(*impl->clock);
+    if (!config.cluster.peers.empty()) {
+        QUEEN_TRY(impl->cluster, detail::Cluster::start(config, *impl->clock, logger));
+    }
     // The default tenant always exists; others are the directories earlier runs created.
     std::vector<std::string> names{std::string(default_tenant)};
     std::error_code ec;
@@ -96,7 +100,7 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
         const auto dir = data_dir / "tenants" / name;
         QUEEN_TRY(detail::create_directories_durably(dir));
         QUEEN_TRY(auto tenant, detail::Tenant::open(name, dir, impl->config, logger, *impl->clock,
-                                                    *impl->waiters));
+                                                    *impl->waiters, impl->cluster.get()));
         impl->tenants.emplace(name, std::move(tenant));
     }
 
@@ -134,6 +138,10 @@ Status Server::stop() {
     }
     if (impl_->waiters) {
         impl_->waiters->stop();
+    }
+    // No more peer messages or ticks; each tenant then finishes its own appends.
+    if (impl_->cluster) {
+        impl_->cluster->stop();
     }
     Status result;
     for (auto& [name, tenant] : impl_->tenants) {

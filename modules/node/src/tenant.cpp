@@ -7,37 +7,26 @@
 
 #include "entry.hpp"
 #include "queen/core/thread_name.hpp"
+#include "queen/raft/errc.hpp"
 
 namespace queen::node::detail {
 namespace {
 
-/// Single node: an entry is committed once it is durable in the local log.
-class LocalReplicator final : public Replicator {
-public:
-    explicit LocalReplicator(log::Log& log) : log_(log) {}
-
-    Result<LogIndex> propose(std::span<const Bytes> payloads, Committed on_committed) override {
-        records_.clear();
-        LogIndex index = log_.last_index();
-        for (const auto& payload : payloads) {
-            index = index.next();
-            records_.push_back(log::RecordView{term_, index, record_type_command, payload});
-        }
-        QUEEN_TRY(auto ticket, log_.try_append(records_, std::move(on_committed)));
-        return ticket.first_index;
+/// The engine's view of one log entry: a command with its leader stamp, or (a raft no-op or
+/// membership entry) an empty command that only moves the applied index.
+/// Errors: Errc::corruption (a command entry whose envelope does not decode).
+Result<engine::Entry> engine_entry(LogIndex index, std::uint8_t record_type, ByteSpan payload) {
+    if (record_type == record_type_conf_change || payload.empty()) {
+        return engine::Entry{index, TimestampMs{0}, {}};
     }
-    Result<std::vector<log::Record>> read(LogIndex first, LogIndex end) override {
-        return log_.read(first, end);
-    }
-    LogIndex first_index() const override { return log_.first_index(); }
-    LogIndex committed_index() const override { return log_.durable_index(); }
-    Status compact(LogIndex first_kept) override { return log_.drop_prefix(first_kept); }
+    QUEEN_TRY(auto view, decode_entry(payload));
+    return engine::Entry{index, view.timestamp, view.command};
+}
 
-private:
-    log::Log& log_;
-    Term term_{1};                          // a single node never changes term
-    std::vector<log::RecordView> records_;  // scratch of propose() (never called concurrently)
-};
+std::uint8_t record_type_of(const raft::Entry& entry) {
+    return entry.type == raft::EntryType::conf_change ? record_type_conf_change
+                                                      : record_type_command;
+}
 
 Error prefixed(const Error& error, const std::string& tenant) {
     return Error{error.code, "tenant " + tenant + ": " + error.context};
@@ -51,7 +40,8 @@ Tenant::Tenant(std::string name, const NodeConfig& config, Logger& logger, const
 
 Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesystem::path& dir,
                                              const NodeConfig& config, Logger& logger,
-                                             const Clock& clock, Waiters& waiters) {
+                                             const Clock& clock, Waiters& waiters,
+                                             Cluster* cluster) {
     std::unique_ptr<Tenant> tenant(new Tenant(std::move(name), config, logger, clock, waiters));
     // The state first: what it has applied was acknowledged, so the log's recovery may not cut
     // it (a bit flipped in a synced record is refused, not taken for a torn write).
@@ -72,9 +62,40 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                             << " bytes_cut=" << report.bytes_cut << " detail=\""
                             << report.truncation_detail << "\"");
     }
-    tenant->replicator_ = std::make_unique<LocalReplicator>(*tenant->log_);
     tenant->log_dir_ = dir / "log";
-    QUEEN_TRY(tenant->replay());
+    // Alone, every entry in the durable log was committed (this node was its only voter); in a
+    // group, raft learns what is committed from the leader.
+    QUEEN_TRY(
+        tenant->replay(cluster ? tenant->engine_->applied_index() : tenant->log_->last_index()));
+    ReplicatorStart start;
+    start.self = NodeId{config.node.id};
+    start.voters = {start.self};
+    if (cluster != nullptr) {
+        start.voters = cluster->voters();
+        start.election_ticks = cluster->options().election_ticks;
+        start.heartbeat_ticks = cluster->options().heartbeat_ticks;
+    }
+    start.applied = tenant->engine_->applied_index();
+    start.log_pending_bytes_max = config.log.pending_bytes_max;
+    ReplicatorEvents events;
+    events.committed = [t = tenant.get()](std::vector<raft::Entry>& entries) {
+        t->on_committed(entries);
+    };
+    events.failed = [t = tenant.get()](const Error& error) {
+        t->poison(prefixed(error, t->name_));
+    };
+    if (cluster != nullptr) {
+        events.send = [cluster, t = tenant.get()](const raft::Message& message) {
+            cluster->send(t->name_, message);
+        };
+        events.wake = [cluster, t = tenant.get()] { cluster->wake(t->name_); };
+    }
+    QUEEN_TRY(tenant->replicator_,
+              Replicator::open(*tenant->log_, std::move(start), std::move(events), clock, logger));
+    if (cluster != nullptr) {
+        tenant->cluster_ = cluster;
+        cluster->attach(tenant->name_, *tenant->replicator_);
+    }
     tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });
     tenant->maintenance_ = std::thread([t = tenant.get()] { t->run_maintenance(); });
     QUEEN_LOG(logger, Level::info, "tenant.opened",
@@ -84,13 +105,13 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     return tenant;
 }
 
-Status Tenant::replay() {
+Status Tenant::replay(LogIndex last) {
     const LogIndex applied = engine_->applied_index();
-    const LogIndex last = log_->last_index();
-    if (last < applied) {
+    if (log_->last_index() < applied) {
         return Error{Errc::corruption, "tenant " + name_ + ": the state has applied index " +
                                            std::to_string(applied.value()) +
-                                           " but the log ends at " + std::to_string(last.value())};
+                                           " but the log ends at " +
+                                           std::to_string(log_->last_index().value())};
     }
     if (applied.next() < log_->first_index() && last >= log_->first_index()) {
         return Error{Errc::corruption, "tenant " + name_ + ": the log starts at " +
@@ -105,9 +126,8 @@ Status Tenant::replay() {
         std::vector<engine::Entry> entries;
         entries.reserve(records.size());
         for (const auto& record : records) {
-            QUEEN_TRY(auto view, decode_entry(record.payload));
-            last_timestamp_ms_ = std::max(last_timestamp_ms_, view.timestamp.value());
-            entries.push_back(engine::Entry{record.index, view.timestamp, view.command});
+            QUEEN_TRY(auto entry, engine_entry(record.index, record.type, record.payload));
+            entries.push_back(entry);
         }
         QUEEN_TRY(auto outcome, engine_->apply(entries));
         (void)outcome;
@@ -115,11 +135,8 @@ Status Tenant::replay() {
         next = records.back().index.next();
     }
     applied_index_.store(engine_->applied_index().value());
-    reported_through_ = engine_->applied_index();
-    committed_through_ = reported_through_;
-    last_appended_ = reported_through_;
-    answered_through_ = reported_through_;
-    visible_through_ = reported_through_;
+    answered_through_ = engine_->applied_index();
+    visible_through_ = answered_through_;
     if (replayed > 0) {
         QUEEN_LOG(logger_, Level::info, "tenant.replayed",
                   "tenant=" << name_ << " entries=" << replayed);
@@ -133,7 +150,7 @@ Tenant::~Tenant() {
 
 void Tenant::submit(engine::Command command, api::Backend::Completion done) {
     Bytes payload;
-    encode_entry_header(payload, TimestampMs{0});  // the timestamp is set under the lock
+    encode_entry_header(payload, TimestampMs{0});  // the replicator stamps it
     engine::encode_command_into(command, payload);
     std::unique_lock lock(mutex_);
     std::optional<Error> refused;
@@ -147,52 +164,49 @@ void Tenant::submit(engine::Command command, api::Backend::Completion done) {
                                         std::to_string(config_.tenant.proposals_max) +
                                         " commands in flight; retry later"};
     }
+    lock.unlock();
     if (refused) {
-        lock.unlock();
         if (done) {
             done(std::move(*refused));
         }
         return;
     }
-    // Stamp with the leader's time, never going backwards in log order (docs/architecture.md
-    // section 3). The lock orders the appends, so the log order is the stamping order and
-    // in_flight_ order.
-    last_timestamp_ms_ = std::max(last_timestamp_ms_, clock_.wall_ms());
-    store_le<std::int64_t>(payload.data() + 1, last_timestamp_ms_);
-    auto first = replicator_->propose(std::span<const Bytes>(&payload, 1),
-                                      [this](const Status& status) { on_committed(status); });
-    if (!first) {
-        lock.unlock();
-        if (first.error().is(Errc::busy)) {
-            proposals_rejected_total_.fetch_add(1, std::memory_order_relaxed);
-            if (done) {
-                done(Error{Errc::busy, "tenant " + name_ + ": " + first.error().message()});
-            }
-            return;
-        }
-        const Error error = prefixed(first.error(), name_);
-        poison(error);
-        if (done) {
-            done(Error{Errc::poisoned, error.message()});
-        }
+    // The replicator's lock orders the proposals: it registers each (under it, in log order)
+    // before any Ready can report it committed.
+    auto proposed = replicator_->propose(std::move(payload), [&](LogIndex index, Term term) {
+        std::lock_guard registered(mutex_);
+        in_flight_.push_back(InFlight{index, term, std::move(done)});
+    });
+    if (proposed) {
         return;
     }
-    last_appended_ = *first;
-    in_flight_.push_back(InFlight{*first, std::move(payload), std::move(done)});
+    const Error& error = proposed.error();
+    if (error.is(raft::Errc::busy) || error.is(Errc::busy)) {
+        proposals_rejected_total_.fetch_add(1, std::memory_order_relaxed);
+        if (done) {
+            done(Error{Errc::busy, "tenant " + name_ + ": " + error.message()});
+        }
+    } else if (error.is(raft::Errc::not_leader) || error.is(raft::Errc::transferring)) {
+        if (done) {
+            done(Error{Errc::not_leader, "tenant " + name_ + ": " + error.context});
+        }
+    } else if (error.is(Errc::poisoned) || error.is(Errc::cancelled)) {
+        if (done) {
+            done(prefixed(error, name_));
+        }
+    } else {
+        const Error failure = prefixed(error, name_);
+        poison(failure);
+        if (done) {
+            done(Error{Errc::poisoned, failure.message()});
+        }
+    }
 }
 
-void Tenant::on_committed(const Status& status) {
-    // The replicator reports appends in order: this one is the oldest not yet reported.
+void Tenant::on_committed(std::vector<raft::Entry>& entries) {
     std::unique_lock lock(mutex_);
-    // Appends are single entries (submit), so the next one reported is reported_through_ + 1.
-    QUEEN_ASSERT(reported_through_ < last_appended_, "a commit report for no append");
-    reported_through_ = reported_through_.next();
-    if (status) {
-        if (!commit_error_) {
-            committed_through_ = reported_through_;
-        }
-    } else if (!commit_error_) {
-        commit_error_ = status.error();
+    for (raft::Entry& entry : entries) {
+        committed_.push_back(std::move(entry));
     }
     if (is_applier_waiting_) {
         is_applier_waiting_ = false;
@@ -249,12 +263,18 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
 
 void Tenant::run_applier() {
     set_thread_name("applier");
-    std::vector<InFlight> ready;
+    std::vector<Applying> ready;
+    std::vector<api::Backend::Completion> lost;
     std::unique_lock lock(mutex_);
     while (true) {
+        // Proposals left when nothing more can commit: poisoned, or stopped.
+        const auto is_hopeless = [&] {
+            return committed_.empty() && !in_flight_.empty() &&
+                   (poison_.has_value() || is_replicator_stopped_);
+        };
         const auto has_work = [&] {
-            return (!in_flight_.empty() && in_flight_.front().index <= reported_through_) ||
-                   (stopping_ && in_flight_.empty());
+            return !committed_.empty() || is_hopeless() ||
+                   (stopping_ && is_replicator_stopped_ && in_flight_.empty());
         };
         while (!has_work()) {
             if (engine_->uncommitted().entries > 0) {
@@ -276,27 +296,56 @@ void Tenant::run_applier() {
             committed_ready_.wait(lock);
         }
         is_applier_waiting_ = false;
-        if (in_flight_.empty()) {
-            break;  // stopping, and everything appended was answered
-        }
-        // Take every reported entry at the front (bounded): one LMDB txn applies them all.
-        ready.clear();
-        std::uint64_t bytes = 0;
-        bool is_committed = true;
-        while (!in_flight_.empty() && in_flight_.front().index <= reported_through_ &&
-               ready.size() < config_.tenant.batch_entries_max &&
-               (ready.empty() ||
-                bytes + in_flight_.front().payload.size() <= config_.tenant.batch_bytes_max)) {
-            if (in_flight_.front().index > committed_through_) {
-                is_committed = false;  // a commit failure is in this batch
+        if (committed_.empty()) {
+            if (in_flight_.empty()) {
+                break;  // stopping, and everything proposed was answered
             }
-            bytes += in_flight_.front().payload.size();
-            ready.push_back(std::move(in_flight_.front()));
-            in_flight_.pop_front();
+            const Error error = poison_ ? Error{Errc::poisoned, poison_->message()}
+                                        : Error{Errc::cancelled, "tenant " + name_ + " stopped"};
+            std::deque<InFlight> failed;
+            failed.swap(in_flight_);
+            lock.unlock();
+            for (InFlight& entry : failed) {
+                if (entry.done) {
+                    entry.done(error);
+                }
+            }
+            lock.lock();
+            continue;
+        }
+        // Take the committed entries at the front (bounded): one LMDB txn applies them all.
+        // Each answers the proposal registered at its index when the terms match; a proposal
+        // whose index another leader's entry took was lost with the leadership.
+        ready.clear();
+        lost.clear();
+        std::uint64_t bytes = 0;
+        while (!committed_.empty() && ready.size() < config_.tenant.batch_entries_max &&
+               (ready.empty() ||
+                bytes + committed_.front().data.size() <= config_.tenant.batch_bytes_max)) {
+            Applying applying{std::move(committed_.front()), {}};
+            committed_.pop_front();
+            while (!in_flight_.empty() && in_flight_.front().index <= applying.entry.index) {
+                InFlight& proposal = in_flight_.front();
+                if (proposal.index == applying.entry.index &&
+                    proposal.term == applying.entry.term) {
+                    applying.done = std::move(proposal.done);
+                } else if (proposal.done) {
+                    lost.push_back(std::move(proposal.done));
+                }
+                in_flight_.pop_front();
+            }
+            bytes += applying.entry.data.size();
+            ready.push_back(std::move(applying));
         }
         const bool is_poisoned = poison_.has_value();
         lock.unlock();
-        apply_ready(ready, is_committed, is_poisoned);
+        for (auto& done : lost) {
+            done(Error{Errc::not_leader,
+                       "tenant " + name_ +
+                           ": leadership changed before the command committed; it was not "
+                           "applied, retry"});
+        }
+        apply_ready(ready, is_poisoned);
         lock.lock();
         const engine::UncommittedStats pending = engine_->uncommitted();
         if (pending.entries > 0 && (!waiting_reads_.empty() || commit_wait_ns() <= 0 ||
@@ -359,25 +408,26 @@ void Tenant::fail_reads(const Error& error) {
     }
 }
 
-void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned) {
+void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
     std::optional<Error> failure;
     if (is_poisoned) {
         failure = Error{Errc::poisoned, "tenant " + name_ + " is poisoned"};
-    } else if (!is_committed) {
-        std::lock_guard lock(mutex_);
-        failure = prefixed(
-            commit_error_ ? *commit_error_ : Error{Errc::internal, "an entry was not committed"},
-            name_);
     }
     engine::ApplyOutcome outcome;
     std::size_t answered = 0;  // entries of `ready` answered so far (in order)
     if (!failure) {
         entries_.clear();
-        for (const auto& entry : ready) {
-            auto view = decode_entry(entry.payload);
-            QUEEN_ASSERT(view.has_value(), "the tenant encoded this envelope itself");
-            entries_.push_back(engine::Entry{entry.index, view->timestamp, view->command});
+        for (const Applying& applying : ready) {
+            const raft::Entry& entry = applying.entry;
+            auto decoded = engine_entry(entry.index, record_type_of(entry), entry.data);
+            if (!decoded) {
+                failure = prefixed(decoded.error(), name_);
+                break;
+            }
+            entries_.push_back(*decoded);
         }
+    }
+    if (!failure) {
         // The entries are durable in the log, so their answers leave before LMDB's commit (and
         // its fdatasync): replay after a crash or a failed commit gives the same results. Reads
         // wait for the commit (when_readable()), so a client never reads older state than it
@@ -390,10 +440,10 @@ void Tenant::apply_ready(std::vector<InFlight>& ready, bool is_committed, bool i
                 QUEEN_ASSERT(first == answered, "results are handed over in order, once");
                 {
                     std::lock_guard lock(mutex_);
-                    answered_through_ = ready[first + results.size() - 1].index;
+                    answered_through_ = ready[first + results.size() - 1].entry.index;
                 }
                 for (std::size_t i = 0; i < results.size(); ++i) {
-                    InFlight& entry = ready[first + i];
+                    Applying& entry = ready[first + i];
                     if (entry.done) {
                         entry.done(std::move(results[i]));
                     }
@@ -506,7 +556,7 @@ void Tenant::run_maintenance() {
                 poison(prefixed(synced.error(), name_));
             } else if (durable > config_.tenant.log_retain_entries) {
                 const LogIndex first_kept{durable - config_.tenant.log_retain_entries + 1};
-                if (first_kept > replicator_->first_index()) {
+                if (first_kept > log_->first_index()) {
                     if (auto compacted = replicator_->compact(first_kept); !compacted) {
                         poison(prefixed(compacted.error(), name_));
                     }
@@ -539,6 +589,17 @@ Status Tenant::stop() {
             return {};
         }
         stopping_ = true;
+    }
+    if (cluster_ != nullptr) {
+        cluster_->detach(name_);
+    }
+    // Everything proposed becomes durable and its commit is handed over; then nothing more.
+    if (replicator_) {
+        replicator_->stop();
+    }
+    {
+        std::lock_guard lock(mutex_);
+        is_replicator_stopped_ = true;
     }
     committed_ready_.notify_all();
     maintenance_wakeup_.notify_all();
@@ -585,8 +646,22 @@ api::TenantHealth Tenant::health() const {
             health.reason = "shutting down";
         }
     }
+    if (replicator_) {
+        const raft::NodeStatus raft = replicator_->status();
+        health.role = std::string(raft::role_name(raft.role));
+        health.term = raft.hard_state.term.value();
+        health.leader_id = raft.leader.value();
+        health.leader_changes = replicator_->leader_changes();
+        if (raft.role != raft::Role::leader && health.is_writable) {
+            health.is_writable = false;
+            health.reason =
+                raft.leader == raft::no_node
+                    ? "no leader (election in progress)"
+                    : "not the leader (node " + std::to_string(raft.leader.value()) + " leads)";
+        }
+    }
     health.applied_index = applied_index_.load(std::memory_order_acquire);
-    health.committed_index = replicator_->committed_index().value();
+    health.committed_index = replicator_ ? replicator_->committed_index().value() : 0;
     std::error_code ec;
     for (const auto& file : std::filesystem::directory_iterator(log_dir_, ec)) {
         std::error_code size_ec;
@@ -636,7 +711,7 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));
     {
         std::lock_guard lock(mutex_);
-        add("queen_proposals_waiting", "Commands in the log not yet applied and answered",
+        add("queen_proposals_waiting", "Commands proposed and not yet applied and answered",
             api::MetricSample::Kind::gauge, static_cast<double>(in_flight_.size()));
     }
     const log::SyncStats stats = log_->sync_stats();

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster.hpp"
 #include "queen/api/backend.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/logger.hpp"
@@ -23,52 +24,33 @@
 #include "queen/engine/engine.hpp"
 #include "queen/log/log.hpp"
 #include "queen/node/config.hpp"
+#include "queen/raft/types.hpp"
+#include "replicator.hpp"
 #include "waiters.hpp"
 
 namespace queen::node::detail {
-
-/// Turns entry payloads into committed log entries. Single node: committed = durable in the
-/// local log. The Raft replicator replaces it without touching apply.
-class Replicator {
-public:
-    virtual ~Replicator() = default;
-    using Committed = std::function<void(const Status& status)>;
-    /// Appends `payloads` as consecutive entries (type record_type_command) and returns the first
-    /// index; `on_committed` runs once, on any thread, when all of them are committed (ok) or
-    /// can never be (an error). Never blocks: a full queue is Errc::busy. Must not be called
-    /// concurrently; calls are committed in call order.
-    /// Errors: the log's (Errc::poisoned, Errc::invalid_argument, Errc::cancelled, Errc::busy),
-    /// Errc::not_leader.
-    [[nodiscard]] virtual Result<LogIndex> propose(std::span<const Bytes> payloads,
-                                                   Committed on_committed) = 0;
-    /// Reads committed entries in [first, end) (for replay at start).
-    [[nodiscard]] virtual Result<std::vector<log::Record>> read(LogIndex first, LogIndex end) = 0;
-    [[nodiscard]] virtual LogIndex first_index() const = 0;
-    [[nodiscard]] virtual LogIndex committed_index() const = 0;
-    /// Lets the log drop entries below `first_kept` (they are applied and durable in the state).
-    [[nodiscard]] virtual Status compact(LogIndex first_kept) = 0;
-};
 
 /// A tenant: owns its Log and Engine. Thread-safety: every public member from any thread.
 class Tenant {
 public:
     /// Opens <dir>/log and <dir>/state, replays the log from the engine's applied_index + 1 and
-    /// starts the threads. Errors: log and engine open errors; Errc::corruption when the log no
-    /// longer holds applied_index + 1 or ends before applied_index.
-    [[nodiscard]] static Result<std::unique_ptr<Tenant>> open(std::string name,
-                                                              const std::filesystem::path& dir,
-                                                              const NodeConfig& config,
-                                                              Logger& logger, const Clock& clock,
-                                                              Waiters& waiters);
+    /// starts the threads. With `cluster` (which must outlive the tenant) the tenant is a raft
+    /// group over the cluster's voters; without, this node is its only voter. Errors: log and
+    /// engine open errors; Errc::corruption when the log no longer holds applied_index + 1 or ends
+    /// before applied_index.
+    [[nodiscard]] static Result<std::unique_ptr<Tenant>> open(
+        std::string name, const std::filesystem::path& dir, const NodeConfig& config,
+        Logger& logger, const Clock& clock, Waiters& waiters, Cluster* cluster = nullptr);
     ~Tenant();
     Tenant(const Tenant&) = delete;
     Tenant& operator=(const Tenant&) = delete;
 
-    /// Stamps `command` with the leader time and appends it to the log on the calling thread
-    /// (never blocking: the log's group commit batches concurrent submits into one fdatasync);
-    /// `done` runs on the applier thread after apply, or with an error: Errc::busy when
-    /// proposals_max commands are in flight or the log queue is full, Errc::poisoned,
-    /// Errc::cancelled (stopping). An error found before the append is given on this thread.
+    /// Proposes `command` to the tenant's raft group on the calling thread (the replicator
+    /// stamps it with the leader's time; never blocking: the log's group commit batches
+    /// concurrent submits into one fdatasync); `done` runs on the applier thread after apply,
+    /// or with an error: Errc::busy when proposals_max commands are in flight or raft's
+    /// uncommitted bytes are full, Errc::poisoned, Errc::cancelled (stopping),
+    /// raft::Errc::not_leader. An error found before the proposal is given on this thread.
     void submit(engine::Command command, api::Backend::Completion done);
 
     /// Calls `ready` once everything answered before this call is readable: the applier answers
@@ -94,18 +76,25 @@ public:
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
 private:
-    /// A command appended to the log and not yet answered, in log order.
+    /// A command proposed and not yet answered, in log order.
     struct InFlight {
         LogIndex index;
-        Bytes payload;                  // the envelope, as written to the log
+        Term term;                      // a committed entry of another term replaced it
         api::Backend::Completion done;  // empty for internal proposals (sweeps)
+    };
+    /// A committed entry taken for apply, with the answer of its proposal (when it is ours).
+    struct Applying {
+        raft::Entry entry;
+        api::Backend::Completion done;
     };
 
     Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
            Waiters& waiters);
-    [[nodiscard]] Status replay();
-    /// The replicator's report for the oldest append not yet reported (any thread).
-    void on_committed(const Status& status);
+    /// Applies the log's entries above the state's applied index through `last` (committed:
+    /// replay at start). Returns the largest timestamp seen.
+    [[nodiscard]] Status replay(LogIndex last);
+    /// The replicator's committed entries, in order (under its lock, any thread).
+    void on_committed(std::vector<raft::Entry>& entries);
     void run_applier();
     /// Applier: how long the entries applied but not committed to LMDB may still wait for
     /// more to share their commit (<= 0: commit now).
@@ -118,7 +107,7 @@ private:
     /// Calls every waiting read with `error` (poisoned or stopped).
     void fail_reads(const Error& error);
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
-    void apply_ready(std::vector<InFlight>& ready, bool is_committed, bool is_poisoned);
+    void apply_ready(std::vector<Applying>& ready, bool is_poisoned);
     void run_maintenance();
     void poison(const Error& error);
     void fail_all(const Error& error);
@@ -130,6 +119,7 @@ private:
     Waiters& waiters_;
     std::unique_ptr<log::Log> log_;
     std::unique_ptr<Replicator> replicator_;
+    Cluster* cluster_ = nullptr;
     std::unique_ptr<engine::Engine> engine_;
     std::filesystem::path log_dir_;
 
@@ -137,11 +127,8 @@ private:
     // the applier: commits reported, a reader waits for its LMDB commit, or stopping
     mutable std::condition_variable committed_ready_;
     std::condition_variable maintenance_wakeup_;
-    std::deque<InFlight> in_flight_;     // appended, in log order, awaiting commit then apply
-    LogIndex last_appended_;             // highest index appended
-    LogIndex reported_through_;          // highest index whose commit outcome is known
-    LogIndex committed_through_;         // highest index reported committed (ok)
-    std::optional<Error> commit_error_;  // the first commit failure reported
+    std::deque<InFlight> in_flight_;     // proposed, in log order, awaiting commit then apply
+    std::deque<raft::Entry> committed_;  // committed, in log order, awaiting apply
     LogIndex answered_through_;          // highest index whose answer was handed out
     LogIndex visible_through_;           // highest index committed to LMDB (readable)
     /// A read waiting for visible_through_ to reach `index` (answered_through_ when it came).
@@ -154,7 +141,7 @@ private:
     bool stopping_ = false;
     bool is_applier_done_ = false;  // stop() joined the applier: nothing becomes readable
     bool is_applier_waiting_ = false;
-    std::int64_t last_timestamp_ms_ = 0;
+    bool is_replicator_stopped_ = false;  // nothing more will be committed
     std::optional<std::int64_t> next_due_wall_ms_;
 
     std::vector<engine::Entry> entries_;     // applier scratch

@@ -207,6 +207,9 @@ TEST_CASE("node: concurrent submits stamp entries in log order, never going back
     REQUIRE(records->size() >= static_cast<std::size_t>(threads * per_thread));
     std::int64_t previous = 0;
     for (const auto& record : *records) {
+        if (record.payload.empty()) {
+            continue;  // the no-op of a new raft term: no stamp
+        }
         auto entry = queen::node::detail::decode_entry(record.payload);
         REQUIRE(entry.has_value());
         CHECK(entry->timestamp.value() >= previous);
@@ -382,7 +385,9 @@ TEST_CASE("node: a flipped bit in an applied log record stops the open and chang
     // The newest record of the newest segment: acknowledged, applied, then one bit flips.
     std::filesystem::path newest;
     for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "log")) {
-        newest = std::max(newest, entry.path());
+        if (entry.path().extension() == ".seg") {  // not the hard state file
+            newest = std::max(newest, entry.path());
+        }
     }
     std::string bytes = files_under(dir.path() / "log").at(newest);
     std::vector<std::uint64_t> offsets;

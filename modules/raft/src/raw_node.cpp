@@ -221,7 +221,7 @@ Status RawNode::compact(LogIndex index, Bytes data) {
     }
     std::erase_if(r.conf_history, [&](const auto& change) { return change.first <= index; });
     r.snapshot = Snapshot{std::move(meta), std::move(data)};
-    QUEEN_LOG(r.logger, Level::info, "raft.compacted",
+    QUEEN_LOG(r.logger, Level::debug, "raft.compacted",
               "node=" << r.id << " index=" << index << " bytes=" << r.snapshot.data.size());
     return {};
 }

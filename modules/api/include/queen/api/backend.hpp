@@ -58,8 +58,12 @@ struct TenantHealth {
     std::string reason;        ///< why not writable or poisoned; empty when fine
     std::uint64_t applied_index = 0;
     std::uint64_t committed_index = 0;
-    std::uint64_t log_bytes = 0;    ///< raft log segments on disk
-    std::uint64_t state_bytes = 0;  ///< LMDB data file size
+    std::string role = "leader";  ///< this node in the tenant's raft group: leader, follower, ...
+    std::uint64_t term = 0;       ///< the group's current raft term as this node knows it
+    std::uint64_t leader_id = 0;  ///< the node leading the group (0: none known)
+    std::uint64_t leader_changes = 0;  ///< new leaders this node learned of (counter)
+    std::uint64_t log_bytes = 0;       ///< raft log segments on disk
+    std::uint64_t state_bytes = 0;     ///< LMDB data file size
 };
 
 /// A snapshot of the node for the health and metrics endpoints. Cheap to build (no scans).

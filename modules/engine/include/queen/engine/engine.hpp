@@ -31,7 +31,9 @@ struct Options {
     std::int64_t client_session_ttl_ms = 24 * 3600 * 1000;
 };
 
-/// A committed log entry handed to apply(). `command` is borrowed for the call.
+/// A committed log entry handed to apply(). `command` is borrowed for the call. An empty
+/// `command` is a no-op (the entry a new raft leader appends, or a membership change): it moves
+/// applied_index and nothing else, and its result is an ErrorResult nobody waits for.
 struct Entry {
     LogIndex index;
     TimestampMs timestamp{0};  ///< the leader's stamp: "now" for this entry

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "queen/config/schema.hpp"
 #include "queen/core/logger.hpp"
@@ -58,6 +59,36 @@ struct TenantOptions {
     [[nodiscard]] Status validate() const;
 };
 
+/// One member of the cluster as `cluster.peers` names it: "<id>@<ip>:<port>".
+struct PeerAddress {
+    std::uint64_t id = 0;
+    std::string host;  ///< numeric IP of its peer listener
+    std::uint16_t port = 0;
+};
+
+/// The cluster this node belongs to (docs/cluster.md). With no peers the node is a one-node
+/// cluster and nothing here matters.
+struct ClusterOptions {
+    /// Every founding member, this node included, the same list on every node; each tenant is a
+    /// raft group over all of them. Empty: this node alone.
+    std::vector<std::string> peers;
+    /// Shared by every node; a peer that cannot prove it knows it is refused (at least 16
+    /// bytes). Required with peers.
+    std::string secret;
+    /// The cluster's name; a node of another name is refused even with the same secret.
+    std::string name = "queen";
+    /// Raft's clock: one tick every tick_ms; a follower that hears no leader for
+    /// [election_ticks, 2 * election_ticks) ticks starts an election; a leader sends
+    /// heartbeats every heartbeat_ticks.
+    std::uint32_t tick_ms = 50;
+    std::uint32_t election_ticks = 20;
+    std::uint32_t heartbeat_ticks = 2;
+    /// Validate: peers parse, ids unique, this node among them, a secret, tick ranges.
+    [[nodiscard]] Status validate(std::uint64_t self) const;
+    /// `peers` parsed (validate() first). Errors: config::Errc::invalid_value naming the entry.
+    [[nodiscard]] Result<std::vector<PeerAddress>> peer_addresses() const;
+};
+
 /// Diagnostics written by the process (not the commit log).
 struct LoggingOptions {
     Level level = Level::info;
@@ -78,6 +109,7 @@ struct NodeConfig {
         return options;
     }();
     TenantOptions tenant;
+    ClusterOptions cluster;
     LoggingOptions logging;
     /// The payload encryption key of queues with encryptionEnabled (docs/security.md). The
     /// first of these that is set wins: QUEEN_ENCRYPTION_KEY in the environment,

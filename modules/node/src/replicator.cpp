@@ -1,0 +1,362 @@
+// modules/node/src/replicator.cpp — a tenant's raft member over its log and hard state file.
+#include "replicator.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "entry.hpp"
+#include "queen/raft/errc.hpp"
+
+namespace queen::node::detail {
+namespace {
+
+std::uint8_t record_type_of(raft::EntryType type) {
+    return type == raft::EntryType::conf_change ? record_type_conf_change : record_type_command;
+}
+
+}  // namespace
+
+struct Replicator::Impl {
+    Impl(log::Log& l, log::HardStateFile h, ReplicatorEvents e, const Clock& c, Logger& g,
+         std::uint64_t seed)
+        : log(l), hard_state(std::move(h)), events(std::move(e)), clock(c), logger(g), rng(seed) {}
+
+    log::Log& log;
+    log::HardStateFile hard_state;
+    ReplicatorEvents events;
+    const Clock& clock;
+    Logger& logger;
+    Rng rng;
+
+    mutable std::mutex mutex;
+    std::condition_variable idle;  // no Ready outstanding (stop() waits for it)
+    std::optional<raft::RawNode> node;
+    bool is_outstanding = false;         // a Ready's entries are being made durable
+    std::optional<raft::Ready> pending;  // that Ready: the rest of it runs once durable
+    std::optional<Error> failure;
+    bool is_stopping = false;
+    bool is_single_voter = false;
+    bool is_leader = false;  // as of the last Ready taken
+    std::uint64_t leader_changes = 0;
+    NodeId known_leader;
+    std::int64_t last_stamp_ms = 0;
+    std::atomic<std::uint64_t> committed{0};
+    std::vector<log::RecordView> records;  // scratch for appends
+
+    /// Takes and runs Readies until one waits for the disk or nothing is left. Locked.
+    void process();
+    /// The part of a Ready that follows durability: hard state, messages, advance. Locked.
+    void finish(raft::Ready& ready);
+    /// The log's append of the outstanding Ready is durable (writer thread).
+    void on_durable(const Status& status);
+    void send(std::vector<raft::Message>& messages);
+    /// Drops applied entries from raft's memory that no peer can still need from it.
+    void compact_memory();
+    void fail(const Error& error);
+};
+
+void Replicator::Impl::fail(const Error& error) {
+    if (failure) {
+        return;
+    }
+    failure = error;
+    is_outstanding = false;
+    pending.reset();
+    idle.notify_all();
+    events.failed(error);
+}
+
+void Replicator::Impl::send(std::vector<raft::Message>& messages) {
+    if (events.send) {
+        for (const raft::Message& message : messages) {
+            events.send(message);
+        }
+    }
+}
+
+void Replicator::Impl::compact_memory() {
+    LogIndex through{committed.load(std::memory_order_relaxed)};
+    if (!is_single_voter) {
+        // A leader keeps what its slowest peer has not matched; a follower keeps a margin in
+        // case it leads later (a peer further behind needs a snapshot: not supported yet).
+        constexpr std::uint64_t follower_margin = 4096;
+        if (is_leader) {
+            for (const raft::PeerProgress& peer : node->progress()) {
+                through = std::min(through, peer.match);
+            }
+        } else {
+            through =
+                LogIndex{through.value() > follower_margin ? through.value() - follower_margin : 0};
+        }
+    }
+    if (through > node->snapshot().meta.index) {
+        (void)node->compact(through, {});
+    }
+}
+
+void Replicator::Impl::process() {
+    while (!failure && !is_outstanding && node->has_ready()) {
+        raft::Ready ready = node->ready();
+        if (!is_single_voter) {
+            const raft::NodeStatus status = node->status();
+            is_leader = status.role == raft::Role::leader;
+            if (status.leader != known_leader) {
+                known_leader = status.leader;
+                if (known_leader != raft::no_node) {
+                    ++leader_changes;
+                    QUEEN_LOG(logger, Level::info, "raft.leader",
+                              "group=" << log.directory().parent_path().filename().string()
+                                       << " leader=" << known_leader
+                                       << " term=" << status.hard_state.term);
+                }
+            }
+        }
+        send(ready.messages);
+        if (ready.snapshot) {
+            // Snapshots arrive only from a leader of a group of several nodes, which the node
+            // does not form yet (docs/architecture.md, "Replication").
+            fail(Error{Errc::internal, "raft snapshot received: not supported by this node"});
+            return;
+        }
+        // Committed entries are durable here already: hand them over first, in order.
+        if (!ready.committed_entries.empty()) {
+            committed.store(ready.committed_entries.back().index.value(),
+                            std::memory_order_release);
+            events.committed(ready.committed_entries);
+        }
+        if (ready.entries.empty()) {
+            finish(ready);
+            continue;
+        }
+        const LogIndex first = ready.entries.front().index;
+        if (first <= log.last_index()) {
+            // A new leader overwrote our uncommitted suffix (a node of a group of several).
+            if (auto cut = log.truncate_suffix(LogIndex{first.value() - 1}); !cut) {
+                fail(cut.error());
+                return;
+            }
+        }
+        records.clear();
+        for (const raft::Entry& entry : ready.entries) {
+            records.push_back(
+                log::RecordView{entry.term, entry.index, record_type_of(entry.type), entry.data});
+            if (entry.data.size() >= entry_header_size) {
+                if (auto view = decode_entry(entry.data)) {
+                    last_stamp_ms = std::max(last_stamp_ms, view->timestamp.value());
+                }
+            }
+        }
+        is_outstanding = true;
+        pending.emplace(std::move(ready));
+        // Blocks only when the log's pending bytes are full, which raft's uncommitted bytes
+        // limit (below the log's) keeps from happening on the leader.
+        auto appended = log.append(records, [this](const Status& status) { on_durable(status); });
+        if (!appended) {
+            fail(appended.error());
+            return;
+        }
+    }
+    if (!is_outstanding) {
+        idle.notify_all();
+    }
+}
+
+void Replicator::Impl::finish(raft::Ready& ready) {
+    if (ready.hard_state) {
+        const log::HardState saved = hard_state.current();
+        if (ready.hard_state->term != saved.term || ready.hard_state->vote != saved.vote) {
+            // The commit index alone is a hint: it is saved only with a term or vote change.
+            auto done = hard_state.save(log::HardState{
+                ready.hard_state->term, ready.hard_state->vote, ready.hard_state->commit});
+            if (!done) {
+                fail(done.error());
+                return;
+            }
+        }
+    }
+    send(ready.messages_after_persist);
+    node->advance();
+    // Applied entries stay in the log on disk; raft's memory keeps only what peers may need.
+    compact_memory();
+}
+
+void Replicator::Impl::on_durable(const Status& status) {
+    std::lock_guard lock(mutex);
+    if (failure) {
+        return;
+    }
+    if (!status) {
+        fail(status.error());
+        return;
+    }
+    QUEEN_ASSERT(is_outstanding && pending, "a durable report without an outstanding Ready");
+    raft::Ready ready = std::move(*pending);
+    pending.reset();
+    is_outstanding = false;
+    finish(ready);
+    if (is_single_voter || is_leader || !events.wake) {
+        process();  // a leader never truncates its log: its next Ready runs here
+    } else if (node->has_ready()) {
+        events.wake();
+    }
+}
+
+Replicator::Replicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Replicator::~Replicator() {
+    stop();
+}
+
+Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorStart start,
+                                                     ReplicatorEvents events, const Clock& clock,
+                                                     Logger& logger) {
+    QUEEN_TRY(auto hard_state, log::HardStateFile::open(log.directory()));
+    const log::HardState saved = hard_state.current();
+    // Seeded from the node id and the wall clock: election timeouts differ between nodes.
+    const auto seed = static_cast<std::uint64_t>(clock.wall_ms()) ^ (start.self.value() << 48);
+    auto impl =
+        std::make_unique<Impl>(log, std::move(hard_state), std::move(events), clock, logger, seed);
+    // The newest stamp in the log (a new leader never stamps below it): the last entries are
+    // read back until one carries a command (no-ops and membership entries carry none).
+    for (LogIndex at = log.last_index(); at >= log.first_index() && at > LogIndex{0};
+         at = LogIndex{at.value() - 1}) {
+        QUEEN_TRY(auto read, log.read(at, at.next()));
+        if (read.front().type == record_type_command && !read.front().payload.empty()) {
+            QUEEN_TRY(auto view, decode_entry(read.front().payload));
+            impl->last_stamp_ms = view.timestamp.value();
+            break;
+        }
+    }
+
+    raft::RestoreState restore;
+    // The tenant's state is the snapshot: everything up to `applied` is in it.
+    QUEEN_TRY(const Term applied_term, log.term_at(start.applied));
+    restore.snapshot.meta.index = start.applied;
+    restore.snapshot.meta.term = applied_term;
+    std::sort(start.voters.begin(), start.voters.end());
+    restore.snapshot.meta.conf_state.voters = start.voters;
+    restore.applied = start.applied;
+    restore.hard_state =
+        raft::HardState{saved.term, saved.vote, std::max(saved.commit, start.applied)};
+    LogIndex next = start.applied.next();
+    while (next <= log.last_index()) {
+        QUEEN_TRY(auto read, log.read(next, log.last_index().next()));
+        for (log::Record& record : read) {
+            raft::Entry entry;
+            entry.term = record.term;
+            entry.index = record.index;
+            entry.type = record.type == record_type_conf_change ? raft::EntryType::conf_change
+                                                                : raft::EntryType::normal;
+            entry.data = std::move(record.payload);
+            restore.entries.push_back(std::move(entry));
+        }
+        next = read.back().index.next();
+    }
+    raft::Options options;
+    options.id = start.self;
+    options.election_ticks = start.election_ticks;
+    options.heartbeat_ticks = start.heartbeat_ticks;
+    // Below the log's pending bytes, so appending a leader's Ready never blocks on them.
+    options.uncommitted_bytes_max = std::max<std::uint64_t>(1, start.log_pending_bytes_max / 2);
+    QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger));
+    impl->node.emplace(std::move(node));
+    impl->is_single_voter = start.voters.size() == 1 && start.voters.front() == start.self;
+    impl->committed.store(impl->node->status().hard_state.commit.value());
+    std::unique_ptr<Replicator> replicator(new Replicator(std::move(impl)));
+    Impl& r = *replicator->impl_;
+    {
+        std::lock_guard lock(r.mutex);
+        if (r.is_single_voter) {
+            r.node->campaign();  // alone: wins at once, and its no-op commits the old tail
+        }
+        r.process();
+        if (r.failure) {
+            return *r.failure;
+        }
+    }
+    return replicator;
+}
+
+Status Replicator::propose(Bytes payload, const Proposed& proposed) {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        return Error{Errc::poisoned, r.failure->message()};
+    }
+    if (r.is_stopping) {
+        return Error{Errc::cancelled, "the replicator is stopping"};
+    }
+    if (payload.size() >= entry_header_size) {
+        r.last_stamp_ms = std::max(r.last_stamp_ms, r.clock.wall_ms());
+        store_le<std::int64_t>(payload.data() + 1, r.last_stamp_ms);
+    }
+    QUEEN_TRY(const LogIndex index, r.node->propose(std::move(payload)));
+    proposed(index, r.node->term_at(index).value());
+    r.process();
+    return {};
+}
+
+void Replicator::step(const raft::Message& message) {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        return;
+    }
+    r.node->step(message);
+    r.process();
+}
+
+void Replicator::tick() {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        return;
+    }
+    r.node->tick();
+    r.process();
+}
+
+void Replicator::run_pending() {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (!r.failure) {
+        r.process();
+    }
+}
+
+LogIndex Replicator::committed_index() const {
+    return LogIndex{impl_->committed.load(std::memory_order_acquire)};
+}
+
+raft::NodeStatus Replicator::status() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->node->status();
+}
+
+std::uint64_t Replicator::leader_changes() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->leader_changes;
+}
+
+Status Replicator::compact(LogIndex first_kept) {
+    // Not under the lock: drop_prefix waits for the log's writer, whose callback takes it.
+    return impl_->log.drop_prefix(first_kept);
+}
+
+void Replicator::stop() {
+    if (!impl_) {
+        return;
+    }
+    Impl& r = *impl_;
+    std::unique_lock lock(r.mutex);
+    r.is_stopping = true;
+    // Runs what a follower left for the ticker too (which may be stopped already).
+    while (!r.failure && (r.is_outstanding || r.node->has_ready())) {
+        if (r.is_outstanding) {
+            r.idle.wait(lock);
+        } else {
+            r.process();
+        }
+    }
+}
+
+}  // namespace queen::node::detail

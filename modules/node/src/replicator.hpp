@@ -1,0 +1,121 @@
+// modules/node/src/replicator.hpp — one tenant's raft group member: proposals in, committed
+// entries out, its log and hard state on disk.
+//
+// The tenant's log (queen::log::Log) is the raft log: one record per raft entry, with the entry's
+// term and index. Record types: record_type_command for normal entries (the envelope of
+// entry.hpp; an empty payload is the no-op a new leader appends), record_type_conf_change for
+// membership entries. Term and vote live in the hard state file next to the segments
+// (queen/log/hard_state.hpp), saved only when they change and only after the entries written
+// before them are durable, so the file is never ahead of the log it covers.
+//
+// There is no driver thread: the Ready of the raft state machine is taken by whichever thread
+// changed it (a proposing I/O thread, the transport thread with a peer's message, the ticker,
+// or the log's writer thread when an append became durable; a follower's Ready, which may
+// truncate the log, is left to the ticker), under the replicator's lock. Entries go to the log's
+// group commit (one fdatasync for everything pending); when they are durable the writer thread's
+// callback acknowledges the Ready, which commits them (one voter) and hands them to the tenant in
+// the next Ready. So a one-node group costs what the local log cost: one fdatasync per group, no
+// extra thread hop.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "queen/core/clock.hpp"
+#include "queen/core/logger.hpp"
+#include "queen/core/result.hpp"
+#include "queen/core/rng.hpp"
+#include "queen/log/hard_state.hpp"
+#include "queen/log/log.hpp"
+#include "queen/raft/raw_node.hpp"
+
+namespace queen::node::detail {
+
+/// What the replicator tells its tenant. Both run under the replicator's lock, on the thread
+/// that took the Ready: they may take the tenant's lock but must not call the replicator.
+struct ReplicatorEvents {
+    /// Committed entries, in index order, each exactly once; the tenant applies them (its own
+    /// proposals and, on a follower, the leader's). The entries may be moved from.
+    std::function<void(std::vector<raft::Entry>& entries)> committed;
+    /// The log or the hard state failed (fail-stop): nothing proposed after this commits.
+    std::function<void(const Error& error)> failed;
+    /// Sends a message to a peer (never blocks). Empty for a group of this node alone.
+    std::function<void(const raft::Message& message)> send;
+    /// Asks for run_pending() on another thread: a follower's next Ready may truncate the log,
+    /// which the log writer's thread (where a durable append is reported) must not do.
+    std::function<void()> wake;
+};
+
+/// Where the member starts from. The tenant replays what it knows committed before opening.
+struct ReplicatorStart {
+    NodeId self;
+    /// The voters when the group has no membership on disk yet (today: the node alone).
+    std::vector<NodeId> voters;
+    /// Everything up to here is applied by the tenant (its state holds it).
+    LogIndex applied;
+    /// The log's Options::pending_bytes_max: raft keeps its uncommitted bytes below half of it.
+    std::uint64_t log_pending_bytes_max = 64u << 20;
+    /// Raft's timing (raft::Options), in ticks of the caller's tick().
+    std::uint32_t election_ticks = 10;
+    std::uint32_t heartbeat_ticks = 1;
+};
+
+/// One member of one tenant's raft group. Thread-safety: every member from any thread.
+class Replicator {
+public:
+    /// Reads the hard state file in the log's directory and starts the member on `log`, whose
+    /// entries above `start.applied` it holds in memory until they are applied. A group whose
+    /// only voter is this node elects itself at once. The log must outlive the replicator.
+    /// Errors: the hard state file's (Errc::corruption, Errc::io), the log's reads, raft's
+    /// (queen::Errc::invalid_argument).
+    [[nodiscard]] static Result<std::unique_ptr<Replicator>> open(log::Log& log,
+                                                                  ReplicatorStart start,
+                                                                  ReplicatorEvents events,
+                                                                  const Clock& clock,
+                                                                  Logger& logger);
+    ~Replicator();
+    Replicator(const Replicator&) = delete;
+    Replicator& operator=(const Replicator&) = delete;
+
+    /// Called under the replicator's lock once `payload` has its index and term, before any
+    /// Ready can hand it out as committed (the tenant registers the proposal there).
+    using Proposed = std::function<void(LogIndex index, Term term)>;
+    /// Stamps the envelope in `payload` (entry.hpp) with the leader's time, never below any
+    /// stamp in the log (a new leader continues from its last entry's), and proposes it.
+    /// Never blocks on the disk. Errors: raft::Errc::not_leader, raft::Errc::transferring,
+    /// Errc::busy (raft's uncommitted bytes limit), Errc::poisoned (the log or hard state
+    /// failed), Errc::cancelled (stopping).
+    [[nodiscard]] Status propose(Bytes payload, const Proposed& proposed);
+
+    /// A message from a peer of this group.
+    void step(const raft::Message& message);
+    /// Advances raft's clock by one tick (elections, heartbeats).
+    void tick();
+    /// Runs the Readies left for another thread (ReplicatorEvents::wake).
+    void run_pending();
+
+    /// The highest index known committed.
+    [[nodiscard]] LogIndex committed_index() const;
+    /// Current term, leader (0: none known) and whether this member leads.
+    [[nodiscard]] raft::NodeStatus status() const;
+    /// How often a new leader became known to this member (groups of several nodes).
+    [[nodiscard]] std::uint64_t leader_changes() const;
+    /// Lets the log drop whole segments below `first_kept` (the state holds them durably).
+    /// Errors: the log's drop_prefix().
+    [[nodiscard]] Status compact(LogIndex first_kept);
+    /// Refuses new proposals and waits until everything proposed is durable and every
+    /// committed entry was handed over. Idempotent.
+    void stop();
+
+private:
+    struct Impl;
+    explicit Replicator(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace queen::node::detail
