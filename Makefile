@@ -19,13 +19,14 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 catch2 libl
 QUEEN := $(BUILD)/cli/queen
 
 .PHONY: all deps build serve test check unit fuzz-smoke fuzz format format-check debug asan tsan \
-	sim-soak bench clean help
+	sim-soak bench cluster clean help
 
 all: build
 
 help:
 	@echo "make serve        install deps, build, run a single-node broker on $(ADDRESS):$(PORT) (data in $(DATA_DIR));"
 	@echo "                  ADDRESS=0.0.0.0 accepts other machines"
+	@echo "make cluster      install deps, build, run a local three-node cluster (conf/cluster-3, data in ./data/node{1,2,3})"
 	@echo "make test         install deps, build with -Werror, run every test (ctest) and the fuzz smoke runs"
 	@echo "make debug|asan|tsan   build and run the unit tests in that configuration"
 	@echo "make fuzz         run every fuzzer for FUZZ_SECONDS (default $(FUZZ_SECONDS))"
@@ -51,6 +52,9 @@ build: deps $(BUILD)/build.ninja
 
 serve: build
 	$(QUEEN) serve --data-dir $(DATA_DIR) --address $(ADDRESS) --port $(PORT)
+
+cluster: build
+	tools/cluster.sh $(QUEEN)
 
 # The CI contract: warnings are errors, every ctest test runs, then the short fuzz runs.
 test: deps

@@ -1,10 +1,10 @@
 """tests/integration/test_cluster.py — three real `queen serve` processes form a cluster: the
-default tenant is one raft group over them, one leader takes writes, followers apply the same
-entries, and after a SIGKILL of the leader a new one holds every acknowledged push.
+default tenant is one raft group over them, one leader commits writes (a follower forwards them
+to it and relays the answer), followers apply the same entries, and after a SIGKILL of the
+leader a new one holds every acknowledged push.
 
 Each node binds its peer listener on its own loopback address (127.0.0.1-3); the HTTP listeners
-pick free ports. Requests go to the leader: forwarding from a follower is not built yet, so a
-follower answers a write with 503 (not the leader)."""
+pick free ports."""
 import random
 import socket
 import time
@@ -101,21 +101,28 @@ class ClusterReplication(unittest.TestCase):
         leader = cluster.nodes[leader_id]
         follower_id = next(i for i in cluster.nodes if i != leader_id)
 
-        # Writes go to the leader; a follower refuses them, retryably.
+        # Writes to the leader and to a follower (which forwards them) are all committed once.
         c = leader.client()
+        follower = cluster.nodes[follower_id].client()
         ids = [f"m{i}" for i in range(60)]
         for start in range(0, len(ids), 20):
-            r = c.post("/api/v1/push", {"items": [
+            via = c if (start // 20) % 2 == 0 else follower
+            r = via.post("/api/v1/push", {"items": [
                 {"queue": "replicated", "partition": "p", "transactionId": t, "payload": {"t": t}}
                 for t in ids[start:start + 20]]})
             self.assertEqual(r.status, 201, r.body)
             self.assertTrue(all(x["status"] == "queued" for x in r.json()), r.body)
-        follower = cluster.nodes[follower_id].client()
-        r = follower.post("/api/v1/push", {"items": [
-            {"queue": "replicated", "partition": "p", "transactionId": "refused", "payload": {}}]})
+        # A pop is a write too (the lease): through the follower it is forwarded, and so is the
+        # ack that completes it (consumer group "side": the queue-mode pops below still see all).
+        r = follower.pop("replicated", consumerGroup="side", batch=1, wait=False)
+        self.assertEqual(r.status, 200, r.body)
+        m = r.json()["messages"][0]
+        self.assertEqual(m["transactionId"], "m0")
+        r = follower.ack(m["transactionId"], m["partitionId"], lease_id=m["leaseId"], consumer_group="side")
+        self.assertEqual(r.status, 200, r.body)
+        r = follower.pop("replicated", consumerGroup="side", batch=1, wait=False)
+        self.assertEqual(r.json()["messages"][0]["transactionId"], "m1", r.body)
         follower.close()
-        self.assertEqual(r.status, 503, r.body)
-        self.assertIn("not the leader", r.body)
 
         # Every follower applies the same entries.
         committed = tenant_health(leader)["committedIndex"]

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "queen/core/thread_name.hpp"
+#include "queen/engine/command.hpp"
 #include "queen/raft/codec.hpp"
 #include "replicator.hpp"
 
@@ -100,16 +102,42 @@ void Cluster::wake(const std::string& tenant) {
 }
 
 void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
-    if (type != frame_type_raft || payload.empty() || payload.size() < 1u + payload[0]) {
-        QUEEN_LOG(logger_, Level::warn, "cluster.bad_frame",
-                  "peer=" << from << " type=" << int(type) << " bytes=" << payload.size());
-        return;
+    switch (type) {
+        case frame_type_raft: on_raft(from, payload); return;
+        case frame_type_forward_request: on_forward_request(from, payload); return;
+        case frame_type_forward_response: on_forward_response(from, payload); return;
+        default:
+            QUEEN_LOG(logger_, Level::warn, "cluster.bad_frame",
+                      "peer=" << from << " type=" << int(type) << " bytes=" << payload.size());
     }
-    const std::string tenant(reinterpret_cast<const char*>(payload.data() + 1), payload[0]);
-    auto message = raft::decode_message(payload.subspan(1u + payload[0]));
+}
+
+namespace {
+
+/// Reads "u8 length, name" at the front of `bytes`; nullopt when short.
+std::optional<std::string> read_tenant(ByteReader& reader) {
+    const std::uint8_t length = reader.u8();
+    const ByteSpan name = reader.raw(length);
+    if (!reader.ok()) {
+        return std::nullopt;
+    }
+    return std::string(as_chars(name));
+}
+
+ByteSpan rest_of(ByteReader& reader) {
+    return reader.raw(reader.remaining());
+}
+
+}  // namespace
+
+void Cluster::on_raft(NodeId from, ByteSpan payload) {
+    ByteReader reader(payload);
+    const auto tenant = read_tenant(reader);
+    auto message = tenant ? raft::decode_message(rest_of(reader))
+                          : Result<raft::Message>(Error{Errc::corruption, "short frame"});
     if (!message || message->from != from) {
         QUEEN_LOG(logger_, Level::warn, "cluster.bad_message",
-                  "peer=" << from << " tenant=" << tenant << " error=\""
+                  "peer=" << from << " error=\""
                           << (message ? std::string("sender mismatch") : message.error().message())
                           << "\"");
         return;
@@ -117,13 +145,132 @@ void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
     Replicator* replicator = nullptr;
     {
         std::lock_guard lock(mutex_);
-        auto found = replicators_.find(tenant);
+        auto found = replicators_.find(*tenant);
         if (found != replicators_.end()) {
             replicator = found->second;
         }
     }
     if (replicator != nullptr) {
         replicator->step(*message);
+    }
+}
+
+void Cluster::forward(NodeId leader, const std::string& tenant, ByteSpan payload,
+                      api::Backend::Completion done) {
+    std::uint64_t id = 0;
+    {
+        std::lock_guard lock(forward_mutex_);
+        id = next_forward_id_++;
+        forwarded_.emplace(id, Forwarded{leader,
+                                         clock_.monotonic_ns() +
+                                             std::int64_t{options_.forward_timeout_ms} * 1'000'000,
+                                         std::move(done)});
+    }
+    Bytes frame;
+    frame.reserve(8 + 1 + tenant.size() + payload.size());
+    ByteWriter writer(frame);
+    writer.fixed<std::uint64_t>(id);
+    writer.u8(static_cast<std::uint8_t>(tenant.size()));
+    frame.insert(frame.end(), tenant.begin(), tenant.end());
+    frame.insert(frame.end(), payload.begin(), payload.end());
+    // A dropped frame (peer unreachable) fails at its deadline like a lost answer.
+    (void)transport_->send(leader, frame_type_forward_request, frame);
+}
+
+void Cluster::set_forward_handler(ForwardHandler handler) {
+    std::lock_guard lock(forward_mutex_);
+    forward_handler_ = std::move(handler);
+}
+
+void Cluster::on_forward_request(NodeId from, ByteSpan payload) {
+    ByteReader reader(payload);
+    const auto id = reader.fixed<std::uint64_t>();
+    const auto tenant = read_tenant(reader);
+    if (!tenant) {
+        QUEEN_LOG(logger_, Level::warn, "cluster.bad_forward", "peer=" << from);
+        return;
+    }
+    const ByteSpan rest = rest_of(reader);
+    ForwardHandler handler;
+    {
+        std::lock_guard lock(forward_mutex_);
+        handler = forward_handler_;
+    }
+    auto reply = [this, from, request = id](Result<engine::CommandResult> result) {
+        Bytes frame;
+        ByteWriter writer(frame);
+        writer.fixed<std::uint64_t>(request);
+        if (result) {
+            writer.u8(0);
+            const Bytes encoded = engine::encode_result(*result);
+            frame.insert(frame.end(), encoded.begin(), encoded.end());
+        } else {
+            const Error& error = result.error();
+            const bool is_core = error.code.category() == queen::error_category();
+            writer.u8(static_cast<std::uint8_t>(is_core ? error.code.value()
+                                                        : static_cast<int>(Errc::internal)));
+            const std::string text = error.context.empty() ? error.message() : error.context;
+            frame.insert(frame.end(), text.begin(), text.end());
+        }
+        (void)transport_->send(from, frame_type_forward_response, frame);
+    };
+    if (!handler) {
+        reply(Error{Errc::unsupported, "this node serves no forwarded commands"});
+        return;
+    }
+    handler(*tenant, Bytes(rest.begin(), rest.end()), std::move(reply));
+}
+
+void Cluster::on_forward_response(NodeId from, ByteSpan payload) {
+    ByteReader reader(payload);
+    const auto id = reader.fixed<std::uint64_t>();
+    const std::uint8_t status = reader.u8();
+    if (!reader.ok()) {
+        QUEEN_LOG(logger_, Level::warn, "cluster.bad_forward_response", "peer=" << from);
+        return;
+    }
+    api::Backend::Completion done;
+    {
+        std::lock_guard lock(forward_mutex_);
+        auto found = forwarded_.find(id);
+        if (found == forwarded_.end() || found->second.leader != from) {
+            return;  // timed out already
+        }
+        done = std::move(found->second.done);
+        forwarded_.erase(found);
+    }
+    const ByteSpan rest = rest_of(reader);
+    if (status == 0) {
+        auto result = engine::decode_result(rest);
+        if (!result) {
+            done(Error{Errc::internal, "forwarded answer: " + result.error().message()});
+            return;
+        }
+        done(std::move(*result));
+        return;
+    }
+    const bool is_known = status <= static_cast<int>(Errc::internal);
+    done(Error{is_known ? static_cast<Errc>(status) : Errc::internal, std::string(as_chars(rest))});
+}
+
+void Cluster::expire_forwards() {
+    std::vector<api::Backend::Completion> expired;
+    const std::int64_t now = clock_.monotonic_ns();
+    {
+        std::lock_guard lock(forward_mutex_);
+        for (auto it = forwarded_.begin(); it != forwarded_.end();) {
+            if (it->second.deadline_ns <= now) {
+                expired.push_back(std::move(it->second.done));
+                it = forwarded_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& done : expired) {
+        done(Error{Errc::timeout,
+                   "the leader did not answer a forwarded command within "
+                   "cluster.forward_timeout_ms; it may or may not be applied"});
     }
 }
 
@@ -162,6 +309,9 @@ void Cluster::run_ticker() {
         for (Replicator* replicator : all) {
             replicator->tick();
         }
+        if (!all.empty()) {
+            expire_forwards();
+        }
         lock.lock();
     }
 }
@@ -184,6 +334,15 @@ void Cluster::stop() {
     }
     if (transport_) {
         transport_->stop();
+    }
+    // What still waits for a leader's answer will not get one.
+    std::map<std::uint64_t, Forwarded> pending;
+    {
+        std::lock_guard lock(forward_mutex_);
+        pending.swap(forwarded_);
+    }
+    for (auto& [id, forwarded] : pending) {
+        forwarded.done(Error{Errc::cancelled, "the node is shutting down"});
     }
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "queen/api/backend.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
@@ -28,8 +30,14 @@ namespace queen::node::detail {
 
 class Replicator;
 
-/// Frame type of a raft message between two nodes.
-inline constexpr std::uint8_t frame_type_raft = 16;  // net::frame_type_application
+/// Frame types between two nodes (net::frame_type_application and up):
+///  raft:             u8 tenant length, tenant, raft message (raft/codec.hpp)
+///  forward_request:  u64 id (LE), u8 tenant length, tenant, entry envelope (entry.hpp)
+///  forward_response: u64 id (LE), u8 status (0 ok, else a queen::Errc value), then the
+///                    engine's encoded result (ok) or the error's text
+inline constexpr std::uint8_t frame_type_raft = 16;
+inline constexpr std::uint8_t frame_type_forward_request = 17;
+inline constexpr std::uint8_t frame_type_forward_response = 18;
 
 class Cluster {
 public:
@@ -53,6 +61,17 @@ public:
     /// Sends one raft message of `tenant`'s group (never blocks; a dropped message is resent by
     /// raft).
     void send(const std::string& tenant, const raft::Message& message);
+    /// Sends a command (in its entry envelope) to `leader` for `tenant` and calls `done` with
+    /// the leader's answer, or with Errc::timeout after cluster.forward_timeout_ms (the command
+    /// may or may not have been applied: retry with a client id to be applied once).
+    void forward(NodeId leader, const std::string& tenant, ByteSpan payload,
+                 api::Backend::Completion done);
+    /// Runs a command a peer forwarded (the server submits it to the tenant); `reply` must be
+    /// called once. Set before peers can reach this node.
+    using ForwardHandler = std::function<void(const std::string& tenant, Bytes payload,
+                                              api::Backend::Completion reply)>;
+    void set_forward_handler(ForwardHandler handler);
+
     /// Asks the ticker thread to run `tenant`'s pending Readies (see Replicator).
     void wake(const std::string& tenant);
     [[nodiscard]] net::TransportStats transport_stats() const;
@@ -62,6 +81,11 @@ public:
 private:
     Cluster(const NodeConfig& config, const Clock& clock, Logger& logger);
     void on_frame(NodeId from, std::uint8_t type, ByteSpan payload);
+    void on_raft(NodeId from, ByteSpan payload);
+    void on_forward_request(NodeId from, ByteSpan payload);
+    void on_forward_response(NodeId from, ByteSpan payload);
+    /// Fails the forwarded commands whose time is up (ticker).
+    void expire_forwards();
     void run_ticker();
 
     ClusterOptions options_;
@@ -79,6 +103,16 @@ private:
     std::thread ticker_;
     Bytes scratch_;  // guarded by send_mutex_
     std::mutex send_mutex_;
+
+    struct Forwarded {
+        NodeId leader;
+        std::int64_t deadline_ns = 0;
+        api::Backend::Completion done;
+    };
+    std::mutex forward_mutex_;
+    std::map<std::uint64_t, Forwarded> forwarded_;  // by request id
+    std::uint64_t next_forward_id_ = 1;
+    ForwardHandler forward_handler_;
 };
 
 }  // namespace queen::node::detail

@@ -159,6 +159,10 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        2, 100'000);
     schema.add_integer("cluster.heartbeat_ticks", &cl.heartbeat_ticks,
                        "Ticks between a leader's heartbeats (< election_ticks).", 1, 100'000);
+    schema.add_integer("cluster.forward_timeout_ms", &cl.forward_timeout_ms,
+                       "A command a follower forwarded to the leader fails (503) after this "
+                       "without an answer.",
+                       1, 3'600'000);
 
     schema.add_section("http", "The HTTP API listener (Queen v1 API, health, metrics).");
     auto& h = c.http;

@@ -276,7 +276,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     return replicator;
 }
 
-Status Replicator::propose(Bytes payload, const Proposed& proposed) {
+Status Replicator::propose(Bytes& payload, const Proposed& proposed) {
     Impl& r = *impl_;
     std::lock_guard lock(r.mutex);
     if (r.failure) {
@@ -285,12 +285,18 @@ Status Replicator::propose(Bytes payload, const Proposed& proposed) {
     if (r.is_stopping) {
         return Error{Errc::cancelled, "the replicator is stopping"};
     }
+    if (r.node->role() != raft::Role::leader) {
+        return Error{raft::Errc::not_leader,
+                     r.node->leader() == raft::no_node
+                         ? std::string("no leader (election in progress)")
+                         : "node " + std::to_string(r.node->leader().value()) + " leads"};
+    }
     if (payload.size() >= entry_header_size) {
         r.last_stamp_ms = std::max(r.last_stamp_ms, r.clock.wall_ms());
         store_le<std::int64_t>(payload.data() + 1, r.last_stamp_ms);
     }
     QUEEN_TRY(const LogIndex index, r.node->propose(std::move(payload)));
-    proposed(index, r.node->term_at(index).value());
+    proposed(index, r.node->term());
     r.process();
     return {};
 }
@@ -330,6 +336,11 @@ LogIndex Replicator::committed_index() const {
 raft::NodeStatus Replicator::status() const {
     std::lock_guard lock(impl_->mutex);
     return impl_->node->status();
+}
+
+NodeId Replicator::leader() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->node->leader();
 }
 
 std::uint64_t Replicator::leader_changes() const {

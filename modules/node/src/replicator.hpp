@@ -87,10 +87,11 @@ public:
     using Proposed = std::function<void(LogIndex index, Term term)>;
     /// Stamps the envelope in `payload` (entry.hpp) with the leader's time, never below any
     /// stamp in the log (a new leader continues from its last entry's), and proposes it.
-    /// Never blocks on the disk. Errors: raft::Errc::not_leader, raft::Errc::transferring,
+    /// Never blocks on the disk. `payload` is taken (moved from) only when this member leads.
+    /// Errors: raft::Errc::not_leader, raft::Errc::transferring,
     /// Errc::busy (raft's uncommitted bytes limit), Errc::poisoned (the log or hard state
     /// failed), Errc::cancelled (stopping).
-    [[nodiscard]] Status propose(Bytes payload, const Proposed& proposed);
+    [[nodiscard]] Status propose(Bytes& payload, const Proposed& proposed);
 
     /// A message from a peer of this group.
     void step(const raft::Message& message);
@@ -103,6 +104,8 @@ public:
     [[nodiscard]] LogIndex committed_index() const;
     /// Current term, leader (0: none known) and whether this member leads.
     [[nodiscard]] raft::NodeStatus status() const;
+    /// The leader this member knows (0: none).
+    [[nodiscard]] NodeId leader() const;
     /// How often a new leader became known to this member (groups of several nodes).
     [[nodiscard]] std::uint64_t leader_changes() const;
     /// Lets the log drop whole segments below `first_kept` (the state holds them durably).

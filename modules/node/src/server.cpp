@@ -104,6 +104,20 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
         impl->tenants.emplace(name, std::move(tenant));
     }
 
+    if (impl->cluster) {
+        // Commands a follower forwarded: submitted here as if a client sent them, never
+        // forwarded again (a node that lost the leadership meanwhile answers not_leader).
+        impl->cluster->set_forward_handler(
+            [tenants = &impl->tenants](const std::string& tenant, Bytes payload,
+                                       api::Backend::Completion reply) {
+                auto found = tenants->find(tenant);
+                if (found == tenants->end()) {
+                    reply(Error{Errc::not_found, "tenant " + tenant});
+                    return;
+                }
+                found->second->submit_payload(std::move(payload), std::move(reply), false);
+            });
+    }
     impl->backend = std::make_unique<detail::NodeBackend>(impl->identity.node_id, *impl->clock,
                                                           *impl->waiters, impl->tenants);
     api::ApiOptions api_options;

@@ -152,6 +152,12 @@ void Tenant::submit(engine::Command command, api::Backend::Completion done) {
     Bytes payload;
     encode_entry_header(payload, TimestampMs{0});  // the replicator stamps it
     engine::encode_command_into(command, payload);
+    // Internal proposals (no `done`: sweeps) are the leader's own business: never forwarded.
+    const bool may_forward = static_cast<bool>(done);
+    submit_payload(std::move(payload), std::move(done), may_forward);
+}
+
+void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool may_forward) {
     std::unique_lock lock(mutex_);
     std::optional<Error> refused;
     if (poison_) {
@@ -173,7 +179,7 @@ void Tenant::submit(engine::Command command, api::Backend::Completion done) {
     }
     // The replicator's lock orders the proposals: it registers each (under it, in log order)
     // before any Ready can report it committed.
-    auto proposed = replicator_->propose(std::move(payload), [&](LogIndex index, Term term) {
+    auto proposed = replicator_->propose(payload, [&](LogIndex index, Term term) {
         std::lock_guard registered(mutex_);
         in_flight_.push_back(InFlight{index, term, std::move(done)});
     });
@@ -187,6 +193,13 @@ void Tenant::submit(engine::Command command, api::Backend::Completion done) {
             done(Error{Errc::busy, "tenant " + name_ + ": " + error.message()});
         }
     } else if (error.is(raft::Errc::not_leader) || error.is(raft::Errc::transferring)) {
+        const NodeId leader = replicator_->leader();
+        if (may_forward && cluster_ != nullptr && leader != raft::no_node &&
+            leader != NodeId{config_.node.id} && error.is(raft::Errc::not_leader)) {
+            forwarded_total_.fetch_add(1, std::memory_order_relaxed);
+            cluster_->forward(leader, name_, payload, std::move(done));
+            return;
+        }
         if (done) {
             done(Error{Errc::not_leader, "tenant " + name_ + ": " + error.context});
         }
@@ -706,6 +719,9 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         "Applied log index the last checkpoint made durable (replay starts above it)",
         api::MetricSample::Kind::gauge,
         static_cast<double>(durable_index_.load(std::memory_order_relaxed)));
+    add("queen_forwarded_total", "Commands this node forwarded to the tenant's leader",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(forwarded_total_.load(std::memory_order_relaxed)));
     add("queen_proposals_rejected_total", "Commands refused because the proposal queue was full",
         api::MetricSample::Kind::counter,
         static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));

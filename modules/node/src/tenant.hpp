@@ -53,6 +53,11 @@ public:
     /// raft::Errc::not_leader. An error found before the proposal is given on this thread.
     void submit(engine::Command command, api::Backend::Completion done);
 
+    /// submit() of a command already in its entry envelope (entry.hpp), e.g. one a follower
+    /// forwarded. `may_forward`: a follower sends it on to the leader it knows (through the
+    /// cluster) instead of answering Errc::not_leader.
+    void submit_payload(Bytes payload, api::Backend::Completion done, bool may_forward);
+
     /// Calls `ready` once everything answered before this call is readable: the applier answers
     /// before its LMDB commit, so a read may have to wait for that commit (at most one, which
     /// a waiting read brings forward). Never blocks: `ready` runs at once on the calling
@@ -150,6 +155,7 @@ private:
     std::atomic<std::uint64_t> applied_index_{0};
     std::atomic<std::uint64_t> entries_applied_total_{0};
     std::atomic<std::uint64_t> proposals_rejected_total_{0};
+    std::atomic<std::uint64_t> forwarded_total_{0};
     std::atomic<std::uint64_t> apply_batches_total_{0};
     std::atomic<std::uint64_t> state_commits_total_{0};
     // LMDB checkpoints (Engine::sync) of the maintenance thread, their time, and the applied

@@ -236,6 +236,16 @@ void RawNode::advance() {
     impl_->advance();
 }
 
+Role RawNode::role() const noexcept {
+    return impl_->role;
+}
+NodeId RawNode::leader() const noexcept {
+    return impl_->leader;
+}
+Term RawNode::term() const noexcept {
+    return impl_->term;
+}
+
 NodeStatus RawNode::status() const {
     const Impl& r = *impl_;
     NodeStatus s;

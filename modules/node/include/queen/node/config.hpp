@@ -83,6 +83,8 @@ struct ClusterOptions {
     std::uint32_t tick_ms = 50;
     std::uint32_t election_ticks = 20;
     std::uint32_t heartbeat_ticks = 2;
+    /// A command a follower forwarded to the leader fails with 503 after this without answer.
+    std::uint32_t forward_timeout_ms = 5'000;
     /// Validate: peers parse, ids unique, this node among them, a secret, tick ranges.
     [[nodiscard]] Status validate(std::uint64_t self) const;
     /// `peers` parsed (validate() first). Errors: config::Errc::invalid_value naming the entry.

@@ -118,6 +118,10 @@ public:
     void advance();
 
     [[nodiscard]] NodeStatus status() const;
+    /// The parts of status() a hot path needs, without its copies.
+    [[nodiscard]] Role role() const noexcept;
+    [[nodiscard]] NodeId leader() const noexcept;
+    [[nodiscard]] Term term() const noexcept;
     /// Leader only: one row per peer; empty elsewhere.
     [[nodiscard]] std::vector<PeerProgress> progress() const;
     /// Term of the entry at `index` (the snapshot index included).
