@@ -10,16 +10,18 @@ ADDRESS ?= 127.0.0.1
 PORT ?= 6632
 FUZZ_SECONDS ?= 600
 SIM_SOAK_SECONDS ?= 3600
+CHAOS_SCHEDULES ?= 20
 
 # Debian packages the build and the tests need. `make deps` installs only what is missing.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 catch2 liblmdb-dev lmdb-utils \
 	libasio-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libhttp-parser-dev libssl-dev \
-	libtcmalloc-minimal4 libfiu-dev fiu-utils clang-14 libclang-rt-14-dev clang-format-14 curl procps
+	libtcmalloc-minimal4 libfiu-dev fiu-utils clang-14 libclang-rt-14-dev clang-format-14 curl procps \
+	iptables
 
 QUEEN := $(BUILD)/cli/queen
 
 .PHONY: all deps build serve test check unit fuzz-smoke fuzz format format-check debug asan tsan \
-	sim-soak bench cluster clean help
+	sim-soak bench cluster chaos clean help
 
 all: build
 
@@ -30,6 +32,7 @@ help:
 	@echo "make test         install deps, build with -Werror, run every test (ctest) and the fuzz smoke runs"
 	@echo "make debug|asan|tsan   build and run the unit tests in that configuration"
 	@echo "make fuzz         run every fuzzer for FUZZ_SECONDS (default $(FUZZ_SECONDS))"
+	@echo "make chaos        run CHAOS_SCHEDULES (default $(CHAOS_SCHEDULES)) fault schedules on a real three-node cluster"
 	@echo "make sim-soak     run the raft simulator for SIM_SOAK_SECONDS (default $(SIM_SOAK_SECONDS))"
 	@echo "make bench        run the standard benchmark profiles"
 	@echo "make format       reformat the sources; make format-check checks them"
@@ -55,6 +58,11 @@ serve: build
 
 cluster: build
 	tools/cluster.sh $(QUEEN)
+
+# The cluster under SIGKILL, SIGSTOP and iptables cuts in a network namespace (root).
+chaos: build
+	cd tests/integration && QUEEN_BIN=$(abspath $(QUEEN)) QUEEN_CHAOS_SCHEDULES=$(CHAOS_SCHEDULES) \
+		python3 -u -m unittest -v test_chaos
 
 # The CI contract: warnings are errors, every ctest test runs, then the short fuzz runs.
 test: deps

@@ -29,13 +29,14 @@ def seed_from_env():
 class Server:
     """A `queen serve` child process. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, data_dir=None, settings=None, env=None, args=None):
+    def __init__(self, data_dir=None, settings=None, env=None, args=None, host="127.0.0.1"):
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="queen-it-", dir=os.environ.get("QUEEN_TEST_DIR"))
         self.settings = {"http.address": "127.0.0.1", "http.port": "0", "tenant.sweep_interval_ms": "200"}
         self.settings.update(settings or {})
         self.env = dict(os.environ, **(env or {}))
         self.args = args or []
+        self.host = host  # where its HTTP listener is reached (http.address)
         self.process = None
         self.port = None
         self.log_lines = []
@@ -94,8 +95,8 @@ class Server:
     def __exit__(self, *exc):
         self.cleanup()
 
-    def client(self, timeout=30):
-        return Client("127.0.0.1", self.port, timeout)
+    def client(self, timeout=30, source_address=None):
+        return Client(self.host, self.port, timeout, source_address)
 
     def output(self):
         return "".join(self.log_lines)
@@ -117,8 +118,9 @@ class Response:
 class Client:
     """A keep-alive HTTP/1.1 client (one connection, reconnects when the server closed it)."""
 
-    def __init__(self, host, port, timeout=30):
+    def __init__(self, host, port, timeout=30, source_address=None):
         self.host, self.port, self.timeout = host, port, timeout
+        self.source_address = source_address  # (ip, 0): connect from that local address
         self.conn = None
 
     def request(self, method, path, body=None, headers=None, raw_body=None):
@@ -129,7 +131,8 @@ class Client:
             hdrs.setdefault("Content-Type", "application/json")
         for attempt in range(2):
             if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout,
+                                                       source_address=self.source_address)
             try:
                 self.conn.request(method, path, body=data, headers=hdrs)
                 resp = self.conn.getresponse()
@@ -216,3 +219,89 @@ class ServerTestCase(unittest.TestCase):
         if failed:
             print(self.server.output()[-4000:])
         self.server.cleanup()
+
+
+def free_port(host):
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class ClusterProcesses:
+    """`size` real `queen serve` processes forming one cluster: node i binds its HTTP and peer
+    listeners on 127.0.0.i (free ports), the same peers and secret on all."""
+
+    SECRET = "integration-test-cluster-secret"
+
+    def __init__(self, size=3, settings=None):
+        hosts = {i: f"127.0.0.{i}" for i in range(1, size + 1)}
+        peers = ",".join(f"{i}@{host}:{free_port(host)}" for i, host in hosts.items())
+        self.nodes = {}
+        for i, host in hosts.items():
+            node_settings = {
+                "node.id": str(i),
+                "http.address": host,
+                "cluster.peers": peers,
+                "cluster.secret": self.SECRET,
+                "cluster.tick_ms": "20",
+                "cluster.election_ticks": "10",
+                "cluster.heartbeat_ticks": "2",
+            }
+            node_settings.update(settings or {})
+            self.nodes[i] = Server(settings=node_settings, host=host)
+
+    def start(self):
+        for node in self.nodes.values():
+            node.start()
+        return self
+
+    def cleanup(self):
+        for node in self.nodes.values():
+            if node.process is not None and node.process.poll() is None:
+                try:
+                    node.process.send_signal(signal.SIGCONT)  # a stopped node cannot die
+                except OSError:
+                    pass
+            node.cleanup()
+
+    def running(self):
+        return {i: n for i, n in self.nodes.items() if n.process is not None}
+
+    def tenant_health(self, i, tenant="default", source_address=None):
+        client = self.nodes[i].client(timeout=2, source_address=source_address)
+        try:
+            r = client.get("/health")
+        except OSError:
+            return None
+        finally:
+            client.close()
+        if r.status != 200:
+            return None
+        for t in r.json()["tenants"]:
+            if t["name"] == tenant:
+                return t
+        return None
+
+    def leader(self, timeout=30, among=None, source_address=None):
+        """Waits until the nodes (`among`, default every running one) name one leader which
+        says it leads; returns (leader id, term)."""
+        found = {}
+
+        def agreed():
+            ids = among or list(self.running())
+            views = {i: self.tenant_health(i, source_address=source_address) for i in ids}
+            if any(v is None for v in views.values()):
+                return False
+            leaders = {v["leaderId"] for v in views.values()}
+            if len(leaders) != 1 or 0 in leaders:
+                return False
+            leader = leaders.pop()
+            if leader not in views or views[leader]["role"] != "leader":
+                return False
+            found["id"], found["term"] = leader, views[leader]["term"]
+            return True
+
+        wait_until(agreed, timeout=timeout, what="one leader every running node agrees on")
+        return found["id"], found["term"]
+

@@ -6,91 +6,17 @@ leader a new one holds every acknowledged push.
 Each node binds its peer listener on its own loopback address (127.0.0.1-3); the HTTP listeners
 pick free ports."""
 import random
-import socket
 import time
 import unittest
 
-from harness import Server, seed_from_env, wait_until
-
-SECRET = "integration-test-cluster-secret"
-
-
-def free_port(host):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def tenant_health(server):
-    client = server.client(timeout=5)
-    try:
-        r = client.get("/health")
-    except OSError:
-        return None
-    finally:
-        client.close()
-    if r.status != 200:
-        return None
-    for tenant in r.json()["tenants"]:
-        if tenant["name"] == "default":
-            return tenant
-    return None
-
-
-class Cluster:
-    def __init__(self, size=3):
-        hosts = [f"127.0.0.{i}" for i in range(1, size + 1)]
-        peers = ",".join(f"{i}@{host}:{free_port(host)}" for i, host in enumerate(hosts, start=1))
-        self.nodes = {}
-        for i in range(1, size + 1):
-            self.nodes[i] = Server(settings={
-                "node.id": str(i),
-                "cluster.peers": peers,
-                "cluster.secret": SECRET,
-                "cluster.tick_ms": "20",
-                "cluster.election_ticks": "10",
-                "cluster.heartbeat_ticks": "2",
-            })
-
-    def start(self):
-        for node in self.nodes.values():
-            node.start()
-        return self
-
-    def cleanup(self):
-        for node in self.nodes.values():
-            node.cleanup()
-
-    def running(self):
-        return {i: n for i, n in self.nodes.items() if n.process is not None}
-
-    def leader(self, timeout=30):
-        """Waits until every running node names the same leader, which says it leads."""
-        found = {}
-
-        def agreed():
-            views = {i: tenant_health(n) for i, n in self.running().items()}
-            if any(v is None for v in views.values()):
-                return False
-            leaders = {v["leaderId"] for v in views.values()}
-            if len(leaders) != 1 or 0 in leaders:
-                return False
-            leader = leaders.pop()
-            if leader not in views or views[leader]["role"] != "leader":
-                return False
-            found["id"] = leader
-            found["term"] = views[leader]["term"]
-            return True
-
-        wait_until(agreed, timeout=timeout, what="one leader every running node agrees on")
-        return found["id"], found["term"]
+from harness import ClusterProcesses, seed_from_env, wait_until
 
 
 class ClusterReplication(unittest.TestCase):
     def setUp(self):
         self.seed = seed_from_env()
         self.rng = random.Random(self.seed)
-        self.cluster = Cluster().start()
+        self.cluster = ClusterProcesses().start()
 
     def tearDown(self):
         self.cluster.cleanup()
@@ -125,9 +51,9 @@ class ClusterReplication(unittest.TestCase):
         follower.close()
 
         # Every follower applies the same entries.
-        committed = tenant_health(leader)["committedIndex"]
-        for i, node in cluster.nodes.items():
-            wait_until(lambda: (tenant_health(node) or {}).get("appliedIndex", 0) >= committed,
+        committed = cluster.tenant_health(leader_id)["committedIndex"]
+        for i in cluster.nodes:
+            wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
                        what=f"node {i} applies through {committed}")
 
         # The leader dies; the other two elect a new one in a later term, which has it all.
@@ -158,10 +84,10 @@ class ClusterReplication(unittest.TestCase):
         leader.start()
         again_id, _ = cluster.leader()
         self.assertEqual(again_id, new_id)
-        committed = tenant_health(new_leader)["committedIndex"]
-        wait_until(lambda: (tenant_health(leader) or {}).get("appliedIndex", 0) >= committed,
+        committed = cluster.tenant_health(new_id)["committedIndex"]
+        wait_until(lambda: (cluster.tenant_health(leader_id) or {}).get("appliedIndex", 0) >= committed,
                    what="the restarted node catches up")
-        self.assertEqual(tenant_health(leader)["role"], "follower")
+        self.assertEqual(cluster.tenant_health(leader_id)["role"], "follower")
 
 
 if __name__ == "__main__":

@@ -435,6 +435,19 @@ void Transport::Impl::dial(NodeId peer) {
         return;
     }
     auto socket = std::make_shared<tcp::socket>(io);
+    // Leave from this node's own listen address (when it names one): with several nodes on one
+    // host (127.0.0.1-3) the peer then sees the right source, and per-pair firewall rules (the
+    // partition tests) cut the right pair.
+    const auto local = asio::ip::make_address(options.address, ec);
+    if (!ec && !local.is_unspecified() && local.is_v4() == address.is_v4()) {
+        socket->open(address.is_v4() ? tcp::v4() : tcp::v6(), ec);
+        if (!ec) {
+            socket->bind(tcp::endpoint(local, 0), ec);
+        }
+        if (ec) {
+            socket = std::make_shared<tcp::socket>(io);  // connect from wherever the OS picks
+        }
+    }
     socket->async_connect(
         tcp::endpoint(address, peer_port), [this, peer, socket](const asio::error_code& error) {
             if (error) {

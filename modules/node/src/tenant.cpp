@@ -665,12 +665,11 @@ api::TenantHealth Tenant::health() const {
         health.term = raft.hard_state.term.value();
         health.leader_id = raft.leader.value();
         health.leader_changes = replicator_->leader_changes();
-        if (raft.role != raft::Role::leader && health.is_writable) {
+        // A follower serves by forwarding to the leader it knows; without one, nobody commits.
+        if (raft.role != raft::Role::leader && health.is_writable &&
+            (raft.leader == raft::no_node || cluster_ == nullptr)) {
             health.is_writable = false;
-            health.reason =
-                raft.leader == raft::no_node
-                    ? "no leader (election in progress)"
-                    : "not the leader (node " + std::to_string(raft.leader.value()) + " leads)";
+            health.reason = "no leader (election in progress)";
         }
     }
     health.applied_index = applied_index_.load(std::memory_order_acquire);

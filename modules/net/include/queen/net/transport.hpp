@@ -31,7 +31,8 @@
 namespace queen::net {
 
 struct TransportOptions {
-    /// Numeric IP to listen on and the port (0: pick a free one; see Transport::port()).
+    /// Numeric IP to listen on and the port (0: pick a free one; see Transport::port()). Dialed
+    /// connections leave from this address too (when it is not 0.0.0.0 or ::).
     std::string address = "127.0.0.1";
     std::uint16_t port = 0;
     /// Largest frame body accepted from a peer; a larger one closes the connection.
