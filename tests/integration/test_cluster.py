@@ -50,6 +50,20 @@ class ClusterReplication(unittest.TestCase):
         self.assertEqual(r.json()["messages"][0]["transactionId"], "m1", r.body)
         follower.close()
 
+        # Reads are linearizable on every node: a push acknowledged by one node is seen by a
+        # read that starts afterwards on any other (ReadIndex), with no waiting in between.
+        for n in range(5):
+            t = f"read-{n}"
+            r = c.post("/api/v1/push", {"items": [
+                {"queue": "reads", "partition": "p", "transactionId": t, "payload": {}}]})
+            self.assertEqual(r.status, 201, r.body)
+            for i in cluster.nodes:
+                reader = cluster.nodes[i].client()
+                r = reader.get("/api/v1/resources/queues/reads")
+                reader.close()
+                self.assertEqual(r.status, 200, r.body)
+                self.assertEqual(r.json()["totals"]["total"], n + 1, f"node {i} after push {n}: {r.body}")
+
         # Every follower applies the same entries.
         committed = cluster.tenant_health(leader_id)["committedIndex"]
         for i in cluster.nodes:

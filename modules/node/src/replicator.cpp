@@ -43,6 +43,23 @@ struct Replicator::Impl {
     std::atomic<std::uint64_t> committed{0};
     std::vector<log::RecordView> records;  // scratch for appends
 
+    // ReadIndex: at most one round in flight; reads arriving meanwhile wait for the next one.
+    struct ReadRound {
+        std::uint64_t context = 0;
+        std::uint64_t started_tick = 0;
+        std::vector<ReadIndexed> waiting;
+    };
+    std::optional<ReadRound> read_in_flight;
+    std::vector<ReadIndexed> reads_next;
+    std::uint64_t next_read_context = 1;
+    std::uint64_t ticks = 0;
+    std::uint32_t election_ticks = 10;
+
+    /// Starts a round for reads_next when none is in flight. Locked.
+    void start_read_round();
+    /// Fails every waiting read with `error`. Locked.
+    void fail_reads(const Error& error);
+
     /// Takes and runs Readies until one waits for the disk or nothing is left. Locked.
     void process();
     /// The part of a Ready that follows durability: hard state, messages, advance. Locked.
@@ -60,6 +77,7 @@ void Replicator::Impl::fail(const Error& error) {
         return;
     }
     failure = error;
+    fail_reads(Error{Errc::poisoned, error.message()});
     is_outstanding = false;
     pending.reset();
     idle.notify_all();
@@ -72,6 +90,39 @@ void Replicator::Impl::send(std::vector<raft::Message>& messages) {
             events.send(message);
         }
     }
+}
+
+void Replicator::Impl::start_read_round() {
+    if (read_in_flight || reads_next.empty()) {
+        return;
+    }
+    ReadRound round;
+    round.context = next_read_context++;
+    round.started_tick = ticks;
+    round.waiting.swap(reads_next);
+    Bytes context;
+    ByteWriter(context).fixed<std::uint64_t>(round.context);
+    if (auto started = node->read_index(std::move(context)); !started) {
+        const Error error{Errc::not_leader, "read: " + started.error().message()};
+        for (ReadIndexed& done : round.waiting) {
+            done(error);
+        }
+        return;
+    }
+    read_in_flight = std::move(round);
+}
+
+void Replicator::Impl::fail_reads(const Error& error) {
+    if (read_in_flight) {
+        for (ReadIndexed& done : read_in_flight->waiting) {
+            done(error);
+        }
+        read_in_flight.reset();
+    }
+    for (ReadIndexed& done : reads_next) {
+        done(error);
+    }
+    reads_next.clear();
 }
 
 void Replicator::Impl::compact_memory() {
@@ -112,6 +163,19 @@ void Replicator::Impl::process() {
             }
         }
         send(ready.messages);
+        for (const raft::ReadState& state : ready.read_states) {
+            ByteReader reader(state.context);
+            const auto context = reader.fixed<std::uint64_t>();
+            if (reader.ok() && read_in_flight && read_in_flight->context == context) {
+                std::vector<ReadIndexed> waiting;
+                waiting.swap(read_in_flight->waiting);
+                read_in_flight.reset();
+                for (ReadIndexed& done : waiting) {
+                    done(state.index);
+                }
+            }
+        }
+        start_read_round();
         if (ready.snapshot) {
             // Snapshots arrive only from a leader of a group of several nodes, which the node
             // does not form yet (docs/architecture.md, "Replication").
@@ -255,6 +319,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     options.id = start.self;
     options.election_ticks = start.election_ticks;
     options.heartbeat_ticks = start.heartbeat_ticks;
+    impl->election_ticks = start.election_ticks;
     // Below the log's pending bytes, so appending a leader's Ready never blocks on them.
     options.uncommitted_bytes_max = std::max<std::uint64_t>(1, start.log_pending_bytes_max / 2);
     QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger));
@@ -318,6 +383,35 @@ void Replicator::tick() {
         return;
     }
     r.node->tick();
+    ++r.ticks;
+    // A round no leader confirmed (leadership lost, messages dropped): fail it, so its readers
+    // retry, and start the next.
+    if (r.read_in_flight && r.ticks - r.read_in_flight->started_tick > 2u * r.election_ticks) {
+        std::vector<ReadIndexed> waiting;
+        waiting.swap(r.read_in_flight->waiting);
+        r.read_in_flight.reset();
+        const Error error{Errc::not_leader, "no leader confirmed the read in time; retry"};
+        for (ReadIndexed& done : waiting) {
+            done(error);
+        }
+        r.start_read_round();
+    }
+    r.process();
+}
+
+void Replicator::read_index(ReadIndexed done) {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        done(Error{Errc::poisoned, r.failure->message()});
+        return;
+    }
+    if (r.reads_next.size() >= 65'536) {
+        done(Error{Errc::busy, "too many reads wait for a read point; retry later"});
+        return;
+    }
+    r.reads_next.push_back(std::move(done));
+    r.start_read_round();
     r.process();
 }
 

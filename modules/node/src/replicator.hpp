@@ -93,6 +93,16 @@ public:
     /// failed), Errc::cancelled (stopping).
     [[nodiscard]] Status propose(Bytes& payload, const Proposed& proposed);
 
+    /// Called with a linearizable read point: once the state has applied through it, a read
+    /// sees every write committed before read_index() was called (ReadIndex: the leader's
+    /// commit index, confirmed by a quorum of heartbeats). Runs under the replicator's lock.
+    /// Errors: Errc::not_leader (no leader known, or none confirmed the read within two
+    /// election timeouts; retry), Errc::busy (too many reads wait).
+    using ReadIndexed = std::function<void(Result<LogIndex> index)>;
+    /// Asks for a read point (groups of several nodes; alone, the applied state is current).
+    /// Reads that arrive while one round is in flight share the next round.
+    void read_index(ReadIndexed done);
+
     /// A message from a peer of this group.
     void step(const raft::Message& message);
     /// Advances raft's clock by one tick (elections, heartbeats).

@@ -229,6 +229,30 @@ void Tenant::on_committed(std::vector<raft::Entry>& entries) {
 }
 
 void Tenant::when_readable(api::Backend::ReadReady ready) {
+    if (cluster_ == nullptr) {
+        // Alone, the state is the truth: the read waits for the commit of everything answered
+        // so far (answers leave before their LMDB commit), so it never misses a write its
+        // client was told about.
+        LogIndex target;
+        {
+            std::lock_guard lock(mutex_);
+            target = answered_through_;
+        }
+        wait_visible(target, std::move(ready));
+        return;
+    }
+    // In a group the read waits for a read point the leader confirmed (ReadIndex): everything
+    // committed anywhere before the read started, this node's answers included.
+    replicator_->read_index([this, ready = std::move(ready)](Result<LogIndex> index) mutable {
+        if (!index) {
+            ready(Error{index.error().code, "tenant " + name_ + ": " + index.error().context});
+            return;
+        }
+        wait_visible(*index, std::move(ready));
+    });
+}
+
+void Tenant::wait_visible(LogIndex target, api::Backend::ReadReady ready) {
     std::unique_lock lock(mutex_);
     if (poison_) {
         const Error error{Errc::poisoned, poison_->message()};
@@ -236,9 +260,6 @@ void Tenant::when_readable(api::Backend::ReadReady ready) {
         ready(error);
         return;
     }
-    // Answers leave before their LMDB commit: the read waits for the commit of everything
-    // answered so far, so it never misses a write its client was told about.
-    const LogIndex target = answered_through_;
     if (visible_through_ >= target) {
         lock.unlock();
         ready({});
@@ -256,9 +277,11 @@ void Tenant::when_readable(api::Backend::ReadReady ready) {
                                     " reads waiting; retry later"});
         return;
     }
-    QUEEN_ASSERT(waiting_reads_.empty() || waiting_reads_.back().index <= target,
-                 "reads wait in index order");
-    waiting_reads_.push_back(WaitingRead{target, std::move(ready)});
+    // In index order (read points from different rounds may arrive out of order).
+    auto at = std::upper_bound(
+        waiting_reads_.begin(), waiting_reads_.end(), target,
+        [](LogIndex index, const WaitingRead& read) { return index < read.index; });
+    waiting_reads_.insert(at, WaitingRead{target, std::move(ready)});
     lock.unlock();
     committed_ready_.notify_one();  // an idle applier commits now
 }

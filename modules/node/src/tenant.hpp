@@ -64,6 +64,10 @@ public:
     /// thread when the state already holds it, else on the applier thread after the commit
     /// (it must not block). Errors given to `ready`: Errc::poisoned, Errc::cancelled (stopped
     /// before the commit), Errc::busy (tenant.reads_waiting_max reads wait already).
+    /// In a cluster `ready` waits instead for a read point the leader confirmed (ReadIndex),
+    /// so a read on any node sees every write committed before it started; errors also
+    /// Errc::not_leader (no leader confirmed it; retry). `ready` may then run on the thread
+    /// that confirmed it.
     void when_readable(api::Backend::ReadReady ready);
 
     /// Runs `read` on the engine now, over the last LMDB commit (never waits).
@@ -109,6 +113,8 @@ private:
     /// Applier: moves visible_through_ to the engine's committed index and calls the reads it
     /// satisfies.
     void publish_visible();
+    /// Calls `ready` once LMDB holds `target` (at once when it does).
+    void wait_visible(LogIndex target, api::Backend::ReadReady ready);
     /// Calls every waiting read with `error` (poisoned or stopped).
     void fail_reads(const Error& error);
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
@@ -141,7 +147,7 @@ private:
         LogIndex index;
         api::Backend::ReadReady ready;
     };
-    std::deque<WaitingRead> waiting_reads_;  // in index order (answered_through_ only grows)
+    std::deque<WaitingRead> waiting_reads_;  // in index order
     std::optional<Error> poison_;
     bool stopping_ = false;
     bool is_applier_done_ = false;  // stop() joined the applier: nothing becomes readable
