@@ -5,6 +5,7 @@ leader a new one holds every acknowledged push.
 
 Each node binds its peer listener on its own loopback address (127.0.0.1-3); the HTTP listeners
 pick free ports."""
+import os
 import random
 import time
 import unittest
@@ -102,6 +103,33 @@ class ClusterReplication(unittest.TestCase):
         wait_until(lambda: (cluster.tenant_health(leader_id) or {}).get("appliedIndex", 0) >= committed,
                    what="the restarted node catches up")
         self.assertEqual(cluster.tenant_health(leader_id)["role"], "follower")
+
+    def test_a_node_that_lost_log_records_rejoins_without_a_vote_until_it_caught_up(self):
+        # The marker an earlier recovery left (a log whose tail was cut) makes the node restart
+        # as a recovering member: it votes for nobody until the leader re-replicated everything
+        # it may have acknowledged, then removes the marker.
+        cluster = self.cluster
+        leader_id, _ = cluster.leader()
+        follower_id = next(i for i in cluster.nodes if i != leader_id)
+        follower = cluster.nodes[follower_id]
+        c = cluster.nodes[leader_id].client()
+        r = c.post("/api/v1/push", {"items": [{"queue": "q", "payload": {"n": n}} for n in range(10)]})
+        self.assertEqual(r.status, 201, r.body)
+        self.assertEqual(follower.stop(), 0)
+        marker = os.path.join(follower.data_dir, "tenants", "default", "raft_recovering")
+        with open(marker, "w") as f:
+            f.write("recovering\n")
+        r = c.post("/api/v1/push", {"items": [{"queue": "q", "payload": {"n": n}} for n in range(10)]})
+        self.assertEqual(r.status, 201, r.body)
+        c.close()
+        follower.start()
+        wait_until(lambda: not os.path.exists(marker), what="the recovering marker removed")
+        committed = cluster.tenant_health(leader_id)["committedIndex"]
+        wait_until(lambda: (cluster.tenant_health(follower_id) or {}).get("appliedIndex", 0) >= committed,
+                   what="the recovered node applies everything")
+        log = follower.output()
+        self.assertIn("tenant.raft_recovering", log)
+        self.assertIn("raft.recovered", log)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,15 @@ Status create_directories_durably(const std::filesystem::path& dir) {
     return {};
 }
 
+Status remove_file_durably(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (!std::filesystem::remove(path, ec) && ec) {
+        return Error{Errc::io, "remove " + path.string() + ": " + ec.message()};
+    }
+    const auto parent = path.parent_path();
+    return fsync_path(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);
+}
+
 Status write_file_durably(const std::filesystem::path& path, std::string_view contents,
                           mode_t mode) {
     const auto temp = path.string() + ".tmp";

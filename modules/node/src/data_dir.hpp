@@ -49,4 +49,7 @@ struct NodeIdentity {
 [[nodiscard]] Status write_file_durably(const std::filesystem::path& path,
                                         std::string_view contents, mode_t mode = 0644);
 
+/// Removes `path` (no error when it is missing), then fsyncs its directory.
+[[nodiscard]] Status remove_file_durably(const std::filesystem::path& path);
+
 }  // namespace queen::node::detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "data_dir.hpp"
 #include "entry.hpp"
 #include "queen/raft/errc.hpp"
 
@@ -36,6 +37,8 @@ struct Replicator::Impl {
     std::optional<Error> failure;
     bool is_stopping = false;
     bool is_single_voter = false;
+    bool is_recovering = false;  // the marker file exists
+    std::filesystem::path recovering_marker;
     bool is_leader = false;  // as of the last Ready taken
     std::uint64_t leader_changes = 0;
     NodeId known_leader;
@@ -220,6 +223,17 @@ void Replicator::Impl::process() {
             return;
         }
     }
+    if (is_recovering && !failure && !node->status().is_recovering) {
+        // Caught up: the marker goes (durably), so a restart votes again.
+        if (auto removed = remove_file_durably(recovering_marker); !removed) {
+            fail(removed.error());
+            return;
+        }
+        is_recovering = false;
+        QUEEN_LOG(logger, Level::info, "raft.recovered",
+                  "group=" << log.directory().parent_path().filename().string()
+                           << " commit=" << committed.load());
+    }
     if (!is_outstanding) {
         idle.notify_all();
     }
@@ -299,6 +313,9 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     std::sort(start.voters.begin(), start.voters.end());
     restore.snapshot.meta.conf_state.voters = start.voters;
     restore.applied = start.applied;
+    restore.is_recovering = start.is_recovering;
+    impl->is_recovering = start.is_recovering;
+    impl->recovering_marker = start.recovering_marker;
     restore.hard_state =
         raft::HardState{saved.term, saved.vote, std::max(saved.commit, start.applied)};
     LogIndex next = start.applied.next();

@@ -20,6 +20,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,13 @@ struct ReplicatorStart {
     LogIndex applied;
     /// The log's Options::pending_bytes_max: raft keeps its uncommitted bytes below half of it.
     std::uint64_t log_pending_bytes_max = 64u << 20;
+    /// The log lost records at recovery, or an earlier run had not caught up since: the member
+    /// votes for nobody and never campaigns until it holds everything the leader may have
+    /// committed with its lost acknowledgements (raft::RestoreState::is_recovering). While it
+    /// recovers, `recovering_marker` exists (the tenant created it durably); the replicator
+    /// removes it once caught up.
+    bool is_recovering = false;
+    std::filesystem::path recovering_marker;
     /// Raft's timing (raft::Options), in ticks of the caller's tick().
     std::uint32_t election_ticks = 10;
     std::uint32_t heartbeat_ticks = 1;

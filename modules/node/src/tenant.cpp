@@ -5,6 +5,7 @@
 #include <chrono>
 #include <limits>
 
+#include "data_dir.hpp"
 #include "entry.hpp"
 #include "queen/core/thread_name.hpp"
 #include "queen/raft/errc.hpp"
@@ -71,6 +72,19 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     start.self = NodeId{config.node.id};
     start.voters = {start.self};
     if (cluster != nullptr) {
+        // Protocol-aware recovery (docs/raft.md section 1): a log that lost records may have
+        // lost entries this node acknowledged; it must not vote as if it had not.
+        start.recovering_marker = dir / "raft_recovering";
+        start.is_recovering =
+            report.tail_truncated || std::filesystem::exists(start.recovering_marker);
+        if (start.is_recovering) {
+            QUEEN_LOG(logger, Level::warn, "tenant.raft_recovering",
+                      "tenant=" << tenant->name_ << " reason=\""
+                                << (report.tail_truncated ? "the log's tail was cut"
+                                                          : "an earlier recovery")
+                                << "\" note=\"no votes until caught up with the leader\"");
+            QUEEN_TRY(write_file_durably(start.recovering_marker, "recovering\n"));
+        }
         start.voters = cluster->voters();
         start.election_ticks = cluster->options().election_ticks;
         start.heartbeat_ticks = cluster->options().heartbeat_ticks;
