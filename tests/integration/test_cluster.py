@@ -7,6 +7,8 @@ Each node binds its peer listener on its own loopback address (127.0.0.1-3); the
 pick free ports."""
 import os
 import random
+import signal
+import threading
 import time
 import unittest
 
@@ -17,7 +19,7 @@ class ClusterReplication(unittest.TestCase):
     def setUp(self):
         self.seed = seed_from_env()
         self.rng = random.Random(self.seed)
-        self.cluster = ClusterProcesses().start()
+        self.cluster = ClusterProcesses(settings={"cluster.leader_wait_ms": "2000"}).start()
 
     def tearDown(self):
         self.cluster.cleanup()
@@ -130,6 +132,53 @@ class ClusterReplication(unittest.TestCase):
         log = follower.output()
         self.assertIn("tenant.raft_recovering", log)
         self.assertIn("raft.recovered", log)
+
+    def test_a_write_during_an_election_waits_for_the_new_leader_or_fails_with_retry_after(self):
+        cluster = self.cluster
+        leader_id, _ = cluster.leader()
+        alone = next(i for i in cluster.nodes if i != leader_id)
+        others = [i for i in cluster.nodes if i != alone]
+        for i in others:
+            cluster.nodes[i].process.send_signal(signal.SIGSTOP)
+        try:
+            # Without a majority the node soon knows no leader.
+            wait_until(lambda: (cluster.tenant_health(alone) or {}).get("leaderId") == 0,
+                       what=f"node {alone} without a leader")
+            # A write now waits for an election's outcome; when one comes in time, it commits.
+            result = {}
+
+            def push():
+                c = cluster.nodes[alone].client(timeout=30)
+                result["r"] = c.post("/api/v1/push", {"items": [
+                    {"queue": "elections", "transactionId": "waited", "payload": {}}]})
+                c.close()
+            writer = threading.Thread(target=push)
+            writer.start()
+            def parked():
+                c = cluster.nodes[alone].client(timeout=5)
+                r = c.get("/metrics/prometheus")
+                c.close()
+                return 'queen_requests_waiting_for_leader{tenant="default"} 1' in r.body
+            wait_until(parked, what="the write waits for a leader")
+            for i in others:
+                cluster.nodes[i].process.send_signal(signal.SIGCONT)
+            writer.join(30)
+            self.assertEqual(result["r"].status, 201, result["r"].body)
+            self.assertEqual(result["r"].json()[0]["status"], "queued")
+            # With no majority for longer than cluster.leader_wait_ms, a clear retryable 503.
+            for i in others:
+                cluster.nodes[i].process.send_signal(signal.SIGSTOP)
+            wait_until(lambda: (cluster.tenant_health(alone) or {}).get("leaderId") == 0,
+                       what=f"node {alone} without a leader again")
+            c = cluster.nodes[alone].client(timeout=30)
+            r = c.post("/api/v1/push", {"items": [{"queue": "elections", "payload": {}}]})
+            c.close()
+            self.assertEqual(r.status, 503, r.body)
+            self.assertEqual(r.headers.get("retry-after"), "1")
+            self.assertIn("no leader", r.body)
+        finally:
+            for i in others:
+                cluster.nodes[i].process.send_signal(signal.SIGCONT)
 
 
 if __name__ == "__main__":

@@ -125,6 +125,14 @@ http::Response error_response(Context& context, int status, std::string_view mes
     return http::Response::error(status, message);
 }
 
+namespace {
+/// A 503 the client should retry: says so (Retry-After, seconds) for clients that honour it.
+http::Response retry_soon(http::Response response) {
+    response.headers.push_back(http::Header{"Retry-After", "1"});
+    return response;
+}
+}  // namespace
+
 http::Response error_response(Context& context, const Error& error, std::string_view tenant) {
     const std::string tenant_text = "tenant '" + std::string(tenant) + "'";
     if (error.is(Errc::invalid_argument)) {
@@ -139,15 +147,16 @@ http::Response error_response(Context& context, const Error& error, std::string_
             "unknown " + tenant_text + (error.context.empty() ? "" : ": " + error.context));
     }
     if (error.is(Errc::busy)) {
-        return error_response(context, 503,
-                              "the broker is busy (" + tenant_text + ", proposal queue full): " +
-                                  error.context + "; retry with backoff");
+        return retry_soon(error_response(context, 503,
+                                         "the broker is busy (" + tenant_text +
+                                             ", proposal queue full): " + error.context +
+                                             "; retry with backoff"));
     }
     if (error.is(Errc::not_leader)) {
-        return error_response(context, 503,
-                              "this node cannot commit entries for " + tenant_text +
-                                  " right now (not the leader): " + error.context +
-                                  "; retry, or send the request to the leader");
+        return retry_soon(error_response(context, 503,
+                                         "this node cannot commit entries for " + tenant_text +
+                                             " right now (not the leader): " + error.context +
+                                             "; retry"));
     }
     if (error.is(Errc::poisoned)) {
         return error_response(context, 503,
@@ -157,10 +166,11 @@ http::Response error_response(Context& context, const Error& error, std::string_
                                   error.context);
     }
     if (error.is(Errc::cancelled)) {
-        return error_response(context, 503, "the server is shutting down; retry on another node");
+        return retry_soon(
+            error_response(context, 503, "the server is shutting down; retry on another node"));
     }
     if (error.is(Errc::timeout)) {
-        return error_response(context, 503, "timed out: " + error.context + "; retry");
+        return retry_soon(error_response(context, 503, "timed out: " + error.context + "; retry"));
     }
     if (error.is(Errc::unsupported)) {
         return error_response(context, 500, error.context);

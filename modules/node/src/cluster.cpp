@@ -73,9 +73,10 @@ Result<std::unique_ptr<Cluster>> Cluster::start(const NodeConfig& config, const 
     return cluster;
 }
 
-void Cluster::attach(const std::string& tenant, Replicator& replicator) {
+void Cluster::attach(const std::string& tenant, Replicator& replicator,
+                     std::function<void()> on_tick) {
     std::lock_guard lock(mutex_);
-    replicators_[tenant] = &replicator;
+    replicators_[tenant] = Attached{&replicator, std::move(on_tick)};
 }
 
 void Cluster::detach(const std::string& tenant) {
@@ -147,7 +148,7 @@ void Cluster::on_raft(NodeId from, ByteSpan payload) {
         std::lock_guard lock(mutex_);
         auto found = replicators_.find(*tenant);
         if (found != replicators_.end()) {
-            replicator = found->second;
+            replicator = found->second.replicator;
         }
     }
     if (replicator != nullptr) {
@@ -161,7 +162,7 @@ void Cluster::forward(NodeId leader, const std::string& tenant, ByteSpan payload
     {
         std::lock_guard lock(forward_mutex_);
         id = next_forward_id_++;
-        forwarded_.emplace(id, Forwarded{leader,
+        forwarded_.emplace(id, Forwarded{tenant, leader,
                                          clock_.monotonic_ns() +
                                              std::int64_t{options_.forward_timeout_ms} * 1'000'000,
                                          std::move(done)});
@@ -253,6 +254,26 @@ void Cluster::on_forward_response(NodeId from, ByteSpan payload) {
     done(Error{is_known ? static_cast<Errc>(status) : Errc::internal, std::string(as_chars(rest))});
 }
 
+void Cluster::abandon_forwards(const std::string& tenant, NodeId leader) {
+    std::vector<api::Backend::Completion> abandoned;
+    {
+        std::lock_guard lock(forward_mutex_);
+        for (auto it = forwarded_.begin(); it != forwarded_.end();) {
+            if (it->second.leader == leader && it->second.tenant == tenant) {
+                abandoned.push_back(std::move(it->second.done));
+                it = forwarded_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& done : abandoned) {
+        done(Error{Errc::timeout,
+                   "the leader changed before it answered a forwarded command; it "
+                   "may or may not be applied"});
+    }
+}
+
 void Cluster::expire_forwards() {
     std::vector<api::Backend::Completion> expired;
     const std::int64_t now = clock_.monotonic_ns();
@@ -289,25 +310,28 @@ void Cluster::run_ticker() {
         std::vector<Replicator*> woken;
         for (const std::string& tenant : woken_) {
             if (auto found = replicators_.find(tenant); found != replicators_.end()) {
-                woken.push_back(found->second);
+                woken.push_back(found->second.replicator);
             }
         }
         woken_.clear();
         const std::int64_t now = clock_.monotonic_ns();
-        std::vector<Replicator*> all;
+        std::vector<Attached> all;
         if (now >= next_tick) {
             // One tick per interval; after a stall, resume from now rather than catch up.
             next_tick = std::max(next_tick + interval_ns, now);
-            for (const auto& [name, replicator] : replicators_) {
-                all.push_back(replicator);
+            for (const auto& [name, attached] : replicators_) {
+                all.push_back(attached);
             }
         }
         lock.unlock();
         for (Replicator* replicator : woken) {
             replicator->run_pending();
         }
-        for (Replicator* replicator : all) {
-            replicator->tick();
+        for (const Attached& attached : all) {
+            attached.replicator->tick();
+            if (attached.on_tick) {
+                attached.on_tick();
+            }
         }
         if (!all.empty()) {
             expire_forwards();

@@ -55,8 +55,10 @@ public:
     [[nodiscard]] NodeId self() const noexcept { return self_; }
     [[nodiscard]] const ClusterOptions& options() const noexcept { return options_; }
 
-    /// Routes `tenant`'s messages to `replicator` and ticks it, until detach().
-    void attach(const std::string& tenant, Replicator& replicator);
+    /// Routes `tenant`'s messages to `replicator` and ticks it (then calls `on_tick`, which may
+    /// be empty, on the ticker thread under no lock), until detach().
+    void attach(const std::string& tenant, Replicator& replicator,
+                std::function<void()> on_tick = {});
     void detach(const std::string& tenant);
     /// Sends one raft message of `tenant`'s group (never blocks; a dropped message is resent by
     /// raft).
@@ -71,6 +73,9 @@ public:
     using ForwardHandler = std::function<void(const std::string& tenant, Bytes payload,
                                               api::Backend::Completion reply)>;
     void set_forward_handler(ForwardHandler handler);
+    /// `tenant`'s leader is no longer `leader`: its unanswered forwards fail now with
+    /// Errc::timeout (outcome unknown) instead of at their deadline.
+    void abandon_forwards(const std::string& tenant, NodeId leader);
 
     /// Asks the ticker thread to run `tenant`'s pending Readies (see Replicator).
     void wake(const std::string& tenant);
@@ -97,7 +102,11 @@ private:
 
     std::mutex mutex_;
     std::condition_variable wakeup_;
-    std::map<std::string, Replicator*, std::less<>> replicators_;
+    struct Attached {
+        Replicator* replicator = nullptr;
+        std::function<void()> on_tick;
+    };
+    std::map<std::string, Attached, std::less<>> replicators_;
     std::set<std::string> woken_;
     bool is_stopping_ = false;
     std::thread ticker_;
@@ -105,6 +114,7 @@ private:
     std::mutex send_mutex_;
 
     struct Forwarded {
+        std::string tenant;
         NodeId leader;
         std::int64_t deadline_ns = 0;
         api::Backend::Completion done;

@@ -159,6 +159,10 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        2, 100'000);
     schema.add_integer("cluster.heartbeat_ticks", &cl.heartbeat_ticks,
                        "Ticks between a leader's heartbeats (< election_ticks).", 1, 100'000);
+    schema.add_integer("cluster.leader_wait_ms", &cl.leader_wait_ms,
+                       "A write that finds no leader (an election) waits this long for one, "
+                       "then fails (503 with Retry-After).",
+                       0, 3'600'000);
     schema.add_integer("cluster.forward_timeout_ms", &cl.forward_timeout_ms,
                        "A command a follower forwarded to the leader fails (503) after this "
                        "without an answer.",

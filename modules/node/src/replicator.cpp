@@ -57,6 +57,8 @@ struct Replicator::Impl {
     std::uint64_t next_read_context = 1;
     std::uint64_t ticks = 0;
     std::uint32_t election_ticks = 10;
+    std::uint64_t leader_wait_ticks = 0;
+    std::optional<std::uint64_t> reads_waiting_since;  // reads_next waits for a leader
 
     /// Starts a round for reads_next when none is in flight. Locked.
     void start_read_round();
@@ -99,6 +101,15 @@ void Replicator::Impl::start_read_round() {
     if (read_in_flight || reads_next.empty()) {
         return;
     }
+    if (node->leader() == raft::no_node) {
+        // An election: the reads wait for its outcome (tick() fails them after
+        // leader_wait_ticks).
+        if (!reads_waiting_since) {
+            reads_waiting_since = ticks;
+        }
+        return;
+    }
+    reads_waiting_since.reset();
     ReadRound round;
     round.context = next_read_context++;
     round.started_tick = ticks;
@@ -337,6 +348,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     options.election_ticks = start.election_ticks;
     options.heartbeat_ticks = start.heartbeat_ticks;
     impl->election_ticks = start.election_ticks;
+    impl->leader_wait_ticks = start.leader_wait_ticks;
     // Below the log's pending bytes, so appending a leader's Ready never blocks on them.
     options.uncommitted_bytes_max = std::max<std::uint64_t>(1, start.log_pending_bytes_max / 2);
     QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger));
@@ -413,6 +425,11 @@ void Replicator::tick() {
         }
         r.start_read_round();
     }
+    r.start_read_round();  // reads that waited for a leader go once one is known
+    if (r.reads_waiting_since && r.ticks - *r.reads_waiting_since > r.leader_wait_ticks) {
+        r.reads_waiting_since.reset();
+        r.fail_reads(Error{Errc::not_leader, "no leader was elected in time for the read"});
+    }
     r.process();
 }
 
@@ -447,6 +464,11 @@ LogIndex Replicator::committed_index() const {
 raft::NodeStatus Replicator::status() const {
     std::lock_guard lock(impl_->mutex);
     return impl_->node->status();
+}
+
+std::size_t Replicator::reads_waiting_for_leader() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->reads_waiting_since ? impl_->reads_next.size() : 0;
 }
 
 NodeId Replicator::leader() const {

@@ -71,6 +71,8 @@ struct ReplicatorStart {
     /// Raft's timing (raft::Options), in ticks of the caller's tick().
     std::uint32_t election_ticks = 10;
     std::uint32_t heartbeat_ticks = 1;
+    /// A read that finds no leader (an election) waits this many ticks for one.
+    std::uint64_t leader_wait_ticks = 0;
 };
 
 /// One member of one tenant's raft group. Thread-safety: every member from any thread.
@@ -104,8 +106,8 @@ public:
     /// Called with a linearizable read point: once the state has applied through it, a read
     /// sees every write committed before read_index() was called (ReadIndex: the leader's
     /// commit index, confirmed by a quorum of heartbeats). Runs under the replicator's lock.
-    /// Errors: Errc::not_leader (no leader known, or none confirmed the read within two
-    /// election timeouts; retry), Errc::busy (too many reads wait).
+    /// Errors: Errc::not_leader (no leader elected within leader_wait_ticks, or none confirmed
+    /// the read within two election timeouts; retry), Errc::busy (too many reads wait).
     using ReadIndexed = std::function<void(Result<LogIndex> index)>;
     /// Asks for a read point (groups of several nodes; alone, the applied state is current).
     /// Reads that arrive while one round is in flight share the next round.
@@ -122,6 +124,8 @@ public:
     [[nodiscard]] LogIndex committed_index() const;
     /// Current term, leader (0: none known) and whether this member leads.
     [[nodiscard]] raft::NodeStatus status() const;
+    /// Reads waiting for an election's outcome (no leader known).
+    [[nodiscard]] std::size_t reads_waiting_for_leader() const;
     /// The leader this member knows (0: none).
     [[nodiscard]] NodeId leader() const;
     /// How often a new leader became known to this member (groups of several nodes).

@@ -88,6 +88,8 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
         start.voters = cluster->voters();
         start.election_ticks = cluster->options().election_ticks;
         start.heartbeat_ticks = cluster->options().heartbeat_ticks;
+        start.leader_wait_ticks = cluster->options().leader_wait_ms /
+                                  std::max<std::uint32_t>(1, cluster->options().tick_ms);
     }
     start.applied = tenant->engine_->applied_index();
     start.log_pending_bytes_max = config.log.pending_bytes_max;
@@ -108,7 +110,7 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
               Replicator::open(*tenant->log_, std::move(start), std::move(events), clock, logger));
     if (cluster != nullptr) {
         tenant->cluster_ = cluster;
-        cluster->attach(tenant->name_, *tenant->replicator_);
+        cluster->attach(tenant->name_, *tenant->replicator_, [t = tenant.get()] { t->on_tick(); });
     }
     tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });
     tenant->maintenance_ = std::thread([t = tenant.get()] { t->run_maintenance(); });
@@ -214,6 +216,18 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
             cluster_->forward(leader, name_, payload, std::move(done));
             return;
         }
+        if (may_forward && cluster_ != nullptr && leader == raft::no_node &&
+            config_.cluster.leader_wait_ms > 0) {
+            // An election: wait for its outcome (on_tick) rather than fail at once.
+            std::unique_lock parked(mutex_);
+            if (parked_.size() < config_.tenant.proposals_max && !stopping_) {
+                parked_.push_back(
+                    Parked{std::move(payload), std::move(done),
+                           clock_.monotonic_ns() +
+                               std::int64_t{config_.cluster.leader_wait_ms} * 1'000'000});
+                return;
+            }
+        }
         if (done) {
             done(Error{Errc::not_leader, "tenant " + name_ + ": " + error.context});
         }
@@ -227,6 +241,45 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
         if (done) {
             done(Error{Errc::poisoned, failure.message()});
         }
+    }
+}
+
+void Tenant::on_tick() {
+    const NodeId leader = replicator_->leader();  // not under the tenant's lock (lock order)
+    if (leader != ticked_leader_) {
+        // Forwards to a former leader get no answer: fail them now (outcome unknown).
+        if (ticked_leader_ != raft::no_node && cluster_ != nullptr) {
+            cluster_->abandon_forwards(name_, ticked_leader_);
+        }
+        ticked_leader_ = leader;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (parked_.empty()) {
+            return;
+        }
+    }
+    std::deque<Parked> retry;
+    std::vector<api::Backend::Completion> expired;
+    {
+        std::lock_guard lock(mutex_);
+        if (leader != raft::no_node || stopping_) {
+            retry.swap(parked_);
+        } else {
+            const std::int64_t now = clock_.monotonic_ns();
+            while (!parked_.empty() && parked_.front().deadline_ns <= now) {
+                expired.push_back(std::move(parked_.front().done));
+                parked_.pop_front();
+            }
+        }
+    }
+    for (Parked& parked : retry) {
+        submit_payload(std::move(parked.payload), std::move(parked.done), true);
+    }
+    for (auto& done : expired) {
+        done(Error{Errc::not_leader, "tenant " + name_ + ": no leader was elected within " +
+                                         std::to_string(config_.cluster.leader_wait_ms) +
+                                         " ms (cluster.leader_wait_ms)"});
     }
 }
 
@@ -647,9 +700,14 @@ Status Tenant::stop() {
     if (replicator_) {
         replicator_->stop();
     }
+    std::deque<Parked> parked;
     {
         std::lock_guard lock(mutex_);
         is_replicator_stopped_ = true;
+        parked.swap(parked_);
+    }
+    for (Parked& waiting : parked) {
+        waiting.done(Error{Errc::cancelled, "tenant " + name_ + " is shutting down"});
     }
     committed_ready_.notify_all();
     maintenance_wakeup_.notify_all();
@@ -765,6 +823,17 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         std::lock_guard lock(mutex_);
         add("queen_proposals_waiting", "Commands proposed and not yet applied and answered",
             api::MetricSample::Kind::gauge, static_cast<double>(in_flight_.size()));
+    }
+    {
+        std::size_t parked = 0;
+        {
+            std::lock_guard lock(mutex_);
+            parked = parked_.size();
+        }
+        const std::size_t reads = replicator_ ? replicator_->reads_waiting_for_leader() : 0;
+        add("queen_requests_waiting_for_leader",
+            "Requests (writes and reads) that came during an election, waiting for its outcome",
+            api::MetricSample::Kind::gauge, static_cast<double>(parked + reads));
     }
     const log::SyncStats stats = log_->sync_stats();
     add("queen_log_syncs_total", "fdatasync calls of the log", api::MetricSample::Kind::counter,

@@ -113,6 +113,9 @@ private:
     /// Applier: moves visible_through_ to the engine's committed index and calls the reads it
     /// satisfies.
     void publish_visible();
+    /// Cluster ticker: resubmits the writes parked while no leader was known, once one is,
+    /// and fails those that waited cluster.leader_wait_ms.
+    void on_tick();
     /// Calls `ready` once LMDB holds `target` (at once when it does).
     void wait_visible(LogIndex target, api::Backend::ReadReady ready);
     /// Calls every waiting read with `error` (poisoned or stopped).
@@ -148,6 +151,14 @@ private:
         api::Backend::ReadReady ready;
     };
     std::deque<WaitingRead> waiting_reads_;  // in index order
+    /// A client's write that came while no leader was known (an election).
+    struct Parked {
+        Bytes payload;
+        api::Backend::Completion done;
+        std::int64_t deadline_ns = 0;
+    };
+    std::deque<Parked> parked_;  // in arrival order
+    NodeId ticked_leader_;       // the leader at the last on_tick (ticker thread only)
     std::optional<Error> poison_;
     bool stopping_ = false;
     bool is_applier_done_ = false;  // stop() joined the applier: nothing becomes readable

@@ -83,6 +83,8 @@ struct ClusterOptions {
     std::uint32_t tick_ms = 50;
     std::uint32_t election_ticks = 20;
     std::uint32_t heartbeat_ticks = 2;
+    /// A write that finds no leader (an election) waits this long for one, then fails with 503.
+    std::uint32_t leader_wait_ms = 3'000;
     /// A command a follower forwarded to the leader fails with 503 after this without answer.
     std::uint32_t forward_timeout_ms = 5'000;
     /// Validate: peers parse, ids unique, this node among them, a secret, tick ranges.
