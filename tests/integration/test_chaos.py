@@ -8,6 +8,9 @@ restarts it), SIGSTOPs a node (and continues it), and cuts links (one node isola
 one direction only), then heals. A checker over the recorded history asserts:
 
 - every acknowledged push is delivered (popped by the group) at least once;
+- no acknowledged transaction is half applied: a mover pops the same messages as group "tx"
+  and, per message, acks it and pushes its successor in one transaction; every successful one
+  left its successor, exactly once, and its message is never delivered to "tx" again;
 - per partition, each producer's messages are first delivered in the order it pushed them (FIFO);
 - a message whose ack was acknowledged is never delivered again;
 - no message is delivered to two consumers under leases both answered as live (a redelivery
@@ -84,6 +87,8 @@ class History:
         self.acked_pushes = {}  # transactionId -> (producer, partition, seq)
         self.deliveries = []    # (time popped, consumer, transactionId, partition, leaseId)
         self.acked_acks = {}    # transactionId -> time the ack was answered success
+        self.tx_deliveries = []  # (time popped, transactionId) to group "tx"
+        self.acked_moves = {}    # transactionId -> time its transaction was answered success
         self.errors = []
 
     def add(self, field, value):
@@ -152,6 +157,41 @@ def consumer(cluster, history, stop, cid, rng):
         c.close()
 
 
+def mover(cluster, history, stop, rng):
+    """Group "tx": per message, one transaction acks it and pushes its successor."""
+    clients = {i: cluster.nodes[i].client(timeout=10, source_address=CLIENT_ADDRESS) for i in cluster.nodes}
+    while not stop.is_set():
+        node = rng.choice(list(clients))
+        try:
+            r = clients[node].get(f"/api/v1/pop/queue/{QUEUE}?consumerGroup=tx&batch=5&wait=false")
+        except OSError:
+            clients[node].close()
+            continue
+        if r.status != 200:
+            time.sleep(0.05)
+            continue
+        popped_at = time.monotonic()
+        messages = r.json()["messages"]
+        for m in messages:
+            history.add("tx_deliveries", (popped_at, m["transactionId"]))
+        for m in messages:
+            body = {"operations": [
+                {"type": "ack", "transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                 "consumerGroup": "tx", "leaseId": m["leaseId"]},
+                {"type": "push", "items": [{"queue": QUEUE + "-out", "partition": "out",
+                                            "transactionId": "out-" + m["transactionId"], "payload": {}}]}]}
+            try:
+                t = clients[node].post("/api/v1/transaction", body)
+            except OSError:
+                clients[node].close()
+                break
+            if t.status == 200 and t.json()["success"]:
+                with history.lock:
+                    history.acked_moves.setdefault(m["transactionId"], time.monotonic())
+    for c in clients.values():
+        c.close()
+
+
 class Chaos(unittest.TestCase):
     def run_schedule(self, seed):
         rng = random.Random(seed)
@@ -171,6 +211,7 @@ class Chaos(unittest.TestCase):
                 threads.append(threading.Thread(target=producer, args=(cluster, history, stop, pid, random.Random(rng.random()))))
             for cid in range(2):
                 threads.append(threading.Thread(target=consumer, args=(cluster, history, stop, cid, random.Random(rng.random()))))
+            threads.append(threading.Thread(target=mover, args=(cluster, history, stop, random.Random(rng.random()))))
             for t in threads:
                 t.start()
             kinds = ["kill_leader", "partition"] + [rng.choice(["kill_leader", "stop_node", "partition", "one_way"])
@@ -247,6 +288,17 @@ class Chaos(unittest.TestCase):
             delivered = {d[2] for d in history.deliveries}
             return all(t in delivered for t in history.acked_pushes)
         wait_until(everything_delivered, timeout=90, interval=0.1, what="every acknowledged push delivered")
+        # Every successor a transaction pushed (queue mode, consumed on delivery).
+        self.moved = []
+        leader, _ = cluster.leader(source_address=CLIENT_ADDRESS)
+        c = cluster.nodes[leader].client(source_address=CLIENT_ADDRESS)
+        while True:
+            r = c.get(f"/api/v1/pop/queue/{QUEUE}-out?batch=100&wait=false&autoAck=true")
+            if r.status == 204:
+                break
+            self.assertEqual(r.status, 200, r.body)
+            self.moved += [m["transactionId"] for m in r.json()["messages"]]
+        c.close()
 
     def check(self, history):
         # Deliveries in the order they were recorded (a pop's messages in their answer's order;
@@ -282,7 +334,15 @@ class Chaos(unittest.TestCase):
                     granted_b = when(b[3]) - LEASE_SECONDS
                     self.assertGreaterEqual(granted_b, when(a[3]) - 0.002,
                                             f"{t} delivered under two live leases: {a} then {b}")
-        print(f"  history: {len(history.acked_pushes)} acknowledged pushes, {len(history.deliveries)} deliveries, "
+        # Transactions: all or nothing, once.
+        self.assertEqual(len(self.moved), len(set(self.moved)), "a successor pushed twice")
+        moved = set(self.moved)
+        for t, acked_at in history.acked_moves.items():
+            self.assertIn("out-" + t, moved, f"transaction of {t} acknowledged but its push is missing")
+            later = [d for d in history.tx_deliveries if d[1] == t and d[0] > acked_at + 0.001]
+            self.assertEqual(later, [], f"{t} delivered to group tx after its transaction was acknowledged")
+        print(f"  history: {len(history.acked_moves)} acknowledged transactions, {len(moved)} successors, "
+              f"{len(history.acked_pushes)} acknowledged pushes, {len(history.deliveries)} deliveries, "
               f"{len(history.acked_acks)} acknowledged acks", flush=True)
 
     def test_schedules(self):
