@@ -73,6 +73,17 @@ class ClusterReplication(unittest.TestCase):
             wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
                        what=f"node {i} applies through {committed}")
 
+        # The leader's metrics: its commits were timed and it tracks each follower's lag.
+        r = c.get("/metrics/prometheus")
+        self.assertIn('queen_raft_is_leader{tenant="default"} 1', r.body)
+        counts = [line for line in r.body.splitlines()
+                  if line.startswith('queen_raft_commit_latency_seconds_count{tenant="default"}')]
+        self.assertEqual(len(counts), 1, r.body)
+        self.assertGreater(float(counts[0].split()[-1]), 0)
+        for i in cluster.nodes:
+            if i != leader_id:
+                self.assertIn(f'queen_raft_follower_lag_entries{{tenant="default",peer="{i}"}}', r.body)
+
         # The leader dies; the other two elect a new one in a later term, which has it all.
         killed_at = time.monotonic()
         c.close()

@@ -466,6 +466,21 @@ raft::NodeStatus Replicator::status() const {
     return impl_->node->status();
 }
 
+std::vector<std::pair<NodeId, std::uint64_t>> Replicator::follower_lag() const {
+    std::lock_guard lock(impl_->mutex);
+    std::vector<std::pair<NodeId, std::uint64_t>> lag;
+    if (impl_->node->role() != raft::Role::leader) {
+        return lag;
+    }
+    const LogIndex last = impl_->node->status().last_index;
+    for (const raft::PeerProgress& peer : impl_->node->progress()) {
+        if (peer.id != impl_->node->status().id) {
+            lag.emplace_back(peer.id, last.value() - std::min(last.value(), peer.match.value()));
+        }
+    }
+    return lag;
+}
+
 std::size_t Replicator::reads_waiting_for_leader() const {
     std::lock_guard lock(impl_->mutex);
     return impl_->reads_waiting_since ? impl_->reads_next.size() : 0;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "queen/core/clock.hpp"
@@ -124,6 +125,8 @@ public:
     [[nodiscard]] LogIndex committed_index() const;
     /// Current term, leader (0: none known) and whether this member leads.
     [[nodiscard]] raft::NodeStatus status() const;
+    /// Leader only: entries each peer lacks (last index - its match), by peer; empty elsewhere.
+    [[nodiscard]] std::vector<std::pair<NodeId, std::uint64_t>> follower_lag() const;
     /// Reads waiting for an election's outcome (no leader known).
     [[nodiscard]] std::size_t reads_waiting_for_leader() const;
     /// The leader this member knows (0: none).

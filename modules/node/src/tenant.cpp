@@ -197,7 +197,7 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
     // before any Ready can report it committed.
     auto proposed = replicator_->propose(payload, [&](LogIndex index, Term term) {
         std::lock_guard registered(mutex_);
-        in_flight_.push_back(InFlight{index, term, std::move(done)});
+        in_flight_.push_back(InFlight{index, term, clock_.monotonic_ns(), std::move(done)});
     });
     if (proposed) {
         return;
@@ -242,6 +242,19 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
             done(Error{Errc::poisoned, failure.message()});
         }
     }
+}
+
+void Tenant::note_commit_latency(std::int64_t latency_ns) {
+    const double seconds = static_cast<double>(latency_ns) / 1e9;
+    std::size_t bucket = 0;
+    while (bucket < std::size(commit_latency_bounds_s) &&
+           seconds > commit_latency_bounds_s[bucket]) {
+        ++bucket;
+    }
+    commit_latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+    commit_latency_ns_total_.fetch_add(
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, latency_ns)),
+        std::memory_order_relaxed);
 }
 
 void Tenant::on_tick() {
@@ -432,6 +445,7 @@ void Tenant::run_applier() {
                 if (proposal.index == applying.entry.index &&
                     proposal.term == applying.entry.term) {
                     applying.done = std::move(proposal.done);
+                    note_commit_latency(clock_.monotonic_ns() - proposal.proposed_ns);
                 } else if (proposal.done) {
                     lost.push_back(std::move(proposal.done));
                 }
@@ -834,6 +848,32 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         add("queen_requests_waiting_for_leader",
             "Requests (writes and reads) that came during an election, waiting for its outcome",
             api::MetricSample::Kind::gauge, static_cast<double>(parked + reads));
+    }
+    if (replicator_) {
+        for (const auto& [peer, lag] : replicator_->follower_lag()) {
+            samples.push_back(api::MetricSample{
+                "queen_raft_follower_lag_entries",
+                "Leader only: log entries a follower lacks (the leader's last index - its match)",
+                api::MetricSample::Kind::gauge,
+                {{"tenant", name_}, {"peer", std::to_string(peer.value())}},
+                static_cast<double>(lag)});
+        }
+    }
+    {
+        api::HistogramSample commit;
+        commit.name = "queen_raft_commit_latency_seconds";
+        commit.help = "From a command's proposal on this node until the applier takes it committed";
+        commit.labels = labels;
+        std::uint64_t cumulative = 0;
+        for (std::size_t b = 0; b < std::size(commit_latency_bounds_s); ++b) {
+            cumulative += commit_latency_buckets_[b].load(std::memory_order_relaxed);
+            commit.upper_bounds.push_back(commit_latency_bounds_s[b]);
+            commit.cumulative_counts.push_back(cumulative);
+        }
+        commit.count = cumulative + commit_latency_buckets_.back().load(std::memory_order_relaxed);
+        commit.sum =
+            static_cast<double>(commit_latency_ns_total_.load(std::memory_order_relaxed)) / 1e9;
+        histograms.push_back(std::move(commit));
     }
     const log::SyncStats stats = log_->sync_stats();
     add("queen_log_syncs_total", "fdatasync calls of the log", api::MetricSample::Kind::counter,

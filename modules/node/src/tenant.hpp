@@ -2,12 +2,14 @@
 // the write path (batch -> log append -> durable -> apply -> answer).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +91,7 @@ private:
     struct InFlight {
         LogIndex index;
         Term term;                      // a committed entry of another term replaced it
+        std::int64_t proposed_ns = 0;   // monotonic, for the commit latency
         api::Backend::Completion done;  // empty for internal proposals (sweeps)
     };
     /// A committed entry taken for apply, with the answer of its proposal (when it is ours).
@@ -113,6 +116,8 @@ private:
     /// Applier: moves visible_through_ to the engine's committed index and calls the reads it
     /// satisfies.
     void publish_visible();
+    /// Applier: counts one proposal's commit latency.
+    void note_commit_latency(std::int64_t latency_ns);
     /// Cluster ticker: resubmits the writes parked while no leader was known, once one is,
     /// and fails those that waited cluster.leader_wait_ms.
     void on_tick();
@@ -173,6 +178,13 @@ private:
     std::atomic<std::uint64_t> entries_applied_total_{0};
     std::atomic<std::uint64_t> proposals_rejected_total_{0};
     std::atomic<std::uint64_t> forwarded_total_{0};
+    /// Commit latency of this node's proposals (proposed -> committed entry taken for apply),
+    /// in the buckets of commit_latency_bounds_s (the last one is +Inf).
+    static constexpr double commit_latency_bounds_s[] = {
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+    std::array<std::atomic<std::uint64_t>, std::size(commit_latency_bounds_s) + 1>
+        commit_latency_buckets_{};
+    std::atomic<std::uint64_t> commit_latency_ns_total_{0};
     std::atomic<std::uint64_t> apply_batches_total_{0};
     std::atomic<std::uint64_t> state_commits_total_{0};
     // LMDB checkpoints (Engine::sync) of the maintenance thread, their time, and the applied
