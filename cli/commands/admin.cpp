@@ -725,6 +725,51 @@ int run_health(const AdminOptions& options, qc::Client& client) {
     return health->is_healthy ? exit_ok : exit_retryable;
 }
 
+int run_cluster_status(const AdminOptions& options, qc::Client& client) {
+    auto health = client.health();
+    if (!health) {
+        return report(health.error());
+    }
+    const json body = health->json.empty() ? json::object() : embedded(health->json);
+    if (!body.is_object() || !body.contains("tenants") || !body["tenants"].is_array()) {
+        return report(Error{Errc::corruption, "the /health answer has no tenants"});
+    }
+    if (options.json) {
+        json out = json::array();
+        for (const json& t : body["tenants"]) {
+            out.push_back({{"tenant", t.value("name", "")},
+                           {"node", body.value("node_id", 0)},
+                           {"role", t.value("role", "")},
+                           {"term", t.value("term", 0)},
+                           {"leader", t.value("leaderId", 0)},
+                           {"applied", t.value("appliedIndex", 0)},
+                           {"committed", t.value("committedIndex", 0)}});
+        }
+        print_json(out);
+    } else {
+        std::cout << "node " << body.value("node_id", 0) << "\n";
+        Table table{{{"TENANT"},
+                     {"ROLE"},
+                     {"TERM", true},
+                     {"LEADER", true},
+                     {"APPLIED", true},
+                     {"COMMITTED", true},
+                     {"REASON"}}};
+        for (const json& t : body["tenants"]) {
+            table.add({cell(t, "name"), cell(t, "role"), cell(t, "term"), cell(t, "leaderId"),
+                       cell(t, "appliedIndex"), cell(t, "committedIndex"), cell(t, "reason")});
+        }
+        table.print();
+    }
+    // A tenant without a leader (an election, or no majority) may recover: retryable.
+    for (const json& t : body["tenants"]) {
+        if (t.value("leaderId", 0) == 0) {
+            return exit_retryable;
+        }
+    }
+    return exit_ok;
+}
+
 // ---- flags ----
 
 // The flag of a queue option is its JSON key in kebab case: leaseTime -> lease-time.
@@ -813,6 +858,7 @@ int run_admin(const AdminOptions& options) {
         case AdminCommand::messages_show: return run_messages_show(options, client);
         case AdminCommand::maintenance: return run_maintenance(options, client);
         case AdminCommand::health: return run_health(options, client);
+        case AdminCommand::cluster_status: return run_cluster_status(options, client);
     }
     return exit_usage;
 }
@@ -939,6 +985,13 @@ void register_admin(CLI::App& app, int& exit_code) {
     maintenance->add_flag("--pop", options->pop, "The pop maintenance flag");
 
     leaf(admin, "health", "The broker's /health (exit 3 when unhealthy)", AdminCommand::health);
+
+    auto* cluster = admin->add_subcommand("cluster", "The raft groups as this node sees them");
+    leaf(cluster, "status",
+         "Per tenant: this node's role, the term, the leader, applied and committed indexes "
+         "(exit 3 while a tenant has no leader)",
+         AdminCommand::cluster_status);
+    cluster->require_subcommand(1);
 }
 
 }  // namespace queen::cli

@@ -28,6 +28,7 @@ enum class AdminCommand {
     dlq_list,
     messages_show,
     maintenance,
+    cluster_status,
     health,
 };
 

@@ -5,14 +5,16 @@ leader a new one holds every acknowledged push.
 
 Each node binds its peer listener on its own loopback address (127.0.0.1-3); the HTTP listeners
 pick free ports."""
+import json
 import os
+import subprocess
 import random
 import signal
 import threading
 import time
 import unittest
 
-from harness import ClusterProcesses, seed_from_env, wait_until
+from harness import QUEEN_BIN, ClusterProcesses, seed_from_env, wait_until
 
 
 class ClusterReplication(unittest.TestCase):
@@ -72,6 +74,15 @@ class ClusterReplication(unittest.TestCase):
         for i in cluster.nodes:
             wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
                        what=f"node {i} applies through {committed}")
+
+        # `queen admin cluster status` on a follower: it follows, and names the leader.
+        node = cluster.nodes[follower_id]
+        out = subprocess.run([QUEEN_BIN, "admin", "--url", f"http://{node.host}:{node.port}", "--json",
+                              "cluster", "status"], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(out.returncode, 0, out.stdout)
+        view = json.loads(out.stdout)
+        self.assertEqual([(v["tenant"], v["role"], v["leader"], v["node"]) for v in view],
+                         [("default", "follower", leader_id, follower_id)])
 
         # The leader's metrics: its commits were timed and it tracks each follower's lag.
         r = c.get("/metrics/prometheus")
