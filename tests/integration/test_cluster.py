@@ -155,6 +155,36 @@ class ClusterReplication(unittest.TestCase):
         self.assertIn("tenant.raft_recovering", log)
         self.assertIn("raft.recovered", log)
 
+    def test_a_long_poll_on_a_follower_is_woken_by_a_push_to_the_leader(self):
+        cluster = self.cluster
+        leader_id, _ = cluster.leader()
+        follower_id = next(i for i in cluster.nodes if i != leader_id)
+        result = {}
+
+        def poll():
+            c = cluster.nodes[follower_id].client(timeout=60)
+            started = time.monotonic()
+            result["r"] = c.pop("woken", batch=1, wait=True, timeout=30000)
+            result["seconds"] = time.monotonic() - started
+            c.close()
+        poller = threading.Thread(target=poll)
+        poller.start()
+
+        def parked():  # the follower holds the long poll (it forwarded the empty pop)
+            c = cluster.nodes[follower_id].client(timeout=5)
+            r = c.get("/metrics/prometheus")
+            c.close()
+            return "queen_long_polls_waiting 1" in r.body
+        wait_until(parked, what="the pop parked on the follower")
+        c = cluster.nodes[leader_id].client()
+        r = c.post("/api/v1/push", {"items": [{"queue": "woken", "transactionId": "w1", "payload": {}}]})
+        c.close()
+        self.assertEqual(r.status, 201, r.body)
+        poller.join(60)
+        self.assertEqual(result["r"].status, 200, result["r"].body)
+        self.assertEqual(result["r"].json()["messages"][0]["transactionId"], "w1")
+        self.assertLess(result["seconds"], 25, "woken by the push, not by the poll's timeout")
+
     def test_a_write_during_an_election_waits_for_the_new_leader_or_fails_with_retry_after(self):
         cluster = self.cluster
         leader_id, _ = cluster.leader()
