@@ -276,7 +276,7 @@ class ClusterProcesses:
             return None
         finally:
             client.close()
-        if r.status != 200:
+        if r.status not in (200, 503):  # 503: a tenant stopped after a failure (still listed)
             return None
         for t in r.json()["tenants"]:
             if t["name"] == tenant:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import random
+import shutil
 import signal
 import threading
 import time
@@ -231,6 +232,39 @@ class ClusterReplication(unittest.TestCase):
         finally:
             for i in others:
                 cluster.nodes[i].process.send_signal(signal.SIGCONT)
+
+
+
+class RaftMemoryBound(unittest.TestCase):
+    def test_a_peer_behind_the_leaders_memory_bound_stops_with_a_clear_error(self):
+        # The leader keeps at most cluster.raft_memory_bytes_max of applied entries for lagging
+        # peers; a peer further behind needs a snapshot, which this version cannot send: that
+        # peer's tenant stops and says why, while the leader and the other peer serve on.
+        cluster = ClusterProcesses(settings={"cluster.raft_memory_bytes_max": "20000"}).start()
+        try:
+            leader_id, _ = cluster.leader()
+            lagging, other = [i for i in cluster.nodes if i != leader_id]
+            # A replaced node (its data directory wiped) needs everything from index 1. (A node
+            # that was only down may still catch up from the appends the leader's transport
+            # queued for it while it was away.)
+            cluster.nodes[lagging].stop()
+            shutil.rmtree(cluster.nodes[lagging].data_dir)
+            c = cluster.nodes[leader_id].client()
+            for n in range(20):
+                r = c.post("/api/v1/push", {"items": [{"queue": "big", "payload": {"pad": "x" * 4000, "n": n}}]})
+                self.assertEqual(r.status, 201, r.body)
+            cluster.nodes[lagging].start()
+            wait_until(lambda: (cluster.tenant_health(lagging) or {}).get("poisoned"),
+                       what="the lagging peer's tenant stops")
+            self.assertIn("snapshot", cluster.tenant_health(lagging)["reason"])
+            r = c.post("/api/v1/push", {"items": [{"queue": "big", "payload": {"n": "after"}}]})
+            self.assertEqual(r.status, 201, r.body)
+            c.close()
+            committed = cluster.tenant_health(leader_id)["committedIndex"]
+            wait_until(lambda: (cluster.tenant_health(other) or {}).get("appliedIndex", 0) >= committed,
+                       what="the other peer keeps up")
+        finally:
+            cluster.cleanup()
 
 
 if __name__ == "__main__":

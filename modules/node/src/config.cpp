@@ -159,6 +159,11 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        2, 100'000);
     schema.add_integer("cluster.heartbeat_ticks", &cl.heartbeat_ticks,
                        "Ticks between a leader's heartbeats (< election_ticks).", 1, 100'000);
+    schema.add_integer("cluster.raft_memory_bytes_max", &cl.raft_memory_bytes_max,
+                       "Applied entries (payload bytes) each tenant keeps in memory for lagging "
+                       "peers; a peer further behind needs a snapshot (not sent yet: its tenant "
+                       "stops with an error).",
+                       1);
     schema.add_integer("cluster.leader_wait_ms", &cl.leader_wait_ms,
                        "A write that finds no leader (an election) waits this long for one, "
                        "then fails (503 with Retry-After).",

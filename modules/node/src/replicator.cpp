@@ -2,6 +2,7 @@
 #include "replicator.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <utility>
 
 #include "data_dir.hpp"
@@ -74,6 +75,12 @@ struct Replicator::Impl {
     void send(std::vector<raft::Message>& messages);
     /// Drops applied entries from raft's memory that no peer can still need from it.
     void compact_memory();
+    /// Counts entries raft now holds in memory (a Ready's new entries).
+    void note_held(const std::vector<raft::Entry>& entries);
+    // Entries raft holds in memory above its snapshot: (index, payload bytes), in index order.
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> held;
+    std::uint64_t held_bytes = 0;
+    std::uint64_t memory_bytes_max = 64u << 20;
     void fail(const Error& error);
 };
 
@@ -139,8 +146,24 @@ void Replicator::Impl::fail_reads(const Error& error) {
     reads_next.clear();
 }
 
+void Replicator::Impl::note_held(const std::vector<raft::Entry>& entries) {
+    if (entries.empty()) {
+        return;
+    }
+    // Entries from entries.front() on replace what memory held there (a new leader's suffix).
+    while (!held.empty() && held.back().first >= entries.front().index.value()) {
+        held_bytes -= held.back().second;
+        held.pop_back();
+    }
+    for (const raft::Entry& entry : entries) {
+        held.emplace_back(entry.index.value(), entry.data.size());
+        held_bytes += entry.data.size();
+    }
+}
+
 void Replicator::Impl::compact_memory() {
-    LogIndex through{committed.load(std::memory_order_relaxed)};
+    const LogIndex applied{committed.load(std::memory_order_relaxed)};
+    LogIndex through = applied;
     if (!is_single_voter) {
         // A leader keeps what its slowest peer has not matched; a follower keeps a margin in
         // case it leads later (a peer further behind needs a snapshot: not supported yet).
@@ -153,9 +176,24 @@ void Replicator::Impl::compact_memory() {
             through =
                 LogIndex{through.value() > follower_margin ? through.value() - follower_margin : 0};
         }
+        // Whatever a peer may need, applied entries beyond memory_bytes_max go: a peer that far
+        // behind needs a snapshot (and gets a clear error) rather than the leader running out of
+        // memory while it is away.
+        std::uint64_t bytes = held_bytes;
+        for (const auto& [index, size] : held) {
+            if (bytes <= memory_bytes_max || index > applied.value()) {
+                break;
+            }
+            bytes -= size;
+            through = std::max(through, LogIndex{index});
+        }
     }
     if (through > node->snapshot().meta.index) {
         (void)node->compact(through, {});
+        while (!held.empty() && held.front().first <= through.value()) {
+            held_bytes -= held.front().second;
+            held.pop_front();
+        }
     }
 }
 
@@ -206,6 +244,7 @@ void Replicator::Impl::process() {
             finish(ready);
             continue;
         }
+        note_held(ready.entries);
         const LogIndex first = ready.entries.front().index;
         if (first <= log.last_index()) {
             // A new leader overwrote our uncommitted suffix (a node of a group of several).
@@ -343,6 +382,8 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
         }
         next = read.back().index.next();
     }
+    impl->note_held(restore.entries);
+    impl->memory_bytes_max = start.memory_bytes_max;
     raft::Options options;
     options.id = start.self;
     options.election_ticks = start.election_ticks;

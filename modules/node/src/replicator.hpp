@@ -72,6 +72,9 @@ struct ReplicatorStart {
     /// Raft's timing (raft::Options), in ticks of the caller's tick().
     std::uint32_t election_ticks = 10;
     std::uint32_t heartbeat_ticks = 1;
+    /// Applied entries raft keeps in memory for peers (groups of several nodes), in payload
+    /// bytes at most; a peer further behind needs a snapshot.
+    std::uint64_t memory_bytes_max = 64u << 20;
     /// A read that finds no leader (an election) waits this many ticks for one.
     std::uint64_t leader_wait_ticks = 0;
 };

@@ -88,6 +88,7 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
         start.voters = cluster->voters();
         start.election_ticks = cluster->options().election_ticks;
         start.heartbeat_ticks = cluster->options().heartbeat_ticks;
+        start.memory_bytes_max = cluster->options().raft_memory_bytes_max;
         start.leader_wait_ticks = cluster->options().leader_wait_ms /
                                   std::max<std::uint32_t>(1, cluster->options().tick_ms);
     }

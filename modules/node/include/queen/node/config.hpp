@@ -83,6 +83,10 @@ struct ClusterOptions {
     std::uint32_t tick_ms = 50;
     std::uint32_t election_ticks = 20;
     std::uint32_t heartbeat_ticks = 2;
+    /// Applied entries (payload bytes) a tenant's raft member keeps in memory for peers that
+    /// lag; a peer further behind needs a snapshot, which this version cannot send yet (its
+    /// tenant stops with an error; docs/cluster.md).
+    std::uint64_t raft_memory_bytes_max = std::uint64_t{64} << 20;
     /// A write that finds no leader (an election) waits this long for one, then fails with 503.
     std::uint32_t leader_wait_ms = 3'000;
     /// A command a follower forwarded to the leader fails with 503 after this without answer.
