@@ -67,8 +67,12 @@ Result<Effective> effective_config(const ServeOptions& options) {
             return Error{config::Errc::invalid_value,
                          "--set " + assignment + ": expected key=value"};
         }
-        QUEEN_TRY(schema.set(assignment.substr(0, equals), assignment.substr(equals + 1)));
-        out.overrides.push_back("--set " + assignment);
+        const std::string key = assignment.substr(0, equals);
+        QUEEN_TRY(schema.set(key, assignment.substr(equals + 1)));
+        // The banner shows the flags; a secret's value stays out of it (and out of logs).
+        const config::Entry* entry = schema.find(key);
+        out.overrides.push_back(entry != nullptr && entry->is_secret ? "--set " + key + "=<hidden>"
+                                                                     : "--set " + assignment);
     }
     if (options.data_dir) {
         QUEEN_TRY(schema.set("node.data_dir", *options.data_dir));
@@ -136,13 +140,18 @@ void print_banner(const ServeOptions& options, const Effective& effective) {
     }
     const std::string url = local_url(config.http.bind_address, config.http.port) + " (" +
                             reach_note(config.http.bind_address) + ")";
+    const std::string role = config.cluster.peers.empty()
+                                 ? std::string("single node")
+                                 : "node " + std::to_string(config.node.id) + " of a " +
+                                       std::to_string(config.cluster.peers.size()) +
+                                       "-node cluster";
     std::fprintf(stderr,
-                 "queen %s, single node\n"
+                 "queen %s, %s\n"
                  "  url       %s\n"
                  "  data dir  %s\n"
                  "  config    %s\n"
                  "  (every setting: queen serve --print-config, or --log-level debug)\n",
-                 QUEEN_VERSION, url.c_str(),
+                 QUEEN_VERSION, role.c_str(), url.c_str(),
                  std::filesystem::absolute(config.node.data_dir).lexically_normal().c_str(),
                  source.c_str());
 }

@@ -96,8 +96,13 @@ class History:
             getattr(self, field).append(value)
 
 
+def node_clients(cluster):
+    """One keep-alive client per node, connecting from CLIENT_ADDRESS."""
+    return {i: cluster.nodes[i].client(timeout=10, source_address=CLIENT_ADDRESS) for i in cluster.nodes}
+
+
 def producer(cluster, history, stop, pid, rng):
-    clients = {i: cluster.nodes[i].client(timeout=10, source_address=CLIENT_ADDRESS) for i in cluster.nodes}
+    clients = node_clients(cluster)
     seq = {p: 0 for p in range(PARTITIONS)}
     while not stop.is_set():
         part = rng.randrange(PARTITIONS)
@@ -125,71 +130,54 @@ def producer(cluster, history, stop, pid, rng):
         c.close()
 
 
-def consumer(cluster, history, stop, cid, rng):
-    clients = {i: cluster.nodes[i].client(timeout=10, source_address=CLIENT_ADDRESS) for i in cluster.nodes}
+def pop_loop(cluster, stop, rng, group, handle):
+    """Pops QUEUE for `group` through random nodes until `stop`; handle(client, body, popped_at)
+    takes each delivery (and acks its messages). A broken connection (OSError, in the pop or in
+    handle) ends that delivery's handling; the client reconnects on its next request."""
+    clients = node_clients(cluster)
     while not stop.is_set():
         node = rng.choice(list(clients))
         try:
-            r = clients[node].get(f"/api/v1/pop/queue/{QUEUE}?consumerGroup=g&batch=5&wait=false")
+            r = clients[node].get(f"/api/v1/pop/queue/{QUEUE}?consumerGroup={group}&batch=5&wait=false")
+            if r.status != 200:
+                time.sleep(0.05)
+                continue
+            handle(clients[node], r.json(), time.monotonic())
         except OSError:
             clients[node].close()
-            continue
-        if r.status != 200:
-            time.sleep(0.05)
-            continue
-        popped_at = time.monotonic()
-        body = r.json()
-        messages = body["messages"]
-        for m in messages:
+    for c in clients.values():
+        c.close()
+
+
+def consumer(cluster, history, stop, cid, rng):
+    """Group "g": records each delivery and acks it."""
+    def handle(client, body, popped_at):
+        for m in body["messages"]:
             history.add("deliveries", (popped_at, cid, m["transactionId"], m["partitionId"], m["leaseId"],
                                        body["leaseExpiresAt"]))
-        for m in messages:
-            try:
-                a = clients[node].ack(m["transactionId"], m["partitionId"], lease_id=m["leaseId"],
-                                      consumer_group="g")
-            except OSError:
-                clients[node].close()
-                break
+        for m in body["messages"]:
+            a = client.ack(m["transactionId"], m["partitionId"], lease_id=m["leaseId"], consumer_group="g")
             if a.status == 200 and all(x["success"] for x in a.json()):
                 with history.lock:
                     history.acked_acks.setdefault(m["transactionId"], time.monotonic())
-    for c in clients.values():
-        c.close()
+    pop_loop(cluster, stop, rng, "g", handle)
 
 
 def mover(cluster, history, stop, rng):
     """Group "tx": per message, one transaction acks it and pushes its successor."""
-    clients = {i: cluster.nodes[i].client(timeout=10, source_address=CLIENT_ADDRESS) for i in cluster.nodes}
-    while not stop.is_set():
-        node = rng.choice(list(clients))
-        try:
-            r = clients[node].get(f"/api/v1/pop/queue/{QUEUE}?consumerGroup=tx&batch=5&wait=false")
-        except OSError:
-            clients[node].close()
-            continue
-        if r.status != 200:
-            time.sleep(0.05)
-            continue
-        popped_at = time.monotonic()
-        messages = r.json()["messages"]
-        for m in messages:
+    def handle(client, body, popped_at):
+        for m in body["messages"]:
             history.add("tx_deliveries", (popped_at, m["transactionId"]))
-        for m in messages:
-            body = {"operations": [
+        for m in body["messages"]:
+            t = client.post("/api/v1/transaction", {"operations": [
                 {"type": "ack", "transactionId": m["transactionId"], "partitionId": m["partitionId"],
                  "consumerGroup": "tx", "leaseId": m["leaseId"]},
                 {"type": "push", "items": [{"queue": QUEUE + "-out", "partition": "out",
-                                            "transactionId": "out-" + m["transactionId"], "payload": {}}]}]}
-            try:
-                t = clients[node].post("/api/v1/transaction", body)
-            except OSError:
-                clients[node].close()
-                break
+                                            "transactionId": "out-" + m["transactionId"], "payload": {}}]}]})
             if t.status == 200 and t.json()["success"]:
                 with history.lock:
                     history.acked_moves.setdefault(m["transactionId"], time.monotonic())
-    for c in clients.values():
-        c.close()
+    pop_loop(cluster, stop, rng, "tx", handle)
 
 
 class Chaos(unittest.TestCase):

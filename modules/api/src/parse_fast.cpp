@@ -388,6 +388,16 @@ struct ItemList {
     std::size_t count = 0;
     std::optional<Error> error;
 
+    /// The error of a list of more than `items_max` elements, named `name` in the message.
+    [[nodiscard]] std::optional<Error> too_long(std::string_view name,
+                                                std::size_t items_max) const {
+        if (count <= items_max) {
+            return std::nullopt;
+        }
+        return bad(std::string(name) + " has " + std::to_string(count) +
+                   " entries, more than the limit of " + std::to_string(items_max));
+    }
+
     /// Reads the element at the cursor: past `items_max` or after the first error it is only
     /// validated; one that is not an object is the error `not_an_object`; item(members) takes
     /// an item's members (read in `order`) and returns its Status.
@@ -673,9 +683,8 @@ Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
     if (!has_items) {
         return bad("items array is required");
     }
-    if (items.count > options.push_items_max) {
-        return bad("items has " + std::to_string(items.count) +
-                   " entries, more than the limit of " + std::to_string(options.push_items_max));
+    if (auto too_long = items.too_long("items", options.push_items_max)) {
+        return std::move(*too_long);
     }
     if (items.error) {
         return std::move(*items.error);
@@ -754,9 +763,8 @@ Result<queues::Ack> parse_ack_batch(std::string_view body, const ApiOptions& opt
     if (!has_list) {
         return bad("acknowledgments array is required");
     }
-    if (list.count > options.ack_items_max) {
-        return bad("acknowledgments has " + std::to_string(list.count) +
-                   " entries, more than the limit of " + std::to_string(options.ack_items_max));
+    if (auto too_long = list.too_long("acknowledgments", options.ack_items_max)) {
+        return std::move(*too_long);
     }
     // The top-level group wins over per-item groups (docs/http-api.md, ack batch); without one,
     // per-item groups.

@@ -12,6 +12,31 @@
 
 namespace queen::node::detail {
 
+namespace {
+
+/// Appends "u8 length, name" (tenant names are directory names: at most 255 bytes).
+void write_tenant(Bytes& out, const std::string& tenant) {
+    QUEEN_ASSERT(tenant.size() <= 255, "tenant name over 255 bytes: ", tenant);
+    out.push_back(static_cast<std::uint8_t>(tenant.size()));
+    out.insert(out.end(), tenant.begin(), tenant.end());
+}
+
+/// Reads "u8 length, name" at the front of `bytes`; nullopt when short.
+std::optional<std::string> read_tenant(ByteReader& reader) {
+    const std::uint8_t length = reader.u8();
+    const ByteSpan name = reader.raw(length);
+    if (!reader.ok()) {
+        return std::nullopt;
+    }
+    return std::string(as_chars(name));
+}
+
+ByteSpan rest_of(ByteReader& reader) {
+    return reader.raw(reader.remaining());
+}
+
+}  // namespace
+
 Cluster::Cluster(const NodeConfig& config, const Clock& clock, Logger& logger)
     : options_(config.cluster), clock_(clock), logger_(logger), self_(NodeId{config.node.id}) {}
 
@@ -88,8 +113,7 @@ void Cluster::detach(const std::string& tenant) {
 void Cluster::send(const std::string& tenant, const raft::Message& message) {
     std::lock_guard lock(send_mutex_);
     scratch_.clear();
-    scratch_.push_back(static_cast<std::uint8_t>(tenant.size()));
-    scratch_.insert(scratch_.end(), tenant.begin(), tenant.end());
+    write_tenant(scratch_, tenant);
     raft::encode_message(message, scratch_);
     (void)transport_->send(message.to, frame_type_raft, scratch_);
 }
@@ -112,24 +136,6 @@ void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
                       "peer=" << from << " type=" << int(type) << " bytes=" << payload.size());
     }
 }
-
-namespace {
-
-/// Reads "u8 length, name" at the front of `bytes`; nullopt when short.
-std::optional<std::string> read_tenant(ByteReader& reader) {
-    const std::uint8_t length = reader.u8();
-    const ByteSpan name = reader.raw(length);
-    if (!reader.ok()) {
-        return std::nullopt;
-    }
-    return std::string(as_chars(name));
-}
-
-ByteSpan rest_of(ByteReader& reader) {
-    return reader.raw(reader.remaining());
-}
-
-}  // namespace
 
 void Cluster::on_raft(NodeId from, ByteSpan payload) {
     ByteReader reader(payload);
@@ -169,10 +175,8 @@ void Cluster::forward(NodeId leader, const std::string& tenant, ByteSpan payload
     }
     Bytes frame;
     frame.reserve(8 + 1 + tenant.size() + payload.size());
-    ByteWriter writer(frame);
-    writer.fixed<std::uint64_t>(id);
-    writer.u8(static_cast<std::uint8_t>(tenant.size()));
-    frame.insert(frame.end(), tenant.begin(), tenant.end());
+    ByteWriter(frame).fixed<std::uint64_t>(id);
+    write_tenant(frame, tenant);
     frame.insert(frame.end(), payload.begin(), payload.end());
     // A dropped frame (peer unreachable) fails at its deadline like a lost answer.
     (void)transport_->send(leader, frame_type_forward_request, frame);
@@ -255,43 +259,39 @@ void Cluster::on_forward_response(NodeId from, ByteSpan payload) {
 }
 
 void Cluster::abandon_forwards(const std::string& tenant, NodeId leader) {
-    std::vector<api::Backend::Completion> abandoned;
-    {
-        std::lock_guard lock(forward_mutex_);
-        for (auto it = forwarded_.begin(); it != forwarded_.end();) {
-            if (it->second.leader == leader && it->second.tenant == tenant) {
-                abandoned.push_back(std::move(it->second.done));
-                it = forwarded_.erase(it);
-            } else {
-                ++it;
-            }
-        }
-    }
-    for (auto& done : abandoned) {
-        done(Error{Errc::timeout,
-                   "the leader changed before it answered a forwarded command; it "
-                   "may or may not be applied"});
-    }
+    fail_forwards(
+        [&](const Forwarded& forwarded) {
+            return forwarded.leader == leader && forwarded.tenant == tenant;
+        },
+        Error{Errc::timeout,
+              "the leader changed before it answered a forwarded command; it may or may not be "
+              "applied"});
 }
 
 void Cluster::expire_forwards() {
-    std::vector<api::Backend::Completion> expired;
     const std::int64_t now = clock_.monotonic_ns();
+    fail_forwards([&](const Forwarded& forwarded) { return forwarded.deadline_ns <= now; },
+                  Error{Errc::timeout,
+                        "the leader did not answer a forwarded command within "
+                        "cluster.forward_timeout_ms; it may or may not be applied"});
+}
+
+void Cluster::fail_forwards(const std::function<bool(const Forwarded&)>& matches,
+                            const Error& error) {
+    std::vector<api::Backend::Completion> failed;
     {
         std::lock_guard lock(forward_mutex_);
         for (auto it = forwarded_.begin(); it != forwarded_.end();) {
-            if (it->second.deadline_ns <= now) {
-                expired.push_back(std::move(it->second.done));
+            if (matches(it->second)) {
+                failed.push_back(std::move(it->second.done));
                 it = forwarded_.erase(it);
             } else {
                 ++it;
             }
         }
     }
-    for (auto& done : expired) {
-        done(Error{Errc::timeout,
-                   "the leader did not answer a forwarded command within "
-                   "cluster.forward_timeout_ms; it may or may not be applied"});
+    for (auto& done : failed) {
+        done(error);
     }
 }
 
@@ -340,10 +340,6 @@ void Cluster::run_ticker() {
     }
 }
 
-net::TransportStats Cluster::transport_stats() const {
-    return transport_->stats();
-}
-
 void Cluster::stop() {
     {
         std::lock_guard lock(mutex_);
@@ -360,14 +356,8 @@ void Cluster::stop() {
         transport_->stop();
     }
     // What still waits for a leader's answer will not get one.
-    std::map<std::uint64_t, Forwarded> pending;
-    {
-        std::lock_guard lock(forward_mutex_);
-        pending.swap(forwarded_);
-    }
-    for (auto& [id, forwarded] : pending) {
-        forwarded.done(Error{Errc::cancelled, "the node is shutting down"});
-    }
+    fail_forwards([](const Forwarded&) { return true; },
+                  Error{Errc::cancelled, "the node is shutting down"});
 }
 
 }  // namespace queen::node::detail

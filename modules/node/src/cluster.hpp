@@ -52,7 +52,6 @@ public:
 
     /// The voters of every tenant's group (sorted node ids, this node included).
     [[nodiscard]] const std::vector<NodeId>& voters() const noexcept { return voters_; }
-    [[nodiscard]] NodeId self() const noexcept { return self_; }
     [[nodiscard]] const ClusterOptions& options() const noexcept { return options_; }
 
     /// Routes `tenant`'s messages to `replicator` and ticks it (then calls `on_tick`, which may
@@ -79,7 +78,6 @@ public:
 
     /// Asks the ticker thread to run `tenant`'s pending Readies (see Replicator).
     void wake(const std::string& tenant);
-    [[nodiscard]] net::TransportStats transport_stats() const;
     /// Stops the ticker and the transport. Idempotent.
     void stop();
 
@@ -91,6 +89,9 @@ private:
     void on_forward_response(NodeId from, ByteSpan payload);
     /// Fails the forwarded commands whose time is up (ticker).
     void expire_forwards();
+    struct Forwarded;
+    /// Completes every forwarded command `matches` selects with `error` (outside the lock).
+    void fail_forwards(const std::function<bool(const Forwarded&)>& matches, const Error& error);
     void run_ticker();
 
     ClusterOptions options_;

@@ -147,7 +147,7 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_string_list("cluster.peers", &cl.peers,
                            "Every founding member as \"<id>@<ip>:<port>\" (its peer listener), "
                            "this node included, the same list on every node. Empty: alone.");
-    schema.add_string("cluster.secret", &cl.secret,
+    schema.add_secret("cluster.secret", &cl.secret,
                       "Shared by every node (>= 16 characters); peers that cannot prove it "
                       "are refused.");
     schema.add_string("cluster.name", &cl.name,

@@ -7,6 +7,7 @@
 #include "queen/core/bytes.hpp"
 #include "queen/core/ids.hpp"
 #include "queen/core/result.hpp"
+#include "queen/raft/types.hpp"
 
 namespace queen::node::detail {
 
@@ -15,6 +16,16 @@ namespace queen::node::detail {
 inline constexpr std::uint8_t record_type_command = 1;
 /// Log record type of a raft membership entry (the payload is raft's encoded ConfChange).
 inline constexpr std::uint8_t record_type_conf_change = 2;
+/// The log record type of a raft entry type.
+inline std::uint8_t record_type_of(raft::EntryType type) {
+    return type == raft::EntryType::conf_change ? record_type_conf_change : record_type_command;
+}
+/// The raft entry type of a log record type.
+inline raft::EntryType entry_type_of(std::uint8_t record_type) {
+    return record_type == record_type_conf_change ? raft::EntryType::conf_change
+                                                  : raft::EntryType::normal;
+}
+
 /// Version byte of the envelope below.
 inline constexpr std::uint8_t entry_format_version = 1;
 /// version(1) + timestamp_ms(8, little-endian, signed) + command bytes (engine codec).

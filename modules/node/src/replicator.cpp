@@ -10,13 +10,6 @@
 #include "queen/raft/errc.hpp"
 
 namespace queen::node::detail {
-namespace {
-
-std::uint8_t record_type_of(raft::EntryType type) {
-    return type == raft::EntryType::conf_change ? record_type_conf_change : record_type_command;
-}
-
-}  // namespace
 
 struct Replicator::Impl {
     Impl(log::Log& l, log::HardStateFile h, ReplicatorEvents e, const Clock& c, Logger& g,
@@ -63,6 +56,8 @@ struct Replicator::Impl {
 
     /// Starts a round for reads_next when none is in flight. Locked.
     void start_read_round();
+    /// Ends the round in flight: each of its reads gets `outcome`. Locked.
+    void end_read_round(const Result<LogIndex>& outcome);
     /// Fails every waiting read with `error`. Locked.
     void fail_reads(const Error& error);
 
@@ -133,13 +128,20 @@ void Replicator::Impl::start_read_round() {
     read_in_flight = std::move(round);
 }
 
-void Replicator::Impl::fail_reads(const Error& error) {
-    if (read_in_flight) {
-        for (ReadIndexed& done : read_in_flight->waiting) {
-            done(error);
-        }
-        read_in_flight.reset();
+void Replicator::Impl::end_read_round(const Result<LogIndex>& outcome) {
+    if (!read_in_flight) {
+        return;
     }
+    std::vector<ReadIndexed> waiting;
+    waiting.swap(read_in_flight->waiting);
+    read_in_flight.reset();
+    for (ReadIndexed& done : waiting) {
+        done(outcome);
+    }
+}
+
+void Replicator::Impl::fail_reads(const Error& error) {
+    end_read_round(error);
     for (ReadIndexed& done : reads_next) {
         done(error);
     }
@@ -201,16 +203,14 @@ void Replicator::Impl::process() {
     while (!failure && !is_outstanding && node->has_ready()) {
         raft::Ready ready = node->ready();
         if (!is_single_voter) {
-            const raft::NodeStatus status = node->status();
-            is_leader = status.role == raft::Role::leader;
-            if (status.leader != known_leader) {
-                known_leader = status.leader;
+            is_leader = node->role() == raft::Role::leader;
+            if (node->leader() != known_leader) {
+                known_leader = node->leader();
                 if (known_leader != raft::no_node) {
                     ++leader_changes;
                     QUEEN_LOG(logger, Level::info, "raft.leader",
                               "group=" << log.directory().parent_path().filename().string()
-                                       << " leader=" << known_leader
-                                       << " term=" << status.hard_state.term);
+                                       << " leader=" << known_leader << " term=" << node->term());
                 }
             }
         }
@@ -219,12 +219,7 @@ void Replicator::Impl::process() {
             ByteReader reader(state.context);
             const auto context = reader.fixed<std::uint64_t>();
             if (reader.ok() && read_in_flight && read_in_flight->context == context) {
-                std::vector<ReadIndexed> waiting;
-                waiting.swap(read_in_flight->waiting);
-                read_in_flight.reset();
-                for (ReadIndexed& done : waiting) {
-                    done(state.index);
-                }
+                end_read_round(state.index);
             }
         }
         start_read_round();
@@ -253,6 +248,8 @@ void Replicator::Impl::process() {
                 return;
             }
         }
+        // Every stamp written to the log counts (another leader's too): a new leader never
+        // stamps below them.
         records.clear();
         for (const raft::Entry& entry : ready.entries) {
             records.push_back(
@@ -375,8 +372,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
             raft::Entry entry;
             entry.term = record.term;
             entry.index = record.index;
-            entry.type = record.type == record_type_conf_change ? raft::EntryType::conf_change
-                                                                : raft::EntryType::normal;
+            entry.type = entry_type_of(record.type);
             entry.data = std::move(record.payload);
             restore.entries.push_back(std::move(entry));
         }
@@ -457,16 +453,9 @@ void Replicator::tick() {
     // A round no leader confirmed (leadership lost, messages dropped): fail it, so its readers
     // retry, and start the next.
     if (r.read_in_flight && r.ticks - r.read_in_flight->started_tick > 2u * r.election_ticks) {
-        std::vector<ReadIndexed> waiting;
-        waiting.swap(r.read_in_flight->waiting);
-        r.read_in_flight.reset();
-        const Error error{Errc::not_leader, "no leader confirmed the read in time; retry"};
-        for (ReadIndexed& done : waiting) {
-            done(error);
-        }
-        r.start_read_round();
+        r.end_read_round(Error{Errc::not_leader, "no leader confirmed the read in time; retry"});
     }
-    r.start_read_round();  // reads that waited for a leader go once one is known
+    r.start_read_round();  // the next round, or reads that waited for a leader once one is known
     if (r.reads_waiting_since && r.ticks - *r.reads_waiting_since > r.leader_wait_ticks) {
         r.reads_waiting_since.reset();
         r.fail_reads(Error{Errc::not_leader, "no leader was elected in time for the read"});
@@ -513,9 +502,10 @@ std::vector<std::pair<NodeId, std::uint64_t>> Replicator::follower_lag() const {
     if (impl_->node->role() != raft::Role::leader) {
         return lag;
     }
-    const LogIndex last = impl_->node->status().last_index;
+    const raft::NodeStatus status = impl_->node->status();
+    const LogIndex last = status.last_index;
     for (const raft::PeerProgress& peer : impl_->node->progress()) {
-        if (peer.id != impl_->node->status().id) {
+        if (peer.id != status.id) {
             lag.emplace_back(peer.id, last.value() - std::min(last.value(), peer.match.value()));
         }
     }
@@ -535,11 +525,6 @@ NodeId Replicator::leader() const {
 std::uint64_t Replicator::leader_changes() const {
     std::lock_guard lock(impl_->mutex);
     return impl_->leader_changes;
-}
-
-Status Replicator::compact(LogIndex first_kept) {
-    // Not under the lock: drop_prefix waits for the log's writer, whose callback takes it.
-    return impl_->log.drop_prefix(first_kept);
 }
 
 void Replicator::stop() {

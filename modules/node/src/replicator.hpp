@@ -136,9 +136,6 @@ public:
     [[nodiscard]] NodeId leader() const;
     /// How often a new leader became known to this member (groups of several nodes).
     [[nodiscard]] std::uint64_t leader_changes() const;
-    /// Lets the log drop whole segments below `first_kept` (the state holds them durably).
-    /// Errors: the log's drop_prefix().
-    [[nodiscard]] Status compact(LogIndex first_kept);
     /// Refuses new proposals and waits until everything proposed is durable and every
     /// committed entry was handed over. Idempotent.
     void stop();

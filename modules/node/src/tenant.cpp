@@ -16,17 +16,12 @@ namespace {
 /// The engine's view of one log entry: a command with its leader stamp, or (a raft no-op or
 /// membership entry) an empty command that only moves the applied index.
 /// Errors: Errc::corruption (a command entry whose envelope does not decode).
-Result<engine::Entry> engine_entry(LogIndex index, std::uint8_t record_type, ByteSpan payload) {
-    if (record_type == record_type_conf_change || payload.empty()) {
+Result<engine::Entry> engine_entry(LogIndex index, raft::EntryType type, ByteSpan payload) {
+    if (type == raft::EntryType::conf_change || payload.empty()) {
         return engine::Entry{index, TimestampMs{0}, {}};
     }
     QUEEN_TRY(auto view, decode_entry(payload));
     return engine::Entry{index, view.timestamp, view.command};
-}
-
-std::uint8_t record_type_of(const raft::Entry& entry) {
-    return entry.type == raft::EntryType::conf_change ? record_type_conf_change
-                                                      : record_type_command;
 }
 
 Error prefixed(const Error& error, const std::string& tenant) {
@@ -143,7 +138,8 @@ Status Tenant::replay(LogIndex last) {
         std::vector<engine::Entry> entries;
         entries.reserve(records.size());
         for (const auto& record : records) {
-            QUEEN_TRY(auto entry, engine_entry(record.index, record.type, record.payload));
+            QUEEN_TRY(auto entry,
+                      engine_entry(record.index, entry_type_of(record.type), record.payload));
             entries.push_back(entry);
         }
         QUEEN_TRY(auto outcome, engine_->apply(entries));
@@ -248,8 +244,7 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
 void Tenant::note_commit_latency(std::int64_t latency_ns) {
     const double seconds = static_cast<double>(latency_ns) / 1e9;
     std::size_t bucket = 0;
-    while (bucket < std::size(commit_latency_bounds_s) &&
-           seconds > commit_latency_bounds_s[bucket]) {
+    while (bucket < std::size(latency_bounds_s) && seconds > latency_bounds_s[bucket]) {
         ++bucket;
     }
     commit_latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
@@ -267,16 +262,13 @@ void Tenant::on_tick() {
         }
         ticked_leader_ = leader;
     }
+    std::deque<Parked> retry;
+    std::vector<api::Backend::Completion> expired;
     {
         std::lock_guard lock(mutex_);
         if (parked_.empty()) {
             return;
         }
-    }
-    std::deque<Parked> retry;
-    std::vector<api::Backend::Completion> expired;
-    {
-        std::lock_guard lock(mutex_);
         if (leader != raft::no_node || stopping_) {
             retry.swap(parked_);
         } else {
@@ -326,7 +318,7 @@ void Tenant::when_readable(api::Backend::ReadReady ready) {
     // committed anywhere before the read started, this node's answers included.
     replicator_->read_index([this, ready = std::move(ready)](Result<LogIndex> index) mutable {
         if (!index) {
-            ready(Error{index.error().code, "tenant " + name_ + ": " + index.error().context});
+            ready(prefixed(index.error(), name_));
             return;
         }
         wait_visible(*index, std::move(ready));
@@ -537,7 +529,7 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
         entries_.clear();
         for (const Applying& applying : ready) {
             const raft::Entry& entry = applying.entry;
-            auto decoded = engine_entry(entry.index, record_type_of(entry), entry.data);
+            auto decoded = engine_entry(entry.index, entry.type, entry.data);
             if (!decoded) {
                 failure = prefixed(decoded.error(), name_);
                 break;
@@ -675,7 +667,9 @@ void Tenant::run_maintenance() {
             } else if (durable > config_.tenant.log_retain_entries) {
                 const LogIndex first_kept{durable - config_.tenant.log_retain_entries + 1};
                 if (first_kept > log_->first_index()) {
-                    if (auto compacted = replicator_->compact(first_kept); !compacted) {
+                    // The log is the raft log: its prefix goes once the state holds it durably
+                    // (raft's memory already let go of applied entries).
+                    if (auto compacted = log_->drop_prefix(first_kept); !compacted) {
                         poison(prefixed(compacted.error(), name_));
                     }
                 }
@@ -835,16 +829,14 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         api::MetricSample::Kind::counter,
         static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));
     {
-        std::lock_guard lock(mutex_);
-        add("queen_proposals_waiting", "Commands proposed and not yet applied and answered",
-            api::MetricSample::Kind::gauge, static_cast<double>(in_flight_.size()));
-    }
-    {
         std::size_t parked = 0;
         {
             std::lock_guard lock(mutex_);
+            add("queen_proposals_waiting", "Commands proposed and not yet applied and answered",
+                api::MetricSample::Kind::gauge, static_cast<double>(in_flight_.size()));
             parked = parked_.size();
         }
+        // Not under the tenant's lock (lock order: replicator, then tenant).
         const std::size_t reads = replicator_ ? replicator_->reads_waiting_for_leader() : 0;
         add("queen_requests_waiting_for_leader",
             "Requests (writes and reads) that came during an election, waiting for its outcome",
@@ -866,9 +858,9 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         commit.help = "From a command's proposal on this node until the applier takes it committed";
         commit.labels = labels;
         std::uint64_t cumulative = 0;
-        for (std::size_t b = 0; b < std::size(commit_latency_bounds_s); ++b) {
+        for (std::size_t b = 0; b < std::size(latency_bounds_s); ++b) {
             cumulative += commit_latency_buckets_[b].load(std::memory_order_relaxed);
-            commit.upper_bounds.push_back(commit_latency_bounds_s[b]);
+            commit.upper_bounds.push_back(latency_bounds_s[b]);
             commit.cumulative_counts.push_back(cumulative);
         }
         commit.count = cumulative + commit_latency_buckets_.back().load(std::memory_order_relaxed);
@@ -888,10 +880,8 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
     fsync.help = "Latency of the log's fdatasync calls";
     fsync.labels = labels;
     // Fold the log's fine buckets into fixed Prometheus bounds.
-    const double bounds_s[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                               0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
     std::uint64_t count = 0;
-    for (double bound : bounds_s) {
+    for (double bound : latency_bounds_s) {
         std::uint64_t cumulative = 0;
         for (std::size_t b = 0; b < log::SyncStats::bucket_count; ++b) {
             if (static_cast<double>(log::SyncStats::bucket_upper_ns(b)) <= bound * 1e9) {

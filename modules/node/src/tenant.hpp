@@ -178,11 +178,12 @@ private:
     std::atomic<std::uint64_t> entries_applied_total_{0};
     std::atomic<std::uint64_t> proposals_rejected_total_{0};
     std::atomic<std::uint64_t> forwarded_total_{0};
-    /// Commit latency of this node's proposals (proposed -> committed entry taken for apply),
-    /// in the buckets of commit_latency_bounds_s (the last one is +Inf).
-    static constexpr double commit_latency_bounds_s[] = {
+    /// The Prometheus bounds of the tenant's latency histograms (log fdatasync, raft commit).
+    static constexpr double latency_bounds_s[] = {
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-    std::array<std::atomic<std::uint64_t>, std::size(commit_latency_bounds_s) + 1>
+    /// Commit latency of this node's proposals (proposed -> committed entry taken for apply),
+    /// in the buckets of latency_bounds_s (the last one is +Inf).
+    std::array<std::atomic<std::uint64_t>, std::size(latency_bounds_s) + 1>
         commit_latency_buckets_{};
     std::atomic<std::uint64_t> commit_latency_ns_total_{0};
     std::atomic<std::uint64_t> apply_batches_total_{0};

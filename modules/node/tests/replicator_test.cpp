@@ -70,6 +70,22 @@ ReplicatorStart alone(LogIndex applied = LogIndex{0}) {
     return start;
 }
 
+std::unique_ptr<queen::log::Log> open_log(const std::filesystem::path& dir) {
+    auto log = queen::log::Log::open(dir, queen::log::Options{});
+    REQUIRE(log.has_value());
+    return std::move(*log);
+}
+
+/// A replicator of a group of this node alone, on `log`, reporting to `sink`.
+std::unique_ptr<Replicator> open_alone(queen::log::Log& log, Sink& sink,
+                                       LogIndex applied = LogIndex{0}) {
+    auto replicator =
+        Replicator::open(log, alone(applied), sink.events(), queen::SystemClock::instance(),
+                         queen::NullLogger::instance());
+    REQUIRE(replicator.has_value());
+    return std::move(*replicator);
+}
+
 LogIndex propose(Replicator& replicator, std::uint8_t tag) {
     LogIndex index;
     Bytes payload = command_payload(tag);
@@ -85,18 +101,14 @@ TEST_CASE("replicator: alone, proposals commit in order once durable; the term g
     const auto log_dir = dir.path() / "log";
     LogIndex last;
     {
-        auto log = queen::log::Log::open(log_dir, queen::log::Options{});
-        REQUIRE(log.has_value());
+        auto log = open_log(log_dir);
         Sink sink;
-        auto replicator =
-            Replicator::open(**log, alone(), sink.events(), queen::SystemClock::instance(),
-                             queen::NullLogger::instance());
-        REQUIRE(replicator.has_value());
+        auto replicator = open_alone(*log, sink);
         for (std::uint8_t tag = 1; tag <= 20; ++tag) {
-            last = propose(**replicator, tag);
+            last = propose(*replicator, tag);
         }
         sink.wait_for(last);
-        (*replicator)->stop();
+        replicator->stop();
         REQUIRE(sink.failures.empty());
         // The leader's no-op of term 1, then the 20 proposals, each once, in order, stamped.
         REQUIRE(sink.committed.size() == 21);
@@ -118,24 +130,20 @@ TEST_CASE("replicator: alone, proposals commit in order once durable; the term g
         REQUIRE(saved->has_value());
         CHECK((*saved)->term == Term{1});
         CHECK((*saved)->vote == NodeId{1});
-        REQUIRE((*log)->close().has_value());
+        REQUIRE(log->close().has_value());
     }
     // A restart from a state that applied everything: a new term, nothing handed over again
     // but the new no-op.
-    auto log = queen::log::Log::open(log_dir, queen::log::Options{});
-    REQUIRE(log.has_value());
+    auto log = open_log(log_dir);
     Sink sink;
-    auto replicator =
-        Replicator::open(**log, alone(last), sink.events(), queen::SystemClock::instance(),
-                         queen::NullLogger::instance());
-    REQUIRE(replicator.has_value());
+    auto replicator = open_alone(*log, sink, last);
     sink.wait_for(last.next());
-    (*replicator)->stop();
+    replicator->stop();
     REQUIRE(sink.committed.size() == 1);
     CHECK(sink.committed[0].index == last.next());
     CHECK(sink.committed[0].term == Term{2});
-    CHECK((*replicator)->status().hard_state.term == Term{2});
-    REQUIRE((*log)->close().has_value());
+    CHECK(replicator->status().hard_state.term == Term{2});
+    REQUIRE(log->close().has_value());
 }
 
 TEST_CASE(
@@ -146,31 +154,23 @@ TEST_CASE(
     const auto log_dir = dir.path() / "log";
     LogIndex last;
     for (int start = 0; start < 2; ++start) {  // two terms in the log
-        auto log = queen::log::Log::open(log_dir, queen::log::Options{});
-        REQUIRE(log.has_value());
+        auto log = open_log(log_dir);
         Sink sink;
-        auto replicator =
-            Replicator::open(**log, alone(), sink.events(), queen::SystemClock::instance(),
-                             queen::NullLogger::instance());
-        REQUIRE(replicator.has_value());
-        last = propose(**replicator, 7);
+        auto replicator = open_alone(*log, sink);
+        last = propose(*replicator, 7);
         sink.wait_for(last);
-        (*replicator)->stop();
-        REQUIRE((*log)->close().has_value());
+        replicator->stop();
+        REQUIRE(log->close().has_value());
     }
     // The hard state file is gone (a save that never reached the disk): the log says term 2.
     std::filesystem::remove(log_dir / queen::log::hard_state_file_name);
-    auto log = queen::log::Log::open(log_dir, queen::log::Options{});
-    REQUIRE(log.has_value());
-    REQUIRE((*log)->last_term() == Term{2});
+    auto log = open_log(log_dir);
+    REQUIRE(log->last_term() == Term{2});
     Sink sink;
-    auto replicator =
-        Replicator::open(**log, alone(), sink.events(), queen::SystemClock::instance(),
-                         queen::NullLogger::instance());
-    REQUIRE(replicator.has_value());
-    const LogIndex next = propose(**replicator, 8);
+    auto replicator = open_alone(*log, sink);
+    const LogIndex next = propose(*replicator, 8);
     sink.wait_for(next);
-    (*replicator)->stop();
+    replicator->stop();
     REQUIRE(sink.failures.empty());
     // Everything from index 1 is handed over again (applied was 0), then the new term's no-op
     // and the new proposal, each once and in order; the new term is above every term in the log.
@@ -180,5 +180,5 @@ TEST_CASE(
     }
     CHECK(sink.committed.back().term == Term{3});
     CHECK(sink.committed[next.value() - 2].data.empty());  // the no-op of term 3
-    REQUIRE((*log)->close().has_value());
+    REQUIRE(log->close().has_value());
 }
