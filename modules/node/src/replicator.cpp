@@ -321,9 +321,12 @@ void Replicator::Impl::on_durable(const Status& status) {
     finish(ready);
     if (is_single_voter || is_leader || !events.wake) {
         process();  // a leader never truncates its log: its next Ready runs here
-    } else if (node->has_ready()) {
+        return;
+    }
+    if (node->has_ready()) {
         events.wake();
     }
+    idle.notify_all();  // stop() may wait for this append (and then runs the rest itself)
 }
 
 Replicator::Replicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
