@@ -388,16 +388,6 @@ struct ItemList {
     std::size_t count = 0;
     std::optional<Error> error;
 
-    /// The error of a list of more than `items_max` elements, named `name` in the message.
-    [[nodiscard]] std::optional<Error> too_long(std::string_view name,
-                                                std::size_t items_max) const {
-        if (count <= items_max) {
-            return std::nullopt;
-        }
-        return bad(std::string(name) + " has " + std::to_string(count) +
-                   " entries, more than the limit of " + std::to_string(items_max));
-    }
-
     /// Reads the element at the cursor: past `items_max` or after the first error it is only
     /// validated; one that is not an object is the error `not_an_object`; item(members) takes
     /// an item's members (read in `order`) and returns its Status.
@@ -638,6 +628,25 @@ bool is_whole_body(Cursor& cursor, std::string_view body, const ApiOptions& opti
     return cursor.offset() >= cursor.text().size() || json_depth(body) <= options.json_depth_max;
 }
 
+/// The first error of a body whose member `name` is an item list, in the order clients see
+/// them: the body is not one whole JSON value, the list is missing, it holds more than
+/// `items_max` items. (The items' own errors, in `list.error`, come after the caller's checks.)
+std::optional<Error> list_body_error(Cursor& cursor, std::string_view body,
+                                     const ApiOptions& options, bool has_list, const ItemList& list,
+                                     std::string_view name, std::size_t items_max) {
+    if (!is_whole_body(cursor, body, options)) {
+        return body_error(body, options.json_depth_max);
+    }
+    if (!has_list) {
+        return bad(std::string(name) + " array is required");
+    }
+    if (list.count > items_max) {
+        return bad(std::string(name) + " has " + std::to_string(list.count) +
+                   " entries, more than the limit of " + std::to_string(items_max));
+    }
+    return std::nullopt;
+}
+
 /// The room to reserve for the items of a body of `body_bytes`: the usual count up front
 /// instead of the growth steps (each moves every item), capped for huge bodies.
 std::size_t expected_count(std::size_t body_bytes, std::size_t bytes_per_item, std::size_t max,
@@ -677,14 +686,9 @@ Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
                 });
         },
         [](std::string_view) { return false; });
-    if (!is_whole_body(cursor, body, options)) {
-        return body_error(body, options.json_depth_max);
-    }
-    if (!has_items) {
-        return bad("items array is required");
-    }
-    if (auto too_long = items.too_long("items", options.push_items_max)) {
-        return std::move(*too_long);
+    if (auto error = list_body_error(cursor, body, options, has_items, items, "items",
+                                     options.push_items_max)) {
+        return std::move(*error);
     }
     if (items.error) {
         return std::move(*items.error);
@@ -757,14 +761,9 @@ Result<queues::Ack> parse_ack_batch(std::string_view body, const ApiOptions& opt
             cursor.read_raw(top_group.raw, top_group.is_plain);
             return true;
         });
-    if (!is_whole_body(cursor, body, options)) {
-        return body_error(body, options.json_depth_max);
-    }
-    if (!has_list) {
-        return bad("acknowledgments array is required");
-    }
-    if (auto too_long = list.too_long("acknowledgments", options.ack_items_max)) {
-        return std::move(*too_long);
+    if (auto error = list_body_error(cursor, body, options, has_list, list, "acknowledgments",
+                                     options.ack_items_max)) {
+        return std::move(*error);
     }
     // The top-level group wins over per-item groups (docs/http-api.md, ack batch); without one,
     // per-item groups.
