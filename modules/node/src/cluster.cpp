@@ -131,10 +131,30 @@ void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
         case frame_type_raft: on_raft(from, payload); return;
         case frame_type_forward_request: on_forward_request(from, payload); return;
         case frame_type_forward_response: on_forward_response(from, payload); return;
-        default:
-            QUEEN_LOG(logger_, Level::warn, "cluster.bad_frame",
-                      "peer=" << from << " type=" << int(type) << " bytes=" << payload.size());
+        default: break;
     }
+    FrameHandler handler;
+    {
+        std::lock_guard lock(forward_mutex_);
+        if (auto found = frame_handlers_.find(type); found != frame_handlers_.end()) {
+            handler = found->second;
+        }
+    }
+    if (handler) {
+        handler(from, payload);
+        return;
+    }
+    QUEEN_LOG(logger_, Level::warn, "cluster.bad_frame",
+              "peer=" << from << " type=" << int(type) << " bytes=" << payload.size());
+}
+
+void Cluster::set_frame_handler(std::uint8_t type, FrameHandler handler) {
+    std::lock_guard lock(forward_mutex_);
+    frame_handlers_[type] = std::move(handler);
+}
+
+bool Cluster::send_frame(NodeId to, std::uint8_t type, ByteSpan payload) {
+    return transport_->send(to, type, payload);
 }
 
 void Cluster::on_raft(NodeId from, ByteSpan payload) {

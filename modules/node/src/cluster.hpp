@@ -38,6 +38,13 @@ class Replicator;
 inline constexpr std::uint8_t frame_type_raft = 16;
 inline constexpr std::uint8_t frame_type_forward_request = 17;
 inline constexpr std::uint8_t frame_type_forward_response = 18;
+/// Frame types whose handlers live outside the cluster (set_frame_handler):
+///  key_request / key_response: the payload key handed to a node that has none
+///  snapshot_request / snapshot_chunk: a follower pulls a tenant's state (snapshot.hpp)
+inline constexpr std::uint8_t frame_type_key_request = 19;
+inline constexpr std::uint8_t frame_type_key_response = 20;
+inline constexpr std::uint8_t frame_type_snapshot_request = 21;
+inline constexpr std::uint8_t frame_type_snapshot_chunk = 22;
 
 class Cluster {
 public:
@@ -75,6 +82,16 @@ public:
     /// `tenant`'s leader is no longer `leader`: its unanswered forwards fail now with
     /// Errc::timeout (outcome unknown) instead of at their deadline.
     void abandon_forwards(const std::string& tenant, NodeId leader);
+
+    /// Handles frames of `type` (one of the types above handled outside the cluster) on the
+    /// transport thread: the handler must not block. Set before peers can send them.
+    using FrameHandler = std::function<void(NodeId from, ByteSpan payload)>;
+    void set_frame_handler(std::uint8_t type, FrameHandler handler);
+    /// Sends one frame to `to` (never blocks). False when it was dropped (unknown peer, the
+    /// peer's queue full, stopped): the sender retries.
+    bool send_frame(NodeId to, std::uint8_t type, ByteSpan payload);
+    /// This node's id and every node of the cluster (sorted, this node included).
+    [[nodiscard]] NodeId self() const noexcept { return self_; }
 
     /// Asks the ticker thread to run `tenant`'s pending Readies (see Replicator).
     void wake(const std::string& tenant);
@@ -124,6 +141,7 @@ private:
     std::map<std::uint64_t, Forwarded> forwarded_;  // by request id
     std::uint64_t next_forward_id_ = 1;
     ForwardHandler forward_handler_;
+    std::map<std::uint8_t, FrameHandler> frame_handlers_;  // guarded by forward_mutex_
 };
 
 }  // namespace queen::node::detail

@@ -435,6 +435,17 @@ Status Replicator::propose(Bytes& payload, const Proposed& proposed) {
     return {};
 }
 
+Status Replicator::transfer_leadership(NodeId target) {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        return Error{Errc::poisoned, r.failure->message()};
+    }
+    QUEEN_TRY(r.node->transfer_leadership(target));
+    r.process();
+    return {};
+}
+
 void Replicator::step(const raft::Message& message) {
     Impl& r = *impl_;
     std::lock_guard lock(r.mutex);

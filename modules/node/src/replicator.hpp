@@ -117,6 +117,13 @@ public:
     /// Reads that arrive while one round is in flight share the next round.
     void read_index(ReadIndexed done);
 
+    /// Hands the leadership to `target` (a voter): the leader brings it up to date and tells it
+    /// to campaign; on a follower the request goes to the leader. Proposals fail with
+    /// raft::Errc::transferring meanwhile; a transfer that does not finish within an election
+    /// timeout is abandoned. Errors: raft::Errc::not_leader (no leader known),
+    /// raft::Errc::invalid_conf_change (target is not a voter), Errc::poisoned.
+    [[nodiscard]] Status transfer_leadership(NodeId target);
+
     /// A message from a peer of this group.
     void step(const raft::Message& message);
     /// Advances raft's clock by one tick (elections, heartbeats).
