@@ -189,14 +189,13 @@ Status RawNode::transfer_leadership(NodeId target) {
     if (r.leader == no_node) {
         return Error{Errc::not_leader, "transfer_leadership: no leader known"};
     }
-    if (target == r.id) {
-        Message m;
-        m.type = MessageType::transfer_leader;
-        m.to = r.leader;
-        r.send(std::move(m));
-        return {};
-    }
-    return Error{Errc::not_leader, "transfer_leadership: ask the leader or the target"};
+    // The leader reads the target from `index` (0: the sender itself, as older nodes send it).
+    Message m;
+    m.type = MessageType::transfer_leader;
+    m.to = r.leader;
+    m.index = target == r.id ? LogIndex{0} : LogIndex{target.value()};
+    r.send(std::move(m));
+    return {};
 }
 
 void RawNode::campaign() {

@@ -181,7 +181,10 @@ void RawNode::Impl::step_leader(const Message& m) {
             }
             return;
         }
-        case MessageType::transfer_leader: handle_transfer(m.from); return;
+        case MessageType::transfer_leader:
+            // A voter asks for itself (index 0) or forwards a request for another voter.
+            handle_transfer(m.index == LogIndex{0} ? m.from : NodeId{m.index.value()});
+            return;
         case MessageType::read_index: {
             if (found == progress.end()) {
                 return;

@@ -93,6 +93,11 @@ inline std::string describe(const Message& m) {
                 << (m.reject ? " reject" : "");
             break;
         case MessageType::read_index_response: out << " index=" << m.index; break;
+        case MessageType::transfer_leader:
+            if (m.index > LogIndex{0}) {
+                out << " target=" << m.index;
+            }
+            break;
         default: break;
     }
     return out.str();

@@ -96,8 +96,9 @@ public:
     [[nodiscard]] queen::Status read_index(Bytes context);
 
     /// Asks the leader to hand leadership to `target` (a voter). On a follower the request is
-    /// forwarded to the known leader. Proposals fail with Errc::transferring meanwhile; the
-    /// transfer is abandoned after an election timeout.
+    /// forwarded to the known leader (a transfer_leader message naming `target`), whatever
+    /// node `target` is; a leader asked for itself does nothing. Proposals fail with
+    /// Errc::transferring meanwhile; the transfer is abandoned after an election timeout.
     /// Errors: Errc::not_leader (no leader known), Errc::invalid_conf_change (target not a voter).
     [[nodiscard]] queen::Status transfer_leadership(NodeId target);
 

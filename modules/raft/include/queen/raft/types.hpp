@@ -89,7 +89,7 @@ enum class MessageType : std::uint8_t {
     timeout_now = 11,          ///< leadership transfer: campaign now
     read_index = 12,           ///< follower -> leader: confirm leadership for a read
     read_index_response = 13,  ///< leader -> follower: the read index (0 with reject: failed)
-    transfer_leader = 14,      ///< follower -> leader: please transfer leadership to `from`
+    transfer_leader = 14,      ///< follower -> leader: transfer to `index` (0: to `from`)
 };
 
 /// A short stable name ("append", "request_vote", ...), for traces and logging.
