@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -770,6 +772,102 @@ int run_cluster_status(const AdminOptions& options, qc::Client& client) {
     return exit_ok;
 }
 
+// The tenant's entry of a /health answer, or nullptr.
+const json* tenant_of(const json& health, const std::string& tenant) {
+    if (!health.is_object() || !health.contains("tenants") || !health["tenants"].is_array()) {
+        return nullptr;
+    }
+    for (const json& t : health["tenants"]) {
+        if (t.is_object() && t.value("name", "") == tenant) {
+            return &t;
+        }
+    }
+    return nullptr;
+}
+
+// Asks the node to move the tenant's leadership to --to (the node forwards the request to the
+// leader when it follows), then polls the node's /health until the tenant's leader is --to, for
+// at most --wait seconds. Fails early when another node won the election instead.
+int run_cluster_transfer_leader(const AdminOptions& options, qc::Client& client) {
+    json request = {{"to", options.to}};
+    if (!options.tenant.empty()) {
+        request["tenant"] = options.tenant;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    auto answered = client.post_json("/api/v1/system/cluster/transfer-leader", request.dump());
+    if (!answered) {
+        return report(answered.error());
+    }
+    const json answer = embedded(*answered);
+    if (!answer.is_object()) {
+        return report(Error{Errc::corruption, "the transfer-leader answer is not a JSON object"});
+    }
+    const std::string tenant = answer.value("tenant", options.tenant);
+    const std::uint64_t previous_leader = answer.value("leaderId", std::uint64_t{0});
+    const std::uint64_t first_term = answer.value("term", std::uint64_t{0});
+    std::uint64_t leader = previous_leader;
+    std::uint64_t term = first_term;
+    const auto elapsed_ms = [&] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+            .count();
+    };
+    const auto deadline =
+        started + std::chrono::milliseconds(std::llround(options.wait_s * 1000.0));
+    const bool is_moving = answer.value("transferring", false);
+    while (is_moving && leader != options.to) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            std::fprintf(
+                stderr,
+                "queen admin: tenant %s: node %llu did not take the leadership within "
+                "%.1f s (leader now: %s, term %llu). The leader abandons a transfer "
+                "after one election timeout: check that node %llu is up and has "
+                "caught up (queen admin cluster status), then retry\n",
+                tenant.c_str(), static_cast<unsigned long long>(options.to), options.wait_s,
+                leader == 0 ? "none known" : ("node " + std::to_string(leader)).c_str(),
+                static_cast<unsigned long long>(term), static_cast<unsigned long long>(options.to));
+            return exit_retryable;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        auto health = client.health();
+        if (!health || health->json.empty()) {
+            continue;  // a node between roles may not answer at once: ask again until --wait
+        }
+        const json body = embedded(health->json);
+        const json* t = tenant_of(body, tenant);
+        if (t == nullptr) {
+            continue;
+        }
+        leader = t->value("leaderId", std::uint64_t{0});
+        term = t->value("term", std::uint64_t{0});
+        if (leader != 0 && leader != options.to && term > first_term) {
+            std::fprintf(stderr,
+                         "queen admin: tenant %s: node %llu was elected in term %llu instead of "
+                         "node %llu (did node %llu fall behind or stop?); retry\n",
+                         tenant.c_str(), static_cast<unsigned long long>(leader),
+                         static_cast<unsigned long long>(term),
+                         static_cast<unsigned long long>(options.to),
+                         static_cast<unsigned long long>(options.to));
+            return exit_retryable;
+        }
+    }
+    if (options.json) {
+        print_json({{"tenant", tenant},
+                    {"leader", options.to},
+                    {"previousLeader", previous_leader},
+                    {"term", term},
+                    {"moved", is_moving},
+                    {"elapsedMs", elapsed_ms()}});
+    } else if (is_moving) {
+        std::cout << "tenant " << tenant << ": node " << options.to << " leads now (term " << term
+                  << "; was node " << previous_leader << ", " << elapsed_ms() << " ms)\n";
+    } else {
+        std::cout << "tenant " << tenant << ": node " << options.to << " leads already (term "
+                  << term << ")\n";
+    }
+    return exit_ok;
+}
+
 // ---- flags ----
 
 // The flag of a queue option is its JSON key in kebab case: leaseTime -> lease-time.
@@ -859,6 +957,8 @@ int run_admin(const AdminOptions& options) {
         case AdminCommand::maintenance: return run_maintenance(options, client);
         case AdminCommand::health: return run_health(options, client);
         case AdminCommand::cluster_status: return run_cluster_status(options, client);
+        case AdminCommand::cluster_transfer_leader:
+            return run_cluster_transfer_leader(options, client);
     }
     return exit_usage;
 }
@@ -991,6 +1091,17 @@ void register_admin(CLI::App& app, int& exit_code) {
          "Per tenant: this node's role, the term, the leader, applied and committed indexes "
          "(exit 3 while a tenant has no leader)",
          AdminCommand::cluster_status);
+    auto* transfer = leaf(cluster, "transfer-leader",
+                          "Move a tenant's leadership (--tenant, else the default tenant) to "
+                          "node --to and wait until it leads (exit 3 when it did not within "
+                          "--wait); any node may be asked",
+                          AdminCommand::cluster_transfer_leader);
+    transfer->add_option("--to", options->to, "Id of the node to lead (a voter)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    transfer->add_option("--wait", options->wait_s, "Seconds to wait for node --to to lead")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     cluster->require_subcommand(1);
 }
 

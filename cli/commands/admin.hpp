@@ -29,6 +29,7 @@ enum class AdminCommand {
     messages_show,
     maintenance,
     cluster_status,
+    cluster_transfer_leader,
     health,
 };
 
@@ -63,6 +64,8 @@ struct AdminOptions {
     std::string task;
     std::string maintenance_action = "status";  ///< on | off | status
     bool pop = false;                           ///< maintenance: the pop flag, not push
+    std::uint64_t to = 0;                       ///< cluster transfer-leader: the node to lead
+    double wait_s = 5.0;  ///< cluster transfer-leader: how long to wait for it to lead
 };
 
 /// Adds `admin` and its subcommands; the chosen command's exit code lands in `exit_code`.
@@ -72,7 +75,7 @@ void register_admin(CLI::App& app, int& exit_code);
 /// stderr). Returns exit_ok; exit_failed for an operation the broker refused (HTTP 4xx/5xx other
 /// than 503/504, an unknown queue or group, a rejected seek); exit_usage for a bad URL or an
 /// argument the client rejects; exit_retryable when the broker could not be reached, timed out
-/// or answered 503/504.
+/// or answered 503/504, or when a leadership transfer did not finish within --wait.
 int run_admin(const AdminOptions& options);
 
 }  // namespace queen::cli

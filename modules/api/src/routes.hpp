@@ -41,6 +41,8 @@ void register_status_routes(http::Router& router, const ContextPtr& context);
 void register_group_routes(http::Router& router, const ContextPtr& context);
 /// System (maintenance modes, shared state).
 void register_system_routes(http::Router& router, const ContextPtr& context);
+/// Cluster administration (leadership transfer).
+void register_cluster_routes(http::Router& router, const ContextPtr& context);
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);
 

@@ -1035,6 +1035,65 @@ TEST_CASE("api: tenants, backend errors and health", "[api][health]") {
     CHECK(h.get("/ready").status == 503);
 }
 
+TEST_CASE("api: transfer-leader asks the backend, or answers why not", "[api][cluster]") {
+    Harness h;
+    const std::string route = "/api/v1/system/cluster/transfer-leader";
+    const Reply started = h.post(route, {{"to", 8}});
+    CHECK(started.status == 202);
+    CHECK(started.json() ==
+          json{{"tenant", "default"},
+               {"to", 8},
+               {"leaderId", 7},
+               {"term", 3},
+               {"transferring", true},
+               {"message", "transfer asked for: watch /health for the new leaderId"}});
+    CHECK(h.backend.transfers == std::vector<std::uint64_t>{8});
+    const Reply named = h.post(route, {{"tenant", "default"}, {"to", 9}});
+    CHECK(named.status == 202);
+    const Reply already = h.post(route, {{"to", 7}});
+    CHECK(already.status == 200);
+    CHECK(already.json()["transferring"] == false);
+    CHECK(h.backend.transfers == std::vector<std::uint64_t>{8, 9});
+
+    // Bad node ids: 400, and nothing is asked.
+    for (const json& body :
+         {json{{"to", 0}}, json{{"to", -2}}, json{{"to", "8"}}, json{{"to", 8.5}}, json::object(),
+          json{{"tenant", 3}, {"to", 8}}, json{{"tenant", "bad tenant!"}, {"to", 8}}}) {
+        INFO(body.dump());
+        const Reply bad = h.post(route, body);
+        CHECK(bad.status == 400);
+        CHECK_FALSE(bad.json()["error"].get<std::string>().empty());
+    }
+    CHECK(h.post_raw(route, "[8]").status == 400);
+    CHECK(h.post_raw(route, "{").status == 400);
+    const Reply mismatch =
+        h.call(Method::post, route, R"({"tenant":"default","to":8})", {{"X-Queen-Tenant", "acme"}});
+    CHECK(mismatch.status == 400);
+    CHECK_THAT(mismatch.json()["error"].get<std::string>(), Catch::Contains("acme"));
+    CHECK(h.backend.transfers.size() == 2);
+
+    const Reply not_voter = h.post(route, {{"to", 4}});
+    CHECK(not_voter.status == 409);
+    CHECK_THAT(not_voter.json()["error"].get<std::string>(), Catch::Contains("not a voter"));
+    const Reply unknown = h.post(route, {{"tenant", "acme"}, {"to", 8}});
+    CHECK(unknown.status == 404);
+    CHECK_THAT(unknown.json()["error"].get<std::string>(), Catch::Contains("acme"));
+    const Reply by_header =
+        h.call(Method::post, route, R"({"to":8})", {{"X-Queen-Tenant", "acme"}});
+    CHECK(by_header.status == 404);
+
+    h.backend.leader_id = 0;
+    const Reply election = h.post(route, {{"to", 8}});
+    CHECK(election.status == 503);
+    CHECK_THAT(election.json()["error"].get<std::string>(), Catch::Contains("retry"));
+    bool has_retry_after = false;
+    for (const http::Header& header : election.headers) {
+        has_retry_after = has_retry_after || (header.name == "Retry-After" && header.value == "1");
+    }
+    CHECK(has_retry_after);
+    CHECK(h.backend.transfers.size() == 2);
+}
+
 TEST_CASE("api: random garbage bodies get an answer, errors as JSON", "[api][fuzz]") {
     const std::uint64_t seed = queen::testing::seed_from_env();
     INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");

@@ -156,6 +156,30 @@ public:
         return status;
     }
 
+    /// A raft group of nodes 7 (this node), 8 and 9 led by leader_id (0: an election), as far
+    /// as transfer_leadership() is concerned: a transfer asked for is recorded, not carried out.
+    Result<LeaderTransfer> transfer_leadership(std::string_view tenant,
+                                               std::uint64_t target) override {
+        if (tenant != "default") {
+            return Error{Errc::not_found, "no such tenant"};
+        }
+        if (target < 7 || target > 9) {
+            return Error{Errc::invalid_argument,
+                         "node " + std::to_string(target) + " is not a voter of tenant 'default'"};
+        }
+        if (leader_id == 0) {
+            return Error{Errc::not_leader, "no leader of tenant 'default' is known"};
+        }
+        LeaderTransfer transfer{false, leader_id, 3};
+        if (target != leader_id) {
+            transfer.is_started = true;
+            transfers.push_back(target);
+        }
+        return transfer;
+    }
+    std::uint64_t leader_id = 7;
+    std::vector<std::uint64_t> transfers;  ///< targets of the transfers asked for
+
     /// Moves both clocks; fires expired waits (timed_out) and, once next_due passed, wakes the
     /// others (a lease expired or a delay ended: pops may now find something).
     void advance(std::int64_t ms) {

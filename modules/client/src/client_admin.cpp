@@ -376,4 +376,10 @@ queen::Result<std::string> Client::get_json(std::string_view target) {
     return std::move(response.body);
 }
 
+queen::Result<std::string> Client::post_json(std::string_view target, std::string_view body) {
+    HttpRequest http{"POST", target, body, true, false, 0};
+    QUEEN_TRY(auto response, perform(http, nullptr, false));
+    return std::move(response.body);
+}
+
 }  // namespace queen::client

@@ -690,6 +690,20 @@ TEST_CASE("client: maintenance, health and raw JSON reads", "[client][api][admin
         REQUIRE(body);
         CHECK(json::parse(*body) == json{{"uptime", 1}});
     }
+    SECTION("post_json: the body of a 2xx answer; an error answer is not retried") {
+        server.reply_always(json_reply(202, R"({"transferring":true})"));
+        auto body = client.post_json("/api/v1/system/cluster/transfer-leader", R"({"to":2})");
+        REQUIRE(body);
+        CHECK(json::parse(*body) == json{{"transferring", true}});
+        server.reply_always(json_reply(503, R"({"error":"no leader"})"));
+        auto refused = client.post_json("/api/v1/system/cluster/transfer-leader", R"({"to":2})");
+        REQUIRE_FALSE(refused);
+        CHECK(http_status_of(refused.error()) == 503);
+        const auto requests = server.requests();
+        REQUIRE(requests.size() == 2);
+        CHECK(requests[0].method == "POST");
+        CHECK(json::parse(requests[0].body) == json{{"to", 2}});
+    }
 }
 
 TEST_CASE("client: error mapping and retries follow the JS client", "[client][errors]") {

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
 
 #include "queen/http/server.hpp"
+#include "queen/raft/errc.hpp"
 
 namespace queen::node::detail {
 namespace {
@@ -46,6 +48,40 @@ std::unique_ptr<api::WaitToken> NodeBackend::wait_for_change(
     std::string_view tenant, std::string_view queue, std::int64_t deadline_ms,
     std::function<void(bool timed_out)> wake) {
     return waiters_.add(std::string(tenant), std::string(queue), deadline_ms, std::move(wake));
+}
+
+Result<api::LeaderTransfer> NodeBackend::transfer_leadership(std::string_view tenant,
+                                                             std::uint64_t target) {
+    auto it = tenants_.find(tenant);
+    if (it == tenants_.end()) {
+        return unknown_tenant(tenant);
+    }
+    const api::TenantHealth health = it->second->health();
+    if (health.is_poisoned) {
+        return Error{Errc::poisoned, health.reason};
+    }
+    api::LeaderTransfer transfer;
+    transfer.leader_id = health.leader_id;
+    transfer.term = health.term;
+    if (target != 0 && health.leader_id == target) {
+        return transfer;  // it leads already
+    }
+    const std::string tenant_text = "tenant '" + std::string(tenant) + "'";
+    auto asked = it->second->transfer_leadership(NodeId{target});
+    if (!asked) {
+        const Error& error = asked.error();
+        if (error.is(raft::Errc::invalid_conf_change)) {
+            return Error{Errc::invalid_argument,
+                         "node " + std::to_string(target) + " is not a voter of " + tenant_text};
+        }
+        if (error.is(raft::Errc::not_leader)) {
+            return Error{Errc::not_leader,
+                         "no leader of " + tenant_text + " is known (an election is under way)"};
+        }
+        return error;
+    }
+    transfer.is_started = true;
+    return transfer;
 }
 
 api::NodeStatus NodeBackend::node_status() const {

@@ -42,6 +42,8 @@ public:
     std::int64_t now_ms() const override { return clock_.monotonic_ns() / 1'000'000; }
     std::int64_t wall_ms() const override { return clock_.wall_ms(); }
     api::NodeStatus node_status() const override;
+    Result<api::LeaderTransfer> transfer_leadership(std::string_view tenant,
+                                                    std::uint64_t target) override;
 
 private:
     std::uint64_t node_id_;

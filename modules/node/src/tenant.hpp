@@ -86,6 +86,11 @@ public:
 
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
+    /// Hands the tenant's leadership to `target` (Replicator::transfer_leadership).
+    [[nodiscard]] Status transfer_leadership(NodeId target) {
+        return replicator_->transfer_leadership(target);
+    }
+
 private:
     /// A command proposed and not yet answered, in log order.
     struct InFlight {

@@ -82,6 +82,15 @@ struct NodeStatus {
     std::vector<HistogramSample> histograms;  ///< node-side histograms (fsync latency, ...)
 };
 
+/// What Backend::transfer_leadership() found and did.
+struct LeaderTransfer {
+    /// False when `target` leads already (nothing to do); true when the transfer was asked
+    /// for (the leader's own, or a follower's request forwarded to the leader).
+    bool is_started = false;
+    std::uint64_t leader_id = 0;  ///< the leader this node knew when asked
+    std::uint64_t term = 0;       ///< the term this node knew when asked
+};
+
 /// The node side of the API. Every member may be called from any thread (I/O threads mostly)
 /// and must not block for long: submit() and wait_for_change() complete through callbacks.
 class Backend {
@@ -138,6 +147,20 @@ public:
 
     /// Health and metrics of this node and its tenants (see NodeStatus). Never fails.
     [[nodiscard]] virtual NodeStatus node_status() const = 0;
+
+    /// Asks `tenant`'s raft group to hand its leadership to node `target` and returns at once:
+    /// the leader catches the target up and tells it to campaign (within one election timeout,
+    /// else the transfer is abandoned); a follower sends the request to the leader it knows.
+    /// Watch node_status() for the outcome. Errors: Errc::not_found (unknown tenant),
+    /// Errc::invalid_argument (`target` is not a voter of the group), Errc::not_leader (no
+    /// leader known: an election; retry), Errc::poisoned, Errc::unsupported (this backend has
+    /// no raft groups).
+    [[nodiscard]] virtual Result<LeaderTransfer> transfer_leadership(std::string_view tenant,
+                                                                     std::uint64_t target) {
+        (void)tenant;
+        (void)target;
+        return Error{Errc::unsupported, "this backend cannot transfer leadership"};
+    }
 };
 
 }  // namespace queen::api

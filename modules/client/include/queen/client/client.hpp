@@ -168,6 +168,10 @@ public:
     /// GET of any JSON endpoint (status, metrics, overview, message detail, traces, ...): the
     /// body of a 2xx answer. `target` is path and query, already percent-encoded.
     [[nodiscard]] queen::Result<std::string> get_json(std::string_view target);
+    /// POST of a JSON `body` to any endpoint (e.g. /api/v1/system/cluster/transfer-leader): the
+    /// body of a 2xx answer. Never retried: the endpoint may not be idempotent.
+    [[nodiscard]] queen::Result<std::string> post_json(std::string_view target,
+                                                       std::string_view body);
 
     // ---- plumbing ----
 
