@@ -1,5 +1,5 @@
-// cli/commands/inspect.cpp — registers `queen inspect log|state` and finds the directories a path
-// stands for (exact, tenant or data directory); the decoding is in inspect_*.cpp.
+// cli/commands/inspect.cpp — registers `queen inspect log|raft|state` and finds the directories a
+// path stands for (exact, tenant or data directory); the decoding is in inspect_*.cpp.
 #include "commands/inspect.hpp"
 
 #include <CLI/CLI.hpp>
@@ -113,8 +113,8 @@ Result<std::vector<InspectTarget>> resolve_inspect_dir(const fs::path& given, In
 }
 
 void register_inspect(CLI::App& app, int& exit_code) {
-    auto* inspect =
-        app.add_subcommand("inspect", "Read LMDB state and log segments on disk, read-only");
+    auto* inspect = app.add_subcommand(
+        "inspect", "Read log segments, raft state and LMDB state on disk, read-only");
     inspect->require_subcommand(1);
 
     auto log_options = std::make_shared<InspectLogOptions>();
@@ -132,6 +132,22 @@ void register_inspect(CLI::App& app, int& exit_code) {
     log->add_flag("--json", log_options->json,
                   "Print JSON (an array of reports for a data directory without --tenant)");
     log->callback([log_options, &exit_code] { exit_code = run_inspect_log(*log_options); });
+
+    auto raft_options = std::make_shared<InspectRaftOptions>();
+    auto* raft = inspect->add_subcommand(
+        "raft",
+        "Show the raft state on disk of DIR: term, vote, commit hint, the log's first and last "
+        "index with their terms, and the raft_recovering marker; DIR as for log");
+    raft->add_option("dir", raft_options->dir,
+                     "Data directory, tenants/<tenant> directory, or a directory holding *.seg")
+        ->required();
+    raft->add_option("--tenant", raft_options->tenant,
+                     "With a data directory: only this tenant (default: every tenant)");
+    raft->add_flag("--verify", raft_options->verify,
+                   "Check every record's CRC while finding the log's bounds; exit 4 on corruption");
+    raft->add_flag("--json", raft_options->json,
+                   "Print JSON (an array of reports for a data directory without --tenant)");
+    raft->callback([raft_options, &exit_code] { exit_code = run_inspect_raft(*raft_options); });
 
     auto state_options = std::make_shared<InspectStateOptions>();
     auto* state = inspect->add_subcommand(

@@ -1,15 +1,20 @@
-// cli/commands/inspect.hpp — `queen inspect`: read-only decoding of log segments and LMDB state.
+// cli/commands/inspect.hpp — `queen inspect`: read-only decoding of log segments, the raft state
+// next to them and LMDB state.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "queen/core/ids.hpp"
 #include "queen/core/result.hpp"
+#include "queen/log/format.hpp"
 
 namespace CLI {
 class App;
@@ -24,11 +29,66 @@ struct InspectLogOptions {
     bool json = false;
 };
 
+struct InspectRaftOptions {
+    std::filesystem::path dir;  // a log directory, a tenant directory or a data directory
+    std::string tenant;         // --tenant NAME: with a data directory, only that tenant
+    bool verify = false;        // recompute every CRC while finding the log's bounds
+    bool json = false;
+};
+
 struct InspectStateOptions {
     std::filesystem::path dir;  // a state directory, a tenant directory or a data directory
     std::string tenant;         // --tenant NAME: with a data directory, only that tenant
     bool json = false;
 };
+
+/// One damaged region of a segment.
+struct LogDamage {
+    std::uint64_t offset = 0;
+    std::string reason;
+    std::string detail;
+    std::optional<std::uint64_t> resumed_at;  // next valid record after the damage, if any
+};
+
+/// One segment file as decoded read-only.
+struct LogSegmentReport {
+    std::filesystem::path path;
+    std::uint64_t size_bytes = 0;
+    std::optional<log::SegmentHeader> header;
+    LogIndex name_index;
+    std::uint64_t record_count = 0;
+    std::uint64_t records_after_damage = 0;
+    std::optional<LogIndex> first_record;
+    std::optional<LogIndex> last_record;
+    Term first_term;  // of first_record
+    Term last_term;   // of last_record
+    std::uint64_t payload_bytes = 0;
+    std::uint64_t zero_tail_bytes = 0;  // the writer's zero fill after the last record
+    std::vector<LogDamage> damage;
+};
+
+/// Where a log is damaged.
+struct LogFinding {
+    std::filesystem::path path;
+    std::uint64_t offset = 0;
+    std::string reason;
+    std::string detail;
+};
+
+/// A log directory decoded read-only: its segments in index order, the first corruption (damage
+/// with valid records after it, a gap between segments) and the torn tail (damage at the end of
+/// the last segment with nothing valid after it: a crash during a write, which opening the log
+/// cuts).
+struct LogScan {
+    std::vector<LogSegmentReport> segments;
+    std::uint64_t records = 0;
+    std::optional<LogFinding> corruption;
+    std::optional<LogFinding> torn_tail;
+};
+
+/// Reads every segment of `dir` (O_RDONLY; never repairs). `verify` checks every record's CRC,
+/// else only the framing. Errors: listing or reading a file failed (Errc::io, ...).
+[[nodiscard]] Result<LogScan> scan_log_dir(const std::filesystem::path& dir, bool verify);
 
 /// What `inspect` reads: a tenant's log/ or state/ directory.
 enum class InspectPart { log, state };
@@ -58,9 +118,11 @@ int run_inspect_targets(
     const std::string& tenant, bool json,
     const std::function<int(const InspectTarget&, nlohmann::json&)>& inspect_one);
 
-/// Adds `inspect log` and `inspect state`; the chosen command's exit code lands in `exit_code`.
+/// Adds `inspect log`, `inspect raft` and `inspect state`; the chosen command's exit code lands
+/// in `exit_code`.
 void register_inspect(CLI::App& app, int& exit_code);
 int run_inspect_log(const InspectLogOptions& options);      // inspect_log.cpp
+int run_inspect_raft(const InspectRaftOptions& options);    // inspect_raft.cpp
 int run_inspect_state(const InspectStateOptions& options);  // inspect_state.cpp
 
 }  // namespace queen::cli

@@ -1,6 +1,8 @@
 // cli/commands/inspect_log.cpp — `queen inspect log DIR [--tenant NAME] [--verify] [--json]`:
 // decodes the segment files of a log read-only (O_RDONLY, never repairs), decoding past damage
-// where it can; DIR may be a data directory (every tenant's log) or a tenant directory.
+// where it can; DIR may be a data directory (every tenant's log) or a tenant directory. The
+// decoding (scan_log_dir) also serves `inspect raft`.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -20,28 +22,9 @@ namespace {
 using log::RecordDecode;
 using log::StopReason;
 
-/// One damaged region of a segment.
-struct Damage {
-    std::uint64_t offset = 0;
-    std::string reason;
-    std::string detail;
-    std::optional<std::uint64_t> resumed_at;  // next valid record after the damage, if any
-};
-
-struct SegmentReport {
-    std::filesystem::path path;
-    std::uint64_t size_bytes = 0;
-    std::optional<log::SegmentHeader> header;
-    LogIndex name_index;
-    std::uint64_t record_count = 0;
-    std::uint64_t records_after_damage = 0;
-    std::optional<LogIndex> first_record;
-    std::optional<LogIndex> last_record;
-    Term last_term;
-    std::uint64_t payload_bytes = 0;
-    std::uint64_t zero_tail_bytes = 0;  // the writer's zero fill after the last record
-    std::vector<Damage> damage;
-};
+using Damage = LogDamage;
+using SegmentReport = LogSegmentReport;
+using Finding = LogFinding;
 
 /// Framing-only decode (no CRC): used without --verify so a quick look stays cheap.
 RecordDecode frame_record(ByteSpan bytes) {
@@ -118,6 +101,7 @@ SegmentReport inspect_segment(const std::filesystem::path& path, LogIndex name_i
         if (decoded.status == StopReason::end_of_data) {
             if (!report.first_record) {
                 report.first_record = decoded.record.index;
+                report.first_term = decoded.record.term;
             }
             report.last_record = decoded.record.index;
             report.last_term = decoded.record.term;
@@ -175,73 +159,15 @@ std::string index_text(const std::optional<LogIndex>& index) {
 /// Returns exit_ok, exit_corruption or exit_failed.
 int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& options,
                     nlohmann::json& json) {
-    auto names = log::posix_file_system().list(target.dir);
-    if (!names) {
-        std::cerr << "queen inspect log: " << names.error().message() << "\n";
+    auto scan = scan_log_dir(target.dir, options.verify);
+    if (!scan) {
+        std::cerr << "queen inspect log: " << scan.error().message() << "\n";
         return exit_failed;
     }
-    std::vector<std::pair<LogIndex, std::string>> found;
-    for (const std::string& name : *names) {
-        if (auto index = log::parse_segment_file_name(name)) {
-            found.emplace_back(*index, name);
-        }
-    }
-    std::sort(found.begin(), found.end());
-
-    std::vector<SegmentReport> reports;
-    for (const auto& [index, name] : found) {
-        const auto path = target.dir / name;
-        auto bytes = read_only(path);
-        if (!bytes) {
-            std::cerr << "queen inspect log: " << bytes.error().message() << "\n";
-            return exit_failed;
-        }
-        reports.push_back(inspect_segment(path, index, *bytes, options.verify));
-    }
-
-    // Classify: damage with nothing valid after it in the last segment is a torn tail (a crash
-    // during a write; the log repairs it on open). Everything else is corruption, as are gaps.
-    struct Finding {
-        std::filesystem::path path;
-        std::uint64_t offset = 0;
-        std::string reason;
-        std::string detail;
-    };
-    std::optional<Finding> corruption;
-    std::optional<Finding> torn_tail;
-    for (std::size_t k = 0; k < reports.size(); ++k) {
-        const SegmentReport& report = reports[k];
-        const bool is_last = k + 1 == reports.size();
-        if (k > 0 && report.header && !corruption) {
-            const SegmentReport& previous = reports[k - 1];
-            const LogIndex previous_last =
-                previous.last_record
-                    ? *previous.last_record
-                    : (previous.header ? previous.header->first_index.prev() : LogIndex{0});
-            if (previous.damage.empty() && report.header->first_index != previous_last.next()) {
-                corruption = Finding{report.path, 0, "gap",
-                                     "segment starts at index " +
-                                         std::to_string(report.header->first_index.value()) +
-                                         " but the previous one ends at " +
-                                         std::to_string(previous_last.value())};
-            }
-        }
-        for (const Damage& damage : report.damage) {
-            // A torn header is only a crash during creation when an earlier segment exists.
-            const bool torn =
-                is_last && !damage.resumed_at && (damage.reason != "bad_header" || k > 0);
-            if (torn) {
-                torn_tail = Finding{report.path, damage.offset, damage.reason, damage.detail};
-            } else if (!corruption) {
-                corruption = Finding{report.path, damage.offset, damage.reason, damage.detail};
-            }
-        }
-    }
-
-    std::uint64_t total_records = 0;
-    for (const SegmentReport& report : reports) {
-        total_records += report.record_count;
-    }
+    const std::vector<SegmentReport>& reports = scan->segments;
+    const std::optional<Finding>& corruption = scan->corruption;
+    const std::optional<Finding>& torn_tail = scan->torn_tail;
+    const std::uint64_t total_records = scan->records;
     // Raft's hard state, when this log has one (read only, like everything here).
     auto hard_state = log::read_hard_state(target.dir);
     if (!hard_state) {
@@ -356,6 +282,62 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
 }
 
 }  // namespace
+
+Result<LogScan> scan_log_dir(const std::filesystem::path& dir, bool verify) {
+    QUEEN_TRY(auto names, log::posix_file_system().list(dir));
+    std::vector<std::pair<LogIndex, std::string>> found;
+    for (const std::string& name : names) {
+        if (auto index = log::parse_segment_file_name(name)) {
+            found.emplace_back(*index, name);
+        }
+    }
+    std::sort(found.begin(), found.end());
+
+    LogScan scan;
+    std::vector<SegmentReport>& reports = scan.segments;
+    for (const auto& [index, name] : found) {
+        const auto path = dir / name;
+        QUEEN_TRY(auto bytes, read_only(path));
+        reports.push_back(inspect_segment(path, index, bytes, verify));
+    }
+
+    // Classify: damage with nothing valid after it in the last segment is a torn tail (a crash
+    // during a write; the log repairs it on open). Everything else is corruption, as are gaps.
+    std::optional<Finding>& corruption = scan.corruption;
+    std::optional<Finding>& torn_tail = scan.torn_tail;
+    for (std::size_t k = 0; k < reports.size(); ++k) {
+        const SegmentReport& report = reports[k];
+        const bool is_last = k + 1 == reports.size();
+        if (k > 0 && report.header && !corruption) {
+            const SegmentReport& previous = reports[k - 1];
+            const LogIndex previous_last =
+                previous.last_record
+                    ? *previous.last_record
+                    : (previous.header ? previous.header->first_index.prev() : LogIndex{0});
+            if (previous.damage.empty() && report.header->first_index != previous_last.next()) {
+                corruption = Finding{report.path, 0, "gap",
+                                     "segment starts at index " +
+                                         std::to_string(report.header->first_index.value()) +
+                                         " but the previous one ends at " +
+                                         std::to_string(previous_last.value())};
+            }
+        }
+        for (const Damage& damage : report.damage) {
+            // A torn header is only a crash during creation when an earlier segment exists.
+            const bool torn =
+                is_last && !damage.resumed_at && (damage.reason != "bad_header" || k > 0);
+            if (torn) {
+                torn_tail = Finding{report.path, damage.offset, damage.reason, damage.detail};
+            } else if (!corruption) {
+                corruption = Finding{report.path, damage.offset, damage.reason, damage.detail};
+            }
+        }
+    }
+    for (const SegmentReport& report : reports) {
+        scan.records += report.record_count;
+    }
+    return scan;
+}
 
 int run_inspect_log(const InspectLogOptions& options) {
     return run_inspect_targets("log", options.dir, InspectPart::log, options.tenant, options.json,

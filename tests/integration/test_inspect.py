@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import QUEEN_BIN, Server
+from harness import QUEEN_BIN, ClusterProcesses, Server, wait_until
 
 
 def run(*args):
@@ -169,9 +169,6 @@ class Inspect(unittest.TestCase):
             shutil.rmtree(empty, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
     def test_log_shows_the_raft_hard_state_read_only_and_refuses_a_damaged_one(self):
         path = os.path.join(self.log_dir, "hard_state")
         # Slot 1 holds save 3 (the newest), slot 0 save 2.
@@ -191,3 +188,133 @@ if __name__ == "__main__":
         damaged = run("inspect", "log", self.log_dir, "--json")
         self.assertEqual(damaged.returncode, 4, damaged.stdout + damaged.stderr)
         self.assertIn("neither hard state slot is valid", damaged.stderr)
+
+    def test_raft_shows_term_vote_commit_log_bounds_and_the_recovering_marker(self):
+        tenant_dir = os.path.join(self.server.data_dir, "tenants/default")
+        log_report = json.loads(run("inspect", "log", self.log_dir, "--json").stdout)
+        out = run("inspect", "raft", self.server.data_dir, "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        reports = json.loads(out.stdout)
+        self.assertEqual([r["tenant"] for r in reports], ["default"])
+        report = reports[0]
+        # A node alone elects itself: it voted for itself (node 1) in the term it leads.
+        hard_state = report["hard_state"]
+        self.assertGreaterEqual(hard_state["term"], 1)
+        self.assertEqual(hard_state["vote"], 1)
+        self.assertEqual(hard_state, log_report["hard_state"])
+        log = report["log"]
+        first = log_report["segments"][0]
+        last = log_report["segments"][-1]
+        self.assertEqual(log["first_index"], first["first_record"])
+        self.assertEqual(log["last_index"], last["last_record"])
+        self.assertEqual(log["last_term"], last["last_term"])
+        self.assertEqual(log["last_term"], hard_state["term"])
+        self.assertGreaterEqual(log["first_term"], 1)
+        self.assertEqual(log["records"], log_report["records"])
+        self.assertLessEqual(hard_state["commit"], log["last_index"])
+        self.assertFalse(report["recovering"])
+        self.assertEqual(report["recovering_marker"], os.path.join(tenant_dir, "raft_recovering"))
+        self.assertIsNone(report["torn_tail"])
+        self.assertIsNone(report["corruption"])
+        self.assertEqual(report["notes"], [])
+        # The tenant directory and its log/ name the same; --tenant picks one of a data dir.
+        for args in ([tenant_dir], [self.log_dir], [self.log_dir + "/"],
+                     [self.server.data_dir, "--tenant", "default", "--verify"]):
+            one = run("inspect", "raft", *args, "--json")
+            self.assertEqual(one.returncode, 0, one.stderr)
+            same = json.loads(one.stdout)
+            self.assertEqual((same["hard_state"], same["log"]["last_index"], same["recovering"]),
+                             (hard_state, log["last_index"], False), args)
+        text = run("inspect", "raft", tenant_dir)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        for line in (f"term        {hard_state['term']}", "vote        node 1",
+                     f"commit      {hard_state['commit']}",
+                     f"first {log['first_index']} (term {log['first_term']}), "
+                     f"last {log['last_index']} (term {log['last_term']})",
+                     "recovering  no"):
+            self.assertIn(line, text.stdout)
+
+        # The marker of protocol-aware recovery is shown (inspect only reads it).
+        marker = os.path.join(tenant_dir, "raft_recovering")
+        with open(marker, "w") as f:
+            f.write("recovering\n")
+        report = json.loads(run("inspect", "raft", tenant_dir, "--json").stdout)
+        self.assertTrue(report["recovering"])
+        self.assertTrue(any("votes for nobody" in note for note in report["notes"]), report["notes"])
+        text = run("inspect", "raft", tenant_dir).stdout
+        self.assertIn("recovering  yes (" + marker + ")", text)
+        self.assertTrue(os.path.exists(marker))
+        os.remove(marker)
+
+        # A log directory outside a tenant directory says nothing about the marker.
+        copy = tempfile.mkdtemp(prefix="queen-it-logcopy-", dir=os.environ.get("QUEEN_TEST_DIR"))
+        try:
+            for name in os.listdir(self.log_dir):
+                shutil.copy(os.path.join(self.log_dir, name), copy)
+            report = json.loads(run("inspect", "raft", copy, "--json").stdout)
+            self.assertIsNone(report["recovering"])
+            self.assertEqual(report["hard_state"], hard_state)
+            self.assertIn("recovering  unknown", run("inspect", "raft", copy).stdout)
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+
+    def test_raft_reports_a_damaged_hard_state_with_exit_4_and_still_shows_the_log(self):
+        with open(os.path.join(self.log_dir, "hard_state"), "wb") as f:
+            f.write(b"x" * 1024)
+        out = run("inspect", "raft", self.log_dir, "--json")
+        self.assertEqual(out.returncode, 4, out.stdout + out.stderr)
+        report = json.loads(out.stdout)
+        self.assertIsNone(report["hard_state"])
+        self.assertIn("neither hard state slot is valid", report["hard_state_error"])
+        self.assertGreater(report["log"]["last_index"], 0)
+        text = run("inspect", "raft", self.log_dir)
+        self.assertEqual(text.returncode, 4)
+        self.assertIn("hard state  DAMAGED", text.stdout)
+        # No hard state file at all: nothing was ever saved, which is no error.
+        os.remove(os.path.join(self.log_dir, "hard_state"))
+        out = run("inspect", "raft", self.log_dir, "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIsNone(json.loads(out.stdout)["hard_state"])
+        self.assertIn("none saved", run("inspect", "raft", self.log_dir).stdout)
+        self.assertEqual(run("inspect", "raft", "/nonexistent").returncode, 1)
+
+
+class InspectCluster(unittest.TestCase):
+    def test_raft_on_the_data_dirs_of_a_stopped_cluster(self):
+        cluster = ClusterProcesses().start()
+        try:
+            leader, term = cluster.leader()
+            c = cluster.nodes[leader].client()
+            r = c.push("q", [{"n": n} for n in range(10)])
+            self.assertEqual(r.status, 201, r.body)
+            c.close()
+            committed = cluster.tenant_health(leader)["committedIndex"]
+            for i in cluster.nodes:
+                wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
+                           what=f"node {i} applies through {committed}")
+            for node in cluster.nodes.values():
+                self.assertEqual(node.stop(), 0)
+            reports = {}
+            for i, node in cluster.nodes.items():
+                out = run("inspect", "raft", node.data_dir, "--tenant", "default", "--json")
+                self.assertEqual(out.returncode, 0, out.stderr)
+                reports[i] = json.loads(out.stdout)
+            for i, report in reports.items():
+                self.assertEqual(report["hard_state"]["term"], term, i)
+                self.assertEqual(report["log"]["last_term"], term, i)
+                self.assertGreaterEqual(report["log"]["last_index"], committed, i)
+                self.assertLessEqual(report["hard_state"]["commit"], report["log"]["last_index"], i)
+                self.assertFalse(report["recovering"], i)
+            # The leader voted for itself in its term; the others for it, or (a node that learned
+            # the term from the leader's appends rather than from its vote request) for nobody.
+            self.assertEqual(reports[leader]["hard_state"]["vote"], leader)
+            self.assertLessEqual({r["hard_state"]["vote"] for r in reports.values()}, {leader, 0})
+            text = run("inspect", "raft", cluster.nodes[leader].data_dir)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            self.assertIn(f"vote        node {leader}", text.stdout)
+        finally:
+            cluster.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
