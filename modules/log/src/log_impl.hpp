@@ -244,6 +244,8 @@ struct Log::Impl {
 
     Status sync_segment(detail::Segment& segment);
     Result<std::shared_ptr<detail::Segment>> create_segment(const SegmentHeader& header);
+    Result<std::shared_ptr<detail::Segment>> create_segment_file(const SegmentHeader& header,
+                                                                 std::uint64_t& sync_ns);
     Result<File*> direct_file(detail::Segment& segment);
     void refuse_direct(detail::Segment& segment, const Error& why);
     Status write_at_end(detail::Segment& segment, ByteSpan data);

@@ -1,5 +1,6 @@
 // modules/log/src/truncation.cpp — removing records: truncate_suffix() (raft conflict
-// resolution: later segments deleted, the last one cut) and drop_prefix() (compaction).
+// resolution: later segments deleted, the last one cut), drop_prefix() (compaction) and
+// reset() (a snapshot replaced everything).
 #include <algorithm>
 #include <mutex>
 #include <shared_mutex>
@@ -125,6 +126,51 @@ Status Log::drop_prefix(LogIndex first_kept) {
     QUEEN_LOG(*impl_->env.logger, Level::info, "log.prefix_dropped",
               "dir=" << impl_->dir.string() << " segments=" << count
                      << " first_index=" << impl_->first_index.value());
+    return {};
+}
+
+Status Log::reset(LogIndex last, Term term) {
+    std::unique_lock io(impl_->io_mutex);
+    std::unique_lock lock(impl_->mutex);
+    QUEEN_TRY(impl_->usable_locked());
+    impl_->wait_idle(lock);
+    QUEEN_TRY(impl_->usable_locked());
+    Impl& r = *impl_;
+    const auto fail = [&](Error error) -> Status {
+        r.poison_locked(std::move(error));
+        return r.poisoned_error_locked();
+    };
+    // Newest first: a crash leaves a prefix of the old log.
+    while (!r.segments.empty()) {
+        Impl::drop_direct(*r.segments.back());
+        if (Status removed = r.env.file_system->remove(r.segments.back()->path); !removed) {
+            return fail(std::move(removed).error());
+        }
+        r.segments.pop_back();
+    }
+    if (Status synced = r.env.file_system->sync_directory(r.dir); !synced) {
+        return fail(std::move(synced).error());
+    }
+    SegmentHeader header;
+    header.first_index = last.next();
+    header.prev_term = term;
+    std::uint64_t sync_ns = 0;
+    auto segment = r.create_segment_file(header, sync_ns);
+    if (!segment) {
+        return fail(segment.error());
+    }
+    r.record_sync_locked(sync_ns);
+    r.segments.push_back(std::move(*segment));
+    r.terms.clear();
+    r.first_index = last.next();
+    r.prev_term = term;
+    r.last_index = last;
+    r.last_term = term;
+    r.written_index = last;
+    r.durable_index = last;
+    QUEEN_LOG(*r.env.logger, Level::info, "log.reset",
+              "dir=" << r.dir.string() << " first_index=" << r.first_index.value()
+                     << " prev_term=" << term.value());
     return {};
 }
 

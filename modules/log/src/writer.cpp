@@ -48,6 +48,17 @@ Status Log::Impl::sync_segment(detail::Segment& segment) {
 
 /// Creates, writes and syncs a new segment file and syncs the directory.
 Result<std::shared_ptr<detail::Segment>> Log::Impl::create_segment(const SegmentHeader& header) {
+    std::uint64_t sync_ns = 0;
+    QUEEN_TRY(auto segment, create_segment_file(header, sync_ns));
+    std::lock_guard lock(mutex);
+    record_sync_locked(sync_ns);
+    return segment;
+}
+
+/// create_segment() without the sync statistics (`sync_ns` gets the fdatasync's latency), for
+/// callers that hold `mutex`.
+Result<std::shared_ptr<detail::Segment>> Log::Impl::create_segment_file(const SegmentHeader& header,
+                                                                        std::uint64_t& sync_ns) {
     auto segment = std::make_shared<detail::Segment>();
     segment->path = dir / segment_file_name(header.first_index);
     segment->header = header;
@@ -59,7 +70,10 @@ Result<std::shared_ptr<detail::Segment>> Log::Impl::create_segment(const Segment
     std::array<Byte, segment_header_size> bytes{};
     encode_segment_header(header, bytes);
     QUEEN_TRY(write_fully(*segment->file, 0, bytes));
-    QUEEN_TRY(sync_segment(*segment));
+    const std::int64_t start_ns = env.clock->monotonic_ns();
+    QUEEN_TRY(segment->file->sync_data());
+    sync_ns =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, env.clock->monotonic_ns() - start_ns));
     QUEEN_TRY(env.file_system->sync_directory(dir));
     segment->size_bytes = segment_header_size;
     segment->file_bytes = segment_header_size;

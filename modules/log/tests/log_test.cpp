@@ -520,6 +520,36 @@ TEST_CASE("log: drop_prefix removes whole old segments and keeps the boundary te
                 [](std::uint64_t i) -> std::uint64_t { return i <= 120 ? 2 : 3; });
 }
 
+TEST_CASE("log: reset replaces the log by an empty one continuing after a snapshot",
+          "[log][compaction]") {
+    queen::testing::TempDir dir;
+    const Options options = small_segments();
+    for (const std::uint64_t last : {std::uint64_t{50}, std::uint64_t{500}}) {
+        INFO("reset to " << last);
+        {
+            auto log = Log::open(dir.path(), options);
+            REQUIRE(log);
+            const std::uint64_t end = (*log)->last_index().value();
+            append_range(**log, end + 1, end + 120, (*log)->last_term().value() + 1);
+            REQUIRE((*log)->segment_count() > 1);
+            // Behind the end (a diverged suffix goes too) and beyond it (a follower far behind).
+            REQUIRE((*log)->reset(LogIndex{last}, Term{4}));
+            CHECK((*log)->segment_count() == 1);
+            CHECK((*log)->first_index() == LogIndex{last + 1});
+            CHECK((*log)->last_index() == LogIndex{last});
+            CHECK((*log)->last_term() == Term{4});
+            CHECK((*log)->term_at(LogIndex{last}).value() == Term{4});
+            CHECK((*log)->read(LogIndex{1}, LogIndex{2}).error().is(Errc::out_of_range));
+            append_range(**log, last + 1, last + 10, 7);
+        }
+        auto log = Log::open(dir.path(), options);
+        REQUIRE(log);
+        CHECK((*log)->first_index() == LogIndex{last + 1});
+        CHECK((*log)->term_at(LogIndex{last}).value() == Term{4});
+        check_range(**log, last + 1, last + 10, [](std::uint64_t) -> std::uint64_t { return 7; });
+    }
+}
+
 TEST_CASE("log: sync histogram buckets bound their values", "[log]") {
     for (const std::uint64_t v : std::initializer_list<std::uint64_t>{
              0, 1, 7, 8, 9, 10, 1000, 123456789, UINT64_MAX / 3, UINT64_MAX}) {

@@ -99,9 +99,9 @@ Result<std::unique_ptr<Cluster>> Cluster::start(const NodeConfig& config, const 
 }
 
 void Cluster::attach(const std::string& tenant, Replicator& replicator,
-                     std::function<void()> on_tick) {
+                     std::function<void()> on_tick, TenantFrameHandler on_frame) {
     std::lock_guard lock(mutex_);
-    replicators_[tenant] = Attached{&replicator, std::move(on_tick)};
+    replicators_[tenant] = Attached{&replicator, std::move(on_tick), std::move(on_frame)};
 }
 
 void Cluster::detach(const std::string& tenant) {
@@ -131,6 +131,8 @@ void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
         case frame_type_raft: on_raft(from, payload); return;
         case frame_type_forward_request: on_forward_request(from, payload); return;
         case frame_type_forward_response: on_forward_response(from, payload); return;
+        case frame_type_snapshot_request:
+        case frame_type_snapshot_chunk: on_tenant_frame(from, type, payload); return;
         default: break;
     }
     FrameHandler handler;
@@ -151,6 +153,35 @@ void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
 void Cluster::set_frame_handler(std::uint8_t type, FrameHandler handler) {
     std::lock_guard lock(forward_mutex_);
     frame_handlers_[type] = std::move(handler);
+}
+
+bool Cluster::send_tenant_frame(NodeId to, std::uint8_t type, const std::string& tenant,
+                                ByteSpan body) {
+    Bytes frame;
+    frame.reserve(1 + tenant.size() + body.size());
+    write_tenant(frame, tenant);
+    frame.insert(frame.end(), body.begin(), body.end());
+    return transport_->send(to, type, frame);
+}
+
+void Cluster::on_tenant_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
+    ByteReader reader(payload);
+    const auto tenant = read_tenant(reader);
+    if (!tenant) {
+        QUEEN_LOG(logger_, Level::warn, "cluster.bad_frame",
+                  "peer=" << from << " type=" << int(type) << " error=\"short frame\"");
+        return;
+    }
+    TenantFrameHandler handler;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto found = replicators_.find(*tenant); found != replicators_.end()) {
+            handler = found->second.on_frame;
+        }
+    }
+    if (handler) {
+        handler(from, type, rest_of(reader));
+    }
 }
 
 bool Cluster::send_frame(NodeId to, std::uint8_t type, ByteSpan payload) {

@@ -38,9 +38,12 @@ class Replicator;
 inline constexpr std::uint8_t frame_type_raft = 16;
 inline constexpr std::uint8_t frame_type_forward_request = 17;
 inline constexpr std::uint8_t frame_type_forward_response = 18;
-/// Frame types whose handlers live outside the cluster (set_frame_handler):
+/// Frame types whose handlers live outside the cluster:
 ///  key_request / key_response: the payload key handed to a node that has none
-///  snapshot_request / snapshot_chunk: a follower pulls a tenant's state (snapshot.hpp)
+///    (set_frame_handler)
+///  snapshot_request / snapshot_chunk: a follower pulls a tenant's state (snapshot.hpp); like
+///    raft frames they start with the tenant (u8 length, name) and go to the tenant's
+///    attach() handler
 inline constexpr std::uint8_t frame_type_key_request = 19;
 inline constexpr std::uint8_t frame_type_key_response = 20;
 inline constexpr std::uint8_t frame_type_snapshot_request = 21;
@@ -63,8 +66,11 @@ public:
 
     /// Routes `tenant`'s messages to `replicator` and ticks it (then calls `on_tick`, which may
     /// be empty, on the ticker thread under no lock), until detach().
+    /// `on_frame` (may be empty) gets the tenant's snapshot frames (after the tenant name) on
+    /// the transport thread; it must not block.
+    using TenantFrameHandler = std::function<void(NodeId from, std::uint8_t type, ByteSpan body)>;
     void attach(const std::string& tenant, Replicator& replicator,
-                std::function<void()> on_tick = {});
+                std::function<void()> on_tick = {}, TenantFrameHandler on_frame = {});
     void detach(const std::string& tenant);
     /// Sends one raft message of `tenant`'s group (never blocks; a dropped message is resent by
     /// raft).
@@ -90,6 +96,8 @@ public:
     /// Sends one frame to `to` (never blocks). False when it was dropped (unknown peer, the
     /// peer's queue full, stopped): the sender retries.
     bool send_frame(NodeId to, std::uint8_t type, ByteSpan payload);
+    /// send_frame() of a tenant-routed type: the tenant's name, then `body`.
+    bool send_tenant_frame(NodeId to, std::uint8_t type, const std::string& tenant, ByteSpan body);
     /// This node's id and every node of the cluster (sorted, this node included).
     [[nodiscard]] NodeId self() const noexcept { return self_; }
 
@@ -102,6 +110,7 @@ private:
     Cluster(const NodeConfig& config, const Clock& clock, Logger& logger);
     void on_frame(NodeId from, std::uint8_t type, ByteSpan payload);
     void on_raft(NodeId from, ByteSpan payload);
+    void on_tenant_frame(NodeId from, std::uint8_t type, ByteSpan payload);
     void on_forward_request(NodeId from, ByteSpan payload);
     void on_forward_response(NodeId from, ByteSpan payload);
     /// Fails the forwarded commands whose time is up (ticker).
@@ -123,6 +132,7 @@ private:
     struct Attached {
         Replicator* replicator = nullptr;
         std::function<void()> on_tick;
+        TenantFrameHandler on_frame;
     };
     std::map<std::string, Attached, std::less<>> replicators_;
     std::set<std::string> woken_;

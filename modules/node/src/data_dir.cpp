@@ -95,6 +95,36 @@ Status remove_file_durably(const std::filesystem::path& path) {
     return fsync_path(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);
 }
 
+Status remove_tree_durably(const std::filesystem::path& path) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) {
+        return Error{Errc::io, "remove " + path.string() + ": " + ec.message()};
+    }
+    const auto parent = path.parent_path();
+    return fsync_path(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);
+}
+
+Status rename_durably(const std::filesystem::path& from, const std::filesystem::path& to) {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+        return errno_error(errno, "rename " + from.string() + " to " + to.string());
+    }
+    const auto to_parent = to.parent_path().empty() ? std::filesystem::path(".") : to.parent_path();
+    const auto from_parent =
+        from.parent_path().empty() ? std::filesystem::path(".") : from.parent_path();
+    QUEEN_TRY(fsync_path(to_parent, O_RDONLY | O_DIRECTORY));
+    if (from_parent != to_parent) {
+        QUEEN_TRY(fsync_path(from_parent, O_RDONLY | O_DIRECTORY));
+    }
+    return {};
+}
+
+Status sync_path(const std::filesystem::path& path) {
+    std::error_code ec;
+    const bool is_directory = std::filesystem::is_directory(path, ec);
+    return fsync_path(path, is_directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+}
+
 Status write_file_durably(const std::filesystem::path& path, std::string_view contents,
                           mode_t mode) {
     const auto temp = path.string() + ".tmp";

@@ -52,4 +52,16 @@ struct NodeIdentity {
 /// Removes `path` (no error when it is missing), then fsyncs its directory.
 [[nodiscard]] Status remove_file_durably(const std::filesystem::path& path);
 
+/// Removes `path` and everything below it (no error when it is missing), then fsyncs its
+/// directory.
+[[nodiscard]] Status remove_tree_durably(const std::filesystem::path& path);
+
+/// rename(2) of `from` to `to` (a file or a directory; `to` must not be a non-empty
+/// directory), then fsyncs the directories of both.
+[[nodiscard]] Status rename_durably(const std::filesystem::path& from,
+                                    const std::filesystem::path& to);
+
+/// fsync(2) of a file or a directory.
+[[nodiscard]] Status sync_path(const std::filesystem::path& path);
+
 }  // namespace queen::node::detail

@@ -61,8 +61,12 @@ struct Replicator::Impl {
     /// Fails every waiting read with `error`. Locked.
     void fail_reads(const Error& error);
 
-    /// Takes and runs Readies until one waits for the disk or nothing is left. Locked.
+    /// Takes and runs Readies until one waits for the disk or a snapshot install, or nothing
+    /// is left. Locked.
     void process();
+    /// Hands a Ready's committed entries over and writes its entries (finish() runs when they
+    /// are durable) or, without entries, finishes it. Locked.
+    void persist(raft::Ready& ready);
     /// The part of a Ready that follows durability: hard state, messages, advance. Locked.
     void finish(raft::Ready& ready);
     /// The log's append of the outstanding Ready is durable (writer thread).
@@ -224,51 +228,22 @@ void Replicator::Impl::process() {
         }
         start_read_round();
         if (ready.snapshot) {
-            // Snapshots arrive only from a leader of a group of several nodes, which the node
-            // does not form yet (docs/architecture.md, "Replication").
-            fail(Error{Errc::internal, "raft snapshot received: not supported by this node"});
-            return;
-        }
-        // Committed entries are durable here already: hand them over first, in order.
-        if (!ready.committed_entries.empty()) {
-            committed.store(ready.committed_entries.back().index.value(),
-                            std::memory_order_release);
-            events.committed(ready.committed_entries);
-        }
-        if (ready.entries.empty()) {
-            finish(ready);
-            continue;
-        }
-        note_held(ready.entries);
-        const LogIndex first = ready.entries.front().index;
-        if (first <= log.last_index()) {
-            // A new leader overwrote our uncommitted suffix (a node of a group of several).
-            if (auto cut = log.truncate_suffix(LogIndex{first.value() - 1}); !cut) {
-                fail(cut.error());
+            if (!events.install_snapshot) {
+                fail(Error{Errc::internal,
+                           "raft snapshot received: this member cannot install one"});
                 return;
             }
+            // raft dropped its log for the snapshot: so does the memory account.
+            held.clear();
+            held_bytes = 0;
+            committed.store(ready.snapshot->meta.index.value(), std::memory_order_release);
+            const raft::SnapshotMeta meta = ready.snapshot->meta;
+            is_outstanding = true;
+            pending.emplace(std::move(ready));
+            events.install_snapshot(meta);  // the rest of this Ready runs once installed
+            break;
         }
-        // Every stamp written to the log counts (another leader's too): a new leader never
-        // stamps below them.
-        records.clear();
-        for (const raft::Entry& entry : ready.entries) {
-            records.push_back(
-                log::RecordView{entry.term, entry.index, record_type_of(entry.type), entry.data});
-            if (entry.data.size() >= entry_header_size) {
-                if (auto view = decode_entry(entry.data)) {
-                    last_stamp_ms = std::max(last_stamp_ms, view->timestamp.value());
-                }
-            }
-        }
-        is_outstanding = true;
-        pending.emplace(std::move(ready));
-        // Blocks only when the log's pending bytes are full, which raft's uncommitted bytes
-        // limit (below the log's) keeps from happening on the leader.
-        auto appended = log.append(records, [this](const Status& status) { on_durable(status); });
-        if (!appended) {
-            fail(appended.error());
-            return;
-        }
+        persist(ready);
     }
     if (is_recovering && !failure && !node->status().is_recovering) {
         // Caught up: the marker goes (durably), so a restart votes again.
@@ -283,6 +258,48 @@ void Replicator::Impl::process() {
     }
     if (!is_outstanding) {
         idle.notify_all();
+    }
+}
+
+void Replicator::Impl::persist(raft::Ready& ready) {
+    // Committed entries are durable here already: hand them over first, in order.
+    if (!ready.committed_entries.empty()) {
+        committed.store(ready.committed_entries.back().index.value(), std::memory_order_release);
+        events.committed(ready.committed_entries);
+    }
+    if (ready.entries.empty()) {
+        finish(ready);
+        return;
+    }
+    note_held(ready.entries);
+    const LogIndex first = ready.entries.front().index;
+    if (first <= log.last_index()) {
+        // A new leader overwrote our uncommitted suffix (a node of a group of several).
+        if (auto cut = log.truncate_suffix(LogIndex{first.value() - 1}); !cut) {
+            fail(cut.error());
+            return;
+        }
+    }
+    // Every stamp written to the log counts (another leader's too): a new leader never
+    // stamps below them.
+    records.clear();
+    for (const raft::Entry& entry : ready.entries) {
+        records.push_back(
+            log::RecordView{entry.term, entry.index, record_type_of(entry.type), entry.data});
+        if (entry.data.size() >= entry_header_size) {
+            if (auto view = decode_entry(entry.data)) {
+                last_stamp_ms = std::max(last_stamp_ms, view->timestamp.value());
+            }
+        }
+    }
+    is_outstanding = true;
+    pending.emplace(std::move(ready));
+    // Blocks only when the log's pending bytes are full, which raft's uncommitted bytes
+    // limit (below the log's) keeps from happening on the leader.
+    auto appended = log.append(records, [this](const Status& status) { on_durable(status); });
+    if (!appended) {
+        fail(appended.error());
+        return;
     }
 }
 
@@ -356,19 +373,21 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     }
 
     raft::RestoreState restore;
-    // The tenant's state is the snapshot: everything up to `applied` is in it.
-    QUEEN_TRY(const Term applied_term, log.term_at(start.applied));
-    restore.snapshot.meta.index = start.applied;
-    restore.snapshot.meta.term = applied_term;
+    // The tenant's state is the snapshot: everything up to `applied` is in it. A state ahead
+    // of the log (an installed snapshot whose entries the log has not received again) starts
+    // raft from the log's end: the leader sends the rest, and the tenant skips what it holds.
+    const LogIndex base = std::min(start.applied, log.last_index());
+    QUEEN_TRY(const Term base_term, log.term_at(base));
+    restore.snapshot.meta.index = base;
+    restore.snapshot.meta.term = base_term;
     std::sort(start.voters.begin(), start.voters.end());
     restore.snapshot.meta.conf_state.voters = start.voters;
-    restore.applied = start.applied;
+    restore.applied = base;
     restore.is_recovering = start.is_recovering;
     impl->is_recovering = start.is_recovering;
     impl->recovering_marker = start.recovering_marker;
-    restore.hard_state =
-        raft::HardState{saved.term, saved.vote, std::max(saved.commit, start.applied)};
-    LogIndex next = start.applied.next();
+    restore.hard_state = raft::HardState{saved.term, saved.vote, std::max(saved.commit, base)};
+    LogIndex next = base.next();
     while (next <= log.last_index()) {
         QUEEN_TRY(auto read, log.read(next, log.last_index().next()));
         for (log::Record& record : read) {
@@ -433,6 +452,35 @@ Status Replicator::propose(Bytes& payload, const Proposed& proposed) {
     proposed(index, r.node->term());
     r.process();
     return {};
+}
+
+void Replicator::snapshot_installed(const Status& status) {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        return;
+    }
+    QUEEN_ASSERT(r.is_outstanding && r.pending && r.pending->snapshot,
+                 "snapshot_installed() without a snapshot being installed");
+    if (!status) {
+        if (status.error().is(Errc::cancelled)) {
+            // Stopping: nothing more is taken; the snapshot comes again after a restart.
+            r.failure = status.error();
+            r.is_outstanding = false;
+            r.pending.reset();
+            r.fail_reads(Error{Errc::cancelled, "the tenant is stopping"});
+            r.idle.notify_all();
+            return;
+        }
+        r.fail(status.error());
+        return;
+    }
+    raft::Ready ready = std::move(*r.pending);
+    r.pending.reset();
+    r.is_outstanding = false;
+    ready.snapshot.reset();
+    r.persist(ready);
+    r.process();
 }
 
 Status Replicator::transfer_leadership(NodeId target) {

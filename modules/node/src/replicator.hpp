@@ -51,6 +51,11 @@ struct ReplicatorEvents {
     /// Asks for run_pending() on another thread: a follower's next Ready may truncate the log,
     /// which the log writer's thread (where a durable append is reported) must not do.
     std::function<void()> wake;
+    /// The leader sent a snapshot at `meta` (this member was too far behind its log): the
+    /// tenant replaces its state by the leader's (snapshot.hpp), resets the log to start after
+    /// meta.index, and then calls Replicator::snapshot_installed(). Until then this member
+    /// takes no Ready (it still steps and ticks). Empty: a snapshot poisons the member.
+    std::function<void(const raft::SnapshotMeta& meta)> install_snapshot;
 };
 
 /// Where the member starts from. The tenant replays what it knows committed before opening.
@@ -58,7 +63,9 @@ struct ReplicatorStart {
     NodeId self;
     /// The voters when the group has no membership on disk yet (today: the node alone).
     std::vector<NodeId> voters;
-    /// Everything up to here is applied by the tenant (its state holds it).
+    /// Everything up to here is applied by the tenant (its state holds it). In a group of
+    /// several nodes the state may be ahead of the log (an installed snapshot's state covers
+    /// entries the log has not received again yet): raft then starts from the log's end.
     LogIndex applied;
     /// The log's Options::pending_bytes_max: raft keeps its uncommitted bytes below half of it.
     std::uint64_t log_pending_bytes_max = 64u << 20;
@@ -123,6 +130,10 @@ public:
     /// timeout is abandoned. Errors: raft::Errc::not_leader (no leader known),
     /// raft::Errc::invalid_conf_change (target is not a voter), Errc::poisoned.
     [[nodiscard]] Status transfer_leadership(NodeId target);
+
+    /// The install events.install_snapshot asked for is done (the state and the log hold the
+    /// snapshot) or failed: an error poisons the member, except Errc::cancelled (stopping).
+    void snapshot_installed(const Status& status);
 
     /// A message from a peer of this group.
     void step(const raft::Message& message);

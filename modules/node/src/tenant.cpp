@@ -39,18 +39,33 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                                              const Clock& clock, Waiters& waiters,
                                              Cluster* cluster) {
     std::unique_ptr<Tenant> tenant(new Tenant(std::move(name), config, logger, clock, waiters));
+    tenant->dir_ = dir;
+    // A snapshot install a crash interrupted is finished first (snapshot.hpp): its state
+    // replaces ours before anything opens it.
+    QUEEN_TRY(const std::optional<InstallMeta> install, pending_install(dir));
+    if (install) {
+        QUEEN_LOG(logger, Level::warn, "tenant.snapshot_install_resumed",
+                  "tenant=" << tenant->name_ << " index=" << install->index);
+        QUEEN_TRY(move_installed_state(dir));
+    }
     // The state first: what it has applied was acknowledged, so the log's recovery may not cut
-    // it (a bit flipped in a synced record is refused, not taken for a torn write).
-    engine::Options engine_options;
-    engine_options.store = config.store;
-    QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", engine_options));
+    // it (a bit flipped in a synced record is refused, not taken for a torn write). In a group
+    // the state may be ahead of the log (a snapshot), and a cut tail is protocol-aware
+    // recovery's business (below).
+    tenant->engine_options_.store = config.store;
+    QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", tenant->engine_options_));
     tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
     log::RecoveryReport report;
     log::Environment environment;
     environment.clock = &clock;
     environment.logger = &logger;
-    QUEEN_TRY(tenant->log_, log::Log::open(dir / "log", config.log, environment, &report,
-                                           tenant->engine_->applied_index()));
+    QUEEN_TRY(tenant->log_,
+              log::Log::open(dir / "log", config.log, environment, &report,
+                             cluster ? LogIndex{0} : tenant->engine_->applied_index()));
+    if (install) {
+        QUEEN_TRY(tenant->log_->reset(install->index, install->term));
+    }
+    QUEEN_TRY(finish_install(dir));  // also drops a download cut short
     if (report.tail_truncated) {
         QUEEN_LOG(logger, Level::warn, "tenant.log_tail_truncated",
                   "tenant=" << tenant->name_ << " segment=" << report.truncated_segment.string()
@@ -61,8 +76,8 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     tenant->log_dir_ = dir / "log";
     // Alone, every entry in the durable log was committed (this node was its only voter); in a
     // group, raft learns what is committed from the leader.
-    QUEEN_TRY(
-        tenant->replay(cluster ? tenant->engine_->applied_index() : tenant->log_->last_index()));
+    QUEEN_TRY(tenant->replay(
+        cluster ? tenant->engine_->applied_index() : tenant->log_->last_index(), cluster));
     ReplicatorStart start;
     start.self = NodeId{config.node.id};
     start.voters = {start.self};
@@ -101,12 +116,48 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
             cluster->send(t->name_, message);
         };
         events.wake = [cluster, t = tenant.get()] { cluster->wake(t->name_); };
+        events.install_snapshot = [t = tenant.get()](const raft::SnapshotMeta& meta) {
+            t->on_install_snapshot(meta);
+        };
+        Tenant* t = tenant.get();
+        t->snapshot_source_ = std::make_unique<SnapshotSource>(
+            dir / snapshot_out_dir,
+            [t](const std::filesystem::path& to) -> Status {
+                std::shared_lock engine_lock(t->engine_mutex_);
+                if (!t->engine_) {
+                    return Error{Errc::poisoned, "tenant " + t->name_ + " has no state"};
+                }
+                return t->engine_->env().copy_to(to, true);
+            },
+            [t] {
+                // What a copy holds: the state's last LMDB commit, not the applier's open txn.
+                std::shared_lock engine_lock(t->engine_mutex_);
+                return t->engine_ ? t->engine_->applied_index() : LogIndex{0};
+            },
+            [cluster, t](NodeId to, ByteSpan body) {
+                (void)cluster->send_tenant_frame(to, frame_type_snapshot_chunk, t->name_, body);
+            },
+            clock, logger);
+        t->snapshot_receiver_ = std::make_unique<SnapshotReceiver>(
+            NodeId{config.node.id},
+            [cluster, t](NodeId to, ByteSpan body) {
+                return cluster->send_tenant_frame(to, frame_type_snapshot_request, t->name_, body);
+            },
+            clock, logger);
     }
     QUEEN_TRY(tenant->replicator_,
               Replicator::open(*tenant->log_, std::move(start), std::move(events), clock, logger));
     if (cluster != nullptr) {
         tenant->cluster_ = cluster;
-        cluster->attach(tenant->name_, *tenant->replicator_, [t = tenant.get()] { t->on_tick(); });
+        cluster->attach(
+            tenant->name_, *tenant->replicator_, [t = tenant.get()] { t->on_tick(); },
+            [t = tenant.get()](NodeId from, std::uint8_t type, ByteSpan body) {
+                if (type == frame_type_snapshot_request) {
+                    t->snapshot_source_->on_request(from, body);
+                } else {
+                    t->snapshot_receiver_->on_chunk(from, body);
+                }
+            });
     }
     tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });
     tenant->maintenance_ = std::thread([t = tenant.get()] { t->run_maintenance(); });
@@ -117,9 +168,9 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     return tenant;
 }
 
-Status Tenant::replay(LogIndex last) {
+Status Tenant::replay(LogIndex last, bool may_state_lead) {
     const LogIndex applied = engine_->applied_index();
-    if (log_->last_index() < applied) {
+    if (log_->last_index() < applied && !may_state_lead) {
         return Error{Errc::corruption, "tenant " + name_ + ": the state has applied index " +
                                            std::to_string(applied.value()) +
                                            " but the log ends at " +
@@ -366,8 +417,19 @@ Status Tenant::read(const std::function<void(const engine::Engine&)>& read) cons
             return Error{Errc::poisoned, poison_->message()};
         }
     }
+    // Never waits: while a snapshot's state is swapped in, reads are refused (retry).
+    std::shared_lock engine_lock(engine_mutex_, std::defer_lock);
+    if (is_installing_.load(std::memory_order_acquire) || !engine_lock.try_lock() || !engine_) {
+        return Error{Errc::busy, "tenant " + name_ +
+                                     ": its state is being replaced by the leader's snapshot; "
+                                     "retry"};
+    }
     read(*engine_);
     return {};
+}
+
+std::size_t Tenant::uncommitted_entries() const {
+    return engine_ ? engine_->uncommitted().entries : 0;
 }
 
 void Tenant::run_applier() {
@@ -382,11 +444,11 @@ void Tenant::run_applier() {
                    (poison_.has_value() || is_replicator_stopped_);
         };
         const auto has_work = [&] {
-            return !committed_.empty() || is_hopeless() ||
+            return !committed_.empty() || is_hopeless() || install_job_.has_value() ||
                    (stopping_ && is_replicator_stopped_ && in_flight_.empty());
         };
         while (!has_work()) {
-            if (engine_->uncommitted().entries > 0) {
+            if (uncommitted_entries() > 0) {
                 // Idle with applied entries not committed to LMDB: commit them when a reader
                 // waits or their time is up, and meanwhile take more work into the same txn.
                 const std::int64_t wait_ns = commit_wait_ns();
@@ -405,6 +467,16 @@ void Tenant::run_applier() {
             committed_ready_.wait(lock);
         }
         is_applier_waiting_ = false;
+        if (install_job_) {
+            const InstallMeta meta = *install_job_;
+            install_job_.reset();
+            lock.unlock();
+            Status swapped = swap_in_snapshot(meta);
+            lock.lock();
+            install_result_ = std::move(swapped);
+            install_done_.notify_all();
+            continue;
+        }
         if (committed_.empty()) {
             if (in_flight_.empty()) {
                 break;  // stopping, and everything proposed was answered
@@ -457,7 +529,8 @@ void Tenant::run_applier() {
         }
         apply_ready(ready, is_poisoned);
         lock.lock();
-        const engine::UncommittedStats pending = engine_->uncommitted();
+        const engine::UncommittedStats pending =
+            engine_ ? engine_->uncommitted() : engine::UncommittedStats{};
         if (pending.entries > 0 && (!waiting_reads_.empty() || commit_wait_ns() <= 0 ||
                                     pending.bytes >= config_.tenant.state_commit_bytes)) {
             lock.unlock();
@@ -475,6 +548,9 @@ std::int64_t Tenant::commit_wait_ns() const {
 }
 
 void Tenant::commit_state() {
+    if (!engine_) {
+        return;  // poisoned by a failed snapshot install
+    }
     if (engine_->uncommitted().entries > 0) {
         if (auto committed = engine_->commit(); !committed) {
             // The answers left already and the entries are in the log: fail-stop, and a
@@ -520,8 +596,26 @@ void Tenant::fail_reads(const Error& error) {
 
 void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
     std::optional<Error> failure;
-    if (is_poisoned) {
+    if (is_poisoned || !engine_) {
         failure = Error{Errc::poisoned, "tenant " + name_ + " is poisoned"};
+    }
+    // An installed snapshot's state already holds the first entries the log received again.
+    const LogIndex held{applied_index_.load(std::memory_order_acquire)};
+    if (!failure && !ready.empty() && ready.front().entry.index <= held) {
+        auto first_new = std::find_if(ready.begin(), ready.end(), [&](const Applying& applying) {
+            return applying.entry.index > held;
+        });
+        for (auto it = ready.begin(); it != first_new; ++it) {
+            if (it->done) {
+                it->done(Error{Errc::not_leader, "tenant " + name_ +
+                                                     ": the state was replaced by a snapshot "
+                                                     "before the command applied; retry"});
+            }
+        }
+        ready.erase(ready.begin(), first_new);
+        if (ready.empty()) {
+            return;
+        }
     }
     engine::ApplyOutcome outcome;
     std::size_t answered = 0;  // entries of `ready` answered so far (in order)
@@ -640,7 +734,12 @@ void Tenant::run_maintenance() {
             lock.unlock();
             // Spreads LMDB's disk writes between checkpoints; a failure here is reported by
             // the next checkpoint's fdatasync, which poisons.
-            (void)engine_->start_writeback();
+            {
+                std::shared_lock engine_lock(engine_mutex_);
+                if (engine_) {
+                    (void)engine_->start_writeback();
+                }
+            }
             lock.lock();
             continue;
         }
@@ -653,7 +752,10 @@ void Tenant::run_maintenance() {
             // The engine reports the applied index LMDB now holds durably: the log below it may
             // go (keeping log_retain_entries for lagging readers), never above it.
             const std::int64_t started_ns = clock_.monotonic_ns();
-            auto synced = engine_->sync();
+            std::shared_lock engine_lock(engine_mutex_);
+            auto synced =
+                engine_ ? engine_->sync() : Result<LogIndex>(Error{Errc::poisoned, "no state"});
+            engine_lock.unlock();
             const std::uint64_t durable = synced ? synced->value() : 0;
             if (synced) {
                 checkpoints_total_.fetch_add(1, std::memory_order_relaxed);
@@ -665,7 +767,10 @@ void Tenant::run_maintenance() {
             if (!synced) {
                 poison(prefixed(synced.error(), name_));
             } else if (durable > config_.tenant.log_retain_entries) {
-                const LogIndex first_kept{durable - config_.tenant.log_retain_entries + 1};
+                // Never past the log's end: after a snapshot the state may lead the log.
+                const LogIndex first_kept =
+                    std::min(LogIndex{durable - config_.tenant.log_retain_entries + 1},
+                             log_->last_index().next());
                 if (first_kept > log_->first_index()) {
                     // The log is the raft log: its prefix goes once the state holds it durably
                     // (raft's memory already let go of applied entries).
@@ -677,6 +782,130 @@ void Tenant::run_maintenance() {
             lock.lock();
         }
     }
+}
+
+void Tenant::on_install_snapshot(const raft::SnapshotMeta& meta) {
+    QUEEN_LOG(logger_, Level::info, "tenant.snapshot_needed",
+              "tenant=" << name_ << " index=" << meta.index << " term=" << meta.term
+                        << " applied=" << applied_index_.load());
+    {
+        std::lock_guard lock(mutex_);
+        snapshot_job_ = meta;
+        if (!installer_.joinable()) {
+            installer_ = std::thread([this] { run_installer(); });
+        }
+    }
+    installer_wakeup_.notify_all();
+}
+
+void Tenant::run_installer() {
+    set_thread_name("snapshot");
+    std::unique_lock lock(mutex_);
+    while (true) {
+        installer_wakeup_.wait(lock, [&] { return stopping_ || snapshot_job_.has_value(); });
+        if (!snapshot_job_) {
+            return;  // stopping
+        }
+        const raft::SnapshotMeta meta = *snapshot_job_;
+        snapshot_job_.reset();
+        lock.unlock();
+        const Status installed = install_snapshot(meta);
+        if (!installed && !installed.error().is(Errc::cancelled)) {
+            QUEEN_LOG(logger_, Level::error, "tenant.snapshot_install_failed",
+                      "tenant=" << name_ << " error=\"" << installed.error().message() << "\"");
+        }
+        // Not under the tenant's lock: the replicator hands the next Readies over from here.
+        replicator_->snapshot_installed(installed);
+        lock.lock();
+    }
+}
+
+Status Tenant::install_snapshot(const raft::SnapshotMeta& meta) {
+    const std::int64_t started_ns = clock_.monotonic_ns();
+    std::uint64_t bytes = 0;
+    const auto incoming = dir_ / snapshot_incoming_dir;
+    if (applied_index_.load(std::memory_order_acquire) < meta.index.value()) {
+        QUEEN_TRY(bytes, snapshot_receiver_->fetch(incoming / "state", meta.index,
+                                                   [this] { return replicator_->leader(); }));
+    } else {
+        // The state holds the snapshot already (an earlier install brought a newer one): only
+        // the log starts over.
+        std::error_code ec;
+        std::filesystem::remove_all(incoming, ec);
+        QUEEN_TRY(create_directories_durably(incoming));
+    }
+    QUEEN_TRY(commit_download(dir_, InstallMeta{meta.index, meta.term}));
+    {
+        std::unique_lock lock(mutex_);
+        if (stopping_) {
+            return Error{Errc::cancelled, "tenant " + name_ + " is stopping"};  // a restart
+        }                                                                       // finishes it
+        is_installing_.store(true, std::memory_order_release);
+        install_result_.reset();
+        install_job_ = InstallMeta{meta.index, meta.term};
+        is_applier_waiting_ = false;
+        committed_ready_.notify_all();
+        install_done_.wait(lock, [&] { return install_result_.has_value(); });
+    }
+    QUEEN_TRY(*install_result_);
+    snapshots_installed_total_.fetch_add(1, std::memory_order_relaxed);
+    snapshot_bytes_received_total_.fetch_add(bytes, std::memory_order_relaxed);
+    QUEEN_LOG(logger_, Level::info, "tenant.snapshot_installed",
+              "tenant=" << name_ << " index=" << meta.index << " applied=" << applied_index_.load()
+                        << " bytes=" << bytes
+                        << " ms=" << (clock_.monotonic_ns() - started_ns) / 1'000'000);
+    return {};
+}
+
+Status Tenant::swap_in_snapshot(const InstallMeta& meta) {
+    commit_state();  // the old state's open txn (its entries are in the snapshot anyway)
+    const bool has_state = std::filesystem::exists(dir_ / snapshot_install_dir / "state");
+    Status swapped;
+    {
+        std::unique_lock engine_lock(engine_mutex_);
+        if (has_state) {
+            engine_.reset();  // closes LMDB
+            swapped = move_installed_state(dir_);
+            if (swapped) {
+                auto opened = engine::Engine::open(dir_ / "state", engine_options_);
+                if (opened) {
+                    engine_ = std::make_unique<engine::Engine>(std::move(*opened));
+                } else {
+                    swapped = opened.error();
+                }
+            }
+        }
+        if (swapped && engine_ && engine_->applied_index() < meta.index) {
+            swapped = Error{Errc::corruption, "the leader's state ends at " +
+                                                  std::to_string(engine_->applied_index().value()) +
+                                                  ", before the snapshot's index " +
+                                                  std::to_string(meta.index.value())};
+        }
+        if (swapped) {
+            swapped = log_->reset(meta.index, meta.term);
+        }
+    }
+    if (swapped) {
+        swapped = finish_install(dir_);
+    }
+    if (!swapped) {
+        const Error failure = prefixed(swapped.error(), name_);
+        poison(failure);
+        is_installing_.store(false, std::memory_order_release);
+        return failure;
+    }
+    const LogIndex applied = engine_->applied_index();
+    applied_index_.store(applied.value(), std::memory_order_release);
+    durable_index_.store(applied.value(), std::memory_order_relaxed);
+    {
+        std::lock_guard lock(mutex_);
+        answered_through_ = std::max(answered_through_, applied);
+        visible_through_ = std::max(visible_through_, applied);
+    }
+    is_installing_.store(false, std::memory_order_release);
+    publish_visible();
+    waiters_.wake_tenant(name_);  // waiting pops look at the new state
+    return {};
 }
 
 void Tenant::poison(const Error& error) {
@@ -705,9 +934,20 @@ Status Tenant::stop() {
     if (cluster_ != nullptr) {
         cluster_->detach(name_);
     }
+    // A snapshot download stops (a restart gets the snapshot again).
+    if (snapshot_receiver_) {
+        snapshot_receiver_->cancel();
+    }
+    installer_wakeup_.notify_all();
     // Everything proposed becomes durable and its commit is handed over; then nothing more.
     if (replicator_) {
         replicator_->stop();
+    }
+    if (installer_.joinable()) {
+        installer_.join();
+    }
+    if (snapshot_source_) {
+        snapshot_source_->stop();
     }
     std::deque<Parked> parked;
     {
@@ -733,7 +973,7 @@ Status Tenant::stop() {
         maintenance_.join();
     }
     Status result;
-    if (engine_) {
+    if (engine_) {  // every other thread is gone
         if (auto synced = engine_->sync(); !synced) {
             result = synced.error();
         }
@@ -784,8 +1024,11 @@ api::TenantHealth Tenant::health() const {
         const auto size = file.file_size(size_ec);
         health.log_bytes += size_ec ? 0 : size;
     }
-    if (auto stats = engine_->env().stats()) {
-        health.state_bytes = stats->file_size_bytes;
+    std::shared_lock engine_lock(engine_mutex_, std::try_to_lock);
+    if (engine_lock.owns_lock() && engine_) {
+        if (auto stats = engine_->env().stats()) {
+            health.state_bytes = stats->file_size_bytes;
+        }
     }
     return health;
 }
@@ -841,6 +1084,21 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
         add("queen_requests_waiting_for_leader",
             "Requests (writes and reads) that came during an election, waiting for its outcome",
             api::MetricSample::Kind::gauge, static_cast<double>(parked + reads));
+    }
+    if (snapshot_source_) {
+        add("queen_raft_snapshots_sent_total",
+            "State snapshots this node sent to followers to the last byte (leader)",
+            api::MetricSample::Kind::counter, static_cast<double>(snapshot_source_->sent_total()));
+        add("queen_raft_snapshot_bytes_sent_total", "Bytes of state snapshots sent to followers",
+            api::MetricSample::Kind::counter,
+            static_cast<double>(snapshot_source_->sent_bytes_total()));
+        add("queen_raft_snapshots_installed_total",
+            "State snapshots this node installed from a leader (follower)",
+            api::MetricSample::Kind::counter,
+            static_cast<double>(snapshots_installed_total_.load(std::memory_order_relaxed)));
+        add("queen_raft_snapshot_bytes_received_total",
+            "Bytes of state snapshots received from leaders", api::MetricSample::Kind::counter,
+            static_cast<double>(snapshot_bytes_received_total_.load(std::memory_order_relaxed)));
     }
     if (replicator_) {
         for (const auto& [peer, lag] : replicator_->follower_lag()) {

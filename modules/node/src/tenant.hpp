@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "queen/node/config.hpp"
 #include "queen/raft/types.hpp"
 #include "replicator.hpp"
+#include "snapshot.hpp"
 #include "waiters.hpp"
 
 namespace queen::node::detail {
@@ -108,8 +110,9 @@ private:
     Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
            Waiters& waiters);
     /// Applies the log's entries above the state's applied index through `last` (committed:
-    /// replay at start). Returns the largest timestamp seen.
-    [[nodiscard]] Status replay(LogIndex last);
+    /// replay at start). `may_state_lead`: the state may be ahead of the log's end (a group of
+    /// several nodes after a snapshot install); alone that is corruption.
+    [[nodiscard]] Status replay(LogIndex last, bool may_state_lead);
     /// The replicator's committed entries, in order (under its lock, any thread).
     void on_committed(std::vector<raft::Entry>& entries);
     void run_applier();
@@ -133,6 +136,21 @@ private:
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
     void apply_ready(std::vector<Applying>& ready, bool is_poisoned);
     void run_maintenance();
+    /// Replicator event (under its lock): the leader sent a snapshot at `meta`; the installer
+    /// thread takes it from here.
+    void on_install_snapshot(const raft::SnapshotMeta& meta);
+    /// The installer thread: pulls each snapshot's state from the leader (install_snapshot())
+    /// and reports to the replicator.
+    void run_installer();
+    /// Installer: pulls the state (unless this node's already holds the snapshot), commits
+    /// the download and has the applier swap it in. Errors: Errc::cancelled (stopping), the
+    /// download's and the swap's.
+    [[nodiscard]] Status install_snapshot(const raft::SnapshotMeta& meta);
+    /// Applier: replaces the engine by snapshot.install's state (when it has one) and resets
+    /// the log to start after the snapshot; then the install is finished.
+    [[nodiscard]] Status swap_in_snapshot(const InstallMeta& meta);
+    /// Entries the applier has not applied yet in its open LMDB txn (0 without an engine).
+    [[nodiscard]] std::size_t uncommitted_entries() const;
     void poison(const Error& error);
     void fail_all(const Error& error);
 
@@ -144,8 +162,18 @@ private:
     std::unique_ptr<log::Log> log_;
     std::unique_ptr<Replicator> replicator_;
     Cluster* cluster_ = nullptr;
+    // The applier owns the engine; other threads (reads, maintenance, health, a snapshot copy)
+    // use it under engine_mutex_ shared, which the applier takes exclusively only to swap in
+    // an installed snapshot's state (readers are refused meanwhile: is_installing_).
     std::unique_ptr<engine::Engine> engine_;
+    engine::Options engine_options_;
+    mutable std::shared_mutex engine_mutex_;
+    std::atomic<bool> is_installing_{false};
+    std::filesystem::path dir_;
     std::filesystem::path log_dir_;
+    // Snapshots (groups of several nodes): the leader's copies, the follower's downloads.
+    std::unique_ptr<SnapshotSource> snapshot_source_;
+    std::unique_ptr<SnapshotReceiver> snapshot_receiver_;
 
     mutable std::mutex mutex_;
     // the applier: commits reported, a reader waits for its LMDB commit, or stopping
@@ -170,6 +198,11 @@ private:
     std::deque<Parked> parked_;  // in arrival order
     NodeId ticked_leader_;       // the leader at the last on_tick (ticker thread only)
     std::optional<Error> poison_;
+    std::optional<raft::SnapshotMeta> snapshot_job_;  // for the installer thread
+    std::condition_variable installer_wakeup_;
+    std::optional<InstallMeta> install_job_;  // for the applier: swap in the download
+    std::optional<Status> install_result_;    // the applier's answer to install_job_
+    std::condition_variable install_done_;
     bool stopping_ = false;
     bool is_applier_done_ = false;  // stop() joined the applier: nothing becomes readable
     bool is_applier_waiting_ = false;
@@ -198,9 +231,12 @@ private:
     std::atomic<std::uint64_t> checkpoints_total_{0};
     std::atomic<std::uint64_t> checkpoint_ns_total_{0};
     std::atomic<std::uint64_t> durable_index_{0};
+    std::atomic<std::uint64_t> snapshots_installed_total_{0};
+    std::atomic<std::uint64_t> snapshot_bytes_received_total_{0};
 
     std::thread applier_;
     std::thread maintenance_;
+    std::thread installer_;  // started with the first snapshot
 };
 
 }  // namespace queen::node::detail

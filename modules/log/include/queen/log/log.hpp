@@ -192,6 +192,15 @@ public:
     /// Errc::io (which also poisons the log).
     [[nodiscard]] Status drop_prefix(LogIndex first_kept);
 
+    /// Replaces the whole log by an empty one that continues after `last`, whose term is `term`
+    /// (a raft snapshot replaced the state the log led to): every segment is deleted, newest
+    /// first, then one empty segment starting at last + 1 is created; files and directory are
+    /// synced. first_index() becomes last + 1 and term_at(last) == term. Waits for pending
+    /// appends first. A crash in between leaves a prefix of the old log (or an empty log): the
+    /// caller keeps its own marker and resets again. Errors: Errc::poisoned, Errc::io /
+    /// Errc::disk_full (which also poison the log).
+    [[nodiscard]] Status reset(LogIndex last, Term term);
+
     /// Drains pending appends and stops the writer; later calls fail with Errc::cancelled.
     /// Returns the poison error if the log is poisoned. Idempotent.
     [[nodiscard]] Status close();
