@@ -184,7 +184,26 @@ int run_serve(const ServeOptions& options) {
         std::fprintf(stderr, "# queen %s effective config\n%s\n", QUEEN_VERSION,
                      effective->rendered.c_str());
     }
-    auto server = node::Server::start(config, logger);
+    // A cluster node may wait in start() for a peer to hand over the payload key: a shutdown
+    // signal (still pending, as every thread blocks it) abandons that wait.
+    int signal_number = 0;
+    const auto is_stop_requested = [&] {
+        if (signal_number == 0) {
+            const timespec no_wait{0, 0};
+            const int received = sigtimedwait(&signals, nullptr, &no_wait);
+            if (received > 0) {
+                signal_number = received;
+            }
+        }
+        return signal_number != 0;
+    };
+    auto server = node::Server::start(config, logger, is_stop_requested);
+    if (!server && signal_number != 0 && server.error().is(Errc::cancelled)) {
+        QUEEN_LOG(logger, Level::info, "node.stopping",
+                  "signal=" << signal_number << " while=starting");
+        QUEEN_LOG(logger, Level::info, "node.stopped", "");
+        return exit_ok;
+    }
     if (!server) {
         QUEEN_LOG(logger, Level::error, "node.start_failed",
                   "error=\"" << server.error().message() << "\"");
@@ -192,8 +211,9 @@ int run_serve(const ServeOptions& options) {
     }
     std::fprintf(stderr, "queen: ready on %s\n",
                  local_url(config.http.bind_address, (*server)->http_port()).c_str());
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
+    if (signal_number == 0) {
+        sigwait(&signals, &signal_number);
+    }
     QUEEN_LOG(logger, Level::info, "node.stopping", "signal=" << signal_number);
     auto stopped = (*server)->stop();
     if (!stopped) {

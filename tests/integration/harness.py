@@ -44,6 +44,11 @@ class Server:
         self._reader = None
 
     def start(self, timeout=30):
+        self.spawn()
+        return self.wait_listening(timeout)
+
+    def spawn(self):
+        """Starts the process without waiting for it to listen (see wait_listening)."""
         cmd = [QUEEN_BIN, "serve", "--data-dir", self.data_dir] + self.args
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
@@ -52,6 +57,9 @@ class Server:
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env, text=True)
         self._reader = threading.Thread(target=self._read_output, daemon=True)
         self._reader.start()
+        return self
+
+    def wait_listening(self, timeout=30):
         if not self._listening.wait(timeout) or self.port is None:
             self.kill()
             raise RuntimeError("queen serve did not start:\n" + "".join(self.log_lines[-50:]))
@@ -252,8 +260,12 @@ class ClusterProcesses:
             self.nodes[i] = Server(settings=node_settings, host=host)
 
     def start(self):
+        # All at once: a fresh cluster's nodes wait in their start for each other (the first key
+        # is created once every node answered that it has none; docs/security.md).
         for node in self.nodes.values():
-            node.start()
+            node.spawn()
+        for node in self.nodes.values():
+            node.wait_listening()
         return self
 
     def cleanup(self):

@@ -3,6 +3,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <memory>
 
+#include "queen/api/sealing.hpp"
 #include "queen/core/assert.hpp"
 #include "queen/core/hex.hpp"
 
@@ -110,8 +112,10 @@ PayloadCipher::~PayloadCipher() {
     OPENSSL_cleanse(key_.data(), key_.size());
 }
 
-Result<Bytes> PayloadCipher::encrypt(ByteSpan plaintext, RandomSource& random) const {
-    if (plaintext.size() > static_cast<std::size_t>(INT32_MAX) - cipher_overhead_bytes) {
+Result<Bytes> PayloadCipher::encrypt(ByteSpan plaintext, RandomSource& random,
+                                     ByteSpan associated) const {
+    if (plaintext.size() > static_cast<std::size_t>(INT32_MAX) - cipher_overhead_bytes ||
+        associated.size() > static_cast<std::size_t>(INT32_MAX)) {
         return Error{Errc::invalid_argument, "payload too large to encrypt"};
     }
     Bytes sealed(cipher_nonce_bytes + plaintext.size() + cipher_tag_bytes);
@@ -127,6 +131,12 @@ Result<Bytes> PayloadCipher::encrypt(ByteSpan plaintext, RandomSource& random) c
         return openssl_error("encrypt init");
     }
     int written = 0;
+    if (!associated.empty() &&
+        EVP_EncryptUpdate(context.get(), nullptr, &written, associated.data(),
+                          static_cast<int>(associated.size())) != 1) {
+        return openssl_error("associated data");
+    }
+    written = 0;
     if (!plaintext.empty() &&
         EVP_EncryptUpdate(context.get(), sealed.data() + cipher_nonce_bytes, &written,
                           plaintext.data(), static_cast<int>(plaintext.size())) != 1) {
@@ -146,10 +156,14 @@ Result<Bytes> PayloadCipher::encrypt(ByteSpan plaintext, RandomSource& random) c
     return sealed;
 }
 
-Result<Bytes> PayloadCipher::decrypt(ByteSpan sealed) const {
+Result<Bytes> PayloadCipher::decrypt(ByteSpan sealed, ByteSpan associated) const {
     if (sealed.size() < cipher_overhead_bytes) {
         return Error{Errc::corruption, "encrypted payload shorter than nonce and tag (" +
                                            std::to_string(sealed.size()) + " bytes)"};
+    }
+    if (sealed.size() > static_cast<std::size_t>(INT32_MAX) ||
+        associated.size() > static_cast<std::size_t>(INT32_MAX)) {
+        return Error{Errc::invalid_argument, "encrypted payload too large to decrypt"};
     }
     const std::size_t text_bytes = sealed.size() - cipher_overhead_bytes;
     Bytes plaintext(text_bytes);
@@ -164,6 +178,12 @@ Result<Bytes> PayloadCipher::decrypt(ByteSpan sealed) const {
         return openssl_error("decrypt init");
     }
     int written = 0;
+    if (!associated.empty() &&
+        EVP_DecryptUpdate(context.get(), nullptr, &written, associated.data(),
+                          static_cast<int>(associated.size())) != 1) {
+        return openssl_error("associated data");
+    }
+    written = 0;
     if (text_bytes > 0 &&
         EVP_DecryptUpdate(context.get(), plaintext.data(), &written,
                           sealed.data() + cipher_nonce_bytes, static_cast<int>(text_bytes)) != 1) {
@@ -206,5 +226,28 @@ std::string PayloadCipher::fingerprint() const {
 Result<std::string> encryption_key_fingerprint(std::string_view key_hex) {
     QUEEN_TRY(auto cipher, detail::PayloadCipher::from_hex(key_hex));
     return cipher.fingerprint();
+}
+
+SealingKey SealingKey::derive(std::string_view secret, std::string_view label) {
+    SealingKey key;
+    unsigned int size = 0;
+    const auto* digest = HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+                              reinterpret_cast<const unsigned char*>(label.data()), label.size(),
+                              key.key_.data(), &size);
+    QUEEN_ASSERT(digest != nullptr && size == key.key_.size(), "HMAC-SHA256 failed");
+    return key;
+}
+
+SealingKey::~SealingKey() {
+    OPENSSL_cleanse(key_.data(), key_.size());
+}
+
+Result<Bytes> SealingKey::seal(ByteSpan plaintext, ByteSpan associated,
+                               RandomSource& random) const {
+    return detail::PayloadCipher(key_).encrypt(plaintext, random, associated);
+}
+
+Result<Bytes> SealingKey::open(ByteSpan sealed, ByteSpan associated) const {
+    return detail::PayloadCipher(key_).decrypt(sealed, associated);
 }
 }  // namespace queen::api

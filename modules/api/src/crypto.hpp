@@ -1,5 +1,6 @@
 // api/src/crypto.hpp — payload encryption at rest: AES-256-GCM (OpenSSL EVP) with a random
-// 12-byte nonce per message. Stored form: nonce(12) | ciphertext | tag(16).
+// 12-byte nonce per message. Stored form: nonce(12) | ciphertext | tag(16). The same cipher seals
+// the payload key a cluster node hands to another (queen/api/sealing.hpp).
 #pragma once
 
 #include <array>
@@ -30,12 +31,17 @@ public:
     PayloadCipher& operator=(const PayloadCipher&) = default;
     ~PayloadCipher();
 
-    /// Encrypts `plaintext` under a fresh nonce from `random`. Errors: Errc::internal when
-    /// OpenSSL fails (it does not for valid input; reported rather than asserted).
-    [[nodiscard]] Result<Bytes> encrypt(ByteSpan plaintext, RandomSource& random) const;
-    /// Decrypts and authenticates what encrypt() produced. Errors: Errc::corruption (too short,
-    /// or the tag does not match: wrong key or altered bytes), Errc::internal (OpenSSL failed).
-    [[nodiscard]] Result<Bytes> decrypt(ByteSpan sealed) const;
+    /// Encrypts `plaintext` under a fresh nonce from `random`; the tag also authenticates
+    /// `associated` (not stored: decrypt() must be given the same bytes). Errors:
+    /// Errc::internal when OpenSSL fails (it does not for valid input; reported rather than
+    /// asserted).
+    [[nodiscard]] Result<Bytes> encrypt(ByteSpan plaintext, RandomSource& random,
+                                        ByteSpan associated = {}) const;
+    /// Decrypts and authenticates what encrypt() produced with the same `associated` bytes.
+    /// Errors: Errc::corruption (too short, or the tag does not match: wrong key, other
+    /// associated data or altered bytes), Errc::invalid_argument (over 2 GiB), Errc::internal
+    /// (OpenSSL failed).
+    [[nodiscard]] Result<Bytes> decrypt(ByteSpan sealed, ByteSpan associated = {}) const;
     /// See api::encryption_key_fingerprint().
     [[nodiscard]] std::string fingerprint() const;
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "queen/api/sealing.hpp"
 
 namespace queen::api::detail {
 namespace {
@@ -49,6 +50,45 @@ TEST_CASE("api: AES-256-GCM round-trips and authenticates", "[api][crypto]") {
         PayloadCipher::from_hex("ff0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
     REQUIRE(other.has_value());
     CHECK_FALSE(other->decrypt(cipher->encrypt(text, random).value()).has_value());
+}
+
+TEST_CASE("api: associated data is authenticated, not stored", "[api][crypto]") {
+    testing::SeededRandom random(queen::testing::seed_from_env());
+    auto cipher = PayloadCipher::from_hex(key_hex);
+    REQUIRE(cipher.has_value());
+    const Bytes text{'k', 'e', 'y'};
+    const Bytes header{1, 2, 3};
+    auto sealed = cipher->encrypt(text, random, header);
+    REQUIRE(sealed.has_value());
+    CHECK(sealed->size() == text.size() + cipher_overhead_bytes);
+    CHECK(cipher->decrypt(*sealed, header).value() == text);
+    CHECK(cipher->decrypt(*sealed).error().is(Errc::corruption));
+    CHECK(cipher->decrypt(*sealed, Bytes{1, 2, 4}).error().is(Errc::corruption));
+    // Payloads sealed without associated data open as before.
+    CHECK(cipher->decrypt(cipher->encrypt(text, random).value()).value() == text);
+}
+
+TEST_CASE("api: a sealing key derived from a secret seals under its label only", "[api][crypto]") {
+    testing::SeededRandom random(queen::testing::seed_from_env());
+    const auto key = SealingKey::derive("a cluster secret of some length", "label one");
+    const Bytes text(32, 7);
+    const Bytes header{9};
+    auto sealed = key.seal(text, header, random);
+    REQUIRE(sealed.has_value());
+    CHECK(sealed->size() == text.size() + sealed_overhead_bytes);
+    CHECK(key.open(*sealed, header).value() == text);
+    // The same secret and label give the same key (another node derives it too).
+    CHECK(SealingKey::derive("a cluster secret of some length", "label one")
+              .open(*sealed, header)
+              .value() == text);
+    CHECK(SealingKey::derive("a cluster secret of some length", "label two")
+              .open(*sealed, header)
+              .error()
+              .is(Errc::corruption));
+    CHECK(SealingKey::derive("another cluster secret, as long", "label one")
+              .open(*sealed, header)
+              .error()
+              .is(Errc::corruption));
 }
 
 TEST_CASE("api: encryption keys must be 64 hex digits", "[api][crypto]") {

@@ -115,6 +115,27 @@ Result<std::string> read_key_file(const std::filesystem::path& path) {
     return text;
 }
 
+Status write_key_file(const std::filesystem::path& path, std::string_view hex) {
+    if (!is_key_hex(hex)) {
+        return Error{Errc::invalid_argument,
+                     path.string() + ": a key is 64 hex digits (a 32-byte AES-256 key)"};
+    }
+    std::error_code ec;
+    if (std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found) {
+        return Error{Errc::already_exists, path.string() + ": a key file is never replaced"};
+    }
+    const auto parent = path.parent_path();
+    if (!parent.empty() && !std::filesystem::exists(parent)) {
+        QUEEN_TRY(create_directories_durably(parent));
+        std::filesystem::permissions(parent, std::filesystem::perms::owner_all,
+                                     std::filesystem::perm_options::replace, ec);
+        if (ec) {
+            return errno_error(ec.value(), "chmod 700 " + parent.string());
+        }
+    }
+    return write_file_durably(path, std::string(hex) + "\n", 0600);
+}
+
 Result<LoadedKey> load_or_create_key_file(const std::filesystem::path& path,
                                           api::RandomSource& random) {
     auto existing = read_key_file(path);
@@ -123,16 +144,6 @@ Result<LoadedKey> load_or_create_key_file(const std::filesystem::path& path,
     }
     if (!existing.error().is(Errc::not_found)) {
         return std::move(existing).error();
-    }
-    const auto parent = path.parent_path();
-    if (!parent.empty() && !std::filesystem::exists(parent)) {
-        QUEEN_TRY(create_directories_durably(parent));
-        std::error_code ec;
-        std::filesystem::permissions(parent, std::filesystem::perms::owner_all,
-                                     std::filesystem::perm_options::replace, ec);
-        if (ec) {
-            return errno_error(ec.value(), "chmod 700 " + parent.string());
-        }
     }
     std::array<std::uint8_t, key_bytes> key{};
     random.fill(key.data(), key.size());
@@ -143,12 +154,12 @@ Result<LoadedKey> load_or_create_key_file(const std::filesystem::path& path,
         hex += digits[byte & 0xf];
     }
     key.fill(0);
-    QUEEN_TRY(write_file_durably(path, hex + "\n", 0600));
+    QUEEN_TRY(write_key_file(path, hex));
     return LoadedKey{std::move(hex), true};
 }
 
 Result<EncryptionKey> resolve_encryption_key(const NodeConfig& config, std::string_view env_key,
-                                             api::RandomSource& random) {
+                                             api::RandomSource& random, MissingKeyFile missing) {
     EncryptionKey key;
     if (!config.is_payload_encryption_enabled) {
         if (!env_key.empty()) {
@@ -191,10 +202,22 @@ Result<EncryptionKey> resolve_encryption_key(const NodeConfig& config, std::stri
         return key;
     }
     key.path = config.node.data_dir / data_dir_key_file;
+    key.source = "data_dir";
+    if (missing == MissingKeyFile::leave) {
+        auto existing = read_key_file(key.path);
+        if (existing) {
+            key.hex = std::move(existing).value();
+            return key;
+        }
+        if (!existing.error().is(Errc::not_found)) {
+            return std::move(existing).error();
+        }
+        key.is_pending = true;
+        return key;
+    }
     QUEEN_TRY(auto loaded, load_or_create_key_file(key.path, random));
     key.hex = std::move(loaded.hex);
     key.is_created = loaded.is_created;
-    key.source = "data_dir";
     return key;
 }
 

@@ -1,5 +1,6 @@
 // modules/node/src/encryption_key.hpp — where a node's payload encryption key comes from: the
-// settings, a key file, or the key file the node creates in its data directory.
+// settings, a key file, or the key file the node creates in its data directory (a cluster node
+// gets that one from its peers instead: key_exchange.hpp).
 #pragma once
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <string_view>
 
 #include "queen/api/api.hpp"
+#include "queen/core/ids.hpp"
 #include "queen/core/result.hpp"
 #include "queen/node/config.hpp"
 
@@ -23,6 +25,16 @@ struct EncryptionKey {
                                  ///< "security.encryption_key_file", "data_dir" or "disabled"
     std::filesystem::path path;  ///< the key file read or created; empty for the other sources
     bool is_created = false;     ///< this start wrote the data directory key file
+    /// The data directory key file does not exist and was not created (MissingKeyFile::leave):
+    /// `hex` is empty until the caller obtains the key and writes it with write_key_file().
+    bool is_pending = false;
+    NodeId received_from;  ///< the peer that handed this start its key (0: none did)
+};
+
+/// What resolve_encryption_key() does when the data directory key file does not exist.
+enum class MissingKeyFile : std::uint8_t {
+    create,  ///< a single node makes its own key
+    leave,   ///< a cluster node: the cluster's key comes from a peer (key_exchange.hpp)
 };
 
 /// Reads a key file: 64 hex digits (a 32-byte AES-256 key), trailing whitespace such as a
@@ -39,6 +51,12 @@ struct LoadedKey {
     bool is_created = false;
 };
 
+/// Writes `hex` (64 hex digits) and a newline to `path` as load_or_create_key_file() creates a
+/// key file: mode 0600, atomically, missing parent directories created with mode 0700. Never
+/// replaces a file. Errors: Errc::invalid_argument (not a key), Errc::already_exists,
+/// Errc::io, Errc::disk_full.
+[[nodiscard]] Status write_key_file(const std::filesystem::path& path, std::string_view hex);
+
 /// Reads `path` (as read_key_file) or, when it does not exist, creates it: 32 bytes from
 /// `random` as 64 lower-case hex digits and a newline, mode 0600, written atomically (temp file,
 /// fsync, rename, fsync the directory). Missing parent directories are created with mode 0700.
@@ -50,13 +68,14 @@ struct LoadedKey {
 
 /// The key `config` asks for, by precedence: `env_key` (QUEEN_ENCRYPTION_KEY, "" when unset),
 /// security.encryption_key, the file security.encryption_key_file (which must exist), then
-/// <node.data_dir>/keys/payload.key (created when absent). With security.payload_encryption =
-/// false there is no key and `env_key` must be empty.
+/// <node.data_dir>/keys/payload.key (created when absent, or with MissingKeyFile::leave left
+/// absent and reported `is_pending`). With security.payload_encryption = false there is no key
+/// and `env_key` must be empty.
 /// Errors: Errc::invalid_argument (a malformed key, naming where it came from, or a key given
 /// while encryption is disabled), Errc::not_found (security.encryption_key_file does not
 /// exist), and those of load_or_create_key_file().
-[[nodiscard]] Result<EncryptionKey> resolve_encryption_key(const NodeConfig& config,
-                                                           std::string_view env_key,
-                                                           api::RandomSource& random);
+[[nodiscard]] Result<EncryptionKey> resolve_encryption_key(
+    const NodeConfig& config, std::string_view env_key, api::RandomSource& random,
+    MissingKeyFile missing = MissingKeyFile::create);
 
 }  // namespace queen::node::detail

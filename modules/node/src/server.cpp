@@ -8,6 +8,7 @@
 #include "backend.hpp"
 #include "data_dir.hpp"
 #include "encryption_key.hpp"
+#include "key_exchange.hpp"
 #include "queen/api/api.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/http/router.hpp"
@@ -30,11 +31,16 @@ void log_encryption_key(Logger& logger, const detail::EncryptionKey& key, bool i
         return;
     }
     const auto fingerprint = api::encryption_key_fingerprint(key.hex);
+    const bool is_received = key.received_from.value() != 0;
     QUEEN_LOG(logger, Level::info, "node.encryption_key",
               "source=" << key.source << (key.path.empty() ? "" : " path=") << key.path.string()
                         << " fingerprint=" << (fingerprint ? *fingerprint : "?")
-                        << " created=" << (key.is_created ? "true" : "false"));
-    if (key.is_created && !is_new_data_dir) {
+                        << " created=" << (key.is_created ? "true" : "false")
+                        << (is_received ? " received_from=" : "")
+                        << (is_received ? std::to_string(key.received_from.value()) : ""));
+    // A key a peer handed over is the cluster's: what this data directory holds was sealed with
+    // it too.
+    if (key.is_created && !is_received && !is_new_data_dir) {
         // A data directory from an earlier start holds no messages encrypted under the new key;
         // any it holds under an earlier key (its key file lost) can no longer be read.
         QUEEN_LOG(logger, Level::warn, "node.encryption_key_created_for_existing_data",
@@ -52,6 +58,8 @@ struct Server::Impl {
     detail::NodeIdentity identity;
     std::unique_ptr<detail::Waiters> waiters;
     std::unique_ptr<detail::Cluster> cluster;  // null: a one-node cluster
+    // Answers the peers' key requests (its frame handlers on `cluster` share its ownership).
+    std::shared_ptr<detail::KeyExchange> key_exchange;
     std::map<std::string, std::unique_ptr<detail::Tenant>, std::less<>> tenants;
     std::unique_ptr<detail::NodeBackend> backend;
     std::unique_ptr<http::Server> http;
@@ -63,7 +71,8 @@ Server::~Server() {
     (void)stop();
 }
 
-Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& logger) {
+Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& logger,
+                                              const std::function<bool()>& is_cancelled) {
     QUEEN_TRY(config.validate());
     auto impl = std::make_unique<Impl>();
     impl->config = config;
@@ -78,15 +87,37 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     QUEEN_LOG(logger, Level::info, "node.data_dir",
               "path=" << data_dir.string() << " node=" << impl->identity.node_id
                       << " cluster=" << impl->identity.cluster_id);
-    // The key before the tenants: a bad key file stops the start before any log replay.
+    // The key before the tenants: a bad key file stops the start before any log replay. A
+    // cluster node never creates its data directory key file alone: the cluster has one key
+    // (key_exchange.hpp).
+    const bool is_cluster = !config.cluster.peers.empty();
     const char* env_key = std::getenv("QUEEN_ENCRYPTION_KEY");
-    QUEEN_TRY(auto key, detail::resolve_encryption_key(config, env_key == nullptr ? "" : env_key,
-                                                       api::system_random()));
-    log_encryption_key(logger, key, is_new_data_dir);
+    QUEEN_TRY(auto key,
+              detail::resolve_encryption_key(
+                  config, env_key == nullptr ? "" : env_key, api::system_random(),
+                  is_cluster ? detail::MissingKeyFile::leave : detail::MissingKeyFile::create));
+    if (!key.is_pending) {
+        log_encryption_key(logger, key, is_new_data_dir);
+    }
 
     impl->waiters = std::make_unique<detail::Waiters>(*impl->clock);
-    if (!config.cluster.peers.empty()) {
+    if (is_cluster) {
         QUEEN_TRY(impl->cluster, detail::Cluster::start(config, *impl->clock, logger));
+        // Before anything else is asked: peers waiting for the key are answered from now on.
+        impl->key_exchange = detail::KeyExchange::start(*impl->cluster, config.cluster.secret,
+                                                        config.is_payload_encryption_enabled,
+                                                        *impl->clock, logger, api::system_random());
+        if (key.is_pending) {
+            // Blocks until a peer hands over the cluster's key (or this node creates it).
+            QUEEN_TRY(auto obtained, impl->key_exchange->obtain(key.path, is_cancelled));
+            key.hex = std::move(obtained.key_hex);
+            key.received_from = obtained.from;
+            key.is_created = true;
+            key.is_pending = false;
+            log_encryption_key(logger, key, is_new_data_dir);
+        } else if (!key.hex.empty()) {
+            impl->key_exchange->serve(key.hex);
+        }
     }
     // The default tenant always exists; others are the directories earlier runs created.
     std::vector<std::string> names{std::string(default_tenant)};

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "queen/core/logger.hpp"
@@ -18,12 +19,17 @@ public:
     /// node.toml, loads the payload encryption key (creating keys/payload.key in the data
     /// directory when no key is given; docs/security.md), opens every tenant's log and state,
     /// and starts the listeners.
+    /// A cluster node whose key would be that file, and has none yet, gets the cluster's key from
+    /// a peer instead (or creates it: the node with the smallest id, once every peer answered
+    /// that it has none): start() blocks until then, asking `is_cancelled` (may be empty) at
+    /// least every 300 ms (docs/cluster.md).
     /// Errors: Errc::busy (another process holds the data directory), Errc::invalid_argument
     /// (node.toml names another node id; a malformed key, or a key file that is malformed or
     /// readable by group or others), Errc::not_found (security.encryption_key_file does not
-    /// exist), Errc::io / Errc::disk_full, and the module errors of the log and store.
-    [[nodiscard]] static Result<std::unique_ptr<Server>> start(const NodeConfig& config,
-                                                               Logger& logger);
+    /// exist), Errc::cancelled (`is_cancelled` said so while waiting for the key), Errc::io /
+    /// Errc::disk_full, and the module errors of the log and store.
+    [[nodiscard]] static Result<std::unique_ptr<Server>> start(
+        const NodeConfig& config, Logger& logger, const std::function<bool()>& is_cancelled = {});
 
     /// The bound HTTP port (useful when http.port is 0).
     [[nodiscard]] std::uint16_t http_port() const noexcept;
