@@ -85,6 +85,7 @@ struct SnapshotSource::Session {
     std::filesystem::path dir;
     bool is_copied = false;
     bool is_failed = false;
+    bool is_sent = false;  // the last chunk went out
     std::uint64_t size = 0;
     std::unique_ptr<log::File> file;  // data.mdb of the copy, once copied
     std::int64_t used_ms = 0;         // monotonic, last request
@@ -194,7 +195,8 @@ void SnapshotSource::on_request(NodeId from, ByteSpan body) {
     answer(from, chunk);
     std::lock_guard lock(mutex_);
     sent_bytes_total_ += length;
-    if (chunk.offset + length == session->size) {
+    if (chunk.offset + length == session->size && !session->is_sent) {
+        session->is_sent = true;  // a last chunk asked for again is not another snapshot
         ++sent_total_;
         QUEEN_LOG(logger_, Level::info, "snapshot.sent",
                   "dir=" << dir_.parent_path().filename().string() << " peer=" << from
@@ -276,10 +278,13 @@ void SnapshotSource::run() {
             }
         }
         lock.lock();
-        if (is_stopping_) {
-            break;
-        }
-        wakeup_.wait_for(lock, std::chrono::seconds(5));
+        // A request that came while the files were removed is not missed.
+        wakeup_.wait_for(lock, std::chrono::seconds(5), [&] {
+            return is_stopping_ ||
+                   std::any_of(sessions_.begin(), sessions_.end(), [](const auto& entry) {
+                       return !entry.second->is_copied && !entry.second->is_failed;
+                   });
+        });
     }
 }
 
@@ -456,26 +461,26 @@ Result<std::optional<InstallMeta>> pending_install(const std::filesystem::path& 
     std::ifstream in(meta_path);
     std::string key;
     std::string equals;
-    std::uint64_t index = 0;
-    std::uint64_t term = 0;
-    int found = 0;
+    std::optional<std::uint64_t> index;
+    std::optional<std::uint64_t> term;
+    bool is_bad = false;
     while (in >> key >> equals) {
         std::uint64_t value = 0;
         if (!(in >> value) || equals != "=") {
+            is_bad = true;
             break;
         }
-        if (key == "index") {
-            index = value;
-            ++found;
-        } else if (key == "term") {
-            term = value;
-            ++found;
+        std::optional<std::uint64_t>& field = key == "index" ? index : term;
+        if ((key != "index" && key != "term") || field) {
+            is_bad = true;  // unknown or repeated
+            break;
         }
+        field = value;
     }
-    if (found != 2) {
+    if (is_bad || !index || !term || !in.eof()) {
         return Error{Errc::corruption, meta_path.string() + ": not a snapshot install record"};
     }
-    return std::optional<InstallMeta>{InstallMeta{LogIndex{index}, Term{term}}};
+    return std::optional<InstallMeta>{InstallMeta{LogIndex{*index}, Term{*term}}};
 }
 
 Status move_installed_state(const std::filesystem::path& tenant_dir) {
@@ -492,7 +497,16 @@ Status move_installed_state(const std::filesystem::path& tenant_dir) {
 }
 
 Status finish_install(const std::filesystem::path& tenant_dir) {
-    QUEEN_TRY(remove_tree_durably(tenant_dir / snapshot_install_dir));
+    // Renamed first: a crash while its files are removed must not leave a snapshot.install
+    // without its meta (the next start would take it for a damaged install).
+    const auto install = tenant_dir / snapshot_install_dir;
+    const auto done = tenant_dir / "snapshot.done";
+    std::error_code ec;
+    if (std::filesystem::exists(install, ec)) {
+        QUEEN_TRY(remove_tree_durably(done));
+        QUEEN_TRY(rename_durably(install, done));
+    }
+    QUEEN_TRY(remove_tree_durably(done));
     return remove_tree_durably(tenant_dir / snapshot_incoming_dir);
 }
 

@@ -108,6 +108,18 @@ void RawNode::Impl::step_leader(const Message& m) {
                 if (m.log_term > Term{0}) {
                     hint = find_conflict_by_term(m.reject_hint, m.log_term).first;
                 }
+                if (hint < pr.match) {
+                    // The follower's log ends (or differs) below what it acknowledged: it lost
+                    // its log (a data directory replaced under the same id). What we knew it
+                    // holds is void: probe from where it says it ends (raft's own decrease
+                    // never goes below the match, and would retry there forever).
+                    QUEEN_LOG(logger, Level::warn, "raft.peer_log_lost",
+                              "node=" << id << " peer=" << m.from << " match=" << pr.match
+                                      << " hint=" << hint);
+                    pr.forget_match(hint);
+                    maybe_send_append(m.from, true);
+                    return;
+                }
                 if (pr.maybe_decrease(m.index, hint)) {
                     if (pr.state == ProgressState::replicate) {
                         pr.become_probe();
