@@ -162,6 +162,8 @@ public:
             out_ << "crashed " << arg_id(args, 0) << "\n";
         } else if (command == "restart") {
             restart(arg_id(args, 0), option_value(args, "damaged-from"));
+        } else if (command == "wipe") {
+            wipe(arg_id(args, 0));
         } else if (command == "transfer") {
             auto status = node(arg_id(args, 0)).raw->transfer_leadership(arg_id(args, 1));
             print_status(status);
@@ -274,6 +276,28 @@ private:
         }
         open(id);
         out_ << "restarted " << id << (damaged_from ? " recovering" : "") << "\n";
+    }
+    /// The node's data directory is replaced by an empty one under the same id (lost disk): it
+    /// crashes and starts again from a default RestoreState whose snapshot conf state is the
+    /// group's voters (what `queen serve` does from its static peer list). Log, hard state and
+    /// state machine are gone; the other nodes still hold their match for it.
+    void wipe(NodeId id) {
+        ConfState conf;
+        for (auto& [other, n] : nodes_) {
+            if (n.raw.has_value()) {
+                conf = n.raw->status().conf_state;
+                break;
+            }
+        }
+        Node& n = nodes_.at(id);
+        n.raw.reset();
+        inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(),
+                                    [&](const Message& m) { return m.to == id; }),
+                     inbox_.end());
+        n.disk = Disk{};
+        n.disk.snapshot.meta.conf_state = conf;
+        open(id);
+        out_ << "wiped " << id << " voters=" << ids_text(conf.voters) << "\n";
     }
     void propose_conf_change(const std::vector<std::string>& args) {
         ConfChange change;
