@@ -5,6 +5,7 @@ every move, and bad requests get clear errors (HTTP and exit codes)."""
 import json
 import signal
 import subprocess
+import threading
 import time
 import unittest
 
@@ -42,6 +43,44 @@ class TransferLeader(unittest.TestCase):
         self.assertEqual(r.status, 201, r.body)
         self.assertTrue(all(x["status"] == "queued" for x in r.json()), r.body)
         self.pushed += ids
+
+    def test_writes_to_the_old_leader_during_a_transfer_wait_for_it_and_succeed(self):
+        # A client keeps writing to the leader while it hands the leadership to a node that is
+        # paused (SIGSTOP), so the transfer runs until it is abandoned (one election timeout):
+        # the writes that come meanwhile wait for the outcome, like during an election, and are
+        # then committed by whichever node leads; none is refused.
+        cluster = self.cluster
+        leader, _ = cluster.leader()
+        target = next(i for i in cluster.nodes if i != leader)
+        statuses = []
+        stop = threading.Event()
+
+        def writer():
+            c = cluster.nodes[leader].client()
+            n = 0
+            while not stop.is_set():
+                r = c.push("during", [{"n": n}], partition="p", transaction_ids=[f"w{n}"])
+                statuses.append((n, r.status, r.body if r.status != 201 else ""))
+                n += 1
+            c.close()
+
+        cluster.nodes[target].process.send_signal(signal.SIGSTOP)
+        try:
+            thread = threading.Thread(target=writer)
+            thread.start()
+            wait_until(lambda: len(statuses) >= 5, what="the writer runs")
+            c = cluster.nodes[leader].client()
+            r = c.post(ROUTE, {"to": target})
+            c.close()
+            self.assertEqual(r.status, 202, r.body)
+            started = len(statuses)
+            # The transfer is abandoned after an election timeout; writes then go on.
+            wait_until(lambda: len(statuses) >= started + 30, what="writes after the transfer window")
+            stop.set()
+            thread.join(60)
+        finally:
+            cluster.nodes[target].process.send_signal(signal.SIGCONT)
+        self.assertEqual([s for s in statuses if s[1] != 201], [])
 
     def test_the_leadership_moves_to_each_node_in_turn_and_writes_keep_working(self):
         cluster = self.cluster

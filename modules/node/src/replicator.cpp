@@ -444,6 +444,10 @@ Status Replicator::propose(Bytes& payload, const Proposed& proposed) {
                          ? std::string("no leader (election in progress)")
                          : "node " + std::to_string(r.node->leader().value()) + " leads"};
     }
+    if (r.node->is_transferring()) {
+        // Checked here: raft's propose() takes the payload even when it refuses it.
+        return Error{raft::Errc::transferring, "transferring leadership"};
+    }
     if (payload.size() >= entry_header_size) {
         r.last_stamp_ms = std::max(r.last_stamp_ms, r.clock.wall_ms());
         store_le<std::int64_t>(payload.data() + 1, r.last_stamp_ms);
@@ -577,6 +581,11 @@ std::vector<std::pair<NodeId, std::uint64_t>> Replicator::follower_lag() const {
 std::size_t Replicator::reads_waiting_for_leader() const {
     std::lock_guard lock(impl_->mutex);
     return impl_->reads_waiting_since ? impl_->reads_next.size() : 0;
+}
+
+bool Replicator::is_transferring() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->node->is_transferring();
 }
 
 NodeId Replicator::leader() const {

@@ -150,6 +150,8 @@ public:
     [[nodiscard]] std::vector<std::pair<NodeId, std::uint64_t>> follower_lag() const;
     /// Reads waiting for an election's outcome (no leader known).
     [[nodiscard]] std::size_t reads_waiting_for_leader() const;
+    /// This member leads and hands its leadership over (proposals are refused meanwhile).
+    [[nodiscard]] bool is_transferring() const;
     /// The leader this member knows (0: none).
     [[nodiscard]] NodeId leader() const;
     /// How often a new leader became known to this member (groups of several nodes).

@@ -264,9 +264,11 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
             cluster_->forward(leader, name_, payload, std::move(done));
             return;
         }
-        if (may_forward && cluster_ != nullptr && leader == raft::no_node &&
+        if (may_forward && cluster_ != nullptr &&
+            (leader == raft::no_node || error.is(raft::Errc::transferring)) &&
             config_.cluster.leader_wait_ms > 0) {
-            // An election: wait for its outcome (on_tick) rather than fail at once.
+            // An election or a leadership transfer: wait for its outcome (on_tick) rather than
+            // fail at once.
             std::unique_lock parked(mutex_);
             if (parked_.size() < config_.tenant.proposals_max && !stopping_) {
                 parked_.push_back(
@@ -313,14 +315,20 @@ void Tenant::on_tick() {
         }
         ticked_leader_ = leader;
     }
-    std::deque<Parked> retry;
-    std::vector<api::Backend::Completion> expired;
     {
         std::lock_guard lock(mutex_);
         if (parked_.empty()) {
             return;
         }
-        if (leader != raft::no_node || stopping_) {
+    }
+    // A leader handing its leadership over takes no writes until the transfer ends.
+    const bool is_settled = leader != raft::no_node &&
+                            (leader != NodeId{config_.node.id} || !replicator_->is_transferring());
+    std::deque<Parked> retry;
+    std::vector<api::Backend::Completion> expired;
+    {
+        std::lock_guard lock(mutex_);
+        if (is_settled || stopping_) {
             retry.swap(parked_);
         } else {
             const std::int64_t now = clock_.monotonic_ns();
@@ -334,9 +342,11 @@ void Tenant::on_tick() {
         submit_payload(std::move(parked.payload), std::move(parked.done), true);
     }
     for (auto& done : expired) {
-        done(Error{Errc::not_leader, "tenant " + name_ + ": no leader was elected within " +
+        done(Error{Errc::not_leader, "tenant " + name_ +
+                                         ": no leader could take the write within " +
                                          std::to_string(config_.cluster.leader_wait_ms) +
-                                         " ms (cluster.leader_wait_ms)"});
+                                         " ms (cluster.leader_wait_ms: an election or a "
+                                         "leadership transfer)"});
     }
 }
 

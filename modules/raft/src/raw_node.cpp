@@ -241,6 +241,9 @@ Role RawNode::role() const noexcept {
 NodeId RawNode::leader() const noexcept {
     return impl_->leader;
 }
+bool RawNode::is_transferring() const noexcept {
+    return impl_->transferee != no_node;
+}
 Term RawNode::term() const noexcept {
     return impl_->term;
 }

@@ -123,6 +123,8 @@ public:
     [[nodiscard]] Role role() const noexcept;
     [[nodiscard]] NodeId leader() const noexcept;
     [[nodiscard]] Term term() const noexcept;
+    /// Leader only: a leadership transfer runs (proposals fail with Errc::transferring).
+    [[nodiscard]] bool is_transferring() const noexcept;
     /// Leader only: one row per peer; empty elsewhere.
     [[nodiscard]] std::vector<PeerProgress> progress() const;
     /// Term of the entry at `index` (the snapshot index included).
