@@ -147,8 +147,20 @@ class ClusterReplication(unittest.TestCase):
         r = c.post("/api/v1/push", {"items": [{"queue": "q", "payload": {"n": n}} for n in range(10)]})
         self.assertEqual(r.status, 201, r.body)
         c.close()
-        follower.start()
+        # While it cannot reach the leader it stays recovering: /health says so, /ready is 503.
+        cluster.nodes[leader_id].process.send_signal(signal.SIGSTOP)
+        try:
+            follower.start()
+            health = cluster.tenant_health(follower_id)
+            self.assertIn("recovering", health["catchingUp"] or "", health)
+            f = follower.client()
+            self.assertEqual(f.get("/ready").status, 503)
+            f.close()
+        finally:
+            cluster.nodes[leader_id].process.send_signal(signal.SIGCONT)
         wait_until(lambda: not os.path.exists(marker), what="the recovering marker removed")
+        wait_until(lambda: (cluster.tenant_health(follower_id) or {}).get("catchingUp") is None,
+                   what="the node no longer catching up")
         committed = cluster.tenant_health(leader_id)["committedIndex"]
         wait_until(lambda: (cluster.tenant_health(follower_id) or {}).get("appliedIndex", 0) >= committed,
                    what="the recovered node applies everything")
@@ -278,7 +290,9 @@ class RaftSnapshots(unittest.TestCase):
             wait_until(lambda: (cluster.tenant_health(wiped) or {}).get("appliedIndex", 0) >= committed,
                        what="the replaced node catches up")
             self.assertFalse(cluster.tenant_health(wiped)["poisoned"])
+            self.assertIsNone(cluster.tenant_health(wiped)["catchingUp"])
             w = cluster.nodes[wiped].client()
+            self.assertEqual(w.get("/ready").status, 200)
             self.assertEqual(metric(w, 'queen_raft_snapshots_installed_total{tenant="default"}'), 1)
             self.assertGreaterEqual(metric(c, 'queen_raft_snapshots_sent_total{tenant="default"}'), 1)
             # Its local state answers reads like the leader's (no copies left behind either).

@@ -17,6 +17,7 @@ void write_tenants(JsonWriter& out, const NodeStatus& status) {
             .field("writable", tenant.is_writable)
             .field("poisoned", tenant.is_poisoned)
             .field_or_null("reason", tenant.reason)
+            .field_or_null("catchingUp", tenant.catching_up)
             .field("appliedIndex", tenant.applied_index)
             .field("committedIndex", tenant.committed_index)
             .field("role", tenant.role)

@@ -96,6 +96,9 @@ api::NodeStatus NodeBackend::node_status() const {
         if (!health.is_writable && status.is_ready) {
             status.is_ready = false;
             status.not_ready_reason = "tenant " + name + ": " + health.reason;
+        } else if (!health.catching_up.empty() && status.is_ready) {
+            status.is_ready = false;
+            status.not_ready_reason = "tenant " + name + ": catching up: " + health.catching_up;
         }
         tenant->collect_metrics(status.metrics, status.histograms);
     }

@@ -831,6 +831,11 @@ void Tenant::run_installer() {
 }
 
 Status Tenant::install_snapshot(const raft::SnapshotMeta& meta) {
+    is_catching_up_.store(true, std::memory_order_release);
+    struct Done {
+        std::atomic<bool>& flag;
+        ~Done() { flag.store(false, std::memory_order_release); }
+    } done{is_catching_up_};
     const std::int64_t started_ns = clock_.monotonic_ns();
     std::uint64_t bytes = 0;
     const auto incoming = dir_ / snapshot_incoming_dir;
@@ -1019,12 +1024,19 @@ api::TenantHealth Tenant::health() const {
         health.term = raft.hard_state.term.value();
         health.leader_id = raft.leader.value();
         health.leader_changes = replicator_->leader_changes();
+        if (raft.is_recovering) {
+            health.catching_up =
+                "recovering a damaged log: votes for nobody until the leader re-replicated it";
+        }
         // A follower serves by forwarding to the leader it knows; without one, nobody commits.
         if (raft.role != raft::Role::leader && health.is_writable &&
             (raft.leader == raft::no_node || cluster_ == nullptr)) {
             health.is_writable = false;
             health.reason = "no leader (election in progress)";
         }
+    }
+    if (is_catching_up_.load(std::memory_order_acquire)) {
+        health.catching_up = "installing a snapshot of the leader's state";
     }
     health.applied_index = applied_index_.load(std::memory_order_acquire);
     health.committed_index = replicator_ ? replicator_->committed_index().value() : 0;

@@ -169,6 +169,7 @@ private:
     engine::Options engine_options_;
     mutable std::shared_mutex engine_mutex_;
     std::atomic<bool> is_installing_{false};
+    std::atomic<bool> is_catching_up_{false};  // a snapshot is being pulled or installed
     std::filesystem::path dir_;
     std::filesystem::path log_dir_;
     // Snapshots (groups of several nodes): the leader's copies, the follower's downloads.

@@ -56,6 +56,9 @@ struct TenantHealth {
     bool is_writable = false;  ///< this node can get entries committed now (leader, or forwards)
     bool is_poisoned = false;  ///< fail-stop after a disk error; `reason` says which
     std::string reason;        ///< why not writable or poisoned; empty when fine
+    /// Why this node is not caught up with its group (a snapshot install, the recovery of a
+    /// damaged log); empty when it is. /ready answers 503 meanwhile.
+    std::string catching_up;
     std::uint64_t applied_index = 0;
     std::uint64_t committed_index = 0;
     std::string role = "leader";  ///< this node in the tenant's raft group: leader, follower, ...
