@@ -3,6 +3,7 @@
 // first and last index with their terms, and the raft_recovering marker of protocol-aware
 // recovery (docs/cluster.md). DIR may be a data directory (every tenant), a tenant directory or
 // its log/ directory.
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -88,7 +89,38 @@ int inspect_raft_dir(const InspectTarget& target, const InspectRaftOptions& opti
         std::error_code ec;
         is_recovering = fs::exists(*marker, ec);
     }
+    // A snapshot install the node did not finish (modules/node/src/snapshot.hpp): its meta
+    // names the snapshot's index and term; a download cut short is dropped at the next start.
+    std::optional<std::string> install_meta;
+    bool is_download_cut = false;
+    if (target.dir.filename() == "log") {
+        const fs::path tenant_dir = target.dir.parent_path();
+        std::error_code ec;
+        if (fs::exists(tenant_dir / "snapshot.install", ec)) {
+            std::ifstream in(tenant_dir / "snapshot.install" / "meta");
+            std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+            while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+                text.pop_back();
+            }
+            for (char& c : text) {
+                c = c == '\n' ? ',' : c;
+            }
+            install_meta = text.empty() ? std::string("(no meta)") : text;
+        }
+        is_download_cut = fs::exists(tenant_dir / "snapshot.incoming", ec);
+    }
     std::vector<std::string> notes;
+    if (install_meta) {
+        notes.push_back("snapshot.install is present (" + *install_meta +
+                        "): a snapshot install did not finish; the next start completes it "
+                        "(the state is replaced and the log restarts after that index)");
+    }
+    if (is_download_cut) {
+        notes.push_back(
+            "snapshot.incoming is present: a snapshot download was cut short; the next start "
+            "drops it and the leader sends the snapshot again");
+    }
     if (hard_state && *hard_state && (*hard_state)->commit > bounds.last_index) {
         notes.push_back("the commit hint " + std::to_string((*hard_state)->commit.value()) +
                         " is above the log's last index " +
@@ -136,6 +168,8 @@ int inspect_raft_dir(const InspectTarget& target, const InspectRaftOptions& opti
         };
         json["recovering"] = is_recovering ? nlohmann::json(*is_recovering) : nullptr;
         json["recovering_marker"] = marker ? nlohmann::json(marker->string()) : nullptr;
+        json["snapshot_install"] = install_meta ? nlohmann::json(*install_meta) : nullptr;
+        json["snapshot_download_cut"] = is_download_cut;
         json["torn_tail"] = finding_json(scan->torn_tail);
         json["corruption"] = finding_json(scan->corruption);
         json["notes"] = notes;

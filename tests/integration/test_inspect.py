@@ -246,6 +246,24 @@ class Inspect(unittest.TestCase):
         self.assertTrue(os.path.exists(marker))
         os.remove(marker)
 
+        # An unfinished snapshot install and a download cut short are shown (read only).
+        self.assertIsNone(report["snapshot_install"])
+        self.assertFalse(report["snapshot_download_cut"])
+        install = os.path.join(tenant_dir, "snapshot.install")
+        incoming = os.path.join(tenant_dir, "snapshot.incoming")
+        os.makedirs(install)
+        os.makedirs(incoming)
+        with open(os.path.join(install, "meta"), "w") as f:
+            f.write("index = 42\nterm = 3\n")
+        report = json.loads(run("inspect", "raft", tenant_dir, "--json").stdout)
+        self.assertEqual(report["snapshot_install"], "index = 42,term = 3")
+        self.assertTrue(report["snapshot_download_cut"])
+        self.assertEqual(len([n for n in report["notes"] if "snapshot" in n]), 2, report["notes"])
+        self.assertIn("the next start completes it", run("inspect", "raft", tenant_dir).stdout)
+        self.assertTrue(os.path.exists(os.path.join(install, "meta")))
+        shutil.rmtree(install)
+        shutil.rmtree(incoming)
+
         # A log directory outside a tenant directory says nothing about the marker.
         copy = tempfile.mkdtemp(prefix="queen-it-logcopy-", dir=os.environ.get("QUEEN_TEST_DIR"))
         try:
