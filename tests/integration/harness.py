@@ -200,6 +200,14 @@ class Client:
         return self.post("/api/v1/ack", body)
 
 
+def metric(body, name):
+    """The value of Prometheus sample `name` in `body`: a bare name (its first series) or a whole
+    series `name{labels}` (0 when absent)."""
+    pattern = re.escape(name) if "{" in name else re.escape(name) + r"(?:\{[^}]*\})?"
+    found = re.search(r"^" + pattern + r" (\S+)$", body, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
 def wait_until(predicate, timeout=30, interval=0.02, what="condition"):
     """Polls `predicate` (for state only observable by polling, e.g. a file); prefer events."""
     deadline = time.monotonic() + timeout
@@ -316,4 +324,13 @@ class ClusterProcesses:
 
         wait_until(agreed, timeout=timeout, what="one leader every running node agrees on")
         return found["id"], found["term"]
+
+    def wait_applied(self, leader, nodes=None, timeout=30):
+        """Waits until each of `nodes` (default every node) applied everything `leader` has
+        committed now; returns that committed index."""
+        committed = self.tenant_health(leader)["committedIndex"]
+        for i in nodes if nodes is not None else list(self.nodes):
+            wait_until(lambda: (self.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
+                       timeout=timeout, what=f"node {i} applies through {committed}")
+        return committed
 

@@ -4,18 +4,11 @@ Each test starts its own server (fresh data directory) and drives it over real H
 the data-plane endpoints, their semantics and the admin endpoints as docs/http-api.md states
 them."""
 import os
-import re
 import threading
 import time
 import unittest
 
-from harness import ServerTestCase, wait_until
-
-
-def metric(body, name):
-    """The value of an unlabelled or single-series Prometheus sample `name` (0 when absent)."""
-    found = re.search(r"^" + name + r"(?:\{[^}]*\})? (\S+)$", body, re.M)
-    return float(found.group(1)) if found else 0.0
+from harness import ServerTestCase, metric, wait_until
 
 
 def names(resp):

@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 
-from harness import QUEEN_BIN, ClusterProcesses, seed_from_env, wait_until
+from harness import QUEEN_BIN, ClusterProcesses, metric, seed_from_env, wait_until
 
 
 class ClusterReplication(unittest.TestCase):
@@ -71,10 +71,7 @@ class ClusterReplication(unittest.TestCase):
                 self.assertEqual(r.json()["totals"]["total"], n + 1, f"node {i} after push {n}: {r.body}")
 
         # Every follower applies the same entries.
-        committed = cluster.tenant_health(leader_id)["committedIndex"]
-        for i in cluster.nodes:
-            wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
-                       what=f"node {i} applies through {committed}")
+        cluster.wait_applied(leader_id)
 
         # `queen admin cluster status` on a follower: it follows, and names the leader.
         node = cluster.nodes[follower_id]
@@ -124,9 +121,7 @@ class ClusterReplication(unittest.TestCase):
         leader.start()
         again_id, _ = cluster.leader()
         self.assertEqual(again_id, new_id)
-        committed = cluster.tenant_health(new_id)["committedIndex"]
-        wait_until(lambda: (cluster.tenant_health(leader_id) or {}).get("appliedIndex", 0) >= committed,
-                   what="the restarted node catches up")
+        cluster.wait_applied(new_id, [leader_id])  # the restarted node catches up
         self.assertEqual(cluster.tenant_health(leader_id)["role"], "follower")
 
     def test_a_node_that_lost_log_records_rejoins_without_a_vote_until_it_caught_up(self):
@@ -161,9 +156,7 @@ class ClusterReplication(unittest.TestCase):
         wait_until(lambda: not os.path.exists(marker), what="the recovering marker removed")
         wait_until(lambda: (cluster.tenant_health(follower_id) or {}).get("catchingUp") is None,
                    what="the node no longer catching up")
-        committed = cluster.tenant_health(leader_id)["committedIndex"]
-        wait_until(lambda: (cluster.tenant_health(follower_id) or {}).get("appliedIndex", 0) >= committed,
-                   what="the recovered node applies everything")
+        cluster.wait_applied(leader_id, [follower_id])
         log = follower.output()
         self.assertIn("tenant.raft_recovering", log)
         self.assertIn("raft.recovered", log)
@@ -247,15 +240,6 @@ class ClusterReplication(unittest.TestCase):
 
 
 
-def metric(client, line_prefix):
-    """The value of the one Prometheus sample whose line starts with `line_prefix` (0 if none)."""
-    r = client.get("/metrics/prometheus")
-    for line in r.body.splitlines():
-        if line.startswith(line_prefix + " "):
-            return float(line.split()[-1])
-    return 0.0
-
-
 class RaftSnapshots(unittest.TestCase):
     def test_nodes_behind_the_leaders_memory_catch_up_by_snapshot(self):
         # The leader keeps at most cluster.raft_memory_bytes_max of applied entries for lagging
@@ -270,9 +254,7 @@ class RaftSnapshots(unittest.TestCase):
             r = c.post("/api/v1/push", {"items": [{"queue": "big", "partition": "leased", "transactionId": "first",
                                                    "payload": {"n": "first"}}]})
             self.assertEqual(r.status, 201, r.body)
-            committed = cluster.tenant_health(leader_id)["committedIndex"]
-            wait_until(lambda: (cluster.tenant_health(wiped) or {}).get("appliedIndex", 0) >= committed,
-                       what="every node holds the first push")
+            cluster.wait_applied(leader_id)  # every node holds the first push
 
             # Phase 1: a replaced node needs everything from index 1.
             cluster.nodes[wiped].stop()
@@ -286,15 +268,13 @@ class RaftSnapshots(unittest.TestCase):
             r = c.pop("big", consumerGroup="g", batch=1, wait=False)
             self.assertEqual(r.json()["messages"][0]["transactionId"], "first", r.body)
             cluster.nodes[wiped].start()
-            committed = cluster.tenant_health(leader_id)["committedIndex"]
-            wait_until(lambda: (cluster.tenant_health(wiped) or {}).get("appliedIndex", 0) >= committed,
-                       what="the replaced node catches up")
+            cluster.wait_applied(leader_id, [wiped])  # the replaced node catches up
             self.assertFalse(cluster.tenant_health(wiped)["poisoned"])
             self.assertIsNone(cluster.tenant_health(wiped)["catchingUp"])
             w = cluster.nodes[wiped].client()
             self.assertEqual(w.get("/ready").status, 200)
-            self.assertEqual(metric(w, 'queen_raft_snapshots_installed_total{tenant="default"}'), 1)
-            self.assertGreaterEqual(metric(c, 'queen_raft_snapshots_sent_total{tenant="default"}'), 1)
+            self.assertEqual(metric(w.get("/metrics/prometheus").body, 'queen_raft_snapshots_installed_total{tenant="default"}'), 1)
+            self.assertGreaterEqual(metric(c.get("/metrics/prometheus").body, 'queen_raft_snapshots_sent_total{tenant="default"}'), 1)
             # Its local state answers reads like the leader's (no copies left behind either).
             r = w.get("/api/v1/resources/queues/big")
             self.assertEqual(r.json()["totals"]["total"], 21, r.body)
@@ -311,9 +291,7 @@ class RaftSnapshots(unittest.TestCase):
                                                        "payload": {"pad": "y" * 4000}}]})
                 self.assertEqual(r.status, 201, r.body)
             cluster.nodes[down].start()
-            committed = cluster.tenant_health(leader_id)["committedIndex"]
-            wait_until(lambda: (cluster.tenant_health(down) or {}).get("appliedIndex", 0) >= committed,
-                       what="the node that was down catches up")
+            cluster.wait_applied(leader_id, [down])  # the node that was down catches up
             # (By a snapshot, or by the appends the leader's transport queued while it was away.)
             self.assertFalse(cluster.tenant_health(down)["poisoned"])
 
@@ -342,10 +320,8 @@ class RaftSnapshots(unittest.TestCase):
                                                    "payload": {}}]})
             self.assertEqual(r.status, 201, r.body)
             x.close()
-            committed = cluster.tenant_health(leader_now)["committedIndex"]
+            cluster.wait_applied(leader_now)  # every node applies the last push
             for i in cluster.nodes:
-                wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
-                           what=f"node {i} applies the last push")
                 self.assertFalse(cluster.tenant_health(i)["poisoned"])
         finally:
             cluster.cleanup()

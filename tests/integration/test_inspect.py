@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import QUEEN_BIN, ClusterProcesses, Server, wait_until
+from harness import QUEEN_BIN, ClusterProcesses, Server
 
 
 def run(*args):
@@ -306,10 +306,7 @@ class InspectCluster(unittest.TestCase):
             r = c.push("q", [{"n": n} for n in range(10)])
             self.assertEqual(r.status, 201, r.body)
             c.close()
-            committed = cluster.tenant_health(leader)["committedIndex"]
-            for i in cluster.nodes:
-                wait_until(lambda: (cluster.tenant_health(i) or {}).get("appliedIndex", 0) >= committed,
-                           what=f"node {i} applies through {committed}")
+            committed = cluster.wait_applied(leader)
             for node in cluster.nodes.values():
                 self.assertEqual(node.stop(), 0)
             reports = {}

@@ -6,11 +6,6 @@
 namespace queen::api::detail {
 namespace {
 
-Response retry_after(Response response) {
-    response.headers.push_back(http::Header{"Retry-After", "1"});
-    return response;
-}
-
 // POST /api/v1/system/cluster/transfer-leader {"tenant": name (optional), "to": node id}.
 // The tenant is the body's, else the tenant header's, else the default tenant. Answers 202
 // once the transfer was asked for (the caller watches /health for the new leader), 200 when
@@ -55,8 +50,7 @@ void handle_transfer_leader(Context& context, const ContextPtr&, Request& reques
         if (error.is(Errc::invalid_argument)) {
             responder.complete(error_response(context, 409, error.context));
         } else if (error.is(Errc::not_leader)) {
-            responder.complete(
-                retry_after(error_response(context, 503, error.context + "; retry")));
+            responder.complete(retry_soon(error_response(context, 503, error.context + "; retry")));
         } else if (error.is(Errc::unsupported)) {
             responder.complete(error_response(context, 501, error.context));
         } else {

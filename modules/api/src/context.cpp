@@ -125,13 +125,10 @@ http::Response error_response(Context& context, int status, std::string_view mes
     return http::Response::error(status, message);
 }
 
-namespace {
-/// A 503 the client should retry: says so (Retry-After, seconds) for clients that honour it.
 http::Response retry_soon(http::Response response) {
     response.headers.push_back(http::Header{"Retry-After", "1"});
     return response;
 }
-}  // namespace
 
 http::Response error_response(Context& context, const Error& error, std::string_view tenant) {
     const std::string tenant_text = "tenant '" + std::string(tenant) + "'";

@@ -129,6 +129,8 @@ using ContextPtr = std::shared_ptr<Context>;
                                             std::string_view tenant);
 /// `status` with {"error": message}, counted in the metrics.
 [[nodiscard]] http::Response error_response(Context& context, int status, std::string_view message);
+/// `response` (a 503 the client should retry) with Retry-After: 1, for clients that honour it.
+[[nodiscard]] http::Response retry_soon(http::Response response);
 
 /// Parses the body of a POST (size limit -> 413; empty/invalid JSON -> 400).
 [[nodiscard]] Result<nlohmann::json> request_json(const Context& context,

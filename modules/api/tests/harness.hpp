@@ -22,6 +22,7 @@
 #include "queen/queues/queries.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "seeded_random.hpp"
 
 namespace queen::api::testing {
 
@@ -280,22 +281,6 @@ private:
 inline std::string pick(Rng& rng, const std::vector<std::string>& choices) {
     return choices[rng.below(choices.size())];
 }
-
-/// Seeded, thread-safe randomness for nonces and generated ids.
-class SeededRandom final : public RandomSource {
-public:
-    explicit SeededRandom(std::uint64_t seed) : rng_(seed) {}
-    void fill(std::uint8_t* data, std::size_t size) override {
-        std::lock_guard lock(mutex_);
-        for (std::size_t i = 0; i < size; ++i) {
-            data[i] = static_cast<std::uint8_t>(rng_.next());
-        }
-    }
-
-private:
-    std::mutex mutex_;
-    Rng rng_;
-};
 
 /// The answer of one request; `is_done` once the responder completed.
 struct Reply {

@@ -97,9 +97,12 @@ Status remove_file_durably(const std::filesystem::path& path) {
 
 Status remove_tree_durably(const std::filesystem::path& path) {
     std::error_code ec;
-    std::filesystem::remove_all(path, ec);
+    const auto removed = std::filesystem::remove_all(path, ec);
     if (ec) {
         return Error{Errc::io, "remove " + path.string() + ": " + ec.message()};
+    }
+    if (removed == 0) {
+        return {};  // nothing was there: no directory entry changed (every tenant's start)
     }
     const auto parent = path.parent_path();
     return fsync_path(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);

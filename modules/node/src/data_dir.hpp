@@ -53,7 +53,7 @@ struct NodeIdentity {
 [[nodiscard]] Status remove_file_durably(const std::filesystem::path& path);
 
 /// Removes `path` and everything below it (no error when it is missing), then fsyncs its
-/// directory.
+/// directory when something was removed.
 [[nodiscard]] Status remove_tree_durably(const std::filesystem::path& path);
 
 /// rename(2) of `from` to `to` (a file or a directory; `to` must not be a non-empty

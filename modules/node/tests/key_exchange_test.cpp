@@ -24,6 +24,7 @@
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "seeded_random.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -37,21 +38,7 @@ const std::string key_a = "000102030405060708090a0b0c0d0e0f101112131415161718191
 const std::string key_b = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
 const std::string secret = "a cluster secret of at least 16 bytes";
 
-/// Counts up from a seed: different bytes on every draw.
-class SeededRandom final : public queen::api::RandomSource {
-public:
-    explicit SeededRandom(std::uint64_t seed) : rng_(seed) {}
-    void fill(std::uint8_t* data, std::size_t size) override {
-        std::lock_guard lock(mutex_);
-        for (std::size_t i = 0; i < size; ++i) {
-            data[i] = static_cast<std::uint8_t>(rng_.next());
-        }
-    }
-
-private:
-    std::mutex mutex_;
-    queen::Rng rng_;
-};
+using queen::api::testing::SeededRandom;
 
 std::string fingerprint(const std::string& key_hex) {
     return queen::api::encryption_key_fingerprint(key_hex).value();

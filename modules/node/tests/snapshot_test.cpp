@@ -25,6 +25,7 @@
 #include "queen/core/logger.hpp"
 #include "queen/store/env.hpp"
 #include "queen/testing/catch.hpp"
+#include "queen/testing/result.hpp"
 #include "queen/testing/support.hpp"
 
 using queen::Byte;
@@ -42,31 +43,13 @@ using queen::node::detail::SnapshotRequest;
 using queen::node::detail::SnapshotSource;
 namespace fs = std::filesystem;
 namespace detail = queen::node::detail;
+using queen::testing::must;
+using queen::testing::must_fail;
 
 namespace {
 
 constexpr NodeId leader_id{1};
 constexpr NodeId follower_id{2};
-
-template <class T>
-T must(queen::Result<T> result) {
-    if (!result) {
-        FAIL("unexpected error: " << result.error().message());
-    }
-    return std::move(result).value();
-}
-void must(queen::Result<void> result) {
-    if (!result) {
-        FAIL("unexpected error: " << result.error().message());
-    }
-}
-template <class T>
-queen::Error must_fail(queen::Result<T> result) {
-    if (result.has_value()) {
-        FAIL("expected an error, got a value");
-    }
-    return std::move(result).error();
-}
 
 /// A clock the source's copy thread may read while the test moves it (ManualClock is not
 /// synchronised).

@@ -8,31 +8,12 @@
 #include "queen/core/bytes.hpp"
 #include "queen/core/result.hpp"
 #include "queen/testing/catch.hpp"
+#include "queen/testing/result.hpp"
 
 namespace queen::store::test {
 
-/// The value of a Result, or a test failure that shows the error message.
-template <class T>
-T must(queen::Result<T> result) {
-    if (!result) {
-        FAIL("unexpected error: " << result.error().message());
-    }
-    return std::move(result).value();
-}
-inline void must(queen::Result<void> result) {
-    if (!result) {
-        FAIL("unexpected error: " << result.error().message());
-    }
-}
-
-/// The error of a Result that must have failed.
-template <class T>
-queen::Error must_fail(queen::Result<T> result) {
-    if (result.has_value()) {
-        FAIL("expected an error, got a value");
-    }
-    return std::move(result).error();
-}
+using queen::testing::must;
+using queen::testing::must_fail;
 
 inline ByteSpan bytes(std::string_view text) noexcept {
     return as_bytes(text);
