@@ -95,6 +95,15 @@ void Simulation::run_client(Client& c) {
     schedule(Event{c.deadline, 0, EventKind::client, {}, 0, c.id, {}});
 }
 
+Micros Simulation::think_time() {
+    Micros pause = rng_.between(1, 30) * ms;
+    // With quiescence, clients sometimes pause long enough for the group to go quiet.
+    if (is_quiescence_ && quiet_rng_.chance(0.2)) {
+        pause += quiet_rng_.between(50, 800) * ms;
+    }
+    return pause;
+}
+
 void Simulation::complete_write(std::uint64_t client, std::uint64_t seq, LogIndex index) {
     Client& c = clients_.at(client);
     if (!c.is_busy || c.is_read || c.seq != seq) {
@@ -107,7 +116,7 @@ void Simulation::complete_write(std::uint64_t client, std::uint64_t seq, LogInde
     trace([&](std::ostream& o) {
         o << "ack client=" << client << " seq=" << seq << " index=" << index;
     });
-    schedule(Event{now_ + rng_.between(1, 30) * ms, 0, EventKind::client, {}, 0, client, {}});
+    schedule(Event{now_ + think_time(), 0, EventKind::client, {}, 0, client, {}});
 }
 
 void Simulation::serve_reads(SimNode& n) {
@@ -129,7 +138,7 @@ void Simulation::serve_reads(SimNode& n) {
             }
             c.is_busy = false;
             reads_done_ += 1;
-            schedule(Event{now_ + rng_.between(1, 30) * ms, 0, EventKind::client, {}, 0, c.id, {}});
+            schedule(Event{now_ + think_time(), 0, EventKind::client, {}, 0, c.id, {}});
         }
         it = n.pending_reads.erase(it);
     }

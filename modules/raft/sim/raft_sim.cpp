@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
     std::uint64_t conf_changes = 0;
     std::uint64_t transfers = 0;
     std::uint64_t damages = 0;
+    std::uint64_t quiesces = 0;
+    std::uint64_t wakes = 0;
     std::uint64_t stalled = 0;
     // A random range starts above 2^32, disjoint from the fixed ranges CI starts at 1.
     const std::uint64_t first =
@@ -141,6 +143,8 @@ int main(int argc, char** argv) {
         conf_changes += result.conf_changes;
         transfers += result.transfers;
         damages += result.damages;
+        quiesces += result.quiesces;
+        wakes += result.wakes;
         stalled += result.is_stalled ? 1 : 0;
         if (args.seed) {
             std::cout << "seed=" << config.seed << " nodes=" << config.nodes
@@ -149,7 +153,8 @@ int main(int argc, char** argv) {
                       << " leaders=" << result.leaders << " crashes=" << result.crashes
                       << " snapshots=" << result.snapshots_installed
                       << " conf_changes=" << result.conf_changes
-                      << " transfers=" << result.transfers << " trace_hash=" << std::hex
+                      << " transfers=" << result.transfers << " quiesces=" << result.quiesces
+                      << " wakes=" << result.wakes << " trace_hash=" << std::hex
                       << result.trace_hash << std::dec << "\n";
         }
         if (!result.is_ok) {
@@ -170,7 +175,8 @@ int main(int argc, char** argv) {
               << " acked_writes=" << acked << " reads=" << reads << " leaders=" << leaders
               << " crashes=" << crashes << " snapshots=" << snapshots
               << " conf_changes=" << conf_changes << " timeout_now=" << transfers
-              << " damages=" << damages << " stalled=" << stalled << " elapsed_ms=" << ms
+              << " damages=" << damages << " quiesces=" << quiesces << " wakes=" << wakes
+              << " stalled=" << stalled << " elapsed_ms=" << ms
               << " events_per_s=" << events * 1000 / ms << " seeds_per_min=" << seeds * 60000 / ms;
     // CPU time too: on a shared machine wall time undercounts what one core can do.
     const auto cpu_ms = std::max<std::uint64_t>(

@@ -10,7 +10,8 @@
 namespace queen::raft::sim {
 namespace detail {
 
-Simulation::Simulation(const SimConfig& config) : config_(config), rng_(config.seed) {
+Simulation::Simulation(const SimConfig& config)
+    : config_(config), rng_(config.seed), quiet_rng_(mix(config.seed, 0x717569657363ULL)) {
     draw_swarm();
 }
 
@@ -61,6 +62,8 @@ SimResult Simulation::run() {
     result.conf_changes = conf_changes_;
     result.transfers = transfers_;
     result.damages = damages_;
+    result.quiesces = quiesces_;
+    result.wakes = wakes_;
     return result;
 }
 
@@ -80,6 +83,10 @@ void Simulation::draw_swarm() {
     // The defaults most of the time, but also the bare algorithm.
     is_pre_vote_ = rng_.chance(0.8);
     is_check_quorum_ = rng_.chance(0.8);
+    is_quiescence_ = quiet_rng_.chance(0.5);
+    quiesce_p_ = 0.1 + quiet_rng_.unit() * 0.9;
+    detect_p_ = 0.05 + quiet_rng_.unit() * 0.45;
+    false_wake_p_ = quiet_rng_.unit() * 0.01;
 }
 
 void Simulation::setup() {
@@ -221,6 +228,9 @@ void Simulation::handle(const Event& event) {
                 return;
             }
             note(event.kind, n.id, 0, 0, 0);
+            if (is_quiescence_) {
+                run_node_layer(n);
+            }
             n.raw->tick();
             schedule(Event{now_ + n.tick_interval, 0, EventKind::tick, n.id, n.incarnation, 0, {}});
             break;
@@ -253,8 +263,20 @@ void Simulation::handle(const Event& event) {
 
 void Simulation::pump(SimNode& n) {
     while (n.is_up && !n.is_sync_pending && n.raw->has_ready()) {
+        const bool was_quiet_leader = n.raw->is_quiescent() && n.raw->role() == Role::leader;
         Ready rd = n.raw->ready();
         observe(n);
+        if (was_quiet_leader) {
+            // A quiet leader sends nothing but its quiesce messages: anything else wakes it.
+            for (const auto* list : {&rd.messages, &rd.messages_after_persist}) {
+                for (const Message& m : *list) {
+                    if (m.type != MessageType::quiesce) {
+                        fail("quiescence: quiet leader " + std::to_string(n.id.value()) +
+                             " sends " + std::string(message_type_name(m.type)));
+                    }
+                }
+            }
+        }
         if (rd.snapshot.has_value()) {
             n.disk.write(PendingWrite{PendingWrite::Kind::snapshot, {}, *rd.snapshot, {}});
         }
@@ -364,6 +386,72 @@ void Simulation::after_event(SimNode& n) {
         }
     }
     run_crash_plan();
+}
+
+// What `queen serve`'s node layer is to do with quiescence, at each tick of a node: quiesce an
+// idle leader instead of ticking it, and wake a quiet group when the node it depends on (the
+// leader's; on a leader, any peer's) looks gone: down, paused, cut off towards this node
+// (after a detection delay: detect_p_ per tick), or restarted since it last saw it (a new
+// connection: at once). Now and then it is wrong (false_wake_p_).
+void Simulation::run_node_layer(SimNode& n) {
+    std::vector<NodeId> restarted;
+    for (auto& [id, peer] : nodes_) {
+        if (id != n.id && peer.is_up) {
+            std::uint64_t& seen = n.peer_incarnations[id];
+            if (seen != 0 && seen != peer.incarnation) {
+                restarted.push_back(id);
+            }
+            seen = peer.incarnation;
+        }
+    }
+    if (!n.raw->is_quiescent()) {
+        if (n.raw->can_quiesce() && quiet_rng_.chance(quiesce_p_)) {
+            (void)n.raw->quiesce();
+            quiesces_ += 1;
+            note(EventKind::tick, n.id, 1, 0, 0);
+            trace([&](std::ostream& o) { o << "quiesce " << n.id; });
+        }
+        return;
+    }
+    const NodeStatus s = n.raw->status();
+    auto looks_gone = [&](NodeId id) {
+        auto found = nodes_.find(id);
+        if (found == nodes_.end()) {
+            return false;
+        }
+        const SimNode& peer = found->second;
+        return !peer.is_up || peer.is_retired || peer.paused_until > now_ ||
+               blocked_.count({id, n.id}) != 0;
+    };
+    bool is_restarted = false;
+    bool is_gone = false;
+    std::vector<NodeId> watched;
+    if (s.role == Role::leader) {
+        watched = s.conf_state.voters;
+        watched.insert(watched.end(), s.conf_state.learners.begin(), s.conf_state.learners.end());
+    } else if (s.leader != no_node) {
+        watched.push_back(s.leader);
+    }
+    for (const NodeId id : watched) {
+        if (id == n.id) {
+            continue;
+        }
+        is_restarted =
+            is_restarted || std::find(restarted.begin(), restarted.end(), id) != restarted.end();
+        is_gone = is_gone || looks_gone(id);
+    }
+    if (is_restarted || (is_gone && quiet_rng_.chance(detect_p_)) ||
+        quiet_rng_.chance(false_wake_p_)) {
+        n.raw->wake();
+        wakes_ += 1;
+        note(EventKind::tick, n.id, 2, 0, 0);
+        trace([&](std::ostream& o) {
+            o << "wake " << n.id
+              << (is_restarted ? " peer-restarted"
+                  : is_gone    ? " peer-gone"
+                               : "");
+        });
+    }
 }
 
 void Simulation::maybe_compact(SimNode& n) {

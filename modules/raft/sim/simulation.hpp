@@ -37,6 +37,8 @@ struct SimResult {
     std::uint64_t conf_changes = 0;         ///< membership changes committed (ledger)
     std::uint64_t transfers = 0;            ///< timeout_now messages delivered
     std::uint64_t damages = 0;              ///< restarts with a damaged log (is_damage)
+    std::uint64_t quiesces = 0;             ///< leaders that went quiet (seeds with quiescence on)
+    std::uint64_t wakes = 0;                ///< wake() calls by the modelled node layer
     bool is_stalled = false;  ///< is_damage: no convergence after the heal, safety intact
 };
 

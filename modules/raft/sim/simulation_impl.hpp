@@ -112,6 +112,8 @@ struct SimNode {
     std::map<std::uint64_t, PendingRead> pending_reads;     // read context id -> read
     Role last_role = Role::follower;
     LogIndex checked_commit;
+    // The node layer's view of its peers (quiescence): the incarnation it last connected to.
+    std::map<NodeId, std::uint64_t> peer_incarnations;
 };
 
 struct Client {
@@ -191,6 +193,7 @@ private:
     void apply(SimNode& n, const Entry& e);
     void after_event(SimNode& n);
     void maybe_compact(SimNode& n);
+    void run_node_layer(SimNode& n);
 
     // ---- the network model and the fault schedule (faults.cpp) -------------------------
     void transmit(SimNode& from, Message m);
@@ -220,11 +223,15 @@ private:
     std::vector<NodeId> up_members();
     NodeId pick_target(const Client& c);
     void run_client(Client& c);
+    Micros think_time();  // between a client's operations
     void complete_write(std::uint64_t client, std::uint64_t seq, LogIndex index);
     void serve_reads(SimNode& n);
 
     SimConfig config_;
     Rng rng_;
+    // Quiescence decisions draw from their own stream: a seed without quiescence replays as it
+    // did before quiescence existed.
+    Rng quiet_rng_;
     Micros now_ = 0;
     std::uint64_t events_ = 0;
     std::uint64_t event_seq_ = 0;
@@ -255,6 +262,12 @@ private:
     double read_p_ = 0;
     bool is_pre_vote_ = true;
     bool is_check_quorum_ = true;
+    bool is_quiescence_ = false;  // the node layer quiesces idle leaders and wakes as in node
+    double quiesce_p_ = 0;        // per tick, when a leader can_quiesce()
+    double detect_p_ = 0;         // per tick, when a quiet node's peer is unreachable
+    double false_wake_p_ = 0;     // per tick: the node layer wrongly believes a peer is gone
+    std::uint64_t quiesces_ = 0;
+    std::uint64_t wakes_ = 0;
 
     // Invariant state.
     std::map<Term, NodeId> leaders_;

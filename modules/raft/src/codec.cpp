@@ -124,6 +124,7 @@ std::string_view message_type_name(MessageType type) noexcept {
         case MessageType::read_index: return "read_index";
         case MessageType::read_index_response: return "read_index_response";
         case MessageType::transfer_leader: return "transfer_leader";
+        case MessageType::quiesce: return "quiesce";
     }
     return "unknown";
 }
@@ -179,7 +180,7 @@ Result<Message> decode_message(ByteSpan bytes) {
     const std::uint8_t type = reader.u8();
     const std::uint8_t flags = reader.u8();
     if (!reader.ok() || type < static_cast<std::uint8_t>(MessageType::append) ||
-        type > static_cast<std::uint8_t>(MessageType::transfer_leader)) {
+        type > static_cast<std::uint8_t>(MessageType::quiesce)) {
         return decode_error("message type");
     }
     if ((flags & ~flags_known) != 0) {

@@ -28,6 +28,8 @@ void RawNode::Impl::reset(Term new_term) {
     needs_broadcast = false;
     needs_commit_broadcast = false;
     progress.clear();
+    is_quiescent = false;
+    is_lease_unconfirmed = false;
 }
 
 void RawNode::Impl::become_follower(Term new_term, NodeId new_leader) {
@@ -42,6 +44,7 @@ void RawNode::Impl::become_pre_candidate() {
     QUEEN_ASSERT(role != Role::leader, "leader cannot become pre-candidate");
     // Pre-vote changes neither term nor vote: a failed pre-election disturbs nobody.
     votes.clear();
+    is_quiescent = false;
     leader = no_node;
     role = Role::pre_candidate;
     QUEEN_LOG(logger, Level::info, "raft.became_pre_candidate", "node=" << id << " term=" << term);
@@ -143,6 +146,9 @@ RawNode::Impl::Outcome RawNode::Impl::poll(NodeId from, bool granted) {
 }
 
 void RawNode::Impl::tick() {
+    if (is_quiescent) {
+        return;  // a quiet group counts nothing: no heartbeats, check-quorum or elections
+    }
     if (role == Role::leader) {
         tick_leader();
     } else {
@@ -238,6 +244,10 @@ void RawNode::Impl::step_candidate(const Message& m) {
         case MessageType::snapshot:
             become_follower(m.term, m.from);
             handle_snapshot(m);
+            return;
+        case MessageType::quiesce:
+            become_follower(m.term, m.from);
+            handle_quiesce(m);
             return;
         default: break;
     }

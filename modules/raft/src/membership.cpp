@@ -122,6 +122,7 @@ void RawNode::Impl::handle_transfer(NodeId target) {
     if (transferee == target) {
         return;
     }
+    unquiesce();
     transferee = target;
     election_elapsed = 0;  // the transfer must finish within one election timeout
     QUEEN_LOG(logger, Level::info, "raft.transfer_started",

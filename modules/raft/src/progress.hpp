@@ -23,6 +23,7 @@ struct Progress {
     std::deque<LogIndex> inflights;  // replicate: last index of each unacknowledged append
     LogIndex pending_snapshot;       // snapshot: index of the snapshot being sent
     LogIndex recovery_index;         // the node said it is recovering: our last index then
+    LogIndex commit;                 // the highest commit the node reported (quiescence)
     std::uint64_t snapshot_offset = 0;
 
     void become_probe() {
@@ -55,6 +56,7 @@ struct Progress {
     // is void. Probe again after our last index; its rejection's hint finds where it ends.
     void forget_match(LogIndex last) {
         match = LogIndex{0};
+        commit = LogIndex{0};
         next = last.next();
         state = ProgressState::probe;
         is_probe_sent = false;

@@ -135,6 +135,7 @@ Result<LogIndex> RawNode::propose(Bytes data) {
         r.uncommitted_bytes > 0) {
         return Error{Errc::busy, "propose: uncommitted_bytes_max reached"};
     }
+    r.unquiesce(false);  // the append goes to every peer with the next Ready
     return r.append_local(EntryType::normal, std::move(data));
 }
 
@@ -150,6 +151,7 @@ Result<LogIndex> RawNode::propose_conf_change(const ConfChange& change) {
         return Error{Errc::busy, "propose_conf_change: a change is pending"};
     }
     QUEEN_TRY(r.validate_conf_change(change));
+    r.unquiesce(false);
     Bytes data;
     encode_conf_change(change, data);
     const LogIndex index = r.append_local(EntryType::conf_change, std::move(data));
@@ -169,6 +171,7 @@ Status RawNode::read_index(Bytes context) {
     if (r.leader == no_node) {
         return Error{Errc::not_leader, "read_index: no leader known"};
     }
+    r.unquiesce();  // count election ticks again: the leader must answer
     Message m;
     m.type = MessageType::read_index;
     m.to = r.leader;
@@ -189,6 +192,7 @@ Status RawNode::transfer_leadership(NodeId target) {
     if (r.leader == no_node) {
         return Error{Errc::not_leader, "transfer_leadership: no leader known"};
     }
+    r.unquiesce();
     // The leader reads the target from `index` (0: the sender itself, as older nodes send it).
     Message m;
     m.type = MessageType::transfer_leader;
@@ -204,6 +208,19 @@ void RawNode::campaign() {
         return;
     }
     r.start_campaign(r.options.pre_vote, false);
+}
+
+bool RawNode::can_quiesce() const {
+    return impl_->can_quiesce();
+}
+bool RawNode::quiesce() {
+    return impl_->quiesce();
+}
+void RawNode::wake() {
+    impl_->wake();
+}
+bool RawNode::is_quiescent() const noexcept {
+    return impl_->is_quiescent;
 }
 
 Status RawNode::compact(LogIndex index, Bytes data) {
@@ -263,6 +280,7 @@ NodeStatus RawNode::status() const {
     s.conf_state = r.conf;
     s.transferee = r.transferee;
     s.is_recovering = r.is_recovering;
+    s.is_quiescent = r.is_quiescent;
     return s;
 }
 

@@ -106,6 +106,12 @@ struct RawNode::Impl {
     bool is_recovering = false;
     LogIndex recovery_index;
     std::uint64_t uncommitted_bytes = 0;
+    // Quiescence (quiescence.cpp): a quiet leader sends no heartbeats and counts no ticks, a
+    // quiet follower counts no election ticks (and stays in the leader's lease).
+    bool is_quiescent = false;
+    // A leader woken from quiescence serves no lease read until a quorum answered it after the
+    // wake: while it was quiet, nothing told it that it still led.
+    bool is_lease_unconfirmed = false;
     bool needs_broadcast = false;         // new entries to replicate
     bool needs_commit_broadcast = false;  // commit moved: tell followers even without entries
 
@@ -231,8 +237,21 @@ struct RawNode::Impl {
     Status validate_conf_change(const ConfChange& change) const;
     void apply_conf_change(LogIndex index, const ConfChange& change);
 
+    // ---- quiescence (quiescence.cpp) ---------------------------------------------------
+    [[nodiscard]] bool can_quiesce() const;
+    bool quiesce();
+    /// Leaves quiescence (no-op when not quiet): counts ticks again; a leader heartbeats now
+    /// unless `send_heartbeat` is false (the caller's own messages reach every peer at once).
+    void unquiesce(bool send_heartbeat = true);
+    /// The caller believes the leader's node (on a leader: a peer's node) is gone.
+    void wake();
+    void handle_quiesce(const Message& m);
+    /// Leader: a peer's response reported its commit; it answered after a wake (lease).
+    void note_peer_response(Progress& pr, const Message& m);
+
     // ---- message dispatch by role (step.cpp) -------------------------------------------
     void step(const Message& m);
+    void step_message(const Message& m);
     void step_follower(const Message& m);
     void step_leader(const Message& m);
 

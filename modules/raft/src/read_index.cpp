@@ -22,6 +22,7 @@ void RawNode::Impl::release_read(PendingRead read) {
 }
 
 void RawNode::Impl::start_read(Bytes context, NodeId from) {
+    unquiesce(false);  // the read's heartbeat round below wakes the followers
     if (term_of(commit) != term) {
         // Our commit index is only known to be current once we commit in our term.
         if (reads_before_commit.size() < options.pending_reads_max) {
@@ -30,7 +31,7 @@ void RawNode::Impl::start_read(Bytes context, NodeId from) {
         return;
     }
     PendingRead read{std::move(context), commit, from, {id}};
-    if (quorum() <= 1 || options.read_lease_based) {
+    if (quorum() <= 1 || (options.read_lease_based && !is_lease_unconfirmed)) {
         release_read(std::move(read));
         return;
     }

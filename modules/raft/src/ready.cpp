@@ -14,6 +14,10 @@ void RawNode::Impl::send(Message message) {
         message.type == MessageType::snapshot_response) {
         message.is_recovering = is_recovering;
     }
+    if (message.type == MessageType::append_response ||
+        message.type == MessageType::heartbeat_response) {
+        message.commit = commit;  // lets the leader see when the group may go quiet
+    }
     if (message.term == Term{0}) {
         message.term = term;
     }
@@ -24,7 +28,7 @@ void RawNode::Impl::send(Message message) {
         role == Role::leader &&
         (message.type == MessageType::append || message.type == MessageType::heartbeat ||
          message.type == MessageType::snapshot || message.type == MessageType::timeout_now ||
-         message.type == MessageType::read_index_response);
+         message.type == MessageType::read_index_response || message.type == MessageType::quiesce);
     const bool is_vote_grant =
         message.type == MessageType::request_vote_response && !message.reject;
     if (is_leader_traffic || (detail::mutation_skip_vote_fsync && is_vote_grant)) {

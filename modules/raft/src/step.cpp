@@ -8,8 +8,30 @@ void RawNode::Impl::step(const Message& m) {
     if (m.to != id || m.from == id || m.from == no_node) {
         return;
     }
+    if (!is_quiescent || role != Role::leader) {
+        step_message(m);
+        return;
+    }
+    // A quiet leader stays quiet through what needs no answer (a late acknowledgement); it
+    // wakes when a message makes it send anything, and on any (pre-)vote request even when it
+    // ignores it: the candidate lost track of it, and heartbeats bring it back.
+    const std::size_t queued = messages.size() + messages_after_persist.size();
+    step_message(m);
     const bool is_vote_request =
         m.type == MessageType::request_vote || m.type == MessageType::request_pre_vote;
+    if (is_vote_request || messages.size() + messages_after_persist.size() != queued) {
+        unquiesce();
+    }
+}
+
+void RawNode::Impl::step_message(const Message& m) {
+    const bool is_vote_request =
+        m.type == MessageType::request_vote || m.type == MessageType::request_pre_vote;
+    if (is_vote_request && is_quiescent && role == Role::follower && m.from == leader) {
+        // The leader we stay quiet for campaigns: it no longer leads (it restarted), so its
+        // lease is over. Wake as if told its node was gone, and answer as raft does.
+        wake();
+    }
     if (m.term > term) {
         if (is_vote_request) {
             const bool in_lease = options.check_quorum && leader != no_node &&
@@ -26,14 +48,15 @@ void RawNode::Impl::step(const Message& m) {
         } else if (m.type == MessageType::request_pre_vote_response && !m.reject) {
             // Granted pre-votes carry the future term; the candidate bumps on a quorum.
         } else if (m.type == MessageType::append || m.type == MessageType::heartbeat ||
-                   m.type == MessageType::snapshot) {
+                   m.type == MessageType::snapshot || m.type == MessageType::quiesce) {
             become_follower(m.term, m.from);
         } else {
             become_follower(m.term, no_node);
         }
     } else if (m.term < term) {
         if ((options.check_quorum || options.pre_vote) &&
-            (m.type == MessageType::append || m.type == MessageType::heartbeat)) {
+            (m.type == MessageType::append || m.type == MessageType::heartbeat ||
+             m.type == MessageType::quiesce)) {
             // A stale leader learns the new term from this and steps down.
             Message r;
             r.type = MessageType::append_response;
@@ -66,17 +89,25 @@ void RawNode::Impl::step_follower(const Message& m) {
         case MessageType::append:
             election_elapsed = 0;
             leader = m.from;
+            is_quiescent = false;  // the leader is awake: so are we
             handle_append(m);
             break;
         case MessageType::heartbeat:
             election_elapsed = 0;
             leader = m.from;
+            is_quiescent = false;
             handle_heartbeat(m);
             break;
         case MessageType::snapshot:
             election_elapsed = 0;
             leader = m.from;
+            is_quiescent = false;
             handle_snapshot(m);
+            break;
+        case MessageType::quiesce:
+            election_elapsed = 0;
+            leader = m.from;
+            handle_quiesce(m);
             break;
         case MessageType::timeout_now:
             QUEEN_LOG(logger, Level::info, "raft.transfer_campaign",
@@ -101,8 +132,8 @@ void RawNode::Impl::step_leader(const Message& m) {
                 return;
             }
             Progress& pr = found->second;
-            pr.is_recent_active = true;
             note_peer_recovery(pr, m);
+            note_peer_response(pr, m);
             if (m.reject) {
                 LogIndex hint = m.reject_hint;
                 if (m.log_term > Term{0}) {
@@ -150,8 +181,8 @@ void RawNode::Impl::step_leader(const Message& m) {
                 return;
             }
             Progress& pr = found->second;
-            pr.is_recent_active = true;
             note_peer_recovery(pr, m);
+            note_peer_response(pr, m);
             pr.is_probe_sent = pr.state == ProgressState::snapshot ? pr.is_probe_sent : false;
             if (pr.state == ProgressState::snapshot) {
                 // Chunks may be lost: resend the one the follower is waiting for.

@@ -151,3 +151,21 @@ TEST_CASE("raft: the heartbeat example of docs/raft.md is byte-exact", "[raft][c
     encode_message(m, wire);
     CHECK(to_hex(wire) == "010700010207000028000000");
 }
+
+TEST_CASE("raft: quiesce (type 15) round-trips; the next type is refused", "[raft][codec]") {
+    Message m;
+    m.type = MessageType::quiesce;
+    m.from = NodeId{1};
+    m.to = NodeId{2};
+    m.term = Term{7};
+    m.index = LogIndex{40};
+    m.log_term = Term{7};
+    m.commit = LogIndex{40};
+    Bytes wire;
+    encode_message(m, wire);
+    CHECK(to_hex(wire) == "010f00010207072828000000");
+    CHECK(decode_message(wire).value() == m);
+    CHECK(message_type_name(MessageType::quiesce) == "quiesce");
+    wire[1] = 16;
+    CHECK(decode_message(wire).error().is(raft::Errc::decode));
+}

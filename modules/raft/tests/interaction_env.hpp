@@ -92,6 +92,9 @@ inline std::string describe(const Message& m) {
             out << " snap=" << m.snapshot.index << " offset=" << m.snapshot_offset
                 << (m.reject ? " reject" : "");
             break;
+        case MessageType::quiesce:
+            out << " index=" << m.index << " log_term=" << m.log_term << " commit=" << m.commit;
+            break;
         case MessageType::read_index_response: out << " index=" << m.index; break;
         case MessageType::transfer_leader:
             if (m.index > LogIndex{0}) {
@@ -171,6 +174,12 @@ public:
             compact(arg_id(args, 0), LogIndex{std::stoull(args.at(1))});
         } else if (command == "read-index") {
             print_status(node(arg_id(args, 0)).raw->read_index(to_bytes(args.at(1))));
+        } else if (command == "can-quiesce") {
+            out_ << (node(arg_id(args, 0)).raw->can_quiesce() ? "true" : "false") << "\n";
+        } else if (command == "quiesce") {
+            out_ << (node(arg_id(args, 0)).raw->quiesce() ? "quiesced" : "refused") << "\n";
+        } else if (command == "wake") {
+            node(arg_id(args, 0)).raw->wake();
         } else if (command == "status") {
             status(arg_id(args, 0));
         } else if (command == "raft-log") {
@@ -237,6 +246,7 @@ private:
         Options options;
         options.pre_vote = option_value(args, "prevote").value_or("true") == "true";
         options.check_quorum = option_value(args, "checkquorum").value_or("true") == "true";
+        options.read_lease_based = option_value(args, "lease").value_or("false") == "true";
         options.snapshot_chunk_bytes_max = std::stoull(option_value(args, "chunk").value_or("8"));
         for (std::size_t i = 0; i < count; ++i) {
             const NodeId id{nodes_.size() + 1};
@@ -471,7 +481,8 @@ private:
              << " first=" << s.first_index << " last=" << s.last_index
              << " snapshot=" << s.snapshot.index << " voters=" << ids_text(s.conf_state.voters)
              << " learners=" << ids_text(s.conf_state.learners)
-             << (s.is_recovering ? " recovering" : "") << "\n";
+             << (s.is_recovering ? " recovering" : "") << (s.is_quiescent ? " quiescent" : "")
+             << "\n";
         for (const PeerProgress& p : n.raw->progress()) {
             out_ << "  peer " << p.id << " match=" << p.match << " next=" << p.next << " "
                  << p.state << (p.is_learner ? " learner" : "") << "\n";

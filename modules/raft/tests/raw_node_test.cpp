@@ -288,3 +288,33 @@ TEST_CASE("raft: reads wait for the leader's first commit; lease reads answer at
         leader.advance();
     }
 }
+
+TEST_CASE("raft: an idle single voter goes quiet; a proposal wakes it", "[raft][node]") {
+    Rng rng(1);
+    RawNode node = open_node(1, bootstrap_state({NodeId{1}}), rng);
+    CHECK_FALSE(node.can_quiesce());  // a follower never may
+    CHECK_FALSE(node.quiesce());
+    node.wake();  // not quiet: nothing happens
+    node.campaign();
+    REQUIRE(node.status().role == Role::leader);
+    CHECK_FALSE(node.can_quiesce());  // its no-op is neither durable nor committed yet
+    (void)node.ready();
+    CHECK_FALSE(node.can_quiesce());  // a Ready is outstanding
+    node.advance();
+    drain(node);
+    REQUIRE(node.can_quiesce());
+    REQUIRE(node.quiesce());
+    CHECK(node.is_quiescent());
+    CHECK(node.status().is_quiescent);
+    CHECK_FALSE(node.can_quiesce());  // already quiet
+    CHECK_FALSE(node.has_ready());    // no peer: nothing to send
+    for (int i = 0; i < 100; ++i) {
+        node.tick();
+    }
+    CHECK_FALSE(node.has_ready());
+    CHECK(node.status().role == Role::leader);
+    REQUIRE(node.propose(Bytes{1}).has_value());
+    CHECK_FALSE(node.is_quiescent());
+    drain(node);
+    CHECK(node.can_quiesce());
+}

@@ -13,6 +13,16 @@ namespace queen::raft {
 /// The first byte of every encoding below. Decoders refuse any other value.
 inline constexpr std::uint8_t codec_version = 1;
 
+// Compatibility within version 1 (nodes of different releases in one group during an upgrade).
+// Decoders refuse unknown message types and flag bits (the message is dropped, like a lost one),
+// so a new type or flag is sent only to a peer known to understand it. A new meaning for a field
+// every message already carries is fine when 0 is what older nodes send and means "unknown".
+// Uses so far:
+//  - `commit` in append_response and heartbeat_response: the sender's commit (older nodes send
+//    0). The leader quiesces only when every peer reported the leader's commit that way...
+//  - ...so type 15 `quiesce` never reaches a node that predates it.
+// Anything else (a field moved, a type renumbered) needs codec_version 2.
+
 /// Appends the encoding of `message` (version, type, fields, entries, snapshot chunk) to `out`.
 void encode_message(const Message& message, Bytes& out);
 /// Decodes one whole message; trailing bytes are an error.

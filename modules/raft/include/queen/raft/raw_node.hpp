@@ -70,6 +70,7 @@ public:
     ~RawNode();
 
     /// Advances logical time by one tick (elections, heartbeats, check-quorum, transfer timeout).
+    /// Does nothing while the group is quiet on this node (is_quiescent()).
     void tick();
 
     /// Feeds one message from a peer. Messages for another node, from stale terms or of
@@ -104,6 +105,62 @@ public:
 
     /// Starts an election now (pre-vote first when enabled). Ignored on a non-voter or leader.
     void campaign();
+
+    // ---- Quiescence: an idle group sends nothing and counts no ticks ----------------------
+    //
+    // Meant for many groups per node: the caller (the node layer) keeps one liveness signal
+    // per peer node instead of raft's heartbeats per group, and tells quiet groups when a peer
+    // node is gone. The protocol (docs/raft.md, "Quiescence"):
+    //  - Leader: when can_quiesce(), quiesce() queues one `quiesce` message per peer (the last
+    //    index, its term and the commit) and the leader goes quiet: tick() does nothing (no
+    //    heartbeats, no check-quorum, no transfer timeout).
+    //  - Follower (or learner): on a `quiesce` from its leader it checks that it holds exactly
+    //    that last entry and that everything is committed, and goes quiet without answering:
+    //    tick() does nothing, so it never campaigns, and it stays in the leader's lease (with
+    //    check_quorum it ignores (pre-)vote requests, as it does within an election timeout of
+    //    hearing from a leader). If its log differs it answers like to an append (the leader
+    //    repairs it); if it is recovering, like to a heartbeat; either way it stays awake.
+    //  - Waking, on this node only: a leader wakes on propose, propose_conf_change, read_index,
+    //    transfer_leadership, wake(), a (pre-)vote request (ignored or not), and any message it
+    //    has to answer or act on (a rejection, a forwarded read or transfer; not a late
+    //    acknowledgement); it then counts ticks again, starts check-quorum over (only answers
+    //    after the wake count; lease reads wait for a quorum of them) and heartbeats at once
+    //    (for a proposal or read, the append or read round is that message). A follower wakes
+    //    on any append, heartbeat or snapshot from the leader, on a term change, a campaign,
+    //    read_index, transfer_leadership and wake(), and on a (pre-)vote request from its
+    //    leader itself (a node that campaigns no longer leads: it restarted), which also ends
+    //    the lease as wake() does. Becoming follower, candidate or leader always ends
+    //    quiescence.
+    //  - Liveness is the caller's job while quiet: if the leader's node dies, nothing in raft
+    //    notices. The caller calls wake() on the quiet followers when it believes the leader's
+    //    node is gone; they forget the leader (its lease ends: they grant (pre-)votes at once)
+    //    and campaign after an election timeout unless the leader speaks again. A message lost
+    //    on the way (the `quiesce`, or a wake-up) costs at most one election timeout: a follower
+    //    left awake times out and pre-campaigns, which wakes the leader, whose heartbeat brings
+    //    it back; without check_quorum such a follower may win an election instead (safe,
+    //    disruptive), so quiescence is meant to run with check_quorum (the default).
+    //  - Mixed versions: responses carry the sender's commit; the leader quiesces only when
+    //    every peer reported the current commit, so a node that predates quiescence (which
+    //    reports 0) keeps its group awake and never receives a `quiesce` (codec.hpp).
+
+    /// True on a leader, not quiet, with nothing to do: no Ready outstanding and has_ready()
+    /// false (nothing unsent, unwritten or unapplied), its whole log durable, committed and
+    /// applied in its term, every voter and learner's match at the last index and its reported
+    /// commit at the commit (no peer recovering), no pending ReadIndex request, no leadership
+    /// transfer, no conf change pending. False on every other node.
+    [[nodiscard]] bool can_quiesce() const;
+    /// Leader: when can_quiesce(), sends the `quiesce` messages (next Ready) and goes quiet;
+    /// returns true. Otherwise does nothing and returns false. The caller should not quiesce a
+    /// group while it believes a peer's node is gone: a quiet leader runs no check-quorum, so
+    /// one cut off from its peers steps down only once work (or wake()) wakes it.
+    bool quiesce();
+    /// The caller believes the leader's node is gone (on a leader: that a peer's node is, so
+    /// check-quorum should run again). A quiet follower forgets its leader and counts election
+    /// ticks again; a quiet leader wakes as described above. Does nothing on a node that is
+    /// not quiet (its own timers already run).
+    void wake();
+    /// The group is quiet on this node (also NodeStatus::is_quiescent).
+    [[nodiscard]] bool is_quiescent() const noexcept;
 
     /// Compacts the log: the caller has durably snapshotted its state machine at `index`
     /// (data = that snapshot, used for InstallSnapshot). Entries up to `index` are dropped.

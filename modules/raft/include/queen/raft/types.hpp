@@ -90,6 +90,10 @@ enum class MessageType : std::uint8_t {
     read_index = 12,           ///< follower -> leader: confirm leadership for a read
     read_index_response = 13,  ///< leader -> follower: the read index (0 with reject: failed)
     transfer_leader = 14,      ///< follower -> leader: transfer to `index` (0: to `from`)
+    /// leader -> follower: the group is quiet (RawNode::quiesce); `index`/`log_term` name the
+    /// leader's last entry, `commit` its commit. Sent only to peers whose responses report
+    /// their commit (nodes that know this type).
+    quiesce = 15,
 };
 
 /// A short stable name ("append", "request_vote", ...), for traces and logging.
@@ -103,6 +107,9 @@ struct Message {
     Term term;       ///< the sender's term (pre-vote: the term it would campaign in)
     Term log_term;   ///< append: term at `index`; votes: last log term; reject: term at hint
     LogIndex index;  ///< append: previous index; votes: last index; responses: see docs
+    /// append, heartbeat, snapshot, quiesce: the leader's commit (heartbeat: capped at the
+    /// peer's match); append_response, heartbeat_response: the sender's commit (0 from nodes
+    /// that predate quiescence: the leader then never quiesces the group).
     LogIndex commit;
     LogIndex reject_hint;  ///< append_response with reject: where the follower's log may match
     bool reject = false;
@@ -168,6 +175,8 @@ struct NodeStatus {
     NodeId transferee = no_node;
     /// Restarted with a damaged log and not caught up yet: it does not vote or campaign.
     bool is_recovering = false;
+    /// The group is quiet on this node (RawNode::quiesce, RawNode::is_quiescent).
+    bool is_quiescent = false;
 };
 
 }  // namespace queen::raft
