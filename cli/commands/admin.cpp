@@ -22,6 +22,7 @@
 
 #include "exit_codes.hpp"
 #include "queen/client/client.hpp"
+#include "queen/client/protocol.hpp"
 
 namespace queen::cli {
 namespace {
@@ -868,6 +869,162 @@ int run_cluster_transfer_leader(const AdminOptions& options, qc::Client& client)
     return exit_ok;
 }
 
+// ---- tenants ----
+
+// A JSON object answer of the broker; anything else is bad_response.
+queen::Result<json> object_of(const std::string& what, const std::string& body) {
+    json value = json::parse(body, nullptr, false);
+    if (value.is_discarded() || !value.is_object()) {
+        return queen::Error{qc::Errc::bad_response, what + ": the answer is not a JSON object"};
+    }
+    return value;
+}
+
+// Node ids as "1,2,3" ("-" for none).
+std::string id_list(const json& ids) {
+    std::string out;
+    if (ids.is_array()) {
+        for (const json& id : ids) {
+            out += (out.empty() ? "" : ",") + cell(id);
+        }
+    }
+    return cell(out);
+}
+
+// A node id cell: 0 (none known) and null as "-".
+std::string node_cell(const json& object, const char* key) {
+    const auto found = object.find(key);
+    if (found == object.end() || found->is_null() ||
+        (found->is_number_unsigned() && found->get<std::uint64_t>() == 0)) {
+        return "-";
+    }
+    return cell(*found);
+}
+
+// The tenants of a {"tenants": [...]} answer as a table.
+void print_tenants(const json& answer) {
+    Table table{{{"TENANT"},
+                 {"REPLICATION", true},
+                 {"REPLICAS"},
+                 {"PREFERRED", true},
+                 {"LEADER", true},
+                 {"HOSTED"},
+                 {"CREATED"}}};
+    const json tenants = answer.value("tenants", json::array());
+    for (const json& t : tenants) {
+        if (!t.is_object()) {
+            continue;
+        }
+        table.add({cell(t, "name"), cell(t, "replication"), id_list(t.value("replicas", json())),
+                   node_cell(t, "preferredLeader"), node_cell(t, "leaderId"),
+                   yes_no(t.value("hosted", false)), cell(t, "createdAt")});
+    }
+    table.print();
+}
+
+std::string tenant_target(const std::string& name) {
+    return "/api/v1/system/tenants/" + qc::percent_encode(name);
+}
+
+int run_tenant_list(const AdminOptions& options, qc::Client& client) {
+    auto body = client.get_json("/api/v1/system/tenants");
+    if (!body) {
+        return report(body.error());
+    }
+    auto answer = object_of("GET /api/v1/system/tenants", *body);
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        print_tenants(*answer);
+    }
+    return exit_ok;
+}
+
+int run_tenant_create(const AdminOptions& options, qc::Client& client) {
+    json request = {{"name", options.tenant_name}};
+    if (options.replication != 0) {
+        request["replication"] = options.replication;
+    }
+    auto body = client.post_json("/api/v1/system/tenants", request.dump());
+    if (!body) {
+        return report(body.error());
+    }
+    auto answer = object_of("POST /api/v1/system/tenants", *body);
+    if (!answer) {
+        return report(answer.error());
+    }
+    const json& t = *answer;
+    if (options.json) {
+        print_json(t);
+        return exit_ok;
+    }
+    std::cout << "created tenant " << cell(t, "name") << " (replication " << cell(t, "replication")
+              << ", replicas " << id_list(t.value("replicas", json())) << ", preferred leader "
+              << node_cell(t, "preferredLeader") << ", "
+              << (t.value("hosted", false) ? "hosted on this node" : "not hosted on this node")
+              << ")\n";
+    return exit_ok;
+}
+
+// DELETE has no call of its own in the client: one request on a connection of the client's.
+queen::Result<std::string> delete_json(qc::Client& client, const std::string& target) {
+    const auto connection = client.make_connection();
+    const qc::HttpRequest http{"DELETE", target, {}, false, false, 0};
+    QUEEN_TRY(const auto response, connection->request(http));
+    QUEEN_TRY(qc::check_http_status(http, response));
+    return response.body;
+}
+
+int run_tenant_delete(const AdminOptions& options, qc::Client& client) {
+    if (!options.yes) {
+        if (isatty(STDIN_FILENO) == 0) {
+            std::fprintf(stderr,
+                         "queen admin: deleting tenant %s (its queues and messages, on every "
+                         "node) needs --yes when stdin is not a terminal\n",
+                         options.tenant_name.c_str());
+            return exit_usage;
+        }
+        if (!confirm("Delete tenant " + options.tenant_name +
+                     " with all its queues and messages, on every node?")) {
+            return report_failure("tenant " + options.tenant_name + " not deleted");
+        }
+    }
+    auto body = delete_json(client, tenant_target(options.tenant_name));
+    if (!body) {
+        return report(body.error());
+    }
+    auto answer = object_of("DELETE " + tenant_target(options.tenant_name), *body);
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        std::cout << "deleted tenant " << options.tenant_name << "\n";
+    }
+    return exit_ok;
+}
+
+int run_cluster_rebalance(const AdminOptions& options, qc::Client& client) {
+    auto body = client.post_json("/api/v1/system/cluster/rebalance", "{}");
+    if (!body) {
+        return report(body.error());
+    }
+    auto answer = object_of("POST /api/v1/system/cluster/rebalance", *body);
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        print_tenants(*answer);
+    }
+    return exit_ok;
+}
+
 // ---- flags ----
 
 // The flag of a queue option is its JSON key in kebab case: leaseTime -> lease-time.
@@ -959,6 +1116,10 @@ int run_admin(const AdminOptions& options) {
         case AdminCommand::cluster_status: return run_cluster_status(options, client);
         case AdminCommand::cluster_transfer_leader:
             return run_cluster_transfer_leader(options, client);
+        case AdminCommand::cluster_rebalance: return run_cluster_rebalance(options, client);
+        case AdminCommand::tenant_list: return run_tenant_list(options, client);
+        case AdminCommand::tenant_create: return run_tenant_create(options, client);
+        case AdminCommand::tenant_delete: return run_tenant_delete(options, client);
     }
     return exit_usage;
 }
@@ -1102,7 +1263,34 @@ void register_admin(CLI::App& app, int& exit_code) {
     transfer->add_option("--wait", options->wait_s, "Seconds to wait for node --to to lead")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    leaf(cluster, "rebalance",
+         "Spread the tenants' preferred leaders evenly over the nodes (their leaders then move) "
+         "and print the new placement",
+         AdminCommand::cluster_rebalance);
     cluster->require_subcommand(1);
+
+    auto* tenant = admin->add_subcommand(
+        "tenant", "List, create and delete the tenants of the cluster (--tenant is not used)");
+    tenant->require_subcommand(1);
+    leaf(tenant, "list",
+         "Every tenant: replication, replicas, preferred and current leader, hosted here",
+         AdminCommand::tenant_list);
+    auto* tenant_create =
+        leaf(tenant, "create", "Create a tenant, placed on --replication nodes by the cluster",
+             AdminCommand::tenant_create);
+    tenant_create->add_option("name", options->tenant_name, "Tenant name (1-64 of [A-Za-z0-9._-])")
+        ->required();
+    tenant_create
+        ->add_option(
+            "--replication", options->replication,
+            "Replicas: 1, 3 or 5 (default: 3 when the cluster has 3 nodes or more, else 1)")
+        ->check(CLI::IsMember({1, 3, 5}));
+    auto* tenant_delete =
+        leaf(tenant, "delete", "Delete a tenant with all its queues and messages, on every node",
+             AdminCommand::tenant_delete);
+    tenant_delete->add_option("name", options->tenant_name, "Tenant name")->required();
+    tenant_delete->add_flag("--yes,-y", options->yes,
+                            "Do not ask (required when stdin is no terminal)");
 }
 
 }  // namespace queen::cli

@@ -30,6 +30,10 @@ enum class AdminCommand {
     maintenance,
     cluster_status,
     cluster_transfer_leader,
+    cluster_rebalance,
+    tenant_list,
+    tenant_create,
+    tenant_delete,
     health,
 };
 
@@ -50,7 +54,7 @@ struct AdminOptions {
     std::string timestamp;
     bool to_end = false;
     bool keep_metadata = false;
-    bool yes = false;  ///< queues delete: no confirmation
+    bool yes = false;  ///< queues delete, tenant delete: no confirmation
     std::int64_t limit = 100;
     std::int64_t offset = 0;
     /// queues create: the options given on the command line (one flag per row of the option
@@ -65,7 +69,9 @@ struct AdminOptions {
     std::string maintenance_action = "status";  ///< on | off | status
     bool pop = false;                           ///< maintenance: the pop flag, not push
     std::uint64_t to = 0;                       ///< cluster transfer-leader: the node to lead
-    double wait_s = 5.0;  ///< cluster transfer-leader: how long to wait for it to lead
+    double wait_s = 5.0;            ///< cluster transfer-leader: how long to wait for it to lead
+    std::string tenant_name;        ///< tenant create/delete: the tenant (not --tenant)
+    std::uint32_t replication = 0;  ///< tenant create: 1, 3 or 5 (0: the cluster chooses)
 };
 
 /// Adds `admin` and its subcommands; the chosen command's exit code lands in `exit_code`.
@@ -73,9 +79,11 @@ void register_admin(CLI::App& app, int& exit_code);
 
 /// Runs `options.command` against the broker at `options.url`, printing to stdout (errors to
 /// stderr). Returns exit_ok; exit_failed for an operation the broker refused (HTTP 4xx/5xx other
-/// than 503/504, an unknown queue or group, a rejected seek); exit_usage for a bad URL or an
-/// argument the client rejects; exit_retryable when the broker could not be reached, timed out
-/// or answered 503/504, or when a leadership transfer did not finish within --wait.
+/// than 503/504, an unknown queue, group or tenant, a rejected seek, a tenant that exists
+/// already); exit_usage for a bad URL or an argument the client rejects (a tenant delete
+/// without --yes when stdin is not a terminal); exit_retryable when the broker could not be
+/// reached, timed out or answered 503/504, or when a leadership transfer did not finish within
+/// --wait.
 int run_admin(const AdminOptions& options);
 
 }  // namespace queen::cli

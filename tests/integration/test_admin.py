@@ -9,7 +9,7 @@ import socket
 import subprocess
 import unittest
 
-from harness import QUEEN_BIN, Server, ServerTestCase
+from harness import QUEEN_BIN, Server, ServerTestCase, wait_until
 
 ALL_OPTIONS = {
     "--lease-time": ("leaseTime", 42),
@@ -361,13 +361,164 @@ class System(AdminTestCase):
         self.admin("--tenant", "bad name!", "queues", "list", code=1)
 
 
+TENANTS = "/api/v1/system/tenants"
+
+
+class Tenants(AdminTestCase):
+    """The tenant catalogue of a single node: the HTTP routes, then `queen admin tenant` and
+    `queen admin cluster rebalance`."""
+
+    def listed(self):
+        r = self.client.get(TENANTS)
+        self.assertEqual(r.status, 200, r)
+        return {t["name"]: t for t in r.json()["tenants"]}
+
+    def assert_gone(self, name):
+        """A request addressed to tenant `name` answers 404 unknown tenant (polled: the tenant
+        may close on this node just after the delete was answered)."""
+        def unknown():
+            r = self.client.get("/api/v1/resources/queues", headers={"X-Queen-Tenant": name})
+            return r if r.status == 404 else None
+        r = wait_until(unknown, timeout=10, what=f"tenant {name} unknown")
+        self.assertIn(f"unknown tenant '{name}'", r.json()["error"])
+
+    def test_create_use_list_and_delete_over_http(self):
+        r = self.client.post(TENANTS, {"name": "acme", "replication": 1})
+        self.assertEqual(r.status, 201, r)
+        acme = r.json()
+        self.assertEqual(acme["name"], "acme")
+        self.assertEqual(acme["replication"], 1)
+        self.assertEqual(len(acme["replicas"]), 1)
+        self.assertEqual(acme["preferredLeader"], acme["replicas"][0])
+        self.assertTrue(acme["hosted"])
+        self.assertIsInstance(acme["createdAt"], str)
+
+        # Usable as soon as it is answered: push and pop through the tenant header.
+        header = {"X-Queen-Tenant": "acme"}
+        r = self.client.post("/api/v1/push", {"items": [{"queue": "orders", "payload": {"n": 1}}]}, headers=header)
+        self.assertEqual(r.status, 201, r)
+        r = self.client.get("/api/v1/pop/queue/orders?wait=false", headers=header)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([m["data"] for m in r.json()["messages"]], [{"n": 1}])
+        # Its queues are its own: the default tenant has none.
+        self.assertEqual(self.client.get("/api/v1/resources/queues").json()["queues"], [])
+        names = [q["name"] for q in self.client.get("/api/v1/resources/queues", headers=header).json()["queues"]]
+        self.assertEqual(names, ["orders"])
+
+        listed = self.listed()
+        self.assertEqual(sorted(listed), ["acme", "default"])
+        self.assertTrue(listed["acme"]["hosted"])
+        self.assertEqual(listed["acme"]["replicas"], acme["replicas"])
+        self.assertEqual(listed["acme"]["createdAt"], acme["createdAt"])
+        self.assertTrue(listed["default"]["hosted"])
+        self.assertIsNone(listed["default"]["createdAt"])
+        # Node-wide routes: the tenant header does not matter, even an unknown one.
+        r = self.client.get(TENANTS, headers={"X-Queen-Tenant": "nosuch"})
+        self.assertEqual(sorted(t["name"] for t in r.json()["tenants"]), ["acme", "default"])
+
+        r = self.client.post(TENANTS, {"name": "acme", "replication": 1})
+        self.assertEqual(r.status, 409, r)
+        self.assertIn("acme", r.json()["error"])
+        r = self.client.post(TENANTS, {"name": "wide", "replication": 3})  # one node only
+        self.assertEqual(r.status, 400, r)
+        for body in ({}, {"name": "bad name!"}, {"name": "x" * 65}, {"name": 7}, {"name": "ok", "replication": 2},
+                     {"name": "ok", "replication": "1"}, {"name": "ok", "replicas": 1}, [1]):
+            r = self.client.post(TENANTS, body)
+            self.assertEqual(r.status, 400, f"{body}: {r}")
+            self.assertTrue(r.json()["error"], r)
+        self.assertEqual(self.client.post(TENANTS, raw_body=b"").status, 400)
+        self.assertEqual(sorted(self.listed()), ["acme", "default"])  # nothing was created
+
+        r = self.client.delete(TENANTS + "/acme")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json(), {"deleted": "acme"})
+        self.assert_gone("acme")
+        r = self.client.post("/api/v1/push", {"items": [{"queue": "orders", "payload": 2}]}, headers=header)
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(sorted(self.listed()), ["default"])
+        self.assertEqual(self.client.delete(TENANTS + "/acme").status, 404)
+
+        r = self.client.delete(TENANTS + "/default")
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("default tenant cannot be deleted", r.json()["error"])
+        self.assertEqual(self.client.get("/api/v1/resources/queues").status, 200)
+
+        r = self.client.post("/api/v1/system/cluster/rebalance")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([t["name"] for t in r.json()["tenants"]], ["default"])
+
+    def test_admin_tenant_commands(self):
+        out = self.admin("tenant", "create", "beta", "--replication", "1")
+        self.assertIn("created tenant beta (replication 1", out.stdout)
+        gamma = self.admin_json("tenant", "create", "gamma", "--replication", "1")
+        self.assertEqual((gamma["name"], gamma["replication"], gamma["hosted"]), ("gamma", 1, True))
+        self.assertEqual(self.client.push("q", [1]).status, 201)  # the default tenant still works
+
+        rows = self.table("tenant", "list")
+        self.assertEqual(rows[0], ["TENANT", "REPLICATION", "REPLICAS", "PREFERRED", "LEADER", "HOSTED", "CREATED"])
+        self.assertEqual([r[0] for r in rows[1:]], ["beta", "default", "gamma"])
+        beta = next(r for r in rows if r[0] == "beta")
+        self.assertEqual(beta[1], "1")
+        self.assertEqual(beta[5], "yes")
+        listed = self.admin_json("tenant", "list")
+        self.assertEqual([t["name"] for t in listed["tenants"]], ["beta", "default", "gamma"])
+        # --tenant (the header) does not change what the tenant commands address.
+        self.assertEqual(len(self.admin_json("--tenant", "nosuch", "tenant", "list")["tenants"]), 3)
+
+        out = self.admin("tenant", "create", "beta", code=1)
+        self.assertIn("exists already", out.stderr)
+        self.admin("tenant", "create", "wide", "--replication", "3", code=1)  # one node
+        self.admin("tenant", "create", "bad name!", code=1)
+        self.admin("tenant", "create", "x", "--replication", "2", code=2)
+        self.admin("tenant", "create", code=2)
+        self.admin("tenant", code=2)
+        self.assertEqual(sorted(self.listed()), ["beta", "default", "gamma"])
+
+        out = self.admin("tenant", "delete", "beta", code=2)
+        self.assertIn("--yes", out.stderr)
+        self.assertIn("beta", self.listed())
+        self.assertEqual(self.admin_json("tenant", "delete", "beta", "--yes"), {"deleted": "beta"})
+        self.assert_gone("beta")
+        out = self.admin("tenant", "delete", "gamma", "-y")
+        self.assertEqual(out.stdout, "deleted tenant gamma\n")
+        self.assertEqual(sorted(self.listed()), ["default"])
+        out = self.admin("tenant", "delete", "beta", "--yes", code=1)
+        self.assertIn("unknown tenant 'beta'", out.stderr)
+        out = self.admin("tenant", "delete", "default", "--yes", code=1)
+        self.assertIn("default tenant cannot be deleted", out.stderr)
+
+        placed = self.admin_json("cluster", "rebalance")
+        self.assertEqual([t["name"] for t in placed["tenants"]], ["default"])
+        rows = self.table("cluster", "rebalance")
+        self.assertEqual(rows[0][0], "TENANT")
+        self.assertEqual(rows[1][0], "default")
+
+    def test_tenant_delete_on_a_terminal_asks_first(self):
+        self.assertEqual(self.client.post(TENANTS, {"name": "asked", "replication": 1}).status, 201)
+        for answer, code, remains in (("n\n", 1, True), ("y\n", 0, False)):
+            master, slave = os.openpty()  # stdin is a terminal: the command asks instead of refusing
+            try:
+                process = subprocess.Popen([QUEEN_BIN, "admin", "--url", self.url(), "tenant", "delete", "asked"],
+                                           stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                os.write(master, answer.encode())
+                stdout, stderr = process.communicate(timeout=60)
+            finally:
+                os.close(slave)
+                os.close(master)
+            self.assertEqual(process.returncode, code, stdout + stderr)
+            self.assertIn("Delete tenant asked with all its queues and messages, on every node?", stderr)
+            self.assertEqual("asked" in self.listed(), remains)
+
+
 class ExitCodes(unittest.TestCase):
     def test_server_down_is_retryable(self):
         server = Server()
         server.start()
         url = f"http://127.0.0.1:{server.port}"
         server.cleanup()  # the port now refuses connections
-        for args in (["queues", "list"], ["health"], ["queues", "show", "q"], ["maintenance", "on"]):
+        for args in (["queues", "list"], ["health"], ["queues", "show", "q"], ["maintenance", "on"],
+                     ["tenant", "list"], ["tenant", "create", "t"], ["tenant", "delete", "t", "--yes"],
+                     ["cluster", "rebalance"]):
             out = run_admin(["--url", url] + args)
             self.assertEqual(out.returncode, 3, f"{args}: {out.stdout}{out.stderr}")
             self.assertIn("connect", out.stderr)
@@ -391,9 +542,15 @@ class ExitCodes(unittest.TestCase):
     def test_help_lists_every_command(self):
         out = run_admin(["--help"])
         self.assertEqual(out.returncode, 0)
-        for name in ("queues", "partitions", "groups", "dlq", "messages", "maintenance", "health", "--json",
-                     "--url", "--tenant", "--timeout"):
+        for name in ("queues", "partitions", "groups", "dlq", "messages", "maintenance", "health", "tenant",
+                     "cluster", "--json", "--url", "--tenant", "--timeout"):
             self.assertIn(name, out.stdout)
+        out = run_admin(["tenant", "--help"])
+        for name in ("list", "create", "delete"):
+            self.assertIn(name, out.stdout)
+        self.assertIn("rebalance", run_admin(["cluster", "--help"]).stdout)
+        self.assertIn("--replication", run_admin(["tenant", "create", "--help"]).stdout)
+        self.assertIn("--yes", run_admin(["tenant", "delete", "--help"]).stdout)
         out = run_admin(["queues", "create", "--help"])
         for flag in list(ALL_OPTIONS) + list(ALL_FLAGS):
             self.assertIn(flag, out.stdout)

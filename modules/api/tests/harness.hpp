@@ -3,6 +3,7 @@
 // requests through the Router with detached responders.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -181,6 +182,103 @@ public:
     std::uint64_t leader_id = 7;
     std::vector<std::uint64_t> transfers;  ///< targets of the transfers asked for
 
+    /// The tenant catalogue of that cluster of nodes 7, 8 and 9, in memory: the default tenant
+    /// (on every node, this node leads it) and what create_tenant() added. Placement: the
+    /// replicas of the n-th tenant created start at node 7 + n % 3. Completes at once.
+    void create_tenant(std::string_view name, std::uint32_t replication, TenantDone done) override {
+        if (catalogue_fail_with.has_value()) {
+            done(*catalogue_fail_with);
+            return;
+        }
+        if (!is_tenant_name(name)) {
+            done(Error{Errc::invalid_argument, "bad tenant name"});
+            return;
+        }
+        if (replication == 0) {
+            replication = 3;
+        }
+        if (replication != 1 && replication != 3 && replication != 5) {
+            done(Error{Errc::invalid_argument, "replication must be 1, 3 or 5"});
+            return;
+        }
+        if (replication > 3) {
+            done(Error{Errc::invalid_argument, "replication " + std::to_string(replication) +
+                                                   " is more than the 3 nodes of the cluster"});
+            return;
+        }
+        if (catalogue.contains(std::string(name))) {
+            done(Error{Errc::already_exists, "created at " + std::to_string(wall_ms_)});
+            return;
+        }
+        TenantInfo tenant;
+        tenant.name = std::string(name);
+        tenant.replication = replication;
+        for (std::uint32_t i = 0; i < replication; ++i) {
+            tenant.replicas.push_back(7 + (created_tenants_ + i) % 3);
+        }
+        tenant.is_hosted =
+            std::find(tenant.replicas.begin(), tenant.replicas.end(), 7) != tenant.replicas.end();
+        tenant.leader_id = tenant.is_hosted ? tenant.replicas.front() : 0;
+        tenant.created_ms = wall_ms_;
+        ++created_tenants_;
+        ++catalogue_changes;
+        catalogue[tenant.name] = tenant;
+        done(std::move(tenant));
+    }
+    void delete_tenant(std::string_view name, std::function<void(Status)> done) override {
+        if (catalogue_fail_with.has_value()) {
+            done(*catalogue_fail_with);
+            return;
+        }
+        if (name == "default") {
+            done(Error{Errc::unsupported, "the default tenant cannot be deleted"});
+            return;
+        }
+        const auto found = catalogue.find(std::string(name));
+        if (found == catalogue.end()) {
+            done(Error{Errc::not_found, "no such tenant in the catalogue"});
+            return;
+        }
+        catalogue.erase(found);
+        ++catalogue_changes;
+        done({});
+    }
+    Result<std::vector<TenantInfo>> list_tenants() override {
+        ++catalogue_reads;
+        if (catalogue_fail_with.has_value()) {
+            return *catalogue_fail_with;
+        }
+        std::vector<TenantInfo> out;
+        for (const auto& [name, tenant] : catalogue) {
+            out.push_back(tenant);
+        }
+        return out;
+    }
+    /// Rotates the replicas of the n-th tenant (by name) so that node 7 + n % 3 comes first
+    /// when it is one of them.
+    void rebalance(std::function<void(Result<std::vector<TenantInfo>>)> done) override {
+        if (catalogue_fail_with.has_value()) {
+            done(*catalogue_fail_with);
+            return;
+        }
+        std::uint64_t n = 0;
+        for (auto& [name, tenant] : catalogue) {
+            const std::uint64_t preferred = 7 + n++ % 3;
+            auto& replicas = tenant.replicas;
+            const auto at = std::find(replicas.begin(), replicas.end(), preferred);
+            if (at != replicas.end()) {
+                std::rotate(replicas.begin(), at, replicas.end());
+            }
+        }
+        ++catalogue_changes;
+        done(list_tenants());
+    }
+    std::map<std::string, TenantInfo, std::less<>> catalogue = {
+        {"default", TenantInfo{"default", 3, {7, 8, 9}, 7, true, 0}}};
+    std::optional<Error> catalogue_fail_with;  ///< every catalogue call fails with it
+    std::uint64_t catalogue_changes = 0;       ///< creates, deletes and rebalances carried out
+    std::uint64_t catalogue_reads = 0;         ///< list_tenants() calls
+
     /// Moves both clocks; fires expired waits (timed_out) and, once next_due passed, wakes the
     /// others (a lease expired or a delay ended: pops may now find something).
     void advance(std::int64_t ms) {
@@ -275,6 +373,7 @@ private:
     mutable std::mutex mutex_;
     std::map<std::uint64_t, Wait> waits_;
     std::uint64_t next_wait_id_ = 0;
+    std::uint64_t created_tenants_ = 0;
 };
 
 /// One of `choices`, uniformly (randomized test inputs).
