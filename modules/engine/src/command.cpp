@@ -157,6 +157,12 @@ void fields(A& a, AddTrace& v) {
     a(v.names);
     a(v.data);
 }
+template <class A>
+void fields(A& a, PutSystem& v) {
+    // Any sizes decode; apply() checks the limits (ErrorResult{invalid}).
+    a(v.key);
+    a(v.value);
+}
 
 // Results.
 template <class A>
@@ -302,6 +308,10 @@ void fields(A& a, AddTraceResult& v) {
     a(v.found);
     a(v.trace_id);
 }
+template <class A>
+void fields(A& a, PutSystemResult& v) {
+    a(v.replaced);
+}
 
 /// Runs this file's fields() for a struct; after the last overload so lookup sees them all.
 struct Fields {
@@ -326,6 +336,15 @@ static_assert(format_of<Reader> == command_format_version && format_of<ReaderV1>
 /// Whether `version` (a command's or a result's first byte) is one this file decodes.
 bool is_known_version(std::uint8_t version) {
     return version == legacy_format_version || version == command_format_version;
+}
+
+/// Command types (and result indexes) are 1..types_of(version): version 1 bytes never held a
+/// type added after version 2 (PutSystem), so they do not decode as one.
+constexpr std::size_t legacy_command_types = 15;
+static_assert(std::variant_size_v<CommandBody> > legacy_command_types);
+constexpr std::size_t types_of(std::uint8_t version) {
+    return version == legacy_format_version ? legacy_command_types
+                                            : std::variant_size_v<CommandBody>;
 }
 
 /// The first byte of `bytes` (0, an unknown version, when empty).
@@ -369,6 +388,7 @@ std::string_view command_name(CommandType type) noexcept {
         case CommandType::sweep: return "sweep";
         case CommandType::delete_message: return "delete_message";
         case CommandType::add_trace: return "add_trace";
+        case CommandType::put_system: return "put_system";
     }
     return "unknown";
 }
@@ -416,8 +436,7 @@ std::optional<std::size_t> command_index(ByteSpan bytes) {
     (void)reader.varint();
     (void)reader.varint();
     const std::uint8_t type = in.u8();
-    if (!in.ok() || !is_known_version(version) || type == 0 ||
-        type > std::variant_size_v<CommandBody>) {
+    if (!in.ok() || !is_known_version(version) || type == 0 || type > types_of(version)) {
         return std::nullopt;
     }
     return type - 1u;
@@ -436,7 +455,7 @@ Result<void> decode_command_with(ByteSpan bytes, Command& out) {
     command.client_seq = reader.varint();
     const std::uint8_t type = in.u8();
     constexpr std::size_t alternatives = std::variant_size_v<CommandBody>;
-    if (!in.ok() || type == 0 || type > alternatives) {
+    if (!in.ok() || type == 0 || type > types_of(format_of<R>)) {
         return Error{queen::Errc::invalid_argument,
                      "command: unknown command type " + std::to_string(type)};
     }
@@ -510,7 +529,7 @@ Result<CommandResult> decode_result_with(ByteSpan bytes) {
     (void)in.u8();  // the version
     const std::uint8_t type = in.u8();
     constexpr std::size_t alternatives = std::variant_size_v<CommandResult>;
-    if (!in.ok() || type >= alternatives) {
+    if (!in.ok() || type > types_of(format_of<R>)) {
         return Error{queen::Errc::invalid_argument,
                      "result: unknown result type " + std::to_string(type)};
     }

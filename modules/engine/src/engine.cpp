@@ -33,6 +33,18 @@ Bytes encode_applied(LogIndex index, TimestampMs last_now) {
     return out;
 }
 
+/// "e.meta" keys of the node layer's records (PutSystem): system_key_prefix + the record's key.
+/// The table's only other key, applied_key, does not start with it.
+constexpr std::string_view system_key_prefix = "sys.";
+static_assert(!applied_key.starts_with(system_key_prefix));
+
+/// The "e.meta" key of system record `key` (a key within the limits fits: 68 bytes at most).
+store::KeyBuilder system_meta_key(std::string_view key) noexcept {
+    store::KeyBuilder out;
+    out.raw(as_bytes(system_key_prefix)).raw(as_bytes(key));
+    return out;
+}
+
 /// "e.sessions"/u64be client id: format(1) | last_seq varint | last_used_ms svarint | result
 /// blob (varint length).
 Bytes encode_session(std::uint64_t seq, TimestampMs last_used, const Bytes& result) {
@@ -115,6 +127,13 @@ public:
     }
     std::string check(const queues::AddTrace& c) const {
         return first(transaction_id(c.transaction_id), group(c.group));
+    }
+    std::string check(const PutSystem& c) const {
+        if (c.key.size() < system_key_bytes_min) {
+            return "system record key is empty";
+        }
+        return first(limit("system record key", c.key, system_key_bytes_max),
+                     limit("system record value", as_chars(c.value), system_value_bytes_max));
     }
 
 private:
@@ -207,7 +226,14 @@ struct Engine::Impl {
                 if (auto why = CommandLimits(options.queues).check(command); !why.empty()) {
                     return error_result(ErrorResult::Code::invalid, std::move(why));
                 }
-                auto result = queues.apply(txn, command, now);
+                auto result = [&] {
+                    // The node layer's records are the engine's; every other command the queues'.
+                    if constexpr (std::is_same_v<std::decay_t<decltype(command)>, PutSystem>) {
+                        return put_system(txn, command);
+                    } else {
+                        return queues.apply(txn, command, now);
+                    }
+                }();
                 if (!result) {
                     if (result.error().is(queen::Errc::invalid_argument)) {
                         return error_result(ErrorResult::Code::invalid, result.error().context);
@@ -218,6 +244,21 @@ struct Engine::Impl {
                 return CommandResult{std::in_place_type<R>, std::move(*result)};
             },
             body);
+    }
+
+    /// Stores (or, for an empty value, deletes) a system record in `txn`; the caller checked
+    /// the limits.
+    Result<PutSystemResult> put_system(store::WriteTxn& txn, const PutSystem& command) {
+        const store::KeyBuilder key = system_meta_key(command.key);
+        PutSystemResult result;
+        if (command.value.empty()) {
+            QUEEN_TRY(result.replaced, txn.del(meta, key.span()));
+            return result;
+        }
+        QUEEN_TRY(auto old, txn.get(meta, key.span()));
+        result.replaced = old.has_value();
+        QUEEN_TRY(txn.put(meta, key.span(), command.value));
+        return result;
     }
 
     /// Fills in what a result cached in a dedupe record of format version 1 lacks: the
@@ -642,6 +683,21 @@ Result<LogIndex> Engine::sync() {
 
 Result<void> Engine::start_writeback() {
     return impl_->env.start_writeback();
+}
+
+Result<std::optional<Bytes>> Engine::system_record(std::string_view key) const {
+    if (key.size() < system_key_bytes_min || key.size() > system_key_bytes_max) {
+        return Error{queen::Errc::invalid_argument,
+                     "system record key of " + std::to_string(key.size()) + " bytes; keys are " +
+                         std::to_string(system_key_bytes_min) + ".." +
+                         std::to_string(system_key_bytes_max) + " bytes"};
+    }
+    QUEEN_TRY(auto txn, impl_->env.begin_read());
+    QUEEN_TRY(auto raw, txn.get(impl_->meta, system_meta_key(key).span()));
+    if (!raw) {
+        return std::optional<Bytes>{};
+    }
+    return std::optional<Bytes>{Bytes(raw->begin(), raw->end())};
 }
 
 std::vector<std::string> Engine::queues_due(TimestampMs now) const {

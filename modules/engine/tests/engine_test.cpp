@@ -3,6 +3,7 @@
 
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
+#include "queen/testing/result.hpp"
 #include "queen/testing/support.hpp"
 
 namespace queen::engine {
@@ -713,6 +714,175 @@ TEST_CASE("engine: entries never committed are replayed after a reopen, with the
         CHECK(replayed.results[i] == straight.results[half + i]);
     }
     CHECK(engine.applied_index() == LogIndex{entries.size()});
+}
+
+// System records (PutSystem): the node layer's opaque blobs in "e.meta".
+
+Command put_system(std::string key, std::string_view value, std::uint64_t client_id = 0,
+                   std::uint64_t client_seq = 0) {
+    return Command{client_id, client_seq,
+                   PutSystem{std::move(key), Bytes(value.begin(), value.end())}};
+}
+
+std::optional<std::string> record_of(const Engine& engine, std::string_view key) {
+    auto record = queen::testing::must(engine.system_record(key));
+    if (!record) {
+        return std::nullopt;
+    }
+    return std::string(as_chars(*record));
+}
+
+TEST_CASE("engine: a system record is put, overwritten, deleted by an empty value, and reopened",
+          "[engine][system]") {
+    queen::testing::TempDir dir;
+    {
+        auto engine = Engine::open(dir.path(), Options{}).value();
+        CHECK(record_of(engine, "members") == std::nullopt);
+        CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("members", "v1"), 10).replaced);
+        CHECK(record_of(engine, "members") == "v1");
+        CHECK(apply_one<PutSystemResult>(engine, put_system("members", "v2"), 11).replaced);
+        CHECK(record_of(engine, "members") == "v2");
+        // Keys are any bytes; the engine never looks inside a value.
+        const std::string binary_key("a\0b", 3);
+        const std::string binary_value("\0\xff\x01", 3);
+        CHECK_FALSE(
+            apply_one<PutSystemResult>(engine, put_system(binary_key, binary_value), 12).replaced);
+        CHECK(record_of(engine, binary_key) == binary_value);
+        CHECK(record_of(engine, "a") == std::nullopt);
+        // An empty value deletes; deleting what is absent is no error.
+        CHECK(apply_one<PutSystemResult>(engine, put_system("members", ""), 13).replaced);
+        CHECK(record_of(engine, "members") == std::nullopt);
+        CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("members", ""), 14).replaced);
+        CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("catalogue", "c"), 15).replaced);
+        // The key "applied" does not touch the engine's applied record of the same name.
+        CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("applied", "x"), 16).replaced);
+        REQUIRE(engine.applied_index() == LogIndex{7});
+    }
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    REQUIRE(engine.applied_index() == LogIndex{7});
+    CHECK(record_of(engine, "members") == std::nullopt);
+    CHECK(record_of(engine, "catalogue") == "c");
+    CHECK(record_of(engine, "applied") == "x");
+    CHECK(record_of(engine, std::string("a\0b", 3)) == std::string("\0\xff\x01", 3));
+    // A key that cannot be stored cannot be read either.
+    CHECK(queen::testing::must_fail(engine.system_record("")).is(queen::Errc::invalid_argument));
+    CHECK(queen::testing::must_fail(engine.system_record(std::string(65, 'k')))
+              .is(queen::Errc::invalid_argument));
+}
+
+TEST_CASE("engine: a system record over the limits is invalid and changes nothing",
+          "[engine][system]") {
+    queen::testing::TempDir dir;
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    const std::string longest_key(system_key_bytes_max, 'k');
+    const std::string largest_value(system_value_bytes_max, 'v');
+    CHECK_FALSE(
+        apply_one<PutSystemResult>(engine, put_system(longest_key, largest_value), 10).replaced);
+    CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("k", "old"), 11).replaced);
+    const std::vector<Command> invalid{
+        put_system("", "x"), put_system(std::string(system_key_bytes_max + 1, 'k'), "x"),
+        put_system("k", std::string(system_value_bytes_max + 1, 'v')),
+        put_system("", ""),  // not even a delete
+    };
+    std::int64_t now = 12;
+    for (const Command& command : invalid) {
+        INFO(std::get<PutSystem>(command.body).key.size()
+             << " byte key, " << std::get<PutSystem>(command.body).value.size() << " byte value");
+        const auto error = apply_one<ErrorResult>(engine, command, now++);
+        CHECK(error.code == ErrorResult::Code::invalid);
+        CHECK(error.message.find("system record") != std::string::npos);
+    }
+    CHECK(engine.applied_index() == LogIndex{6});  // the invalid entries moved it, nothing else
+    CHECK(record_of(engine, "k") == "old");
+    CHECK(record_of(engine, longest_key) == largest_value);
+}
+
+TEST_CASE("engine: a retried system record put is applied once", "[engine][system][dedupe]") {
+    queen::testing::TempDir dir;
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("m", "a", 9, 1), 10).replaced);
+    // Same client and seq with another value: the cached result, the value unchanged.
+    CHECK_FALSE(apply_one<PutSystemResult>(engine, put_system("m", "b", 9, 1), 11).replaced);
+    CHECK(record_of(engine, "m") == "a");
+    CHECK(apply_one<PutSystemResult>(engine, put_system("m", "c", 9, 2), 12).replaced);
+    CHECK(record_of(engine, "m") == "c");
+    const auto stale = apply_one<ErrorResult>(engine, put_system("m", "d", 9, 1), 13);
+    CHECK(stale.code == ErrorResult::Code::stale_request);
+    CHECK(record_of(engine, "m") == "c");
+    // An invalid put's result is cached like any: a retry gets it, even with a valid body.
+    CHECK(apply_one<ErrorResult>(engine, put_system("", "x", 9, 3), 14).code ==
+          ErrorResult::Code::invalid);
+    CHECK(apply_one<ErrorResult>(engine, put_system("m", "e", 9, 3), 15).code ==
+          ErrorResult::Code::invalid);
+    CHECK(record_of(engine, "m") == "c");
+}
+
+TEST_CASE("engine: system_record sees committed state only", "[engine][system]") {
+    queen::testing::TempDir dir;
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    const Bytes put = encode_command(put_system("m", "v"));
+    const Bytes push = encode_command(push_command("q", "p", "t"));
+    const Entry entries[] = {{LogIndex{1}, TimestampMs{10}, put},
+                             {LogIndex{2}, TimestampMs{11}, push}};
+    std::vector<CommandResult> handed;
+    REQUIRE(engine
+                .apply_uncommitted(entries,
+                                   [&](std::size_t, std::span<CommandResult> results) {
+                                       for (auto& result : results) {
+                                           handed.push_back(std::move(result));
+                                       }
+                                   })
+                .has_value());
+    REQUIRE(handed.size() == 2);
+    CHECK(std::holds_alternative<PutSystemResult>(handed[0]));
+    CHECK(record_of(engine, "m") == std::nullopt);  // applied, not committed
+    REQUIRE(engine.commit().has_value());
+    CHECK(record_of(engine, "m") == "v");
+}
+
+TEST_CASE("engine: system records replay identically across restarts",
+          "[engine][restart][system]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    std::vector<Bytes> log;
+    for (int i = 0; i < 300; ++i) {
+        const std::string key = "k" + std::to_string(rng.below(6));
+        if (rng.below(4) == 0) {
+            log.push_back(encode_command(push_command("q", key, "t" + std::to_string(i))));
+        } else {
+            // One in four puts deletes (an empty value).
+            const std::string value = rng.below(4) == 0 ? "" : std::string(rng.below(300) + 1, 'a');
+            log.push_back(encode_command(put_system(key, value, 5, static_cast<std::uint64_t>(i))));
+        }
+    }
+    std::vector<Entry> entries;
+    for (std::size_t i = 0; i < log.size(); ++i) {
+        entries.push_back(
+            Entry{LogIndex{i + 1}, TimestampMs{100 + static_cast<std::int64_t>(i)}, log[i]});
+    }
+    queen::testing::TempDir straight_dir;
+    auto straight = Engine::open(straight_dir.path(), Options{}).value();
+    const auto expected = straight.apply(entries).value();
+    queen::testing::TempDir dir;
+    std::size_t done = 0;
+    while (done < entries.size()) {
+        auto engine = Engine::open(dir.path(), Options{}).value();
+        REQUIRE(engine.applied_index() == LogIndex{done});
+        const std::size_t chunk = std::min<std::size_t>(entries.size() - done, 1 + rng.below(60));
+        auto outcome = engine.apply(std::span(entries).subspan(done, chunk)).value();
+        for (std::size_t i = 0; i < chunk; ++i) {
+            INFO("entry " << done + i + 1);
+            REQUIRE(outcome.results[i] == expected.results[done + i]);
+        }
+        done += chunk;
+    }
+    auto engine = Engine::open(dir.path(), Options{}).value();
+    for (int k = 0; k < 6; ++k) {
+        const std::string key = "k" + std::to_string(k);
+        INFO(key);
+        CHECK(record_of(engine, key) == record_of(straight, key));
+    }
 }
 
 }  // namespace

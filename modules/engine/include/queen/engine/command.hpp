@@ -3,6 +3,7 @@
 // JSON here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,7 +18,8 @@ namespace queen::engine {
 /// First byte of every encoded command and result. Bump on any layout change; decoders reject
 /// versions they do not know (a newer leader must not feed an older follower silently).
 /// Version 2 added Pop's namespace_name and task, the created_at of push and transaction push
-/// results and SeekPartitionResult::cursor_created_at.
+/// results and SeekPartitionResult::cursor_created_at. PutSystem (type 16) came later within
+/// version 2: a binary from before it reads such an entry as an unknown type (docs/engine.md).
 inline constexpr std::uint8_t command_format_version = 2;
 inline constexpr std::uint8_t result_format_version = 2;
 /// The older version the decoders still read: commands in logs written before version 2, and
@@ -41,14 +43,37 @@ enum class CommandType : std::uint8_t {
     sweep = 13,
     delete_message = 14,
     add_trace = 15,
+    put_system = 16,
+};
+
+/// PutSystem's limits. apply() checks them (the decoder does not): a command over one yields
+/// ErrorResult{invalid} and changes nothing.
+inline constexpr std::size_t system_key_bytes_min = 1;
+inline constexpr std::size_t system_key_bytes_max = 64;
+inline constexpr std::size_t system_value_bytes_max = std::size_t{1} << 20;
+
+/// Stores an opaque record of the node layer (cluster membership, a cluster catalogue) in the
+/// tenant's state, under `key`, replacing what the key held; an empty `value` deletes the key.
+/// The engine never interprets either. As any command it is applied in its entry's write txn
+/// (so it replays identically and an LMDB copy carries it) and dedupes by client_id.
+/// Read back with Engine::system_record. Limits: system_key_bytes_min..system_key_bytes_max
+/// bytes of key (any bytes), at most system_value_bytes_max bytes of value.
+struct PutSystem {
+    std::string key;
+    Bytes value;
+};
+
+/// PutSystem's answer.
+struct PutSystemResult {
+    bool replaced = false;  ///< the key held a record before (also for a delete)
 };
 
 /// The operation of one log entry. The variant index + 1 is the CommandType.
-using CommandBody =
-    std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
-                 queues::ExtendLease, queues::Transaction, queues::DeleteQueue, queues::DeleteGroup,
-                 queues::UpdateSubscription, queues::SeekGroup, queues::SeekPartition,
-                 queues::SetMaintenance, queues::Sweep, queues::DeleteMessage, queues::AddTrace>;
+using CommandBody = std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
+                                 queues::ExtendLease, queues::Transaction, queues::DeleteQueue,
+                                 queues::DeleteGroup, queues::UpdateSubscription, queues::SeekGroup,
+                                 queues::SeekPartition, queues::SetMaintenance, queues::Sweep,
+                                 queues::DeleteMessage, queues::AddTrace, PutSystem>;
 
 /// One log entry's command. `client_id` != 0 turns on exactly-once apply: an entry whose
 /// client_seq is <= the last applied seq of that client is not applied again (the cached result
@@ -77,7 +102,7 @@ using CommandResult =
                  queues::DeleteQueueResult, queues::DeleteGroupResult,
                  queues::UpdateSubscriptionResult, queues::SeekGroupResult,
                  queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
-                 queues::DeleteMessageResult, queues::AddTraceResult>;
+                 queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult>;
 
 /// Limits the decoder enforces before allocating (a fuzzed entry cannot make it allocate more
 /// than the input size times a small constant).

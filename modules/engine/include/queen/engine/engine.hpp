@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "queen/core/bytes.hpp"
@@ -63,7 +64,7 @@ struct UncommittedStats {
 /// entries (their timestamps are "now") and on LMDB.
 ///
 /// Thread-safety: apply(), apply_uncommitted(), commit() and next_due() from one thread (the
-/// tenant's applier); read(), sync() and applied_index() from any thread.
+/// tenant's applier); read(), system_record(), sync() and applied_index() from any thread.
 class Engine {
 public:
     /// Opens (creating) the LMDB environment in `dir` and rebuilds the memory index.
@@ -149,6 +150,13 @@ public:
         }
         return fn(queue_tables(), *txn);
     }
+
+    /// The system record stored under `key` by PutSystem entries, std::nullopt when none is.
+    /// Reads in a fresh read txn, so it sees committed state only: not what apply_uncommitted()
+    /// left in the open txn until commit(), nor what a failed batch abandoned. Any thread.
+    /// Errors: Errc::invalid_argument for a key outside system_key_bytes_min..
+    /// system_key_bytes_max bytes (none can be stored); those of begin_read and Txn::get.
+    [[nodiscard]] Result<std::optional<Bytes>> system_record(std::string_view key) const;
 
     [[nodiscard]] const queues::Tables& queue_tables() const noexcept;
     [[nodiscard]] const store::Env& env() const noexcept;
