@@ -115,9 +115,11 @@ class Inspect(unittest.TestCase):
         self.assertGreater(sum(t["entries"] for t in state["tables"]), 0)
 
     def test_every_tenant_of_a_data_dir_is_inspected_or_the_one_named(self):
-        os.makedirs(os.path.join(self.server.data_dir, "tenants/second"))
-        self.server.start()  # opens the new tenant: its log and state are created
+        self.server.start()
         c = self.server.client()
+        # Created through the API: its log and state are created under tenants/second.
+        response = c.post("/api/v1/system/tenants", {"name": "second"})
+        self.assertEqual(response.status, 201, response.body)
         response = c.post("/api/v1/push", {"items": [{"queue": "other", "payload": {"n": 1}}]},
                           headers={"X-Queen-Tenant": "second"})
         self.assertEqual(response.status, 201, response.body)

@@ -90,20 +90,6 @@ void invalidate_queue_cache(Context& context, std::string_view tenant, std::stri
     context.queue_flags.invalidate(tenant, queue);
 }
 
-bool is_tenant_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > 64) {
-        return false;
-    }
-    for (const char c : name) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
-
 Result<std::string> tenant_of(const Context& context, const http::Request& request) {
     const auto header = request.header(context.options.tenant_header);
     if (!header.has_value() || header->empty()) {

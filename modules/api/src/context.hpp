@@ -115,9 +115,6 @@ struct Context {
 };
 using ContextPtr = std::shared_ptr<Context>;
 
-/// 1-64 characters of [A-Za-z0-9._-].
-[[nodiscard]] bool is_tenant_name(std::string_view name) noexcept;
-
 /// The tenant a request addresses (options.tenant_header, else options.default_tenant).
 /// Errors: Errc::invalid_argument when the header holds an invalid name.
 [[nodiscard]] Result<std::string> tenant_of(const Context& context, const http::Request& request);

@@ -11,20 +11,6 @@ Error invalid(std::string_view field, const std::string& why) {
     return Error{Errc::invalid_argument, "ApiOptions::" + std::string(field) + ": " + why};
 }
 
-bool is_tenant_name(std::string_view name) {
-    if (name.empty() || name.size() > 64) {
-        return false;
-    }
-    for (const char c : name) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
-
 bool is_header_token(std::string_view name) {
     if (name.empty()) {
         return false;
@@ -120,6 +106,20 @@ Status ApiOptions::validate() const {
                        "must be 1-64 characters of [A-Za-z0-9._-], got \"" + default_tenant + "\"");
     }
     return {};
+}
+
+bool is_tenant_name(std::string_view name) noexcept {
+    if (name.empty() || name.size() > 64) {
+        return false;
+    }
+    for (const char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
 }
 
 }  // namespace queen::api

@@ -12,36 +12,100 @@
 
 namespace queen::node::detail {
 namespace {
-Error unknown_tenant(std::string_view tenant) {
-    return Error{Errc::not_found, "unknown tenant '" + std::string(tenant) + "'"};
+/// Why a tenant is not open here: not in the catalogue, still opening, or hosted elsewhere.
+Error missing_tenant(const TenantManager& tenants, std::string_view tenant, NodeId self) {
+    const Catalogue catalogue = tenants.catalogue();
+    const TenantPlacement* placement = catalogue.find(tenant);
+    if (placement == nullptr) {
+        return Error{Errc::not_found,
+                     "no such tenant in the cluster (create it: POST /api/v1/system/tenants)"};
+    }
+    if (catalogue.is_replica(tenant, self)) {
+        return Error{Errc::busy,
+                     "tenant '" + std::string(tenant) + "' is still opening on this node; retry"};
+    }
+    std::string nodes;
+    for (const NodeId replica : placement->replicas) {
+        nodes += (nodes.empty() ? "" : ",") + std::to_string(replica.value());
+    }
+    return Error{Errc::not_leader, "tenant '" + std::string(tenant) + "' lives on nodes " + nodes +
+                                       ", not on this one; send the request there"};
+}
+
+api::TenantInfo info_of(const std::vector<api::TenantInfo>& infos, std::string_view name) {
+    for (const api::TenantInfo& info : infos) {
+        if (info.name == name) {
+            return info;
+        }
+    }
+    api::TenantInfo info;
+    info.name = std::string(name);
+    return info;
 }
 }  // namespace
 
 void NodeBackend::submit(std::string_view tenant, engine::Command command, Completion done) {
-    auto it = tenants_.find(tenant);
-    if (it == tenants_.end()) {
-        done(unknown_tenant(tenant));
+    auto found = tenants_.find(tenant);
+    if (!found) {
+        done(missing_tenant(tenants_, tenant, NodeId{node_id_}));
         return;
     }
-    it->second->submit(std::move(command), std::move(done));
+    found->submit(std::move(command), std::move(done));
 }
 
 void NodeBackend::when_readable(std::string_view tenant, ReadReady ready) {
-    auto it = tenants_.find(tenant);
-    if (it == tenants_.end()) {
-        ready(unknown_tenant(tenant));
+    auto found = tenants_.find(tenant);
+    if (!found) {
+        ready(missing_tenant(tenants_, tenant, NodeId{node_id_}));
         return;
     }
-    it->second->when_readable(std::move(ready));
+    found->when_readable(std::move(ready));
 }
 
 Status NodeBackend::read(std::string_view tenant,
                          const std::function<void(const engine::Engine&)>& read) {
-    auto it = tenants_.find(tenant);
-    if (it == tenants_.end()) {
-        return unknown_tenant(tenant);
+    auto found = tenants_.find(tenant);
+    if (!found) {
+        return missing_tenant(tenants_, tenant, NodeId{node_id_});
     }
-    return it->second->read(read);
+    return found->read(read);
+}
+
+void NodeBackend::create_tenant(std::string_view name, std::uint32_t replication, TenantDone done) {
+    CatalogueOp op;
+    op.type = CatalogueOpType::create_tenant;
+    op.tenant = std::string(name);
+    op.replication = replication;
+    tenants_.submit(op, [this, name = op.tenant, done = std::move(done)](Status status) {
+        if (!status) {
+            done(std::move(status).error());
+            return;
+        }
+        done(info_of(tenants_.tenant_infos(), name));
+    });
+}
+
+void NodeBackend::delete_tenant(std::string_view name, std::function<void(Status)> done) {
+    CatalogueOp op;
+    op.type = CatalogueOpType::delete_tenant;
+    op.tenant = std::string(name);
+    tenants_.submit(op, std::move(done));
+}
+
+Result<std::vector<api::TenantInfo>> NodeBackend::list_tenants() {
+    return tenants_.tenant_infos();
+}
+
+void NodeBackend::rebalance(std::function<void(Result<std::vector<api::TenantInfo>>)> done) {
+    CatalogueOp op;
+    op.type = CatalogueOpType::rebalance;
+    tenants_.submit(op, [this, done = std::move(done)](Status status) {
+        if (!status) {
+            done(std::move(status).error());
+            return;
+        }
+        done(tenants_.tenant_infos());
+    });
 }
 
 std::unique_ptr<api::WaitToken> NodeBackend::wait_for_change(
@@ -52,11 +116,11 @@ std::unique_ptr<api::WaitToken> NodeBackend::wait_for_change(
 
 Result<api::LeaderTransfer> NodeBackend::transfer_leadership(std::string_view tenant,
                                                              std::uint64_t target) {
-    auto it = tenants_.find(tenant);
-    if (it == tenants_.end()) {
-        return unknown_tenant(tenant);
+    auto found = tenants_.find(tenant);
+    if (!found) {
+        return missing_tenant(tenants_, tenant, NodeId{node_id_});
     }
-    const api::TenantHealth health = it->second->health();
+    const api::TenantHealth health = found->health();
     if (health.is_poisoned) {
         return Error{Errc::poisoned, health.reason};
     }
@@ -67,7 +131,7 @@ Result<api::LeaderTransfer> NodeBackend::transfer_leadership(std::string_view te
         return transfer;  // it leads already
     }
     const std::string tenant_text = "tenant '" + std::string(tenant) + "'";
-    auto asked = it->second->transfer_leadership(NodeId{target});
+    auto asked = found->transfer_leadership(NodeId{target});
     if (!asked) {
         const Error& error = asked.error();
         if (error.is(raft::Errc::invalid_conf_change)) {
@@ -90,7 +154,8 @@ api::NodeStatus NodeBackend::node_status() const {
     status.node_id = node_id_;
     status.uptime_ms = now_ms() - started_ms_;
     status.is_ready = true;
-    for (const auto& [name, tenant] : tenants_) {
+    for (const auto& tenant : tenants_.all()) {
+        const std::string& name = tenant->name();
         status.tenants.push_back(tenant->health());
         const auto& health = status.tenants.back();
         if (!health.is_writable && status.is_ready) {

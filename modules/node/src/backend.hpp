@@ -8,7 +8,7 @@
 
 #include "queen/api/backend.hpp"
 #include "queen/core/clock.hpp"
-#include "tenant.hpp"
+#include "tenant_manager.hpp"
 #include "waiters.hpp"
 
 namespace queen::http {
@@ -17,11 +17,10 @@ class Server;
 
 namespace queen::node::detail {
 
-/// Routes API calls to tenants. The tenant map is fixed after start, so lookups need no lock.
+/// Routes API calls to the tenants this node hosts (TenantManager).
 class NodeBackend final : public api::Backend {
 public:
-    NodeBackend(std::uint64_t node_id, const Clock& clock, Waiters& waiters,
-                std::map<std::string, std::unique_ptr<Tenant>, std::less<>>& tenants)
+    NodeBackend(std::uint64_t node_id, const Clock& clock, Waiters& waiters, TenantManager& tenants)
         : node_id_(node_id),
           clock_(clock),
           waiters_(waiters),
@@ -44,12 +43,16 @@ public:
     api::NodeStatus node_status() const override;
     Result<api::LeaderTransfer> transfer_leadership(std::string_view tenant,
                                                     std::uint64_t target) override;
+    void create_tenant(std::string_view name, std::uint32_t replication, TenantDone done) override;
+    void delete_tenant(std::string_view name, std::function<void(Status)> done) override;
+    Result<std::vector<api::TenantInfo>> list_tenants() override;
+    void rebalance(std::function<void(Result<std::vector<api::TenantInfo>>)> done) override;
 
 private:
     std::uint64_t node_id_;
     const Clock& clock_;
     Waiters& waiters_;
-    std::map<std::string, std::unique_ptr<Tenant>, std::less<>>& tenants_;
+    TenantManager& tenants_;
     std::int64_t started_ms_;
     /// Set once the HTTP server runs, read by its I/O threads (status and metrics).
     std::atomic<const http::Server*> http_server_{nullptr};

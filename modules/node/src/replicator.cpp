@@ -10,6 +10,12 @@
 #include "queen/raft/errc.hpp"
 
 namespace queen::node::detail {
+namespace {
+/// True when `self` is the only member of `conf` (its one voter, no learner).
+bool is_alone(const raft::ConfState& conf, NodeId self) {
+    return conf.voters.size() == 1 && conf.voters.front() == self && conf.learners.empty();
+}
+}  // namespace
 
 struct Replicator::Impl {
     Impl(log::Log& l, log::HardStateFile h, ReplicatorEvents e, const Clock& c, Logger& g,
@@ -31,6 +37,8 @@ struct Replicator::Impl {
     std::optional<Error> failure;
     bool is_stopping = false;
     bool is_single_voter = false;
+    bool is_membership_changing = false;  // the outstanding Ready commits a membership entry
+    NodeId self;
     bool is_recovering = false;  // the marker file exists
     std::filesystem::path recovering_marker;
     bool is_leader = false;  // as of the last Ready taken
@@ -172,7 +180,7 @@ void Replicator::Impl::compact_memory() {
     LogIndex through = applied;
     if (!is_single_voter) {
         // A leader keeps what its slowest peer has not matched; a follower keeps a margin in
-        // case it leads later (a peer further behind needs a snapshot: not supported yet).
+        // case it leads later (a peer further behind gets a snapshot).
         constexpr std::uint64_t follower_margin = 4096;
         if (is_leader) {
             for (const raft::PeerProgress& peer : node->progress()) {
@@ -265,6 +273,9 @@ void Replicator::Impl::persist(raft::Ready& ready) {
     // Committed entries are durable here already: hand them over first, in order.
     if (!ready.committed_entries.empty()) {
         committed.store(ready.committed_entries.back().index.value(), std::memory_order_release);
+        is_membership_changing = std::any_of(
+            ready.committed_entries.begin(), ready.committed_entries.end(),
+            [](const raft::Entry& e) { return e.type == raft::EntryType::conf_change; });
         events.committed(ready.committed_entries);
     }
     if (ready.entries.empty()) {
@@ -318,6 +329,11 @@ void Replicator::Impl::finish(raft::Ready& ready) {
     }
     send(ready.messages_after_persist);
     node->advance();
+    if (is_membership_changing) {
+        // The fast path of a group of this node alone holds only while it is alone.
+        is_membership_changing = false;
+        is_single_voter = is_alone(node->status().conf_state, self);
+    }
     // Applied entries stay in the log on disk; raft's memory keeps only what peers may need.
     compact_memory();
 }
@@ -380,8 +396,9 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     QUEEN_TRY(const Term base_term, log.term_at(base));
     restore.snapshot.meta.index = base;
     restore.snapshot.meta.term = base_term;
-    std::sort(start.voters.begin(), start.voters.end());
-    restore.snapshot.meta.conf_state.voters = start.voters;
+    std::sort(start.conf_state.voters.begin(), start.conf_state.voters.end());
+    std::sort(start.conf_state.learners.begin(), start.conf_state.learners.end());
+    restore.snapshot.meta.conf_state = start.conf_state;
     restore.applied = base;
     restore.is_recovering = start.is_recovering;
     impl->is_recovering = start.is_recovering;
@@ -412,7 +429,8 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     options.uncommitted_bytes_max = std::max<std::uint64_t>(1, start.log_pending_bytes_max / 2);
     QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger));
     impl->node.emplace(std::move(node));
-    impl->is_single_voter = start.voters.size() == 1 && start.voters.front() == start.self;
+    impl->self = start.self;
+    impl->is_single_voter = is_alone(start.conf_state, start.self);
     impl->committed.store(impl->node->status().hard_state.commit.value());
     std::unique_ptr<Replicator> replicator(new Replicator(std::move(impl)));
     Impl& r = *replicator->impl_;
@@ -485,6 +503,17 @@ void Replicator::snapshot_installed(const Status& status) {
     ready.snapshot.reset();
     r.persist(ready);
     r.process();
+}
+
+Result<LogIndex> Replicator::propose_conf_change(const raft::ConfChange& change) {
+    Impl& r = *impl_;
+    std::lock_guard lock(r.mutex);
+    if (r.failure) {
+        return Error{Errc::poisoned, r.failure->message()};
+    }
+    QUEEN_TRY(const LogIndex index, r.node->propose_conf_change(change));
+    r.process();
+    return index;
 }
 
 Status Replicator::transfer_leadership(NodeId target) {
@@ -576,6 +605,21 @@ std::vector<std::pair<NodeId, std::uint64_t>> Replicator::follower_lag() const {
         }
     }
     return lag;
+}
+
+bool Replicator::is_peer_current(NodeId peer, std::uint64_t lag_max) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->node->role() != raft::Role::leader) {
+        return false;
+    }
+    const LogIndex last = impl_->node->status().last_index;
+    for (const raft::PeerProgress& progress : impl_->node->progress()) {
+        if (progress.id == peer) {
+            return progress.is_recent_active && progress.state == "replicate" &&
+                   last.value() - std::min(last.value(), progress.match.value()) <= lag_max;
+        }
+    }
+    return false;
 }
 
 std::size_t Replicator::reads_waiting_for_leader() const {

@@ -61,8 +61,10 @@ struct ReplicatorEvents {
 /// Where the member starts from. The tenant replays what it knows committed before opening.
 struct ReplicatorStart {
     NodeId self;
-    /// The voters when the group has no membership on disk yet (today: the node alone).
-    std::vector<NodeId> voters;
+    /// The membership at `applied` (the tenant keeps it in its state: a system record written
+    /// with each membership entry), or the group's founding voters. Empty: this node waits to be
+    /// added by a leader (its first message brings the log or a snapshot).
+    raft::ConfState conf_state;
     /// Everything up to here is applied by the tenant (its state holds it). In a group of
     /// several nodes the state may be ahead of the log (an installed snapshot's state covers
     /// entries the log has not received again yet): raft then starts from the log's end.
@@ -131,6 +133,11 @@ public:
     /// raft::Errc::invalid_conf_change (target is not a voter), Errc::poisoned.
     [[nodiscard]] Status transfer_leadership(NodeId target);
 
+    /// Proposes one membership change (leader only; one at a time: raft refuses a second
+    /// until the first is applied). Errors: raft::Errc::not_leader, raft::Errc::transferring,
+    /// raft::Errc::busy, raft::Errc::invalid_conf_change, Errc::poisoned.
+    [[nodiscard]] Result<LogIndex> propose_conf_change(const raft::ConfChange& change);
+
     /// The install events.install_snapshot asked for is done (the state and the log hold the
     /// snapshot) or failed: an error poisons the member, except Errc::cancelled (stopping).
     void snapshot_installed(const Status& status);
@@ -148,6 +155,9 @@ public:
     [[nodiscard]] raft::NodeStatus status() const;
     /// Leader only: entries each peer lacks (last index - its match), by peer; empty elsewhere.
     [[nodiscard]] std::vector<std::pair<NodeId, std::uint64_t>> follower_lag() const;
+    /// Leader only: `peer` answered within the last election timeout, takes appends (not
+    /// probed, not sent a snapshot) and lags at most `lag_max` entries; false elsewhere.
+    [[nodiscard]] bool is_peer_current(NodeId peer, std::uint64_t lag_max) const;
     /// Reads waiting for an election's outcome (no leader known).
     [[nodiscard]] std::size_t reads_waiting_for_leader() const;
     /// This member leads and hands its leadership over (proposals are refused meanwhile).

@@ -13,13 +13,10 @@
 #include "queen/core/rng.hpp"
 #include "queen/http/router.hpp"
 #include "queen/http/server.hpp"
-#include "tenant.hpp"
+#include "tenant_manager.hpp"
 #include "waiters.hpp"
 
 namespace queen::node {
-
-/// The tenant every request without X-Queen-Tenant goes to; it always exists.
-constexpr std::string_view default_tenant = "default";
 
 namespace {
 /// One line saying which key the node runs with and its fingerprint, so operators can check that
@@ -60,7 +57,7 @@ struct Server::Impl {
     std::unique_ptr<detail::Cluster> cluster;  // null: a one-node cluster
     // Answers the peers' key requests (its frame handlers on `cluster` share its ownership).
     std::shared_ptr<detail::KeyExchange> key_exchange;
-    std::map<std::string, std::unique_ptr<detail::Tenant>, std::less<>> tenants;
+    std::unique_ptr<detail::TenantManager> tenants;
     std::unique_ptr<detail::NodeBackend> backend;
     std::unique_ptr<http::Server> http;
     bool stopped = false;
@@ -119,41 +116,30 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
             impl->key_exchange->serve(key.hex);
         }
     }
-    // The default tenant always exists; others are the directories earlier runs created.
-    std::vector<std::string> names{std::string(default_tenant)};
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(data_dir / "tenants", ec)) {
-        if (entry.is_directory() && entry.path().filename() != default_tenant) {
-            names.push_back(entry.path().filename().string());
-        }
-    }
-    for (const auto& name : names) {
-        const auto dir = data_dir / "tenants" / name;
-        QUEEN_TRY(detail::create_directories_durably(dir));
-        QUEEN_TRY(auto tenant, detail::Tenant::open(name, dir, impl->config, logger, *impl->clock,
-                                                    *impl->waiters, impl->cluster.get()));
-        impl->tenants.emplace(name, std::move(tenant));
-    }
+    // The default tenant, then every tenant the catalogue it holds places on this node.
+    impl->tenants = std::make_unique<detail::TenantManager>(impl->config, logger, *impl->clock,
+                                                            *impl->waiters, impl->cluster.get());
+    QUEEN_TRY(impl->tenants->start());
 
     if (impl->cluster) {
         // Commands a follower forwarded: submitted here as if a client sent them, never
         // forwarded again (a node that lost the leadership meanwhile answers not_leader).
         impl->cluster->set_forward_handler(
-            [tenants = &impl->tenants](const std::string& tenant, Bytes payload,
-                                       api::Backend::Completion reply) {
+            [tenants = impl->tenants.get()](const std::string& tenant, Bytes payload,
+                                            api::Backend::Completion reply) {
                 auto found = tenants->find(tenant);
-                if (found == tenants->end()) {
-                    reply(Error{Errc::not_found, "tenant " + tenant});
+                if (!found) {
+                    reply(Error{Errc::not_found, "tenant " + tenant + " is not hosted here"});
                     return;
                 }
-                found->second->submit_payload(std::move(payload), std::move(reply), false);
+                found->submit_payload(std::move(payload), std::move(reply), false);
             });
     }
     impl->backend = std::make_unique<detail::NodeBackend>(impl->identity.node_id, *impl->clock,
-                                                          *impl->waiters, impl->tenants);
+                                                          *impl->waiters, *impl->tenants);
     api::ApiOptions api_options;
     api_options.encryption_key_hex = std::move(key.hex);
-    api_options.default_tenant = std::string(default_tenant);
+    api_options.default_tenant = std::string(detail::default_tenant_name);
     if (auto valid = api_options.validate(); !valid) {
         return Error{Errc::invalid_argument, valid.error().message()};
     }
@@ -164,7 +150,7 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     impl->backend->set_http_server(impl->http.get());
     QUEEN_LOG(logger, Level::info, "node.listening",
               "http=" << impl->http->address() << ":" << impl->http->port()
-                      << " tenants=" << impl->tenants.size());
+                      << " tenants=" << impl->tenants->all().size());
     return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -189,10 +175,8 @@ Status Server::stop() {
         impl_->cluster->stop();
     }
     Status result;
-    for (auto& [name, tenant] : impl_->tenants) {
-        if (auto stopped = tenant->stop(); !stopped && result) {
-            result = stopped;
-        }
+    if (impl_->tenants) {
+        result = impl_->tenants->stop();
     }
     impl_->lock.reset();
     return result;

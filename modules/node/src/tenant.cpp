@@ -8,21 +8,11 @@
 #include "data_dir.hpp"
 #include "entry.hpp"
 #include "queen/core/thread_name.hpp"
+#include "queen/raft/codec.hpp"
 #include "queen/raft/errc.hpp"
 
 namespace queen::node::detail {
 namespace {
-
-/// The engine's view of one log entry: a command with its leader stamp, or (a raft no-op or
-/// membership entry) an empty command that only moves the applied index.
-/// Errors: Errc::corruption (a command entry whose envelope does not decode).
-Result<engine::Entry> engine_entry(LogIndex index, raft::EntryType type, ByteSpan payload) {
-    if (type == raft::EntryType::conf_change || payload.empty()) {
-        return engine::Entry{index, TimestampMs{0}, {}};
-    }
-    QUEEN_TRY(auto view, decode_entry(payload));
-    return engine::Entry{index, view.timestamp, view.command};
-}
 
 Error prefixed(const Error& error, const std::string& tenant) {
     return Error{error.code, "tenant " + tenant + ": " + error.context};
@@ -36,10 +26,14 @@ Tenant::Tenant(std::string name, const NodeConfig& config, Logger& logger, const
 
 Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesystem::path& dir,
                                              const NodeConfig& config, Logger& logger,
-                                             const Clock& clock, Waiters& waiters,
-                                             Cluster* cluster) {
+                                             const Clock& clock, Waiters& waiters, Cluster* cluster,
+                                             TenantGroup group) {
     std::unique_ptr<Tenant> tenant(new Tenant(std::move(name), config, logger, clock, waiters));
     tenant->dir_ = dir;
+    if (group.founders.empty()) {
+        group.founders =
+            cluster != nullptr ? cluster->voters() : std::vector<NodeId>{NodeId{config.node.id}};
+    }
     // A snapshot install a crash interrupted is finished first (snapshot.hpp): its state
     // replaces ours before anything opens it.
     QUEEN_TRY(const std::optional<InstallMeta> install, pending_install(dir));
@@ -55,6 +49,8 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     tenant->engine_options_.store = config.store;
     QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", tenant->engine_options_));
     tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
+    QUEEN_TRY(tenant->load_system_records(group));
+    tenant->group_ = std::move(group);
     log::RecoveryReport report;
     log::Environment environment;
     environment.clock = &clock;
@@ -80,7 +76,7 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
         cluster ? tenant->engine_->applied_index() : tenant->log_->last_index(), cluster));
     ReplicatorStart start;
     start.self = NodeId{config.node.id};
-    start.voters = {start.self};
+    start.conf_state.voters = {start.self};
     if (cluster != nullptr) {
         // Protocol-aware recovery (docs/raft.md section 1): a log that lost records may have
         // lost entries this node acknowledged; it must not vote as if it had not.
@@ -95,7 +91,7 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                                 << "\" note=\"no votes until caught up with the leader\"");
             QUEEN_TRY(write_file_durably(start.recovering_marker, "recovering\n"));
         }
-        start.voters = cluster->voters();
+        start.conf_state = tenant->conf_state_;
         start.election_ticks = cluster->options().election_ticks;
         start.heartbeat_ticks = cluster->options().heartbeat_ticks;
         start.memory_bytes_max = cluster->options().raft_memory_bytes_max;
@@ -159,6 +155,7 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                 }
             });
     }
+    tenant->publish_catalogue();
     tenant->applier_ = std::thread([t = tenant.get()] { t->run_applier(); });
     tenant->maintenance_ = std::thread([t = tenant.get()] { t->run_maintenance(); });
     QUEEN_LOG(logger, Level::info, "tenant.opened",
@@ -186,15 +183,23 @@ Status Tenant::replay(LogIndex last, bool may_state_lead) {
     LogIndex next = applied.next();
     while (next <= last) {
         QUEEN_TRY(auto records, log_->read(next, last.next()));
+        std::vector<raft::Entry> batch;  // holds the bytes the engine entries view
+        batch.reserve(records.size());
+        for (auto& record : records) {
+            batch.push_back(raft::Entry{record.term, record.index, entry_type_of(record.type),
+                                        std::move(record.payload)});
+        }
         std::vector<engine::Entry> entries;
-        entries.reserve(records.size());
-        for (const auto& record : records) {
-            QUEEN_TRY(auto entry,
-                      engine_entry(record.index, entry_type_of(record.type), record.payload));
-            entries.push_back(entry);
+        entries.reserve(batch.size());
+        system_scratch_.clear();
+        for (const raft::Entry& entry : batch) {
+            std::optional<Error> ignored;  // nobody waits for these answers
+            QUEEN_TRY(auto translated, engine_entry(entry, ignored));
+            entries.push_back(translated);
         }
         QUEEN_TRY(auto outcome, engine_->apply(entries));
         (void)outcome;
+        system_scratch_.clear();
         replayed += records.size();
         next = records.back().index.next();
     }
@@ -315,6 +320,9 @@ void Tenant::on_tick() {
         }
         ticked_leader_ = leader;
     }
+    if (leader == NodeId{config_.node.id}) {
+        lead_placement();
+    }
     {
         std::lock_guard lock(mutex_);
         if (parked_.empty()) {
@@ -347,6 +355,41 @@ void Tenant::on_tick() {
                                          std::to_string(config_.cluster.leader_wait_ms) +
                                          " ms (cluster.leader_wait_ms: an election or a "
                                          "leadership transfer)"});
+    }
+}
+
+void Tenant::lead_placement() {
+    const std::int64_t now = clock_.monotonic_ns();
+    // Not more often than every two election timeouts: a transfer that fails (the preferred
+    // node is down) is abandoned after one.
+    const std::int64_t retry_ns =
+        std::int64_t{2} * config_.cluster.election_ticks * config_.cluster.tick_ms * 1'000'000;
+    if (group_.holds_catalogue && catalogue_version_.load(std::memory_order_relaxed) == 0 &&
+        now - bootstrap_asked_ns_ >= retry_ns) {
+        // The first leader of a cluster writes the founding members down (catalogue.hpp).
+        bootstrap_asked_ns_ = now;
+        CatalogueOp op;
+        op.type = CatalogueOpType::bootstrap;
+        op.members = group_.founding_members;
+        submit_catalogue_op(op, [this](Result<engine::CommandResult> result) {
+            if (result) {
+                QUEEN_LOG(logger_, Level::info, "cluster.catalogue_bootstrapped",
+                          "members=" << group_.founding_members.size());
+            }
+        });
+    }
+    const NodeId preferred{preferred_leader_.load(std::memory_order_relaxed)};
+    // Only to a node that is up and nearly caught up: writes wait while a transfer runs.
+    constexpr std::uint64_t transfer_lag_max = 1024;
+    if (preferred == raft::no_node || preferred == NodeId{config_.node.id} ||
+        now - transfer_asked_ns_ < retry_ns || replicator_->is_transferring() ||
+        !replicator_->is_peer_current(preferred, transfer_lag_max)) {
+        return;
+    }
+    transfer_asked_ns_ = now;
+    if (auto asked = replicator_->transfer_leadership(preferred); asked) {
+        QUEEN_LOG(logger_, Level::info, "tenant.leader_to_preferred",
+                  "tenant=" << name_ << " to=" << preferred.value());
     }
 }
 
@@ -631,9 +674,10 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
     std::size_t answered = 0;  // entries of `ready` answered so far (in order)
     if (!failure) {
         entries_.clear();
-        for (const Applying& applying : ready) {
-            const raft::Entry& entry = applying.entry;
-            auto decoded = engine_entry(entry.index, entry.type, entry.data);
+        system_scratch_.clear();
+        answers_.assign(ready.size(), std::nullopt);
+        for (std::size_t i = 0; i < ready.size(); ++i) {
+            auto decoded = engine_entry(ready[i].entry, answers_[i]);
             if (!decoded) {
                 failure = prefixed(decoded.error(), name_);
                 break;
@@ -658,7 +702,12 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
                 }
                 for (std::size_t i = 0; i < results.size(); ++i) {
                     Applying& entry = ready[first + i];
-                    if (entry.done) {
+                    if (!entry.done) {
+                        continue;
+                    }
+                    if (auto& answer = answers_[first + i]) {
+                        entry.done(std::move(*answer));  // a catalogue operation that failed
+                    } else {
                         entry.done(std::move(results[i]));
                     }
                 }
@@ -671,6 +720,7 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
             entries_applied_total_.fetch_add(entries_.size(), std::memory_order_relaxed);
             apply_batches_total_.fetch_add(1, std::memory_order_relaxed);
             publish_visible();
+            publish_catalogue();
         } else {
             failure = prefixed(applied.error(), name_);
         }
@@ -909,6 +959,13 @@ Status Tenant::swap_in_snapshot(const InstallMeta& meta) {
         is_installing_.store(false, std::memory_order_release);
         return failure;
     }
+    if (auto loaded = load_system_records(group_); !loaded) {
+        const Error failure = prefixed(loaded.error(), name_);
+        poison(failure);
+        is_installing_.store(false, std::memory_order_release);
+        return failure;
+    }
+    publish_catalogue();
     const LogIndex applied = engine_->applied_index();
     applied_index_.store(applied.value(), std::memory_order_release);
     durable_index_.store(applied.value(), std::memory_order_relaxed);
@@ -921,6 +978,111 @@ Status Tenant::swap_in_snapshot(const InstallMeta& meta) {
     publish_visible();
     waiters_.wake_tenant(name_);  // waiting pops look at the new state
     return {};
+}
+
+Result<engine::Entry> Tenant::engine_entry(const raft::Entry& entry, std::optional<Error>& answer) {
+    auto system = [&](std::string_view key, Bytes value, TimestampMs timestamp) {
+        engine::Command command;
+        command.body = engine::PutSystem{std::string(key), std::move(value)};
+        system_scratch_.push_back(engine::encode_command(command));
+        return engine::Entry{entry.index, timestamp, system_scratch_.back()};
+    };
+    if (entry.type == raft::EntryType::conf_change) {
+        // The membership raft applies with this entry, kept in the state with it: a restart
+        // (and a snapshot of this state) starts raft from it.
+        QUEEN_TRY(const raft::ConfChange change, raft::decode_conf_change(entry.data));
+        auto erase = [](std::vector<NodeId>& ids, NodeId id) {
+            ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+        };
+        auto insert = [](std::vector<NodeId>& ids, NodeId id) {
+            if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+                ids.insert(std::upper_bound(ids.begin(), ids.end(), id), id);
+            }
+        };
+        switch (change.type) {
+            case raft::ConfChangeType::add_voter:
+                erase(conf_state_.learners, change.node_id);
+                insert(conf_state_.voters, change.node_id);
+                break;
+            case raft::ConfChangeType::add_learner:
+                if (std::find(conf_state_.voters.begin(), conf_state_.voters.end(),
+                              change.node_id) == conf_state_.voters.end()) {
+                    insert(conf_state_.learners, change.node_id);
+                }
+                break;
+            case raft::ConfChangeType::remove_node:
+                erase(conf_state_.voters, change.node_id);
+                erase(conf_state_.learners, change.node_id);
+                break;
+        }
+        Bytes record;
+        raft::encode_snapshot_meta(raft::SnapshotMeta{entry.index, entry.term, conf_state_},
+                                   record);
+        return system(raft_conf_record_key, std::move(record), TimestampMs{0});
+    }
+    if (entry.data.empty()) {
+        return engine::Entry{entry.index, TimestampMs{0}, {}};  // a new leader's no-op
+    }
+    QUEEN_TRY(auto view, decode_entry(entry.data));
+    if (!is_catalogue_op(view.command)) {
+        return engine::Entry{entry.index, view.timestamp, view.command};
+    }
+    const engine::Entry no_op{entry.index, view.timestamp, {}};
+    if (!catalogue_) {
+        answer = Error{Errc::unsupported, "tenant " + name_ + " does not hold the catalogue"};
+        return no_op;
+    }
+    QUEEN_TRY(const CatalogueOp op, decode_op(view.command));
+    auto next = apply_op(*catalogue_, op, entry.index.value(), view.timestamp.value());
+    if (!next) {
+        answer = std::move(next).error();
+        return no_op;
+    }
+    catalogue_ = std::move(*next);
+    is_catalogue_changed_ = true;
+    return system(catalogue_record_key, encode_catalogue(*catalogue_), view.timestamp);
+}
+
+Status Tenant::load_system_records(const TenantGroup& group) {
+    QUEEN_TRY(const auto conf, engine_->system_record(raft_conf_record_key));
+    if (conf) {
+        QUEEN_TRY(const raft::SnapshotMeta meta, raft::decode_snapshot_meta(*conf));
+        conf_state_ = meta.conf_state;
+    } else {
+        conf_state_ = raft::ConfState{};
+        conf_state_.voters = group.founders;
+        std::sort(conf_state_.voters.begin(), conf_state_.voters.end());
+    }
+    catalogue_.reset();
+    if (group.holds_catalogue) {
+        QUEEN_TRY(const auto record, engine_->system_record(catalogue_record_key));
+        if (record) {
+            QUEEN_TRY(catalogue_, decode_catalogue(*record));
+        } else {
+            catalogue_ = founding_catalogue(group.founding_members);
+        }
+        is_catalogue_changed_ = true;
+    }
+    return {};
+}
+
+void Tenant::publish_catalogue() {
+    if (!is_catalogue_changed_ || !catalogue_) {
+        return;
+    }
+    is_catalogue_changed_ = false;
+    catalogue_version_.store(catalogue_->version, std::memory_order_relaxed);
+    if (group_.on_catalogue) {
+        group_.on_catalogue(*catalogue_);
+    }
+}
+
+void Tenant::submit_catalogue_op(const CatalogueOp& op, api::Backend::Completion done) {
+    Bytes payload;
+    encode_entry_header(payload, TimestampMs{0});  // the replicator stamps it
+    const Bytes encoded = encode_op(op);
+    payload.insert(payload.end(), encoded.begin(), encoded.end());
+    submit_payload(std::move(payload), std::move(done), true);
 }
 
 void Tenant::poison(const Error& error) {

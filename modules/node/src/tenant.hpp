@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "catalogue.hpp"
 #include "cluster.hpp"
 #include "queen/api/backend.hpp"
 #include "queen/core/clock.hpp"
@@ -34,6 +35,27 @@
 
 namespace queen::node::detail {
 
+/// What a tenant's raft group is, beyond its name.
+struct TenantGroup {
+    /// The voters the group was founded with: the membership before its log holds any
+    /// membership entry (later the state keeps it: system record raft_conf_record_key). Empty
+    /// in a cluster: the cluster's voters. Alone: ignored (this node).
+    std::vector<NodeId> founders;
+    /// The default tenant: it replicates the cluster catalogue (catalogue.hpp), whose
+    /// operations only it applies; others refuse them.
+    bool holds_catalogue = false;
+    /// The catalogue before its first operation (holds_catalogue).
+    std::vector<Member> founding_members;
+    /// Called with the catalogue once at open and after each change (holds_catalogue), on the
+    /// thread that applied it (open's, the applier's): it must not call the tenant back nor
+    /// block.
+    std::function<void(const Catalogue&)> on_catalogue;
+};
+
+/// The system record (engine::PutSystem) holding a group's raft membership as of the state's
+/// applied index: raft's encoded SnapshotMeta (the index and term of the membership entry).
+inline constexpr std::string_view raft_conf_record_key = "raft.conf";
+
 /// A tenant: owns its Log and Engine. Thread-safety: every public member from any thread.
 class Tenant {
 public:
@@ -44,7 +66,8 @@ public:
     /// before applied_index.
     [[nodiscard]] static Result<std::unique_ptr<Tenant>> open(
         std::string name, const std::filesystem::path& dir, const NodeConfig& config,
-        Logger& logger, const Clock& clock, Waiters& waiters, Cluster* cluster = nullptr);
+        Logger& logger, const Clock& clock, Waiters& waiters, Cluster* cluster = nullptr,
+        TenantGroup group = {});
     ~Tenant();
     Tenant(const Tenant&) = delete;
     Tenant& operator=(const Tenant&) = delete;
@@ -88,6 +111,17 @@ public:
 
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
+    /// Proposes a catalogue operation (the default tenant only; a follower forwards it to the
+    /// leader); `done` gets engine::PutSystemResult once applied, or the operation's error
+    /// (apply_op()) or submit()'s.
+    void submit_catalogue_op(const CatalogueOp& op, api::Backend::Completion done);
+
+    /// The node the catalogue prefers as this tenant's leader (0: none): the leader hands its
+    /// leadership to it (on_tick) when it is another voter.
+    void set_preferred_leader(NodeId node) {
+        preferred_leader_.store(node.value(), std::memory_order_relaxed);
+    }
+
     /// Hands the tenant's leadership to `target` (Replicator::transfer_leadership).
     [[nodiscard]] Status transfer_leadership(NodeId target) {
         return replicator_->transfer_leadership(target);
@@ -129,10 +163,24 @@ private:
     /// Cluster ticker: resubmits the writes parked while no leader was known, once one is,
     /// and fails those that waited cluster.leader_wait_ms.
     void on_tick();
+    /// Cluster ticker, on the leader: proposes the catalogue's bootstrap (default tenant, once)
+    /// and hands the leadership to the preferred leader when it is another node.
+    void lead_placement();
     /// Calls `ready` once LMDB holds `target` (at once when it does).
     void wait_visible(LogIndex target, api::Backend::ReadReady ready);
     /// Calls every waiting read with `error` (poisoned or stopped).
     void fail_reads(const Error& error);
+    /// The engine's view of a committed entry (applier, or open's replay): a membership entry
+    /// and a catalogue operation become the system record they change (its bytes kept in
+    /// system_scratch_ until the engine applied it); a catalogue operation that fails becomes a
+    /// no-op whose answer is `answer`. Errors: Errc::corruption (an undecodable envelope or
+    /// membership entry).
+    [[nodiscard]] Result<engine::Entry> engine_entry(const raft::Entry& entry,
+                                                     std::optional<Error>& answer);
+    /// Reads the membership and the catalogue from the state (open, after a snapshot swap).
+    [[nodiscard]] Status load_system_records(const TenantGroup& group);
+    /// Applier: tells on_catalogue about a catalogue the last apply changed.
+    void publish_catalogue();
     /// Applier: applies `ready` in one engine call (or fails it all) and answers every entry.
     void apply_ready(std::vector<Applying>& ready, bool is_poisoned);
     void run_maintenance();
@@ -210,7 +258,20 @@ private:
     bool is_replicator_stopped_ = false;  // nothing more will be committed
     std::optional<std::int64_t> next_due_wall_ms_;
 
-    std::vector<engine::Entry> entries_;     // applier scratch
+    std::vector<engine::Entry> entries_;  // applier scratch
+    // The node's records in the state (applier; open's replay before it): the membership as of
+    // the last applied entry, the catalogue (default tenant), the bytes of the system records
+    // of the batch being applied, and the answers of its failed catalogue operations.
+    TenantGroup group_;
+    raft::ConfState conf_state_;
+    std::optional<Catalogue> catalogue_;
+    bool is_catalogue_changed_ = false;
+    std::vector<Bytes> system_scratch_;
+    std::vector<std::optional<Error>> answers_;
+    std::atomic<std::uint64_t> catalogue_version_{0};
+    std::atomic<std::uint64_t> preferred_leader_{0};
+    std::int64_t transfer_asked_ns_ = 0;     // ticker: the last preferred-leader transfer asked
+    std::int64_t bootstrap_asked_ns_ = 0;    // ticker: the last bootstrap proposal
     std::int64_t uncommitted_since_ns_ = 0;  // applier: first apply of the open LMDB txn
 
     std::atomic<std::uint64_t> applied_index_{0};

@@ -30,11 +30,10 @@ TEST_CASE(
     // Applied entries are committed to LMDB only when a read waits (or at stop).
     config.tenant.state_commit_interval_us = 600'000'000;
     config.tenant.state_sync_interval_ms = 600'000;
-    std::map<std::string, std::unique_ptr<queen::node::detail::Tenant>, std::less<>> tenants;
-    auto tenant = queen::node::detail::Tenant::open("default", dir.path(), config,
-                                                    queen::NullLogger::instance(), clock, waiters);
-    REQUIRE(tenant.has_value());
-    tenants.emplace("default", std::move(*tenant));
+    config.node.data_dir = dir.path();
+    queen::node::detail::TenantManager tenants(config, queen::NullLogger::instance(), clock,
+                                               waiters, nullptr);
+    REQUIRE(tenants.start().has_value());
     queen::node::detail::NodeBackend backend(1, clock, waiters, tenants);
     queen::http::Router router;
     queen::api::ApiOptions api_options;
@@ -75,8 +74,6 @@ TEST_CASE(
     CHECK(waited.body.find("\"orders\"") != std::string::npos);
 
     (*server)->stop();
-    for (auto& [name, opened] : tenants) {
-        REQUIRE(opened->stop().has_value());
-    }
+    REQUIRE(tenants.stop().has_value());
     waiters.stop();
 }

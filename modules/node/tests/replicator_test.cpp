@@ -65,7 +65,7 @@ Bytes command_payload(std::uint8_t tag) {
 ReplicatorStart alone(LogIndex applied = LogIndex{0}) {
     ReplicatorStart start;
     start.self = NodeId{1};
-    start.voters = {NodeId{1}};
+    start.conf_state.voters = {NodeId{1}};
     start.applied = applied;
     return start;
 }

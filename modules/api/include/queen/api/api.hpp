@@ -14,6 +14,9 @@
 
 namespace queen::api {
 
+/// A valid tenant name: 1-64 characters of [A-Za-z0-9._-].
+[[nodiscard]] bool is_tenant_name(std::string_view name) noexcept;
+
 /// Limits and defaults of the API layer (on top of http::ServerOptions, which bounds the body
 /// size and the headers). Every limit violation is a 400 with `{"error": "..."}` and nothing is
 /// submitted.

@@ -94,6 +94,16 @@ struct LeaderTransfer {
     std::uint64_t term = 0;       ///< the term this node knew when asked
 };
 
+/// One tenant of the cluster catalogue, as Backend::list_tenants() reports it.
+struct TenantInfo {
+    std::string name;
+    std::uint32_t replication = 1;        ///< replicas (1, 3 or 5; the default tenant: all nodes)
+    std::vector<std::uint64_t> replicas;  ///< node ids; the first is the preferred leader
+    std::uint64_t leader_id = 0;  ///< the leader this node knows (0: none, or not hosted here)
+    bool is_hosted = false;       ///< this node is one of its replicas and has it open
+    std::int64_t created_ms = 0;  ///< wall-clock ms (0 for the default tenant)
+};
+
 /// The node side of the API. Every member may be called from any thread (I/O threads mostly)
 /// and must not block for long: submit() and wait_for_change() complete through callbacks.
 class Backend {
@@ -163,6 +173,35 @@ public:
         (void)tenant;
         (void)target;
         return Error{Errc::unsupported, "this backend cannot transfer leadership"};
+    }
+
+    using TenantDone = std::function<void(Result<TenantInfo>)>;
+    /// Creates tenant `name` with `replication` replicas (0: 3 when the cluster has at least 3
+    /// nodes, else 1), placed by the cluster (docs/cluster.md, "Tenants"), and calls `done` (on
+    /// any thread) once it is created and, when this node is one of its replicas, open here.
+    /// Errors given to `done`: Errc::invalid_argument (a bad name, a replication other than
+    /// 1, 3 or 5 or above the number of nodes), Errc::already_exists, Errc::not_leader and
+    /// Errc::busy (retry), Errc::poisoned, Errc::unsupported (this backend has no tenants API).
+    virtual void create_tenant(std::string_view name, std::uint32_t replication, TenantDone done) {
+        (void)name;
+        (void)replication;
+        done(Error{Errc::unsupported, "this backend cannot create tenants"});
+    }
+    /// Deletes tenant `name` and all its data on every node. Errors given to `done`:
+    /// Errc::not_found, Errc::unsupported (the default tenant), as create_tenant otherwise.
+    virtual void delete_tenant(std::string_view name, std::function<void(Status)> done) {
+        (void)name;
+        done(Error{Errc::unsupported, "this backend cannot delete tenants"});
+    }
+    /// The tenants of the catalogue as this node applied it (call from a when_readable()
+    /// callback of the default tenant to see every change acknowledged before), sorted by name.
+    [[nodiscard]] virtual Result<std::vector<TenantInfo>> list_tenants() {
+        return Error{Errc::unsupported, "this backend has no tenants API"};
+    }
+    /// Spreads the tenants' preferred leaders evenly over the nodes (their leaders then move,
+    /// one transfer each); `done` gets the new placement. Errors as create_tenant.
+    virtual void rebalance(std::function<void(Result<std::vector<TenantInfo>>)> done) {
+        done(Error{Errc::unsupported, "this backend cannot rebalance"});
     }
 };
 
