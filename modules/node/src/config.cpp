@@ -161,8 +161,7 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Ticks between a leader's heartbeats (< election_ticks).", 1, 100'000);
     schema.add_integer("cluster.raft_memory_bytes_max", &cl.raft_memory_bytes_max,
                        "Applied entries (payload bytes) each tenant keeps in memory for lagging "
-                       "peers; a peer further behind needs a snapshot (not sent yet: its tenant "
-                       "stops with an error).",
+                       "peers; a peer further behind gets a snapshot of the leader's state.",
                        1);
     schema.add_integer("cluster.leader_wait_ms", &cl.leader_wait_ms,
                        "A write that finds no leader (an election) waits this long for one, "

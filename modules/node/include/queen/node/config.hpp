@@ -84,8 +84,7 @@ struct ClusterOptions {
     std::uint32_t election_ticks = 20;
     std::uint32_t heartbeat_ticks = 2;
     /// Applied entries (payload bytes) a tenant's raft member keeps in memory for peers that
-    /// lag; a peer further behind needs a snapshot, which this version cannot send yet (its
-    /// tenant stops with an error; docs/cluster.md).
+    /// lag; a peer further behind gets a snapshot (docs/cluster.md, "Catching up").
     std::uint64_t raft_memory_bytes_max = std::uint64_t{64} << 20;
     /// A write that finds no leader (an election) waits this long for one, then fails with 503.
     std::uint32_t leader_wait_ms = 3'000;
