@@ -56,7 +56,14 @@ struct TenantGroup {
 /// applied index: raft's encoded SnapshotMeta (the index and term of the membership entry).
 inline constexpr std::string_view raft_conf_record_key = "raft.conf";
 
-/// A tenant: owns its Log and Engine. Thread-safety: every public member from any thread.
+/// `error` with the tenant's name in front of its context.
+inline Error prefixed(const Error& error, const std::string& tenant) {
+    return Error{error.code, "tenant " + tenant + ": " + error.context};
+}
+
+/// A tenant: owns its Log and Engine (tenant.cpp: open, write path, apply, maintenance, stop;
+/// tenant_snapshot.cpp: snapshot installs; tenant_group.cpp: membership and catalogue records,
+/// placement). Thread-safety: every public member from any thread.
 class Tenant {
 public:
     /// Opens <dir>/log and <dir>/state, replays the log from the engine's applied_index + 1 and

@@ -59,8 +59,6 @@ Status TenantManager::start() {
     const auto tenants_dir = config_.node.data_dir / "tenants";
     // Deletions a crash interrupted.
     QUEEN_TRY(remove_tree_durably(config_.node.data_dir / deleted_dir));
-    TenantPlacement default_placement;
-    default_placement.name = std::string(default_tenant_name);
     QUEEN_TRY(create_directories_durably(tenants_dir / default_tenant_name));
     TenantGroup group;
     group.holds_catalogue = true;

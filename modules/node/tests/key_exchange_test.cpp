@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "encryption_key.hpp"
+#include "peer_support.hpp"
 #include "queen/core/hex.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
@@ -104,18 +105,7 @@ private:
     std::vector<std::string> lines_;
 };
 
-std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    socklen_t size = sizeof address;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
+using queen::node::testing::free_port;
 
 /// Peer transports of a `size`-node cluster on 127.0.0.1; node i starts when start(i) is called.
 struct Nodes {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "peer_support.hpp"
 #include "queen/testing/catch.hpp"
 
 namespace {
@@ -34,18 +35,7 @@ const std::string secret = "a cluster secret of at least 16 bytes";
 /// How long a test waits for an event before it gives up (a hang guard, not a timing check).
 constexpr auto patience = 30s;
 
-std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    socklen_t size = sizeof address;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
+using queen::node::testing::free_port;
 
 std::string thread_name() {
     char name[16] = {};
