@@ -329,14 +329,9 @@ Result<Catalogue> apply_op(const Catalogue& catalogue, const CatalogueOp& op, st
         case CatalogueOpType::rebalance: {
             // Every tenant's preferred leader again, in name order, each time the replica
             // with the fewest preferences so far.
-            std::map<NodeId, Load> load;
-            for (const Member& member : next.members) {
-                load[member.id];
-            }
-            for (const TenantPlacement& tenant : next.tenants) {
-                for (const NodeId replica : tenant.replicas) {
-                    ++load[replica].replicas;
-                }
+            std::map<NodeId, Load> load = loads(next);
+            for (auto& [node, counts] : load) {
+                counts.preferred = 0;
             }
             for (TenantPlacement& tenant : next.tenants) {
                 if (tenant.replicas.empty()) {
