@@ -1,7 +1,8 @@
 // cli/commands/admin.cpp — `queen admin`: list and show queues, partitions, consumer groups, the
 // DLQ and single messages of a running broker; create/delete queues, delete/seek groups,
 // maintenance modes and health. Aligned tables for people, `--json` for scripts. Not a client
-// library: every request goes through queen::client.
+// library: every request goes through queen::client. The tenant commands (`tenant`, `cluster
+// rebalance`) are in admin_tenant.cpp.
 #include "commands/admin.hpp"
 
 #include <unistd.h>
@@ -29,6 +30,7 @@ namespace {
 
 using nlohmann::json;
 namespace qc = queen::client;
+using namespace admin_internal;  // the helpers admin_tenant.cpp shares (admin.hpp)
 
 // ---- errors and exit codes ----
 
@@ -48,30 +50,26 @@ int exit_code_of(const queen::Error& error) {
     return exit_failed;
 }
 
-int report(const queen::Error& error) {
+}  // namespace
+
+int admin_internal::report(const queen::Error& error) {
     std::fprintf(stderr, "queen admin: %s\n", error.message().c_str());
     return exit_code_of(error);
 }
 
-int report_failure(const std::string& message) {
+int admin_internal::report_failure(const std::string& message) {
     std::fprintf(stderr, "queen admin: %s\n", message.c_str());
     return exit_failed;
 }
 
 // ---- output ----
 
-void print_json(const json& value) {
+void admin_internal::print_json(const json& value) {
     std::cout << value.dump(2) << "\n";
 }
 
-// A payload the broker sent, embedded as JSON rather than as a string when it parses.
-json embedded(const std::string& text) {
-    json value = json::parse(text, nullptr, false);
-    return value.is_discarded() ? json(text) : value;
-}
-
 // How a JSON value reads in a table cell: strings bare, null and absent as "-".
-std::string cell(const json& value) {
+std::string admin_internal::cell(const json& value) {
     if (value.is_null()) {
         return "-";
     }
@@ -82,81 +80,80 @@ std::string cell(const json& value) {
     return value.dump();
 }
 
-std::string cell(const json& object, const char* key) {
+std::string admin_internal::cell(const json& object, const char* key) {
     const auto found = object.find(key);
     return found == object.end() ? "-" : cell(*found);
 }
 
-std::string cell(const std::string& text) {
+std::string admin_internal::cell(const std::string& text) {
     return text.empty() ? "-" : text;
 }
 
-std::string cell(std::int64_t number) {
+std::string admin_internal::cell(std::int64_t number) {
     return std::to_string(number);
 }
 
-std::string yes_no(bool value) {
+std::string admin_internal::yes_no(bool value) {
     return value ? "yes" : "no";
 }
 
-// Columns padded to their widest cell; numeric columns are right-aligned.
-class Table {
-public:
-    struct Column {
-        std::string name;
-        bool is_numeric = false;
-    };
-
-    explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
-
-    void add(std::vector<std::string> row) {
-        row.resize(columns_.size(), "-");
-        rows_.push_back(std::move(row));
+void admin_internal::Table::print() const {
+    std::vector<std::size_t> widths;
+    for (const Column& column : columns_) {
+        widths.push_back(column.name.size());
     }
-
-    void print() const {
-        std::vector<std::size_t> widths;
-        for (const Column& column : columns_) {
-            widths.push_back(column.name.size());
-        }
-        for (const auto& row : rows_) {
-            for (std::size_t i = 0; i < row.size(); ++i) {
-                widths[i] = std::max(widths[i], row[i].size());
-            }
-        }
-        std::vector<std::string> header;
-        for (const Column& column : columns_) {
-            header.push_back(column.name);
-        }
-        print_row(header, widths);
-        for (const auto& row : rows_) {
-            print_row(row, widths);
-        }
-    }
-
-private:
-    void print_row(const std::vector<std::string>& row,
-                   const std::vector<std::size_t>& widths) const {
-        std::string line;
+    for (const auto& row : rows_) {
         for (std::size_t i = 0; i < row.size(); ++i) {
-            const std::string padding(widths[i] - row[i].size(), ' ');
-            if (i > 0) {
-                line += "  ";
-            }
-            if (columns_[i].is_numeric) {
-                line += padding + row[i];
-            } else if (i + 1 < row.size()) {
-                line += row[i] + padding;
-            } else {
-                line += row[i];  // no trailing blanks
-            }
+            widths[i] = std::max(widths[i], row[i].size());
         }
-        std::cout << line << "\n";
     }
+    std::vector<std::string> header;
+    for (const Column& column : columns_) {
+        header.push_back(column.name);
+    }
+    print_row(header, widths);
+    for (const auto& row : rows_) {
+        print_row(row, widths);
+    }
+}
 
-    std::vector<Column> columns_;
-    std::vector<std::vector<std::string>> rows_;
-};
+void admin_internal::Table::print_row(const std::vector<std::string>& row,
+                                      const std::vector<std::size_t>& widths) const {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+        const std::string padding(widths[i] - row[i].size(), ' ');
+        if (i > 0) {
+            line += "  ";
+        }
+        if (columns_[i].is_numeric) {
+            line += padding + row[i];
+        } else if (i + 1 < row.size()) {
+            line += row[i] + padding;
+        } else {
+            line += row[i];  // no trailing blanks
+        }
+    }
+    std::cout << line << "\n";
+}
+
+// Asks on the terminal; false unless the answer is y or yes.
+bool admin_internal::confirm(const std::string& question) {
+    std::fprintf(stderr, "%s [y/N] ", question.c_str());
+    std::fflush(stderr);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) {
+        return false;
+    }
+    return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+namespace {
+
+// A payload the broker sent, embedded as JSON rather than as a string when it parses.
+json embedded(const std::string& text) {
+    json value = json::parse(text, nullptr, false);
+    return value.is_discarded() ? json(text) : value;
+}
 
 // Two-column "name  value" lines, names padded to the widest.
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -405,17 +402,6 @@ int run_queues_create(const AdminOptions& options, qc::Client& client) {
     }
     table.print();
     return exit_ok;
-}
-
-// Asks on the terminal; false unless the answer is y or yes.
-bool confirm(const std::string& question) {
-    std::fprintf(stderr, "%s [y/N] ", question.c_str());
-    std::fflush(stderr);
-    std::string answer;
-    if (!std::getline(std::cin, answer)) {
-        return false;
-    }
-    return answer == "y" || answer == "Y" || answer == "yes";
 }
 
 int run_queues_delete(const AdminOptions& options, qc::Client& client) {
@@ -869,162 +855,6 @@ int run_cluster_transfer_leader(const AdminOptions& options, qc::Client& client)
     return exit_ok;
 }
 
-// ---- tenants ----
-
-// A JSON object answer of the broker; anything else is bad_response.
-queen::Result<json> object_of(const std::string& what, const std::string& body) {
-    json value = json::parse(body, nullptr, false);
-    if (value.is_discarded() || !value.is_object()) {
-        return queen::Error{qc::Errc::bad_response, what + ": the answer is not a JSON object"};
-    }
-    return value;
-}
-
-// Node ids as "1,2,3" ("-" for none).
-std::string id_list(const json& ids) {
-    std::string out;
-    if (ids.is_array()) {
-        for (const json& id : ids) {
-            out += (out.empty() ? "" : ",") + cell(id);
-        }
-    }
-    return cell(out);
-}
-
-// A node id cell: 0 (none known) and null as "-".
-std::string node_cell(const json& object, const char* key) {
-    const auto found = object.find(key);
-    if (found == object.end() || found->is_null() ||
-        (found->is_number_unsigned() && found->get<std::uint64_t>() == 0)) {
-        return "-";
-    }
-    return cell(*found);
-}
-
-// The tenants of a {"tenants": [...]} answer as a table.
-void print_tenants(const json& answer) {
-    Table table{{{"TENANT"},
-                 {"REPLICATION", true},
-                 {"REPLICAS"},
-                 {"PREFERRED", true},
-                 {"LEADER", true},
-                 {"HOSTED"},
-                 {"CREATED"}}};
-    const json tenants = answer.value("tenants", json::array());
-    for (const json& t : tenants) {
-        if (!t.is_object()) {
-            continue;
-        }
-        table.add({cell(t, "name"), cell(t, "replication"), id_list(t.value("replicas", json())),
-                   node_cell(t, "preferredLeader"), node_cell(t, "leaderId"),
-                   yes_no(t.value("hosted", false)), cell(t, "createdAt")});
-    }
-    table.print();
-}
-
-std::string tenant_target(const std::string& name) {
-    return "/api/v1/system/tenants/" + qc::percent_encode(name);
-}
-
-int run_tenant_list(const AdminOptions& options, qc::Client& client) {
-    auto body = client.get_json("/api/v1/system/tenants");
-    if (!body) {
-        return report(body.error());
-    }
-    auto answer = object_of("GET /api/v1/system/tenants", *body);
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        print_tenants(*answer);
-    }
-    return exit_ok;
-}
-
-int run_tenant_create(const AdminOptions& options, qc::Client& client) {
-    json request = {{"name", options.tenant_name}};
-    if (options.replication != 0) {
-        request["replication"] = options.replication;
-    }
-    auto body = client.post_json("/api/v1/system/tenants", request.dump());
-    if (!body) {
-        return report(body.error());
-    }
-    auto answer = object_of("POST /api/v1/system/tenants", *body);
-    if (!answer) {
-        return report(answer.error());
-    }
-    const json& t = *answer;
-    if (options.json) {
-        print_json(t);
-        return exit_ok;
-    }
-    std::cout << "created tenant " << cell(t, "name") << " (replication " << cell(t, "replication")
-              << ", replicas " << id_list(t.value("replicas", json())) << ", preferred leader "
-              << node_cell(t, "preferredLeader") << ", "
-              << (t.value("hosted", false) ? "hosted on this node" : "not hosted on this node")
-              << ")\n";
-    return exit_ok;
-}
-
-// DELETE has no call of its own in the client: one request on a connection of the client's.
-queen::Result<std::string> delete_json(qc::Client& client, const std::string& target) {
-    const auto connection = client.make_connection();
-    const qc::HttpRequest http{"DELETE", target, {}, false, false, 0};
-    QUEEN_TRY(const auto response, connection->request(http));
-    QUEEN_TRY(qc::check_http_status(http, response));
-    return response.body;
-}
-
-int run_tenant_delete(const AdminOptions& options, qc::Client& client) {
-    if (!options.yes) {
-        if (isatty(STDIN_FILENO) == 0) {
-            std::fprintf(stderr,
-                         "queen admin: deleting tenant %s (its queues and messages, on every "
-                         "node) needs --yes when stdin is not a terminal\n",
-                         options.tenant_name.c_str());
-            return exit_usage;
-        }
-        if (!confirm("Delete tenant " + options.tenant_name +
-                     " with all its queues and messages, on every node?")) {
-            return report_failure("tenant " + options.tenant_name + " not deleted");
-        }
-    }
-    auto body = delete_json(client, tenant_target(options.tenant_name));
-    if (!body) {
-        return report(body.error());
-    }
-    auto answer = object_of("DELETE " + tenant_target(options.tenant_name), *body);
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        std::cout << "deleted tenant " << options.tenant_name << "\n";
-    }
-    return exit_ok;
-}
-
-int run_cluster_rebalance(const AdminOptions& options, qc::Client& client) {
-    auto body = client.post_json("/api/v1/system/cluster/rebalance", "{}");
-    if (!body) {
-        return report(body.error());
-    }
-    auto answer = object_of("POST /api/v1/system/cluster/rebalance", *body);
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        print_tenants(*answer);
-    }
-    return exit_ok;
-}
-
 // ---- flags ----
 
 // The flag of a queue option is its JSON key in kebab case: leaseTime -> lease-time.
@@ -1263,34 +1093,8 @@ void register_admin(CLI::App& app, int& exit_code) {
     transfer->add_option("--wait", options->wait_s, "Seconds to wait for node --to to lead")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    leaf(cluster, "rebalance",
-         "Spread the tenants' preferred leaders evenly over the nodes (their leaders then move) "
-         "and print the new placement",
-         AdminCommand::cluster_rebalance);
     cluster->require_subcommand(1);
-
-    auto* tenant = admin->add_subcommand(
-        "tenant", "List, create and delete the tenants of the cluster (--tenant is not used)");
-    tenant->require_subcommand(1);
-    leaf(tenant, "list",
-         "Every tenant: replication, replicas, preferred and current leader, hosted here",
-         AdminCommand::tenant_list);
-    auto* tenant_create =
-        leaf(tenant, "create", "Create a tenant, placed on --replication nodes by the cluster",
-             AdminCommand::tenant_create);
-    tenant_create->add_option("name", options->tenant_name, "Tenant name (1-64 of [A-Za-z0-9._-])")
-        ->required();
-    tenant_create
-        ->add_option(
-            "--replication", options->replication,
-            "Replicas: 1, 3 or 5 (default: 3 when the cluster has 3 nodes or more, else 1)")
-        ->check(CLI::IsMember({1, 3, 5}));
-    auto* tenant_delete =
-        leaf(tenant, "delete", "Delete a tenant with all its queues and messages, on every node",
-             AdminCommand::tenant_delete);
-    tenant_delete->add_option("name", options->tenant_name, "Tenant name")->required();
-    tenant_delete->add_flag("--yes,-y", options->yes,
-                            "Do not ask (required when stdin is no terminal)");
+    register_tenant_commands(*admin, *cluster, *options, leaf);
 }
 
 }  // namespace queen::cli

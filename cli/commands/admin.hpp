@@ -2,14 +2,26 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "queen/core/queue_options.hpp"
 
 namespace CLI {
 class App;
+}
+
+namespace queen {
+struct Error;
+}
+
+namespace queen::client {
+class Client;
 }
 
 namespace queen::cli {
@@ -85,5 +97,65 @@ void register_admin(CLI::App& app, int& exit_code);
 /// reached, timed out or answered 503/504, or when a leadership transfer did not finish within
 /// --wait.
 int run_admin(const AdminOptions& options);
+
+// ---- internal: shared by admin.cpp and admin_tenant.cpp (not for other commands) ----
+namespace admin_internal {
+
+/// Prints "queen admin: <message>" to stderr; returns the error's exit code.
+int report(const queen::Error& error);
+/// Prints "queen admin: <message>" to stderr; returns exit_failed.
+int report_failure(const std::string& message);
+
+void print_json(const nlohmann::json& value);
+
+/// How a value reads in a table cell: strings bare, null, absent and empty as "-".
+std::string cell(const nlohmann::json& value);
+std::string cell(const nlohmann::json& object, const char* key);
+std::string cell(const std::string& text);
+std::string cell(std::int64_t number);
+std::string yes_no(bool value);
+
+/// Asks on the terminal; false unless the answer is y or yes.
+bool confirm(const std::string& question);
+
+/// Columns padded to their widest cell; numeric columns are right-aligned.
+class Table {
+public:
+    struct Column {
+        std::string name;
+        bool is_numeric = false;
+    };
+
+    explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+    void add(std::vector<std::string> row) {
+        row.resize(columns_.size(), "-");
+        rows_.push_back(std::move(row));
+    }
+
+    void print() const;
+
+private:
+    void print_row(const std::vector<std::string>& row,
+                   const std::vector<std::size_t>& widths) const;
+
+    std::vector<Column> columns_;
+    std::vector<std::vector<std::string>> rows_;
+};
+
+// The tenant commands (admin_tenant.cpp).
+int run_tenant_list(const AdminOptions& options, queen::client::Client& client);
+int run_tenant_create(const AdminOptions& options, queen::client::Client& client);
+int run_tenant_delete(const AdminOptions& options, queen::client::Client& client);
+int run_cluster_rebalance(const AdminOptions& options, queen::client::Client& client);
+
+/// Adds one leaf subcommand that runs `command` (register_admin's helper).
+using AddLeaf = std::function<CLI::App*(CLI::App* parent, const char* name, const char* help,
+                                        AdminCommand command)>;
+/// Adds `cluster rebalance` to `cluster` and `tenant list|create|delete` to `admin`.
+void register_tenant_commands(CLI::App& admin, CLI::App& cluster, AdminOptions& options,
+                              const AddLeaf& leaf);
+
+}  // namespace admin_internal
 
 }  // namespace queen::cli

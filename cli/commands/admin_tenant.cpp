@@ -1,0 +1,200 @@
+// cli/commands/admin_tenant.cpp — `queen admin tenant list|create|delete` and `queen admin
+// cluster rebalance`: the tenants of a cluster over /api/v1/system/tenants, printed as one table
+// (or `--json`). The shared output helpers and the command line live in admin.cpp.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands/admin.hpp"
+#include "exit_codes.hpp"
+#include "queen/client/client.hpp"
+#include "queen/client/protocol.hpp"
+
+namespace queen::cli {
+namespace {
+
+using nlohmann::json;
+namespace qc = queen::client;
+using namespace admin_internal;
+
+// The broker's answer to `what` as a JSON object: a failed request keeps its error, a body that
+// is not a JSON object is bad_response.
+queen::Result<json> object_of(const std::string& what, const queen::Result<std::string>& body) {
+    if (!body) {
+        return body.error();
+    }
+    json value = json::parse(*body, nullptr, false);
+    if (value.is_discarded() || !value.is_object()) {
+        return queen::Error{qc::Errc::bad_response, what + ": the answer is not a JSON object"};
+    }
+    return value;
+}
+
+// Node ids as "1,2,3" ("-" for none).
+std::string id_list(const json& ids) {
+    std::string out;
+    if (ids.is_array()) {
+        for (const json& id : ids) {
+            out += (out.empty() ? "" : ",") + cell(id);
+        }
+    }
+    return cell(out);
+}
+
+// A node id cell: 0 (none known) and null as "-".
+std::string node_cell(const json& object, const char* key) {
+    const auto found = object.find(key);
+    if (found == object.end() || found->is_null() ||
+        (found->is_number_unsigned() && found->get<std::uint64_t>() == 0)) {
+        return "-";
+    }
+    return cell(*found);
+}
+
+// The tenants of a {"tenants": [...]} answer as a table.
+void print_tenants(const json& answer) {
+    Table table{{{"TENANT"},
+                 {"REPLICATION", true},
+                 {"REPLICAS"},
+                 {"PREFERRED", true},
+                 {"LEADER", true},
+                 {"HOSTED"},
+                 {"CREATED"}}};
+    const json tenants = answer.value("tenants", json::array());
+    for (const json& t : tenants) {
+        if (!t.is_object()) {
+            continue;
+        }
+        table.add({cell(t, "name"), cell(t, "replication"), id_list(t.value("replicas", json())),
+                   node_cell(t, "preferredLeader"), node_cell(t, "leaderId"),
+                   yes_no(t.value("hosted", false)), cell(t, "createdAt")});
+    }
+    table.print();
+}
+
+// tenant list and cluster rebalance: a {"tenants": [...]} answer as JSON or as the table.
+int print_tenants_answer(const AdminOptions& options, const queen::Result<json>& answer) {
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        print_tenants(*answer);
+    }
+    return exit_ok;
+}
+
+std::string tenant_target(const std::string& name) {
+    return "/api/v1/system/tenants/" + qc::percent_encode(name);
+}
+
+// DELETE has no call of its own in the client: one request on a connection of the client's.
+queen::Result<std::string> delete_json(qc::Client& client, const std::string& target) {
+    const auto connection = client.make_connection();
+    const qc::HttpRequest http{"DELETE", target, {}, false, false, 0};
+    QUEEN_TRY(const auto response, connection->request(http));
+    QUEEN_TRY(qc::check_http_status(http, response));
+    return response.body;
+}
+
+}  // namespace
+
+int admin_internal::run_tenant_list(const AdminOptions& options, qc::Client& client) {
+    return print_tenants_answer(options, object_of("GET /api/v1/system/tenants",
+                                                   client.get_json("/api/v1/system/tenants")));
+}
+
+int admin_internal::run_tenant_create(const AdminOptions& options, qc::Client& client) {
+    json request = {{"name", options.tenant_name}};
+    if (options.replication != 0) {
+        request["replication"] = options.replication;
+    }
+    auto answer = object_of("POST /api/v1/system/tenants",
+                            client.post_json("/api/v1/system/tenants", request.dump()));
+    if (!answer) {
+        return report(answer.error());
+    }
+    const json& t = *answer;
+    if (options.json) {
+        print_json(t);
+        return exit_ok;
+    }
+    std::cout << "created tenant " << cell(t, "name") << " (replication " << cell(t, "replication")
+              << ", replicas " << id_list(t.value("replicas", json())) << ", preferred leader "
+              << node_cell(t, "preferredLeader") << ", "
+              << (t.value("hosted", false) ? "hosted on this node" : "not hosted on this node")
+              << ")\n";
+    return exit_ok;
+}
+
+int admin_internal::run_tenant_delete(const AdminOptions& options, qc::Client& client) {
+    if (!options.yes) {
+        if (isatty(STDIN_FILENO) == 0) {
+            std::fprintf(stderr,
+                         "queen admin: deleting tenant %s (its queues and messages, on every "
+                         "node) needs --yes when stdin is not a terminal\n",
+                         options.tenant_name.c_str());
+            return exit_usage;
+        }
+        if (!confirm("Delete tenant " + options.tenant_name +
+                     " with all its queues and messages, on every node?")) {
+            return report_failure("tenant " + options.tenant_name + " not deleted");
+        }
+    }
+    const std::string target = tenant_target(options.tenant_name);
+    auto answer = object_of("DELETE " + target, delete_json(client, target));
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        std::cout << "deleted tenant " << options.tenant_name << "\n";
+    }
+    return exit_ok;
+}
+
+int admin_internal::run_cluster_rebalance(const AdminOptions& options, qc::Client& client) {
+    return print_tenants_answer(
+        options, object_of("POST /api/v1/system/cluster/rebalance",
+                           client.post_json("/api/v1/system/cluster/rebalance", "{}")));
+}
+
+void admin_internal::register_tenant_commands(CLI::App& admin, CLI::App& cluster,
+                                              AdminOptions& options, const AddLeaf& leaf) {
+    leaf(&cluster, "rebalance",
+         "Spread the tenants' preferred leaders evenly over the nodes (their leaders then move) "
+         "and print the new placement",
+         AdminCommand::cluster_rebalance);
+
+    auto* tenant = admin.add_subcommand(
+        "tenant", "List, create and delete the tenants of the cluster (--tenant is not used)");
+    tenant->require_subcommand(1);
+    leaf(tenant, "list",
+         "Every tenant: replication, replicas, preferred and current leader, hosted here",
+         AdminCommand::tenant_list);
+    auto* tenant_create =
+        leaf(tenant, "create", "Create a tenant, placed on --replication nodes by the cluster",
+             AdminCommand::tenant_create);
+    tenant_create->add_option("name", options.tenant_name, "Tenant name (1-64 of [A-Za-z0-9._-])")
+        ->required();
+    tenant_create
+        ->add_option(
+            "--replication", options.replication,
+            "Replicas: 1, 3 or 5 (default: 3 when the cluster has 3 nodes or more, else 1)")
+        ->check(CLI::IsMember({1, 3, 5}));
+    auto* tenant_delete =
+        leaf(tenant, "delete", "Delete a tenant with all its queues and messages, on every node",
+             AdminCommand::tenant_delete);
+    tenant_delete->add_option("name", options.tenant_name, "Tenant name")->required();
+    tenant_delete->add_flag("--yes,-y", options.yes,
+                            "Do not ask (required when stdin is no terminal)");
+}
+
+}  // namespace queen::cli
