@@ -130,10 +130,9 @@ http::Response error_response(Context& context, const Error& error, std::string_
             "unknown " + tenant_text + (error.context.empty() ? "" : ": " + error.context));
     }
     if (error.is(Errc::busy)) {
-        return retry_soon(error_response(context, 503,
-                                         "the broker is busy (" + tenant_text +
-                                             ", proposal queue full): " + error.context +
-                                             "; retry with backoff"));
+        return retry_soon(error_response(
+            context, 503,
+            "the broker is busy (" + tenant_text + "): " + error.context + "; retry with backoff"));
     }
     if (error.is(Errc::not_leader)) {
         return retry_soon(error_response(context, 503,

@@ -195,7 +195,7 @@ void handle_delete_group(Context& context, const ContextPtr& shared, Request& re
     queues::DeleteGroup command;
     command.group = target->group;
     command.queue = for_queue ? param(request, "queue") : std::string();
-    command.delete_metadata = query_boolean(request, "deleteMetadata", true);
+    command.delete_metadata = request.query_bool("deleteMetadata", true);
     submit_and_reply<queues::DeleteGroupResult>(
         shared, tenant, command, std::move(responder),
         [command, for_queue](queues::DeleteGroupResult& result) {

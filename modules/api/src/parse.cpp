@@ -184,14 +184,6 @@ Result<std::int64_t> query_integer(const http::Request& request, std::string_vie
     return value;
 }
 
-bool query_boolean(const http::Request& request, std::string_view name, bool fallback) {
-    const auto text = request.query_value(name);
-    if (!text.has_value()) {
-        return fallback;
-    }
-    return *text == "true" || *text == "1";
-}
-
 Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
                               const ApiOptions& options, PopWait& wait) {
     queues::Pop out;
@@ -231,7 +223,7 @@ Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
     QUEEN_TRY(const std::int64_t partitions,
               query_integer(request, "partitions", 1, 0, options.pop_partitions_max));
     out.partitions = has_partition || partitions < 1 ? 1 : static_cast<std::uint32_t>(partitions);
-    out.auto_ack = query_boolean(request, "autoAck", false);
+    out.auto_ack = request.query_bool("autoAck", false);
 
     if (const auto group = request.query_value("consumerGroup"); group && !group->empty()) {
         out.group = std::string(*group);
@@ -257,7 +249,7 @@ Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
         }
     }
 
-    wait.is_enabled = query_boolean(request, "wait", false);
+    wait.is_enabled = request.query_bool("wait", false);
     QUEEN_TRY(const std::int64_t timeout,
               query_integer(request, "timeout", options.pop_timeout_ms_default, 0, INT64_MAX));
     // Clients may ask for very long polls; they get at most pop_timeout_ms_max (then 204).

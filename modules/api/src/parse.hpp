@@ -104,8 +104,5 @@ struct PopWait {
 [[nodiscard]] Result<std::int64_t> query_integer(const http::Request& request,
                                                  std::string_view name, std::int64_t fallback,
                                                  std::int64_t min, std::int64_t max);
-/// true only for "true" or "1" (docs/http-api.md, conventions); absent -> `fallback`.
-[[nodiscard]] bool query_boolean(const http::Request& request, std::string_view name,
-                                 bool fallback);
 
 }  // namespace queen::api::detail

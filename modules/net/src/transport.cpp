@@ -523,7 +523,10 @@ void Transport::Impl::closed(Connection& connection, bool was_open, const std::s
         connections_open.fetch_sub(1, std::memory_order_relaxed);
         QUEEN_LOG(logger, Level::info, "net.peer_disconnected",
                   "peer=" << connection.peer().value() << " reason=\"" << reason << "\"");
-        event(PeerEvent::Kind::disconnected, connection.peer(), reason);
+        // A connection a newer one replaced is no news: the peer is still connected.
+        if (is_current) {
+            event(PeerEvent::Kind::disconnected, connection.peer(), reason);
+        }
     }
     if (is_current && should_redial) {
         schedule_redial(connection.peer());

@@ -9,6 +9,7 @@
 
 #include "queen/http/server.hpp"
 #include "queen/raft/errc.hpp"
+#include "request_forward.hpp"
 
 namespace queen::node::detail {
 namespace {
@@ -21,8 +22,7 @@ Error missing_tenant(const TenantManager& tenants, std::string_view tenant, Node
                      "no such tenant in the cluster (create it: POST /api/v1/system/tenants)"};
     }
     if (catalogue.is_replica(tenant, self)) {
-        return Error{Errc::busy,
-                     "tenant '" + std::string(tenant) + "' is still opening on this node; retry"};
+        return Error{Errc::busy, "still opening on this node"};
     }
     std::string nodes;
     for (const NodeId replica : placement->replicas) {
@@ -218,6 +218,33 @@ api::NodeStatus NodeBackend::node_status() const {
             Kind::counter, m.requests_cancelled_total);
         add("queen_http_bytes_in_total", "Bytes received", Kind::counter, m.bytes_in_total);
         add("queen_http_bytes_out_total", "Bytes sent", Kind::counter, m.bytes_out_total);
+    }
+    if (const RequestForwarder* forwarder = forwarder_.load(std::memory_order_acquire)) {
+        const RequestForwarderStats f = forwarder->stats();
+        auto add = [&](const char* name, const char* help, Kind kind, std::uint64_t value) {
+            status.metrics.push_back({name, help, kind, {}, static_cast<double>(value)});
+        };
+        add("queen_forward_requests_total",
+            "API requests sent to a replica of their tenant (hosted on other nodes)", Kind::counter,
+            f.forwarded_total);
+        add("queen_forward_answered_total", "Forwarded requests answered by the replica",
+            Kind::counter, f.answered_total);
+        add("queen_forward_failed_total",
+            "Forwarded requests answered here (503 unreachable or timed out, 413, 502)",
+            Kind::counter, f.failed_total);
+        add("queen_forward_timed_out_total",
+            "Forwarded requests the replica did not answer in time", Kind::counter,
+            f.timed_out_total);
+        add("queen_forward_cancelled_total", "Forwarded requests whose client left first",
+            Kind::counter, f.cancelled_total);
+        add("queen_forward_pending", "Forwarded requests waiting for an answer", Kind::gauge,
+            f.pending);
+        add("queen_forward_served_total", "Requests other nodes forwarded, served here",
+            Kind::counter, f.served_total);
+        add("queen_forward_serving", "Requests of other nodes open here", Kind::gauge, f.serving);
+        add("queen_forward_too_large_total",
+            "Answers to other nodes over the frame limit, replaced by a 502", Kind::counter,
+            f.too_large_total);
     }
     return status;
 }

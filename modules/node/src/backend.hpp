@@ -17,6 +17,8 @@ class Server;
 
 namespace queen::node::detail {
 
+class RequestForwarder;
+
 /// Routes API calls to the tenants this node hosts (TenantManager).
 class NodeBackend final : public api::Backend {
 public:
@@ -29,6 +31,10 @@ public:
 
     void set_http_server(const http::Server* server) {
         http_server_.store(server, std::memory_order_release);
+    }
+    /// The request forwarder of a cluster node (null alone), for its metrics.
+    void set_forwarder(const RequestForwarder* forwarder) {
+        forwarder_.store(forwarder, std::memory_order_release);
     }
 
     void submit(std::string_view tenant, engine::Command command, Completion done) override;
@@ -56,6 +62,7 @@ private:
     std::int64_t started_ms_;
     /// Set once the HTTP server runs, read by its I/O threads (status and metrics).
     std::atomic<const http::Server*> http_server_{nullptr};
+    std::atomic<const RequestForwarder*> forwarder_{nullptr};
 };
 
 }  // namespace queen::node::detail

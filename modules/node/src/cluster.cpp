@@ -74,6 +74,7 @@ Result<std::unique_ptr<Cluster>> Cluster::start(const NodeConfig& config, const 
                       self->on_frame(from, type, payload);
                   },
                   [self](const net::PeerEvent& event) {
+                      self->on_peer_event(event);
                       const char* kind = event.kind == net::PeerEvent::Kind::connected ? "connected"
                                          : event.kind == net::PeerEvent::Kind::disconnected
                                              ? "disconnected"
@@ -124,6 +125,20 @@ void Cluster::wake(const std::string& tenant) {
         woken_.insert(tenant);
     }
     wakeup_.notify_one();
+}
+
+void Cluster::on_peer_event(const net::PeerEvent& event) {
+    std::lock_guard lock(peers_mutex_);
+    if (event.kind == net::PeerEvent::Kind::connected) {
+        connected_.insert(event.peer);
+    } else if (event.kind == net::PeerEvent::Kind::disconnected) {
+        connected_.erase(event.peer);
+    }
+}
+
+bool Cluster::is_connected(NodeId peer) const {
+    std::lock_guard lock(peers_mutex_);
+    return connected_.count(peer) != 0;
 }
 
 void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {

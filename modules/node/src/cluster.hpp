@@ -100,6 +100,9 @@ public:
     bool send_tenant_frame(NodeId to, std::uint8_t type, const std::string& tenant, ByteSpan body);
     /// This node's id and every node of the cluster (sorted, this node included).
     [[nodiscard]] NodeId self() const noexcept { return self_; }
+    /// True while an authenticated connection to `peer` is open (the transport's last
+    /// connected/disconnected event). Any thread.
+    [[nodiscard]] bool is_connected(NodeId peer) const;
 
     /// Asks the ticker thread to run `tenant`'s pending Readies (see Replicator).
     void wake(const std::string& tenant);
@@ -109,6 +112,7 @@ public:
 private:
     Cluster(const NodeConfig& config, const Clock& clock, Logger& logger);
     void on_frame(NodeId from, std::uint8_t type, ByteSpan payload);
+    void on_peer_event(const net::PeerEvent& event);
     void on_raft(NodeId from, ByteSpan payload);
     void on_tenant_frame(NodeId from, std::uint8_t type, ByteSpan payload);
     void on_forward_request(NodeId from, ByteSpan payload);
@@ -126,6 +130,8 @@ private:
     NodeId self_;
     std::vector<NodeId> voters_;
     std::unique_ptr<net::Transport> transport_;
+    mutable std::mutex peers_mutex_;
+    std::set<NodeId> connected_;  // guarded by peers_mutex_
 
     std::mutex mutex_;
     std::condition_variable wakeup_;

@@ -61,6 +61,27 @@ struct Replicator::Impl {
     std::uint32_t election_ticks = 10;
     std::uint64_t leader_wait_ticks = 0;
     std::optional<std::uint64_t> reads_waiting_since;  // reads_next waits for a leader
+    // Reads whose outcome is known. They run once the lock is released (Locked): a read's
+    // continuation may propose, or answer a client whose next request proposes at once.
+    std::vector<std::pair<ReadIndexed, Result<LogIndex>>> finished_reads;
+
+    /// The lock every member but the const getters takes; when released, runs the reads that
+    /// finished while it was held.
+    struct Locked {
+        explicit Locked(Impl& impl) : r(impl), lock(impl.mutex) {}
+        ~Locked() {
+            std::vector<std::pair<ReadIndexed, Result<LogIndex>>> done;
+            done.swap(r.finished_reads);
+            lock.unlock();
+            for (auto& [read, outcome] : done) {
+                read(outcome);
+            }
+        }
+        Locked(const Locked&) = delete;
+        Locked& operator=(const Locked&) = delete;
+        Impl& r;
+        std::unique_lock<std::mutex> lock;
+    };
 
     /// Starts a round for reads_next when none is in flight. Locked.
     void start_read_round();
@@ -148,14 +169,14 @@ void Replicator::Impl::end_read_round(const Result<LogIndex>& outcome) {
     waiting.swap(read_in_flight->waiting);
     read_in_flight.reset();
     for (ReadIndexed& done : waiting) {
-        done(outcome);
+        finished_reads.emplace_back(std::move(done), outcome);
     }
 }
 
 void Replicator::Impl::fail_reads(const Error& error) {
     end_read_round(error);
     for (ReadIndexed& done : reads_next) {
-        done(error);
+        finished_reads.emplace_back(std::move(done), error);
     }
     reads_next.clear();
 }
@@ -339,7 +360,7 @@ void Replicator::Impl::finish(raft::Ready& ready) {
 }
 
 void Replicator::Impl::on_durable(const Status& status) {
-    std::lock_guard lock(mutex);
+    Locked lock(*this);
     if (failure) {
         return;
     }
@@ -435,7 +456,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     std::unique_ptr<Replicator> replicator(new Replicator(std::move(impl)));
     Impl& r = *replicator->impl_;
     {
-        std::lock_guard lock(r.mutex);
+        Impl::Locked lock(r);
         if (r.is_single_voter) {
             r.node->campaign();  // alone: wins at once, and its no-op commits the old tail
         }
@@ -449,7 +470,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
 
 Status Replicator::propose(Bytes& payload, const Proposed& proposed) {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
         return Error{Errc::poisoned, r.failure->message()};
     }
@@ -478,7 +499,7 @@ Status Replicator::propose(Bytes& payload, const Proposed& proposed) {
 
 void Replicator::snapshot_installed(const Status& status) {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
         return;
     }
@@ -507,7 +528,7 @@ void Replicator::snapshot_installed(const Status& status) {
 
 Result<LogIndex> Replicator::propose_conf_change(const raft::ConfChange& change) {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
         return Error{Errc::poisoned, r.failure->message()};
     }
@@ -518,7 +539,7 @@ Result<LogIndex> Replicator::propose_conf_change(const raft::ConfChange& change)
 
 Status Replicator::transfer_leadership(NodeId target) {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
         return Error{Errc::poisoned, r.failure->message()};
     }
@@ -529,7 +550,7 @@ Status Replicator::transfer_leadership(NodeId target) {
 
 void Replicator::step(const raft::Message& message) {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
         return;
     }
@@ -539,7 +560,7 @@ void Replicator::step(const raft::Message& message) {
 
 void Replicator::tick() {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
         return;
     }
@@ -560,13 +581,15 @@ void Replicator::tick() {
 
 void Replicator::read_index(ReadIndexed done) {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (r.failure) {
-        done(Error{Errc::poisoned, r.failure->message()});
+        r.finished_reads.emplace_back(std::move(done), Error{Errc::poisoned, r.failure->message()});
         return;
     }
     if (r.reads_next.size() >= 65'536) {
-        done(Error{Errc::busy, "too many reads wait for a read point; retry later"});
+        r.finished_reads.emplace_back(
+            std::move(done),
+            Error{Errc::busy, "too many reads wait for a read point; retry later"});
         return;
     }
     r.reads_next.push_back(std::move(done));
@@ -576,7 +599,7 @@ void Replicator::read_index(ReadIndexed done) {
 
 void Replicator::run_pending() {
     Impl& r = *impl_;
-    std::lock_guard lock(r.mutex);
+    Impl::Locked lock(r);
     if (!r.failure) {
         r.process();
     }
@@ -647,12 +670,12 @@ void Replicator::stop() {
         return;
     }
     Impl& r = *impl_;
-    std::unique_lock lock(r.mutex);
+    Impl::Locked lock(r);
     r.is_stopping = true;
     // Runs what a follower left for the ticker too (which may be stopped already).
     while (!r.failure && (r.is_outstanding || r.node->has_ready())) {
         if (r.is_outstanding) {
-            r.idle.wait(lock);
+            r.idle.wait(lock.lock);
         } else {
             r.process();
         }

@@ -118,7 +118,9 @@ public:
 
     /// Called with a linearizable read point: once the state has applied through it, a read
     /// sees every write committed before read_index() was called (ReadIndex: the leader's
-    /// commit index, confirmed by a quorum of heartbeats). Runs under the replicator's lock.
+    /// commit index, confirmed by a quorum of heartbeats). Runs once the replicator's lock is
+    /// released, on the thread that learned the outcome (maybe the caller's, before
+    /// read_index() returns): it may call back into the replicator (propose, read again).
     /// Errors: Errc::not_leader (no leader elected within leader_wait_ticks, or none confirmed
     /// the read within two election timeouts; retry), Errc::busy (too many reads wait).
     using ReadIndexed = std::function<void(Result<LogIndex> index)>;

@@ -13,7 +13,9 @@
 #include "queen/core/rng.hpp"
 #include "queen/http/router.hpp"
 #include "queen/http/server.hpp"
+#include "request_forward.hpp"
 #include "tenant_manager.hpp"
+#include "tenant_routing.hpp"
 #include "waiters.hpp"
 
 namespace queen::node {
@@ -57,6 +59,8 @@ struct Server::Impl {
     std::unique_ptr<detail::Cluster> cluster;  // null: a one-node cluster
     // Answers the peers' key requests (its frame handlers on `cluster` share its ownership).
     std::shared_ptr<detail::KeyExchange> key_exchange;
+    // Runs API requests for tenants hosted elsewhere on a replica, and peers' requests here.
+    std::shared_ptr<detail::RequestForwarder> forwarder;
     std::unique_ptr<detail::TenantManager> tenants;
     std::unique_ptr<detail::NodeBackend> backend;
     std::unique_ptr<http::Server> http;
@@ -145,9 +149,24 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     }
     http::Router router;
     api::register_routes(router, *impl->backend, api_options, logger);
-    QUEEN_TRY(impl->http,
-              http::Server::start(config.http, std::move(router).into_handler(), logger));
+    http::Handler handler = std::move(router).into_handler();
+    if (impl->cluster) {
+        // Requests of peers run the router; requests for a tenant only other nodes host go to
+        // one of them (tenant_routing.hpp).
+        impl->forwarder = detail::RequestForwarder::start(*impl->cluster, *impl->clock, logger, {});
+        impl->forwarder->set_local_handler(handler);
+        detail::TenantRoutingOptions routing;
+        routing.tenant_header = api_options.tenant_header;
+        routing.default_tenant = api_options.default_tenant;
+        routing.forward_timeout_ms = config.cluster.forward_timeout_ms;
+        routing.pop_timeout_ms_default = api_options.pop_timeout_ms_default;
+        routing.pop_timeout_ms_max = api_options.pop_timeout_ms_max;
+        handler = detail::route_by_tenant(std::move(handler), *impl->tenants, *impl->cluster,
+                                          impl->forwarder, std::move(routing));
+    }
+    QUEEN_TRY(impl->http, http::Server::start(config.http, std::move(handler), logger));
     impl->backend->set_http_server(impl->http.get());
+    impl->backend->set_forwarder(impl->forwarder.get());
     QUEEN_LOG(logger, Level::info, "node.listening",
               "http=" << impl->http->address() << ":" << impl->http->port()
                       << " tenants=" << impl->tenants->all().size());
@@ -166,6 +185,10 @@ Status Server::stop() {
     // Listeners first (parked requests are cancelled), then waits, then tenants drain and close.
     if (impl_->http) {
         impl_->http->stop();
+    }
+    // Forwards still waiting fail; peers' requests parked here are released.
+    if (impl_->forwarder) {
+        impl_->forwarder->stop();
     }
     if (impl_->waiters) {
         impl_->waiters->stop();

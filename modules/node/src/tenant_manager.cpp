@@ -156,6 +156,15 @@ Catalogue TenantManager::catalogue() const {
     return latest_ ? *latest_ : Catalogue{};
 }
 
+std::optional<TenantPlacement> TenantManager::placement(std::string_view name) const {
+    std::lock_guard lock(mutex_);
+    if (!latest_) {
+        return std::nullopt;
+    }
+    const TenantPlacement* found = latest_->find(name);
+    return found == nullptr ? std::nullopt : std::optional<TenantPlacement>(*found);
+}
+
 void TenantManager::submit(const CatalogueOp& op, std::function<void(Status)> done) {
     auto default_tenant = find(default_tenant_name);
     if (!default_tenant) {

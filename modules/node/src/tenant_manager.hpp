@@ -52,6 +52,9 @@ public:
     [[nodiscard]] std::vector<std::shared_ptr<Tenant>> all() const;
     /// The catalogue as the default tenant last applied it. Any thread.
     [[nodiscard]] Catalogue catalogue() const;
+    /// The catalogue's placement of `name` (nullopt: no such tenant). Any thread; copies one
+    /// placement, not the whole catalogue.
+    [[nodiscard]] std::optional<TenantPlacement> placement(std::string_view name) const;
 
     /// Proposes `op` to the catalogue (through the default tenant); `done` gets the operation's
     /// outcome once applied. For create_tenant, when this node is one of the new tenant's

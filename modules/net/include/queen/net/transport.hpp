@@ -54,7 +54,8 @@ struct TransportOptions {
 struct PeerEvent {
     enum class Kind : std::uint8_t {
         connected,     ///< the handshake succeeded; frames flow
-        disconnected,  ///< an authenticated connection closed (the dialer redials)
+        disconnected,  ///< the peer's current connection closed (the dialer redials); not sent
+                       ///< for a connection a newer one to the same peer replaced
         refused,       ///< a handshake failed; `reason` says why (ours or the peer's words)
     };
     Kind kind = Kind::connected;
