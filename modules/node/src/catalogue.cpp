@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "queen/api/api.hpp"
+#include "queen/core/assert.hpp"
 
 namespace queen::node::detail {
 namespace {
@@ -162,6 +164,8 @@ Bytes encode_op(const CatalogueOp& op) {
             break;
         case CatalogueOpType::delete_tenant: writer.str(op.tenant); break;
         case CatalogueOpType::rebalance: break;
+        case CatalogueOpType::add_member: write_members(writer, op.members); break;
+        case CatalogueOpType::remove_member: writer.varint(op.node.value()); break;
     }
     return out;
 }
@@ -192,6 +196,17 @@ Result<CatalogueOp> decode_op(ByteSpan bytes) {
             break;
         case static_cast<std::uint8_t>(CatalogueOpType::rebalance):
             op.type = CatalogueOpType::rebalance;
+            break;
+        case static_cast<std::uint8_t>(CatalogueOpType::add_member):
+            op.type = CatalogueOpType::add_member;
+            op.members = read_members(reader);
+            if (reader.ok() && op.members.size() != 1) {
+                return corrupt("add_member with " + std::to_string(op.members.size()) + " members");
+            }
+            break;
+        case static_cast<std::uint8_t>(CatalogueOpType::remove_member):
+            op.type = CatalogueOpType::remove_member;
+            op.node = NodeId{reader.varint()};
             break;
         default: return corrupt("unknown operation type " + std::to_string(type));
     }
@@ -252,6 +267,119 @@ Result<Catalogue> decode_catalogue(ByteSpan bytes) {
     }
     return catalogue;
 }
+
+namespace {
+TenantPlacement& default_placement(Catalogue& catalogue) {
+    for (TenantPlacement& tenant : catalogue.tenants) {
+        if (tenant.name == default_tenant_name) {
+            return tenant;
+        }
+    }
+    QUEEN_ASSERT(false, "a catalogue without the default tenant");
+    return catalogue.tenants.front();
+}
+
+/// Puts `replicas` back in catalogue order after a change: the preferred leader first when the
+/// tenant's leader is placed (it stays, unless it left: then the lightest replica), the rest
+/// sorted.
+void reorder(TenantPlacement& tenant, NodeId preferred, const std::map<NodeId, Load>& load) {
+    const bool kept = std::find(tenant.replicas.begin(), tenant.replicas.end(), preferred) !=
+                      tenant.replicas.end();
+    if (!tenant.is_leader_placed || !kept) {
+        if (tenant.is_leader_placed) {
+            order_replicas(tenant.replicas, load);
+        } else {
+            std::sort(tenant.replicas.begin(), tenant.replicas.end());
+        }
+        return;
+    }
+    std::sort(tenant.replicas.begin(), tenant.replicas.end());
+    const auto at = std::find(tenant.replicas.begin(), tenant.replicas.end(), preferred);
+    std::rotate(tenant.replicas.begin(), at, at + 1);
+}
+/// add_member and remove_member (apply_op()).
+Result<Catalogue> apply_membership_op(const Catalogue& catalogue, const CatalogueOp& op) {
+    Catalogue next = catalogue;
+    if (op.type == CatalogueOpType::add_member) {
+        QUEEN_ASSERT(op.members.size() == 1, "add_member carries one member");
+        const Member& joining = op.members.front();
+        if (joining.id.value() == 0 || joining.peer_host.empty() || joining.peer_port == 0) {
+            return Error{Errc::invalid_argument, "a member needs an id above 0 and a peer address"};
+        }
+        if (catalogue.member(joining.id) != nullptr) {
+            return Error{Errc::already_exists,
+                         "node " + std::to_string(joining.id.value()) + " is a member already"};
+        }
+        for (const Member& member : catalogue.members) {
+            if (member.peer_host == joining.peer_host && member.peer_port == joining.peer_port) {
+                return Error{Errc::invalid_argument, "node " + std::to_string(member.id.value()) +
+                                                         " listens on " + member.peer_host + ":" +
+                                                         std::to_string(member.peer_port)};
+            }
+        }
+        next.members.insert(
+            std::upper_bound(next.members.begin(), next.members.end(), joining,
+                             [](const Member& a, const Member& b) { return a.id < b.id; }),
+            joining);
+        TenantPlacement& everyone = default_placement(next);
+        const NodeId preferred = everyone.replicas.empty() ? NodeId{} : everyone.replicas.front();
+        everyone.replicas.push_back(joining.id);
+        everyone.replication = static_cast<std::uint32_t>(everyone.replicas.size());
+        reorder(everyone, preferred, loads(next));
+    } else {
+        QUEEN_ASSERT(op.type == CatalogueOpType::remove_member, "a membership operation");
+        const NodeId leaving = op.node;
+        const std::string leaving_text = "node " + std::to_string(leaving.value());
+        if (catalogue.member(leaving) == nullptr) {
+            return Error{Errc::not_found, leaving_text + " is not a member"};
+        }
+        if (catalogue.members.size() == 1) {
+            return Error{Errc::unsupported, "the last member cannot be removed"};
+        }
+        next.members.erase(std::remove_if(next.members.begin(), next.members.end(),
+                                          [&](const Member& m) { return m.id == leaving; }),
+                           next.members.end());
+        // Tenants in name order; each takes the member with the fewest replicas (ties: the
+        // smallest id) that does not hold it yet, counting the replacements made so far.
+        for (TenantPlacement& tenant : next.tenants) {
+            const auto at = std::find(tenant.replicas.begin(), tenant.replicas.end(), leaving);
+            if (at == tenant.replicas.end()) {
+                continue;
+            }
+            const NodeId preferred = tenant.replicas.front();
+            tenant.replicas.erase(at);
+            if (tenant.name == default_tenant_name) {
+                tenant.replication = static_cast<std::uint32_t>(tenant.replicas.size());
+                reorder(tenant, preferred, loads(next));
+                continue;
+            }
+            const auto load = loads(next);
+            std::optional<NodeId> replacement;
+            for (const Member& member : next.members) {
+                if (std::find(tenant.replicas.begin(), tenant.replicas.end(), member.id) !=
+                    tenant.replicas.end()) {
+                    continue;
+                }
+                if (!replacement || load.at(member.id).replicas < load.at(*replacement).replicas) {
+                    replacement = member.id;
+                }
+            }
+            if (!replacement) {
+                return Error{Errc::invalid_argument,
+                             "tenant '" + tenant.name + "' has " +
+                                 std::to_string(tenant.replication) + " replicas and without " +
+                                 leaving_text + " the cluster has " +
+                                 std::to_string(next.members.size()) +
+                                 " nodes: add a node first, or delete the tenant"};
+            }
+            tenant.replicas.push_back(*replacement);
+            reorder(tenant, preferred, loads(next));
+        }
+    }
+    next.version = catalogue.version + 1;
+    return next;
+}
+}  // namespace
 
 Result<Catalogue> apply_op(const Catalogue& catalogue, const CatalogueOp& op, std::uint64_t index,
                            std::int64_t now_ms) {
@@ -326,6 +454,8 @@ Result<Catalogue> apply_op(const Catalogue& catalogue, const CatalogueOp& op, st
             next.tenants.erase(found);
             break;
         }
+        case CatalogueOpType::add_member:
+        case CatalogueOpType::remove_member: return apply_membership_op(catalogue, op);
         case CatalogueOpType::rebalance: {
             // Every tenant's preferred leader again, in name order, each time the replica
             // with the fewest preferences so far.

@@ -96,13 +96,20 @@ enum class CatalogueOpType : std::uint8_t {
     create_tenant = 2,  ///< `tenant` with `replication` replicas, placed by apply_op()
     delete_tenant = 3,  ///< `tenant` (never "default")
     rebalance = 4,      ///< recompute every tenant's preferred leader evenly
+    /// `members[0]` joins: a member, and a replica of the default tenant (its other tenants
+    /// come with later creates and removals)
+    add_member = 5,
+    /// `node` leaves: each tenant it replicates gets another member in its place (the member
+    /// with the fewest replicas not yet holding it); the default tenant shrinks
+    remove_member = 6,
 };
 
 struct CatalogueOp {
     CatalogueOpType type = CatalogueOpType::bootstrap;
-    std::vector<Member> members;    ///< bootstrap
+    std::vector<Member> members;    ///< bootstrap; add_member (the one member)
     std::string tenant;             ///< create_tenant, delete_tenant
     std::uint32_t replication = 0;  ///< create_tenant; 0: min(3, members) (1 alone)
+    NodeId node;                    ///< remove_member
 };
 
 /// marker, version 1, type, fields (docs/cluster-protocol.md, "Catalogue operations").
@@ -120,9 +127,11 @@ struct CatalogueOp {
 
 /// `catalogue` after `op`, applied at log index `index` with the leader's time `now_ms`.
 /// Deterministic: every replica computes the same. Errors (the operation changes nothing):
-/// Errc::invalid_argument (a bad name or replication factor, more replicas than members),
-/// Errc::already_exists (a tenant of that name, a second bootstrap), Errc::not_found (no such
-/// tenant), Errc::unsupported (deleting the default tenant).
+/// Errc::invalid_argument (a bad name or replication factor, more replicas than members; a
+/// member with id 0, no address, or the address of another member; removing a member a tenant
+/// cannot do without: no other member can take its place), Errc::already_exists (a tenant of
+/// that name, a member with that id, a second bootstrap), Errc::not_found (no such tenant or
+/// member), Errc::unsupported (deleting the default tenant, removing the last member).
 [[nodiscard]] Result<Catalogue> apply_op(const Catalogue& catalogue, const CatalogueOp& op,
                                          std::uint64_t index, std::int64_t now_ms);
 

@@ -54,13 +54,14 @@ Result<std::unique_ptr<Cluster>> Cluster::start(const NodeConfig& config, const 
     std::unique_ptr<Cluster> cluster(new Cluster(config, clock, logger));
     net::TransportOptions transport_options;
     for (const PeerAddress& peer : *peers) {
-        cluster->voters_.push_back(NodeId{peer.id});
+        cluster->configured_nodes_.push_back(NodeId{peer.id});
+        cluster->addresses_[NodeId{peer.id}] = peer;
         if (peer.id == config.node.id) {
             transport_options.address = peer.host;
             transport_options.port = peer.port;
         }
     }
-    std::sort(cluster->voters_.begin(), cluster->voters_.end());
+    std::sort(cluster->configured_nodes_.begin(), cluster->configured_nodes_.end());
     auto identity =
         net::PeerIdentity::make(config.cluster.name, cluster->self_, config.cluster.secret);
     if (!identity) {
@@ -134,6 +135,51 @@ void Cluster::on_peer_event(const net::PeerEvent& event) {
     } else if (event.kind == net::PeerEvent::Kind::disconnected) {
         connected_.erase(event.peer);
     }
+}
+
+void Cluster::set_members(const std::vector<PeerAddress>& members) {
+    std::vector<PeerAddress> added;
+    std::vector<NodeId> removed;
+    {
+        std::lock_guard lock(peers_mutex_);
+        const bool is_member = std::any_of(members.begin(), members.end(),
+                                           [&](const auto& m) { return NodeId{m.id} == self_; });
+        std::map<NodeId, PeerAddress> next;
+        for (const PeerAddress& member : members) {
+            next[NodeId{member.id}] = member;
+            const auto known = addresses_.find(NodeId{member.id});
+            if (NodeId{member.id} != self_ &&
+                (known == addresses_.end() || known->second.host != member.host ||
+                 known->second.port != member.port)) {
+                added.push_back(member);
+            }
+        }
+        for (const auto& [id, address] : addresses_) {
+            if (next.count(id) == 0) {
+                if (!is_member || id == self_) {
+                    next[id] = address;  // a removed node keeps what it knew
+                } else {
+                    removed.push_back(id);
+                }
+            }
+        }
+        addresses_ = std::move(next);
+    }
+    for (const PeerAddress& peer : added) {
+        QUEEN_LOG(logger_, Level::info, "cluster.peer_added",
+                  "peer=" << peer.id << " address=" << peer.host << ":" << peer.port);
+        transport_->add_peer(NodeId{peer.id}, peer.host, peer.port);
+    }
+    for (const NodeId peer : removed) {
+        QUEEN_LOG(logger_, Level::info, "cluster.peer_removed", "peer=" << peer.value());
+        transport_->remove_peer(peer);
+    }
+}
+
+std::string Cluster::peer_host(NodeId node) const {
+    std::lock_guard lock(peers_mutex_);
+    const auto found = addresses_.find(node);
+    return found == addresses_.end() ? std::string() : found->second.host;
 }
 
 bool Cluster::is_connected(NodeId peer) const {

@@ -60,8 +60,18 @@ public:
     Cluster(const Cluster&) = delete;
     Cluster& operator=(const Cluster&) = delete;
 
-    /// The voters of every tenant's group (sorted node ids, this node included).
-    [[nodiscard]] const std::vector<NodeId>& voters() const noexcept { return voters_; }
+    /// The nodes cluster.peers names (sorted ids, this node included): the founding members,
+    /// or, on a node joining a running cluster, the members it reaches first.
+    [[nodiscard]] const std::vector<NodeId>& configured_nodes() const noexcept {
+        return configured_nodes_;
+    }
+    /// The members as the cluster catalogue lists them (this node's entry is ignored): new
+    /// peers are added to the transport (the lower id of a pair dials), peers no longer listed
+    /// are forgotten (their connection closes). A node the catalogue no longer lists (removed)
+    /// keeps its peers. Any thread.
+    void set_members(const std::vector<PeerAddress>& members);
+    /// The peer address (IP) of `node` as this node knows it; empty when unknown. Any thread.
+    [[nodiscard]] std::string peer_host(NodeId node) const;
     [[nodiscard]] const ClusterOptions& options() const noexcept { return options_; }
 
     /// Routes `tenant`'s messages to `replicator` and ticks it (then calls `on_tick`, which may
@@ -128,10 +138,11 @@ private:
     const Clock& clock_;
     Logger& logger_;
     NodeId self_;
-    std::vector<NodeId> voters_;
+    std::vector<NodeId> configured_nodes_;
     std::unique_ptr<net::Transport> transport_;
     mutable std::mutex peers_mutex_;
-    std::set<NodeId> connected_;  // guarded by peers_mutex_
+    std::set<NodeId> connected_;               // guarded by peers_mutex_
+    std::map<NodeId, PeerAddress> addresses_;  // every known member; guarded by peers_mutex_
 
     std::mutex mutex_;
     std::condition_variable wakeup_;

@@ -83,6 +83,10 @@ Status ClusterOptions::validate(std::uint64_t self) const {
                      "[1, election_ticks)"};
     }
     if (peers.empty()) {
+        if (join) {
+            return Error{config::Errc::invalid_value,
+                         "cluster.join needs cluster.peers: this node and members to reach"};
+        }
         return {};
     }
     QUEEN_TRY(auto parsed, peer_addresses());
@@ -146,7 +150,13 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     auto& cl = c.cluster;
     schema.add_string_list("cluster.peers", &cl.peers,
                            "Every founding member as \"<id>@<ip>:<port>\" (its peer listener), "
-                           "this node included, the same list on every node. Empty: alone.");
+                           "this node included, the same list on every node. Empty: alone. "
+                           "With cluster.join: this node and running members to reach.");
+    schema.add_bool("cluster.join", &cl.join,
+                    "This node joins a running cluster that `queen admin cluster add` told "
+                    "about it: it founds no raft group, takes the cluster's key from a peer and "
+                    "waits for each group's leader to add it (docs/cluster.md, \"Adding and "
+                    "removing nodes\").");
     schema.add_secret("cluster.secret", &cl.secret,
                       "Shared by every node (>= 16 characters); peers that cannot prove it "
                       "are refused.");

@@ -168,7 +168,7 @@ KeyExchange::KeyExchange(Cluster& cluster, std::string_view secret, bool is_encr
       random_(random),
       options_(options) {
     random_.fill(session_.data(), session_.size());
-    for (const NodeId voter : cluster.voters()) {
+    for (const NodeId voter : cluster.configured_nodes()) {
         if (voter != cluster.self()) {
             peers_.push_back(voter);
         }
@@ -319,6 +319,9 @@ void KeyExchange::on_response(NodeId from, ByteSpan payload) {
 
 bool KeyExchange::is_creator_now() const {
     // The smallest id among this node and the peers that answered `none`; every peer answered.
+    if (!options_.may_create) {
+        return false;
+    }
     for (const NodeId peer : peers_) {
         const auto found = asked_.find(peer);
         if (found == asked_.end() || !found->second.answer) {

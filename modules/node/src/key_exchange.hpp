@@ -135,6 +135,9 @@ public:
         std::int64_t request_interval_ms = 300;  ///< asks a peer that answered again after this
         std::int64_t resend_after_ms = 3'000;    ///< asks a peer that did not answer again
         std::int64_t log_interval_ms = 5'000;    ///< cluster.key_waiting while obtain() waits
+        /// False on a node joining a running cluster (cluster.join): it never creates the key,
+        /// it waits for a member to hand it over.
+        bool may_create = true;
     };
 
     /// Registers the key frame handlers on `cluster` (call right after Cluster::start, before

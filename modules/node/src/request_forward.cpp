@@ -267,11 +267,6 @@ Result<http::Request> rebuild_request(std::string_view method_name, std::string_
 RequestForwarder::RequestForwarder(Cluster& cluster, const Clock& clock, Logger& logger,
                                    RequestForwarderOptions options)
     : cluster_(cluster), clock_(clock), logger_(logger), options_(options), self_(cluster.self()) {
-    if (auto peers = cluster.options().peer_addresses()) {
-        for (const PeerAddress& peer : *peers) {
-            peer_hosts_[NodeId{peer.id}] = peer.host;
-        }
-    }
     // Unique per start of this node: a peer may still hold requests of an earlier start.
     const auto wall_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(clock.wall_ms(), 0));
     next_id_ = (wall_ms << 20) + 1;
@@ -541,9 +536,10 @@ void RequestForwarder::on_request(NodeId from, ByteSpan payload) {
     request.headers.push_back(
         http::Header{std::string(forwarded_from_header), std::to_string(from.value())});
     request.body = std::move(frame->body);
-    const auto host = peer_hosts_.find(from);
-    request.peer_address =
-        host != peer_hosts_.end() ? host->second : "peer:" + std::to_string(from.value());
+    request.peer_address = cluster_.peer_host(from);
+    if (request.peer_address.empty()) {
+        request.peer_address = "peer:" + std::to_string(from.value());
+    }
 
     const ServedKey key{from.value(), frame->id};
     const std::int64_t deadline_ns =

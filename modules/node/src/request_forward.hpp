@@ -264,7 +264,6 @@ private:
     Logger& logger_;
     const RequestForwarderOptions options_;
     const NodeId self_;
-    std::map<NodeId, std::string> peer_hosts_;  // the address of each peer, for peer_address
 
     mutable std::mutex mutex_;
     std::condition_variable deadline_wakeup_;

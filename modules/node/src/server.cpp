@@ -105,9 +105,11 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     if (is_cluster) {
         QUEEN_TRY(impl->cluster, detail::Cluster::start(config, *impl->clock, logger));
         // Before anything else is asked: peers waiting for the key are answered from now on.
-        impl->key_exchange = detail::KeyExchange::start(*impl->cluster, config.cluster.secret,
-                                                        config.is_payload_encryption_enabled,
-                                                        *impl->clock, logger, api::system_random());
+        detail::KeyExchange::Options key_options;
+        key_options.may_create = !config.cluster.join;
+        impl->key_exchange = detail::KeyExchange::start(
+            *impl->cluster, config.cluster.secret, config.is_payload_encryption_enabled,
+            *impl->clock, logger, api::system_random(), key_options);
         if (key.is_pending) {
             // Blocks until a peer hands over the cluster's key (or this node creates it).
             QUEEN_TRY(auto obtained, impl->key_exchange->obtain(key.path, is_cancelled));

@@ -23,9 +23,8 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
                                              TenantGroup group) {
     std::unique_ptr<Tenant> tenant(new Tenant(std::move(name), config, logger, clock, waiters));
     tenant->dir_ = dir;
-    if (group.founders.empty()) {
-        group.founders =
-            cluster != nullptr ? cluster->voters() : std::vector<NodeId>{NodeId{config.node.id}};
+    if (cluster == nullptr) {
+        group.founders = {NodeId{config.node.id}};
     }
     // A snapshot install a crash interrupted is finished first (snapshot.hpp): its state
     // replaces ours before anything opens it.

@@ -39,7 +39,8 @@ namespace queen::node::detail {
 struct TenantGroup {
     /// The voters the group was founded with: the membership before its log holds any
     /// membership entry (later the state keeps it: system record raft_conf_record_key). Empty
-    /// in a cluster: the cluster's voters. Alone: ignored (this node).
+    /// in a cluster: this node joins the group (it is not a founder): it starts with no
+    /// membership and waits for the group's leader to add it. Alone: ignored (this node).
     std::vector<NodeId> founders;
     /// The default tenant: it replicates the cluster catalogue (catalogue.hpp), whose
     /// operations only it applies; others refuse them.
@@ -123,11 +124,11 @@ public:
     /// (apply_op()) or submit()'s.
     void submit_catalogue_op(const CatalogueOp& op, api::Backend::Completion done);
 
-    /// The node the catalogue prefers as this tenant's leader (0: none): the leader hands its
-    /// leadership to it (on_tick) when it is another voter.
-    void set_preferred_leader(NodeId node) {
-        preferred_leader_.store(node.value(), std::memory_order_relaxed);
-    }
+    /// The catalogue's placement of this tenant (TenantManager, after each catalogue change):
+    /// `replicas`, the members its raft group should have (its leader adds and removes members
+    /// one at a time until the group has them: lead_membership()), and `preferred`, the node
+    /// the leader hands its leadership to when it is another voter (raft::no_node: none).
+    void set_placement(std::vector<NodeId> replicas, NodeId preferred);
 
     /// Hands the tenant's leadership to `target` (Replicator::transfer_leadership).
     [[nodiscard]] Status transfer_leadership(NodeId target) {
@@ -170,9 +171,22 @@ private:
     /// Cluster ticker: resubmits the writes parked while no leader was known, once one is,
     /// and fails those that waited cluster.leader_wait_ms.
     void on_tick();
-    /// Cluster ticker, on the leader: proposes the catalogue's bootstrap (default tenant, once)
-    /// and hands the leadership to the preferred leader when it is another node.
+    /// Cluster ticker, on the leader: proposes the catalogue's bootstrap (default tenant, once),
+    /// brings the group's membership in line with the placement (lead_membership()) and hands
+    /// the leadership to the preferred leader when it is another node.
     void lead_placement();
+    /// Cluster ticker, on the leader: one membership change towards the placement's replicas,
+    /// in this order so the group never has fewer up-to-date voters than it needs: a replica
+    /// missing from the group joins as a learner; a learner the placement wants becomes a
+    /// voter once it is within transfer_lag_max entries; then a member the placement dropped
+    /// is removed (this node first hands its leadership to an up-to-date voter). True when the
+    /// membership is not the placement's yet (lead_placement() then moves no leader).
+    bool lead_membership(std::int64_t now);
+    /// How often the leader retries a placement step (a transfer, a bootstrap).
+    [[nodiscard]] std::int64_t placement_retry_ns() const;
+    /// A node is handed the leadership, or made a voter, only within this many entries of the
+    /// leader: writes wait while a transfer runs.
+    static constexpr std::uint64_t transfer_lag_max = 1024;
     /// Calls `ready` once LMDB holds `target` (at once when it does).
     void wait_visible(LogIndex target, api::Backend::ReadReady ready);
     /// Calls every waiting read with `error` (poisoned or stopped).
@@ -277,9 +291,12 @@ private:
     std::vector<std::optional<Error>> answers_;
     std::atomic<std::uint64_t> catalogue_version_{0};
     std::atomic<std::uint64_t> preferred_leader_{0};
-    std::int64_t transfer_asked_ns_ = 0;     // ticker: the last preferred-leader transfer asked
-    std::int64_t bootstrap_asked_ns_ = 0;    // ticker: the last bootstrap proposal
-    std::int64_t uncommitted_since_ns_ = 0;  // applier: first apply of the open LMDB txn
+    mutable std::mutex placement_mutex_;
+    std::vector<NodeId> placement_replicas_;  // guarded by placement_mutex_ (empty: unknown)
+    std::int64_t membership_asked_ns_ = 0;    // ticker: the last membership change proposed
+    std::int64_t transfer_asked_ns_ = 0;      // ticker: the last preferred-leader transfer asked
+    std::int64_t bootstrap_asked_ns_ = 0;     // ticker: the last bootstrap proposal
+    std::int64_t uncommitted_since_ns_ = 0;   // applier: first apply of the open LMDB txn
 
     std::atomic<std::uint64_t> applied_index_{0};
     std::atomic<std::uint64_t> entries_applied_total_{0};

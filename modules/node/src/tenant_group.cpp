@@ -120,10 +120,7 @@ void Tenant::submit_catalogue_op(const CatalogueOp& op, api::Backend::Completion
 
 void Tenant::lead_placement() {
     const std::int64_t now = clock_.monotonic_ns();
-    // Not more often than every two election timeouts: a transfer that fails (the preferred
-    // node is down) is abandoned after one.
-    const std::int64_t retry_ns =
-        std::int64_t{2} * config_.cluster.election_ticks * config_.cluster.tick_ms * 1'000'000;
+    const std::int64_t retry_ns = placement_retry_ns();
     if (group_.holds_catalogue && catalogue_version_.load(std::memory_order_relaxed) == 0 &&
         now - bootstrap_asked_ns_ >= retry_ns) {
         // The first leader of a cluster writes the founding members down (catalogue.hpp).
@@ -138,9 +135,11 @@ void Tenant::lead_placement() {
             }
         });
     }
+    if (lead_membership(now)) {
+        return;
+    }
     const NodeId preferred{preferred_leader_.load(std::memory_order_relaxed)};
     // Only to a node that is up and nearly caught up: writes wait while a transfer runs.
-    constexpr std::uint64_t transfer_lag_max = 1024;
     if (preferred == raft::no_node || preferred == NodeId{config_.node.id} ||
         now - transfer_asked_ns_ < retry_ns || replicator_->is_transferring() ||
         !replicator_->is_peer_current(preferred, transfer_lag_max)) {
@@ -151,6 +150,108 @@ void Tenant::lead_placement() {
         QUEEN_LOG(logger_, Level::info, "tenant.leader_to_preferred",
                   "tenant=" << name_ << " to=" << preferred.value());
     }
+}
+
+std::int64_t Tenant::placement_retry_ns() const {
+    // Two election timeouts: a transfer that fails (the target is down) is abandoned after one.
+    return std::int64_t{2} * config_.cluster.election_ticks * config_.cluster.tick_ms * 1'000'000;
+}
+
+void Tenant::set_placement(std::vector<NodeId> replicas, NodeId preferred) {
+    {
+        std::lock_guard lock(placement_mutex_);
+        placement_replicas_ = std::move(replicas);
+    }
+    preferred_leader_.store(preferred.value(), std::memory_order_relaxed);
+}
+
+bool Tenant::lead_membership(std::int64_t now) {
+    std::vector<NodeId> wanted;
+    {
+        std::lock_guard lock(placement_mutex_);
+        wanted = placement_replicas_;
+    }
+    if (wanted.empty()) {
+        return false;  // no placement yet (the catalogue is not known)
+    }
+    const raft::NodeStatus status = replicator_->status();
+    const raft::ConfState& conf = status.conf_state;
+    auto has = [](const std::vector<NodeId>& ids, NodeId id) {
+        return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    std::optional<raft::ConfChange> change;
+    for (const NodeId node : wanted) {
+        if (!has(conf.voters, node) && !has(conf.learners, node)) {
+            change = raft::ConfChange{raft::ConfChangeType::add_learner, node};
+            break;
+        }
+    }
+    for (const NodeId node : conf.learners) {
+        if (change) {
+            break;
+        }
+        if (!has(wanted, node)) {
+            change = raft::ConfChange{raft::ConfChangeType::remove_node, node};
+        } else if (replicator_->is_peer_current(node, transfer_lag_max)) {
+            change = raft::ConfChange{raft::ConfChangeType::add_voter, node};
+        } else {
+            return true;  // a learner catching up: nothing else changes meanwhile
+        }
+    }
+    const NodeId self{config_.node.id};
+    for (const NodeId node : conf.voters) {
+        if (change) {
+            break;
+        }
+        if (has(wanted, node)) {
+            continue;
+        }
+        if (node != self) {
+            change = raft::ConfChange{raft::ConfChangeType::remove_node, node};
+            break;
+        }
+        // This node leaves the group: another voter leads first, then removes it.
+        for (const NodeId other : conf.voters) {
+            if (other != self && has(wanted, other) &&
+                replicator_->is_peer_current(other, transfer_lag_max) &&
+                !replicator_->is_transferring() &&
+                now - transfer_asked_ns_ >= placement_retry_ns()) {
+                transfer_asked_ns_ = now;
+                if (replicator_->transfer_leadership(other)) {
+                    QUEEN_LOG(logger_, Level::info, "tenant.leader_leaves",
+                              "tenant=" << name_ << " to=" << other.value());
+                }
+                break;
+            }
+        }
+        return true;
+    }
+    if (!change) {
+        return false;
+    }
+    // A joining node must start from a snapshot carrying the membership: the founders' log
+    // holds no entry naming them (their membership came with the group), so the leader may
+    // not send a newcomer entries from the group's first index on.
+    if (change->type == raft::ConfChangeType::add_learner && status.first_index.value() <= 1) {
+        return true;
+    }
+    if (now - membership_asked_ns_ < placement_retry_ns() / 4) {
+        return true;  // one proposal per half election timeout (raft refuses a second one)
+    }
+    membership_asked_ns_ = now;
+    const char* what = change->type == raft::ConfChangeType::add_learner ? "add_learner"
+                       : change->type == raft::ConfChangeType::add_voter ? "add_voter"
+                                                                         : "remove";
+    if (auto proposed = replicator_->propose_conf_change(*change); proposed) {
+        QUEEN_LOG(logger_, Level::info, "tenant.membership_change",
+                  "tenant=" << name_ << " change=" << what << " node=" << change->node_id.value()
+                            << " index=" << proposed->value());
+    } else if (!proposed.error().is(raft::Errc::busy)) {
+        QUEEN_LOG(logger_, Level::warn, "tenant.membership_change_refused",
+                  "tenant=" << name_ << " change=" << what << " node=" << change->node_id.value()
+                            << " error=\"" << proposed.error().message() << "\"");
+    }
+    return true;
 }
 
 }  // namespace queen::node::detail

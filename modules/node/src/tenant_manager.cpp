@@ -63,6 +63,11 @@ Status TenantManager::start() {
     TenantGroup group;
     group.holds_catalogue = true;
     group.founding_members = founding_members(config_);
+    if (!config_.cluster.join) {
+        for (const Member& member : group.founding_members) {
+            group.founders.push_back(member.id);
+        }
+    }
     group.on_catalogue = [this](const Catalogue& catalogue) { on_catalogue(catalogue); };
     QUEEN_TRY(auto tenant,
               Tenant::open(std::string(default_tenant_name), tenants_dir / default_tenant_name,
@@ -282,9 +287,10 @@ void TenantManager::reconcile(const Catalogue& catalogue) {
             tenant = find(placement.name);
         }
         if (tenant) {
-            tenant->set_preferred_leader(placement.is_leader_placed && !placement.replicas.empty()
-                                             ? placement.replicas.front()
-                                             : raft::no_node);
+            tenant->set_placement(placement.replicas,
+                                  placement.is_leader_placed && !placement.replicas.empty()
+                                      ? placement.replicas.front()
+                                      : raft::no_node);
             finish_waits(placement.name, {});
         }
     }
@@ -317,7 +323,12 @@ Status TenantManager::open_tenant(const TenantPlacement& placement) {
                                      std::to_string(placement.incarnation) + "\n"));
     }
     TenantGroup group;
-    group.founders = placement.founders;
+    // A replica the group was not founded with (it replaced a removed node) joins it: the
+    // leader adds it and sends it a snapshot.
+    if (std::find(placement.founders.begin(), placement.founders.end(), self_) !=
+        placement.founders.end()) {
+        group.founders = placement.founders;
+    }
     QUEEN_TRY(auto tenant, Tenant::open(placement.name, dir, config_, logger_, clock_, waiters_,
                                         cluster_, std::move(group)));
     {

@@ -2,7 +2,9 @@
 // apply_op() (replicas and preferred leaders spread over the members, refusals change nothing).
 #include "catalogue.hpp"
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -170,4 +172,126 @@ TEST_CASE("catalogue: rebalance evens out preferred leaders", "[node][catalogue]
         CHECK(count >= 2);
         CHECK(count <= 3);
     }
+}
+
+namespace {
+CatalogueOp add_member(std::uint64_t id) {
+    CatalogueOp op;
+    op.type = CatalogueOpType::add_member;
+    op.members = {Member{NodeId{id}, "127.0.0." + std::to_string(id), 7001}};
+    return op;
+}
+
+CatalogueOp remove_member(std::uint64_t id) {
+    CatalogueOp op;
+    op.type = CatalogueOpType::remove_member;
+    op.node = NodeId{id};
+    return op;
+}
+
+std::size_t replicas_on(const Catalogue& catalogue, NodeId node) {
+    std::size_t count = 0;
+    for (const TenantPlacement& tenant : catalogue.tenants) {
+        count += std::count(tenant.replicas.begin(), tenant.replicas.end(), node);
+    }
+    return count;
+}
+}  // namespace
+
+TEST_CASE("catalogue: a member added joins the default tenant and later placements",
+          "[node][catalogue]") {
+    Catalogue catalogue = applied(founding_catalogue(members(3)), create("acme", 3));
+    const Catalogue before = catalogue;
+    catalogue = applied(catalogue, add_member(4));
+    CHECK(catalogue.version == before.version + 1);
+    REQUIRE(catalogue.members.size() == 4);
+    CHECK(catalogue.members.back().id == NodeId{4});
+    const TenantPlacement* everyone = catalogue.find(default_tenant_name);
+    CHECK(everyone->replicas == std::vector<NodeId>{NodeId{1}, NodeId{2}, NodeId{3}, NodeId{4}});
+    CHECK(everyone->replication == 4);
+    CHECK(everyone->founders == before.find(default_tenant_name)->founders);  // unchanged
+    CHECK(*catalogue.find("acme") == *before.find("acme"));  // existing tenants stay
+    // The next tenant goes to the member with the fewest replicas: the new one among them.
+    catalogue = applied(catalogue, create("next", 1));
+    CHECK(catalogue.find("next")->replicas == std::vector<NodeId>{NodeId{4}});
+
+    // Round trip of both operations.
+    for (const CatalogueOp& op : {add_member(9), remove_member(9)}) {
+        auto back = decode_op(encode_op(op));
+        REQUIRE(back.has_value());
+        CHECK(back->type == op.type);
+        CHECK(back->members == op.members);
+        CHECK(back->node == op.node);
+    }
+}
+
+TEST_CASE("catalogue: a member removed is replaced in each tenant it held", "[node][catalogue]") {
+    Catalogue catalogue = founding_catalogue(members(5));
+    catalogue = applied(catalogue, create("a", 3));
+    catalogue = applied(catalogue, create("b", 3));
+    catalogue = applied(catalogue, create("c", 1));
+    const NodeId leaving = catalogue.find("a")->replicas.front();  // a's preferred leader
+    const Catalogue before = catalogue;
+    catalogue = applied(catalogue, remove_member(leaving.value()));
+    CHECK(catalogue.member(leaving) == nullptr);
+    CHECK(catalogue.members.size() == 4);
+    CHECK(replicas_on(catalogue, leaving) == 0);
+    for (const TenantPlacement& tenant : catalogue.tenants) {
+        const TenantPlacement* old = before.find(tenant.name);
+        REQUIRE(old != nullptr);
+        if (tenant.name == default_tenant_name) {
+            CHECK(tenant.replicas.size() == 4);
+            continue;
+        }
+        CHECK(tenant.replicas.size() == old->replicas.size());  // as many replicas as before
+        CHECK(std::set<NodeId>(tenant.replicas.begin(), tenant.replicas.end()).size() ==
+              tenant.replicas.size());
+        for (const NodeId replica : tenant.replicas) {
+            CHECK(catalogue.member(replica) != nullptr);
+        }
+        // The others keep their place; the preferred leader moves only when it left.
+        for (const NodeId replica : old->replicas) {
+            if (replica != leaving) {
+                CHECK(std::count(tenant.replicas.begin(), tenant.replicas.end(), replica) == 1);
+            }
+        }
+        if (old->replicas.front() != leaving) {
+            CHECK(tenant.replicas.front() == old->replicas.front());
+        }
+        CHECK(std::is_sorted(tenant.replicas.begin() + 1, tenant.replicas.end()));
+        CHECK(tenant.founders == old->founders);
+        CHECK(tenant.incarnation == old->incarnation);
+    }
+}
+
+TEST_CASE("catalogue: membership changes that cannot be made say why and change nothing",
+          "[node][catalogue]") {
+    Catalogue catalogue = applied(founding_catalogue(members(3)), create("wide", 3));
+    auto refused = [&](const CatalogueOp& op, Errc code, const std::string& words) {
+        auto next = apply_op(catalogue, op, 9, 1'000);
+        REQUIRE_FALSE(next.has_value());
+        CHECK(next.error().is(code));
+        CHECK_THAT(next.error().message(), Catch::Matchers::Contains(words));
+    };
+    refused(add_member(2), Errc::already_exists, "node 2 is a member already");
+    CatalogueOp same_address = add_member(4);
+    same_address.members[0].peer_host = "127.0.0.1";
+    refused(same_address, Errc::invalid_argument, "node 1 listens on 127.0.0.1:7001");
+    CatalogueOp no_address = add_member(4);
+    no_address.members[0].peer_port = 0;
+    refused(no_address, Errc::invalid_argument, "peer address");
+    refused(add_member(0), Errc::invalid_argument, "id above 0");
+    refused(remove_member(7), Errc::not_found, "node 7 is not a member");
+    // Three replicas on three nodes: none can go.
+    refused(remove_member(2), Errc::invalid_argument, "tenant 'wide' has 3 replicas");
+    Catalogue alone = founding_catalogue(members(1));
+    auto last = apply_op(alone, remove_member(1), 9, 1'000);
+    REQUIRE_FALSE(last.has_value());
+    CHECK(last.error().is(Errc::unsupported));
+    // With a fourth node, the removal goes through.
+    catalogue = applied(catalogue, add_member(4));
+    catalogue = applied(catalogue, remove_member(2));
+    CHECK(catalogue.find("wide")->replicas.size() == 3);
+    CHECK_FALSE(catalogue.is_replica("wide", NodeId{2}));
+    CHECK(catalogue.is_replica("wide", NodeId{4}));
 }

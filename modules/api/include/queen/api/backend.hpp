@@ -104,6 +104,17 @@ struct TenantInfo {
     std::int64_t created_ms = 0;  ///< wall-clock ms (0 for the default tenant)
 };
 
+/// One member of the cluster, as Backend::list_members() reports it.
+struct MemberInfo {
+    std::uint64_t id = 0;
+    std::string peer_host;  ///< numeric IP of its peer listener
+    std::uint16_t peer_port = 0;
+    bool is_self = false;  ///< the node answering
+    /// This node has a peer connection to it (always true for itself).
+    bool is_connected = false;
+    std::uint32_t tenants = 0;  ///< tenants the catalogue places on it (default included)
+};
+
 /// The node side of the API. Every member may be called from any thread (I/O threads mostly)
 /// and must not block for long: submit() and wait_for_change() complete through callbacks.
 class Backend {
@@ -202,6 +213,33 @@ public:
     /// one transfer each); `done` gets the new placement. Errors as create_tenant.
     virtual void rebalance(std::function<void(Result<std::vector<TenantInfo>>)> done) {
         done(Error{Errc::unsupported, "this backend cannot rebalance"});
+    }
+
+    using MembersDone = std::function<void(Result<std::vector<MemberInfo>>)>;
+    /// The members of the catalogue as this node applied it (call from a when_readable()
+    /// callback of the default tenant, as list_tenants()), sorted by id.
+    [[nodiscard]] virtual Result<std::vector<MemberInfo>> list_members() {
+        return Error{Errc::unsupported, "this backend has no cluster members"};
+    }
+    /// Adds node `id`, whose peer listener is `peer_host`:`peer_port`, to the cluster: `done`
+    /// gets the members once the change is applied here. The node then starts with
+    /// cluster.join = true and each group it belongs to adds it (docs/cluster.md, "Adding and
+    /// removing nodes"). Errors: Errc::invalid_argument (id 0, an address another member
+    /// has), Errc::already_exists (a member with that id), as create_tenant otherwise.
+    virtual void add_member(std::uint64_t id, std::string peer_host, std::uint16_t peer_port,
+                            MembersDone done) {
+        (void)id;
+        (void)peer_host;
+        (void)peer_port;
+        done(Error{Errc::unsupported, "this backend has no cluster members"});
+    }
+    /// Removes node `id` from the cluster: every tenant it replicates gets another member in
+    /// its place, then the groups drop it. Errors: Errc::not_found (not a member),
+    /// Errc::invalid_argument (a tenant would have fewer nodes than its replication: the
+    /// message names it), Errc::unsupported (the last member), as create_tenant otherwise.
+    virtual void remove_member(std::uint64_t id, MembersDone done) {
+        (void)id;
+        done(Error{Errc::unsupported, "this backend has no cluster members"});
     }
 };
 

@@ -72,6 +72,10 @@ struct ClusterOptions {
     /// Every founding member, this node included, the same list on every node; each tenant is a
     /// raft group over all of them. Empty: this node alone.
     std::vector<std::string> peers;
+    /// This node joins a running cluster (`queen admin cluster add` named it first): `peers`
+    /// lists this node and running members to reach (seeds); it founds no raft group, takes
+    /// the cluster's key from a peer and waits for each group's leader to add it.
+    bool join = false;
     /// Shared by every node; a peer that cannot prove it knows it is refused (at least 16
     /// bytes). Required with peers.
     std::string secret;
