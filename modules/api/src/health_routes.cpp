@@ -22,7 +22,16 @@ void write_tenants(JsonWriter& out, const NodeStatus& status) {
             .field("committedIndex", tenant.committed_index)
             .field("role", tenant.role)
             .field("term", tenant.term)
-            .field("leaderId", tenant.leader_id)
+            .field("leaderId", tenant.leader_id);
+        out.key("voters").begin_array();
+        for (const std::uint64_t id : tenant.voters) {
+            out.number(id);
+        }
+        out.end_array().key("learners").begin_array();
+        for (const std::uint64_t id : tenant.learners) {
+            out.number(id);
+        }
+        out.end_array()
             .field("logBytes", tenant.log_bytes)
             .field("stateBytes", tenant.state_bytes)
             .end_object();

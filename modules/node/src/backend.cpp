@@ -108,6 +108,48 @@ void NodeBackend::rebalance(std::function<void(Result<std::vector<api::TenantInf
     });
 }
 
+Result<std::vector<api::MemberInfo>> NodeBackend::list_members() {
+    return tenants_.member_infos();
+}
+
+void NodeBackend::add_member(std::uint64_t id, std::string peer_host, std::uint16_t peer_port,
+                             MembersDone done) {
+    if (!tenants_.is_clustered()) {
+        done(Error{Errc::unsupported,
+                   "this node runs alone (no cluster.peers): a cluster starts with cluster.peers "
+                   "on every founding node (docs/cluster.md)"});
+        return;
+    }
+    CatalogueOp op;
+    op.type = CatalogueOpType::add_member;
+    op.members = {Member{NodeId{id}, std::move(peer_host), peer_port}};
+    tenants_.submit(op, [this, done = std::move(done)](Status status) {
+        if (!status) {
+            done(std::move(status).error());
+            return;
+        }
+        done(tenants_.member_infos());
+    });
+}
+
+void NodeBackend::remove_member(std::uint64_t id, MembersDone done) {
+    if (!tenants_.is_clustered()) {
+        done(
+            Error{Errc::unsupported, "this node runs alone (no cluster.peers): nothing to remove"});
+        return;
+    }
+    CatalogueOp op;
+    op.type = CatalogueOpType::remove_member;
+    op.node = NodeId{id};
+    tenants_.submit(op, [this, done = std::move(done)](Status status) {
+        if (!status) {
+            done(std::move(status).error());
+            return;
+        }
+        done(tenants_.member_infos());
+    });
+}
+
 std::unique_ptr<api::WaitToken> NodeBackend::wait_for_change(
     std::string_view tenant, std::string_view queue, std::int64_t deadline_ms,
     std::function<void(bool timed_out)> wake) {
@@ -154,6 +196,10 @@ api::NodeStatus NodeBackend::node_status() const {
     status.node_id = node_id_;
     status.uptime_ms = now_ms() - started_ms_;
     status.is_ready = true;
+    if (tenants_.is_removed()) {
+        status.is_ready = false;
+        status.not_ready_reason = "the cluster removed this node (queen admin cluster remove)";
+    }
     for (const auto& tenant : tenants_.all()) {
         const std::string& name = tenant->name();
         status.tenants.push_back(tenant->health());

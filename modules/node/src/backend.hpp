@@ -53,6 +53,10 @@ public:
     void delete_tenant(std::string_view name, std::function<void(Status)> done) override;
     Result<std::vector<api::TenantInfo>> list_tenants() override;
     void rebalance(std::function<void(Result<std::vector<api::TenantInfo>>)> done) override;
+    Result<std::vector<api::MemberInfo>> list_members() override;
+    void add_member(std::uint64_t id, std::string peer_host, std::uint16_t peer_port,
+                    MembersDone done) override;
+    void remove_member(std::uint64_t id, MembersDone done) override;
 
 private:
     std::uint64_t node_id_;

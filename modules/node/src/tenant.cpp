@@ -902,6 +902,14 @@ api::TenantHealth Tenant::health() const {
         health.term = raft.hard_state.term.value();
         health.leader_id = raft.leader.value();
         health.leader_changes = replicator_->leader_changes();
+        if (cluster_ != nullptr) {
+            for (const NodeId id : raft.conf_state.voters) {
+                health.voters.push_back(id.value());
+            }
+            for (const NodeId id : raft.conf_state.learners) {
+                health.learners.push_back(id.value());
+            }
+        }
         if (raft.is_recovering) {
             health.catching_up =
                 "recovering a damaged log: votes for nobody until the leader re-replicated it";

@@ -222,6 +222,31 @@ std::vector<api::TenantInfo> TenantManager::tenant_infos() const {
     return infos;
 }
 
+std::vector<api::MemberInfo> TenantManager::member_infos() const {
+    const Catalogue catalogue = this->catalogue();
+    std::vector<api::MemberInfo> infos;
+    for (const Member& member : catalogue.members) {
+        api::MemberInfo info;
+        info.id = member.id.value();
+        info.peer_host = member.peer_host;
+        info.peer_port = member.peer_port;
+        info.is_self = member.id == self_;
+        info.is_connected =
+            info.is_self || (cluster_ != nullptr && cluster_->is_connected(member.id));
+        for (const TenantPlacement& tenant : catalogue.tenants) {
+            info.tenants += static_cast<std::uint32_t>(
+                std::count(tenant.replicas.begin(), tenant.replicas.end(), member.id));
+        }
+        infos.push_back(std::move(info));
+    }
+    return infos;
+}
+
+bool TenantManager::is_removed() const {
+    std::lock_guard lock(mutex_);
+    return latest_ && latest_->version > 0 && latest_->member(self_) == nullptr;
+}
+
 void TenantManager::on_catalogue(const Catalogue& catalogue) {
     {
         std::lock_guard lock(mutex_);
@@ -272,11 +297,28 @@ void TenantManager::run() {
 }
 
 void TenantManager::reconcile(const Catalogue& catalogue) {
+    if (cluster_ != nullptr) {
+        std::vector<PeerAddress> members;
+        for (const Member& member : catalogue.members) {
+            members.push_back(PeerAddress{member.id.value(), member.peer_host, member.peer_port});
+        }
+        cluster_->set_members(members);
+    }
+    // Removed: the groups drop this node. Its open tenants still learn their placement (a
+    // leader here hands its leadership over), but nothing is opened or deleted any more: the
+    // operator stops the node and removes its data.
+    const bool is_removed = catalogue.version > 0 && catalogue.member(self_) == nullptr;
+    if (is_removed) {
+        QUEEN_LOG(logger_, Level::warn, "cluster.node_removed",
+                  "node=" << self_.value()
+                          << " note=\"the cluster removed this node: stop it and remove its data "
+                             "directory\"");
+    }
     for (const TenantPlacement& placement : catalogue.tenants) {
         const bool is_replica = std::find(placement.replicas.begin(), placement.replicas.end(),
                                           self_) != placement.replicas.end();
         auto tenant = find(placement.name);
-        if (!tenant && is_replica) {
+        if (!tenant && is_replica && !is_removed) {
             if (auto opened = open_tenant(placement); !opened) {
                 QUEEN_LOG(
                     logger_, Level::error, "tenant.open_failed",
@@ -293,6 +335,9 @@ void TenantManager::reconcile(const Catalogue& catalogue) {
                                       : raft::no_node);
             finish_waits(placement.name, {});
         }
+    }
+    if (is_removed) {
+        return;
     }
     std::vector<std::string> dropped;
     {

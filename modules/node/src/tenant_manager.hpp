@@ -63,6 +63,13 @@ public:
 
     /// The catalogue's view of the tenants, with this node's leaders (list_tenants()).
     [[nodiscard]] std::vector<api::TenantInfo> tenant_infos() const;
+    /// The catalogue's members, with this node's connections to them (list_members()).
+    [[nodiscard]] std::vector<api::MemberInfo> member_infos() const;
+    /// True in a cluster (not a node alone).
+    [[nodiscard]] bool is_clustered() const noexcept { return cluster_ != nullptr; }
+    /// The catalogue no longer lists this node (`queen admin cluster remove`): it serves
+    /// nothing new; its data stays for the operator to remove. Any thread.
+    [[nodiscard]] bool is_removed() const;
 
 private:
     /// The default tenant's applier: a new catalogue (stored; the thread reconciles).

@@ -65,8 +65,12 @@ struct TenantHealth {
     std::uint64_t term = 0;       ///< the group's current raft term as this node knows it
     std::uint64_t leader_id = 0;  ///< the node leading the group (0: none known)
     std::uint64_t leader_changes = 0;  ///< new leaders this node learned of (counter)
-    std::uint64_t log_bytes = 0;       ///< raft log segments on disk
-    std::uint64_t state_bytes = 0;     ///< LMDB data file size
+    /// The group's membership as this node applied it (sorted node ids; empty alone, or on a
+    /// node that joins and has not heard from the group yet).
+    std::vector<std::uint64_t> voters;
+    std::vector<std::uint64_t> learners;  ///< members catching up before they vote
+    std::uint64_t log_bytes = 0;          ///< raft log segments on disk
+    std::uint64_t state_bytes = 0;        ///< LMDB data file size
 };
 
 /// A snapshot of the node for the health and metrics endpoints. Cheap to build (no scans).
