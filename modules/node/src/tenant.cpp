@@ -657,6 +657,8 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
                     std::lock_guard lock(mutex_);
                     answered_through_ = ready[first + results.size() - 1].entry.index;
                 }
+                // A catalogue operation's client reads the catalogue it changed.
+                publish_catalogue();
                 for (std::size_t i = 0; i < results.size(); ++i) {
                     Applying& entry = ready[first + i];
                     if (!entry.done) {

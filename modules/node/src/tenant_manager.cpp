@@ -176,30 +176,41 @@ void TenantManager::submit(const CatalogueOp& op, std::function<void(Status)> do
         done(Error{Errc::cancelled, "the node is shutting down"});
         return;
     }
-    default_tenant->submit_catalogue_op(op, [this, op, done = std::move(done)](
+    default_tenant->submit_catalogue_op(op, [this, op, default_tenant, done = std::move(done)](
                                                 Result<engine::CommandResult> result) mutable {
         if (!result) {
             done(std::move(result).error());
             return;
         }
-        if (op.type != CatalogueOpType::create_tenant) {
-            done({});
-            return;
-        }
-        // Answered once the tenant is open here, when this node is one of its replicas
-        // (the catalogue that says so may come before or after this answer).
-        std::unique_lock lock(mutex_);
-        const bool is_elsewhere = latest_ && latest_->find(op.tenant) != nullptr &&
-                                  !latest_->is_replica(op.tenant, self_);
-        if (is_elsewhere || find(op.tenant) != nullptr || is_stopping_) {
-            lock.unlock();
-            done({});
-            return;
-        }
-        open_waits_.emplace(
-            op.tenant, OpenWait{clock_.monotonic_ns() + open_wait_ms * 1'000'000, std::move(done)});
-        wakeup_.notify_all();
+        // Applied by the leader: answered once this node applied it too (a follower forwarded
+        // it), so the answer and what this node lists next show the change.
+        default_tenant->when_readable([this, op, done = std::move(done)](Status readable) mutable {
+            if (!readable) {
+                done(std::move(readable).error());
+                return;
+            }
+            finish_submit(op, std::move(done));
+        });
     });
+}
+
+void TenantManager::finish_submit(const CatalogueOp& op, std::function<void(Status)> done) {
+    if (op.type != CatalogueOpType::create_tenant) {
+        done({});
+        return;
+    }
+    // Answered once the tenant is open here, when this node is one of its replicas.
+    std::unique_lock lock(mutex_);
+    const bool is_elsewhere =
+        latest_ && latest_->find(op.tenant) != nullptr && !latest_->is_replica(op.tenant, self_);
+    if (is_elsewhere || find(op.tenant) != nullptr || is_stopping_) {
+        lock.unlock();
+        done({});
+        return;
+    }
+    open_waits_.emplace(
+        op.tenant, OpenWait{clock_.monotonic_ns() + open_wait_ms * 1'000'000, std::move(done)});
+    wakeup_.notify_all();
 }
 
 std::vector<api::TenantInfo> TenantManager::tenant_infos() const {

@@ -72,6 +72,9 @@ public:
     [[nodiscard]] bool is_removed() const;
 
 private:
+    /// `op` applied here too: answers `done`, for create_tenant once the tenant is open here
+    /// when this node is one of its replicas.
+    void finish_submit(const CatalogueOp& op, std::function<void(Status)> done);
     /// The default tenant's applier: a new catalogue (stored; the thread reconciles).
     void on_catalogue(const Catalogue& catalogue);
     void run();
