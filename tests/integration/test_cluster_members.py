@@ -95,6 +95,17 @@ class ClusterMembers(unittest.TestCase):
         self.assertEqual(r.status, 201, r)
         for i in self.cluster.nodes:
             wait_until(lambda: self.health(i, "t3").get("leaderId"), timeout=20, what=f"t3 led, seen by node {i}")
+        # Two one-replica tenants: the placement puts s1 on node 1 and s2 on node 2 (the fewest
+        # tenants, then the smallest id). s2 must move off node 2 when it leaves, data included.
+        for name in ("s1", "s2"):
+            r = self.request(1, "POST", "/api/v1/system/tenants", body={"name": name, "replication": 1})
+            self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.json()["replicas"], [2], r.body)
+        wait_until(lambda: self.health(2, "s2").get("leaderId") == 2, timeout=20, what="s2 led by node 2")
+        kept = [f"s2-{n}" for n in range(50)]
+        r = self.request(2, "POST", "/api/v1/push", tenant="s2",
+                         body={"items": [{"queue": "load", "partition": "p", "payload": {"v": v}} for v in kept]})
+        self.assertEqual(r.status, 201, r)
         writer = Writer(self.cluster, 1, ["default", "t3"])
         writer.start()
         wait_until(lambda: all(len(v) >= 20 for v in writer.acked.values()), timeout=30, what="writes flow")
@@ -126,6 +137,12 @@ class ClusterMembers(unittest.TestCase):
         wait_until(lambda: self.membership_is("t3", [1, 3, 4], [1, 3, 4]), timeout=60,
                    what="node 4 in t3 in place of node 2")
         self.assertTrue(os.path.isdir(os.path.join(node4.data_dir, "tenants", "t3")))
+        r = self.request(1, "GET", "/api/v1/system/tenants")
+        s2_home = {t["name"]: t for t in r.json()["tenants"]}["s2"]["replicas"]
+        self.assertEqual(len(s2_home), 1, r.body)
+        self.assertNotEqual(s2_home[0], 2)
+        wait_until(lambda: self.membership_is("s2", s2_home, s2_home), timeout=60,
+                   what=f"s2 moved from node 2 to node {s2_home[0]}")
         r = self.request(2, "GET", "/ready")
         self.assertEqual(r.status, 503, r)
         self.assertIn("removed", r.body)
@@ -145,6 +162,7 @@ class ClusterMembers(unittest.TestCase):
         writer.join(30)
         self.assertFalse(writer.is_alive())
 
+        self.assertEqual(sorted(self.drain(1, "s2")), sorted(kept))
         for tenant in ("default", "t3"):
             got = self.drain(4, tenant)
             self.assertEqual(sorted(set(got)), sorted(set(writer.acked[tenant])),

@@ -139,40 +139,22 @@ void Cluster::on_peer_event(const net::PeerEvent& event) {
 
 void Cluster::set_members(const std::vector<PeerAddress>& members) {
     std::vector<PeerAddress> added;
-    std::vector<NodeId> removed;
     {
         std::lock_guard lock(peers_mutex_);
-        const bool is_member = std::any_of(members.begin(), members.end(),
-                                           [&](const auto& m) { return NodeId{m.id} == self_; });
-        std::map<NodeId, PeerAddress> next;
         for (const PeerAddress& member : members) {
-            next[NodeId{member.id}] = member;
-            const auto known = addresses_.find(NodeId{member.id});
-            if (NodeId{member.id} != self_ &&
-                (known == addresses_.end() || known->second.host != member.host ||
-                 known->second.port != member.port)) {
+            const NodeId id{member.id};
+            const auto known = addresses_.find(id);
+            if (id != self_ && (known == addresses_.end() || known->second.host != member.host ||
+                                known->second.port != member.port)) {
                 added.push_back(member);
             }
+            addresses_[id] = member;
         }
-        for (const auto& [id, address] : addresses_) {
-            if (next.count(id) == 0) {
-                if (!is_member || id == self_) {
-                    next[id] = address;  // a removed node keeps what it knew
-                } else {
-                    removed.push_back(id);
-                }
-            }
-        }
-        addresses_ = std::move(next);
     }
     for (const PeerAddress& peer : added) {
         QUEEN_LOG(logger_, Level::info, "cluster.peer_added",
                   "peer=" << peer.id << " address=" << peer.host << ":" << peer.port);
         transport_->add_peer(NodeId{peer.id}, peer.host, peer.port);
-    }
-    for (const NodeId peer : removed) {
-        QUEEN_LOG(logger_, Level::info, "cluster.peer_removed", "peer=" << peer.value());
-        transport_->remove_peer(peer);
     }
 }
 

@@ -65,10 +65,10 @@ public:
     [[nodiscard]] const std::vector<NodeId>& configured_nodes() const noexcept {
         return configured_nodes_;
     }
-    /// The members as the cluster catalogue lists them (this node's entry is ignored): new
-    /// peers are added to the transport (the lower id of a pair dials), peers no longer listed
-    /// are forgotten (their connection closes). A node the catalogue no longer lists (removed)
-    /// keeps its peers. Any thread.
+    /// The members as the cluster catalogue lists them: new peers are added to the transport
+    /// (the lower id of a pair dials). A member the catalogue no longer lists stays a peer until
+    /// this node restarts: groups that still include it (a tenant moving off it) need the link
+    /// until their leader removed it. Any thread.
     void set_members(const std::vector<PeerAddress>& members);
     /// The peer address (IP) of `node` as this node knows it; empty when unknown. Any thread.
     [[nodiscard]] std::string peer_host(NodeId node) const;
