@@ -108,6 +108,7 @@ Status TenantManager::start() {
         }
     }
     reconcile(*catalogue);
+    join_warned_ns_ = clock_.monotonic_ns();  // the first warning after open_wait_ms
     thread_ = std::thread([this] { run(); });
     return {};
 }
@@ -267,6 +268,30 @@ void TenantManager::on_catalogue(const Catalogue& catalogue) {
     wakeup_.notify_all();
 }
 
+void TenantManager::warn_if_not_joined() {
+    auto default_tenant = find(default_tenant_name);
+    if (!default_tenant) {
+        return;
+    }
+    const api::TenantHealth health = default_tenant->health();
+    if (!health.voters.empty() || !health.learners.empty()) {
+        return;  // a group's leader reached this node
+    }
+    std::string address = "<ip>:<port>";
+    if (auto peers = config_.cluster.peer_addresses()) {
+        for (const PeerAddress& peer : *peers) {
+            if (NodeId{peer.id} == self_) {
+                address = peer.host + ":" + std::to_string(peer.port);
+            }
+        }
+    }
+    QUEEN_LOG(logger_, Level::warn, "cluster.join_waiting",
+              "node=" << self_.value()
+                      << " note=\"no leader has added this node yet: is it a member? (queen admin "
+                         "cluster add "
+                      << self_.value() << " " << address << " on a running member)\"");
+}
+
 void TenantManager::run() {
     set_thread_name("tenants");
     std::unique_lock lock(mutex_);
@@ -281,6 +306,13 @@ void TenantManager::run() {
         }
         std::int64_t wait_ns = open_wait_ms * 1'000'000;
         const std::int64_t now = clock_.monotonic_ns();
+        if (config_.cluster.join && now - join_warned_ns_ >= wait_ns) {
+            join_warned_ns_ = now;
+            lock.unlock();
+            warn_if_not_joined();
+            lock.lock();
+            continue;
+        }
         for (const auto& [name, wait] : open_waits_) {
             wait_ns = std::min(wait_ns, wait.deadline_ns - now);
         }

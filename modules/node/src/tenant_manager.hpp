@@ -78,6 +78,8 @@ private:
     /// The default tenant's applier: a new catalogue (stored; the thread reconciles).
     void on_catalogue(const Catalogue& catalogue);
     void run();
+    /// cluster.join: logs cluster.join_waiting while no group's leader has reached this node.
+    void warn_if_not_joined();
     /// Opens, closes and points the tenants at their preferred leaders after `catalogue`.
     void reconcile(const Catalogue& catalogue);
     /// Opens `placement` here. Errors: data directory and Tenant::open errors.
@@ -110,6 +112,7 @@ private:
     std::multimap<std::string, OpenWait> open_waits_;
     std::thread thread_;
     bool is_stopped_ = false;
+    std::int64_t join_warned_ns_ = 0;  // run(): the last cluster.join_waiting check
 };
 
 }  // namespace queen::node::detail
