@@ -311,6 +311,8 @@ void Tenant::on_tick() {
             cluster_->abandon_forwards(name_, ticked_leader_);
         }
         ticked_leader_ = leader;
+        std::lock_guard lock(placement_mutex_);
+        is_membership_settled_ = false;  // a new leader here looks at the membership again
     }
     if (leader == NodeId{config_.node.id}) {
         lead_placement();

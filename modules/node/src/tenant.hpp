@@ -293,10 +293,13 @@ private:
     std::atomic<std::uint64_t> preferred_leader_{0};
     mutable std::mutex placement_mutex_;
     std::vector<NodeId> placement_replicas_;  // guarded by placement_mutex_ (empty: unknown)
-    std::int64_t membership_asked_ns_ = 0;    // ticker: the last membership change proposed
-    std::int64_t transfer_asked_ns_ = 0;      // ticker: the last preferred-leader transfer asked
-    std::int64_t bootstrap_asked_ns_ = 0;     // ticker: the last bootstrap proposal
-    std::int64_t uncommitted_since_ns_ = 0;   // applier: first apply of the open LMDB txn
+    // The group's membership matched placement_replicas_ when this node, leading, last looked
+    // (guarded by placement_mutex_; a new placement or leader clears it).
+    bool is_membership_settled_ = false;
+    std::int64_t membership_asked_ns_ = 0;   // ticker: the last membership change proposed
+    std::int64_t transfer_asked_ns_ = 0;     // ticker: the last preferred-leader transfer asked
+    std::int64_t bootstrap_asked_ns_ = 0;    // ticker: the last bootstrap proposal
+    std::int64_t uncommitted_since_ns_ = 0;  // applier: first apply of the open LMDB txn
 
     std::atomic<std::uint64_t> applied_index_{0};
     std::atomic<std::uint64_t> entries_applied_total_{0};

@@ -160,7 +160,10 @@ std::int64_t Tenant::placement_retry_ns() const {
 void Tenant::set_placement(std::vector<NodeId> replicas, NodeId preferred) {
     {
         std::lock_guard lock(placement_mutex_);
-        placement_replicas_ = std::move(replicas);
+        if (placement_replicas_ != replicas) {
+            placement_replicas_ = std::move(replicas);
+            is_membership_settled_ = false;
+        }
     }
     preferred_leader_.store(preferred.value(), std::memory_order_relaxed);
 }
@@ -169,6 +172,9 @@ bool Tenant::lead_membership(std::int64_t now) {
     std::vector<NodeId> wanted;
     {
         std::lock_guard lock(placement_mutex_);
+        if (is_membership_settled_) {
+            return false;  // checked since the last placement or leader change
+        }
         wanted = placement_replicas_;
     }
     if (wanted.empty()) {
@@ -227,6 +233,8 @@ bool Tenant::lead_membership(std::int64_t now) {
         return true;
     }
     if (!change) {
+        std::lock_guard lock(placement_mutex_);
+        is_membership_settled_ = placement_replicas_ == wanted;
         return false;
     }
     // A joining node must start from a snapshot carrying the membership: the founders' log
