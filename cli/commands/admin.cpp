@@ -2,7 +2,8 @@
 // DLQ and single messages of a running broker; create/delete queues, delete/seek groups,
 // maintenance modes and health. Aligned tables for people, `--json` for scripts. Not a client
 // library: every request goes through queen::client. The tenant commands (`tenant`, `cluster
-// rebalance`) are in admin_tenant.cpp.
+// rebalance`) are in admin_tenant.cpp, the member commands (`cluster members|add|remove`) in
+// admin_member.cpp.
 #include "commands/admin.hpp"
 
 #include <unistd.h>
@@ -30,7 +31,7 @@ namespace {
 
 using nlohmann::json;
 namespace qc = queen::client;
-using namespace admin_internal;  // the helpers admin_tenant.cpp shares (admin.hpp)
+using namespace admin_internal;  // the helpers admin_tenant/member.cpp share (admin.hpp)
 
 // ---- errors and exit codes ----
 
@@ -134,6 +135,28 @@ void admin_internal::Table::print_row(const std::vector<std::string>& row,
         }
     }
     std::cout << line << "\n";
+}
+
+queen::Result<json> admin_internal::object_of(const std::string& what,
+                                              const queen::Result<std::string>& body) {
+    if (!body) {
+        return body.error();
+    }
+    json value = json::parse(*body, nullptr, false);
+    if (value.is_discarded() || !value.is_object()) {
+        return queen::Error{qc::Errc::bad_response, what + ": the answer is not a JSON object"};
+    }
+    return value;
+}
+
+// One request on a connection of the client's.
+queen::Result<std::string> admin_internal::delete_json(qc::Client& client,
+                                                       const std::string& target) {
+    const auto connection = client.make_connection();
+    const qc::HttpRequest http{"DELETE", target, {}, false, false, 0};
+    QUEEN_TRY(const auto response, connection->request(http));
+    QUEEN_TRY(qc::check_http_status(http, response));
+    return response.body;
 }
 
 // Asks on the terminal; false unless the answer is y or yes.
@@ -950,6 +973,9 @@ int run_admin(const AdminOptions& options) {
         case AdminCommand::tenant_list: return run_tenant_list(options, client);
         case AdminCommand::tenant_create: return run_tenant_create(options, client);
         case AdminCommand::tenant_delete: return run_tenant_delete(options, client);
+        case AdminCommand::cluster_members: return run_cluster_members(options, client);
+        case AdminCommand::cluster_add: return run_cluster_add(options, client);
+        case AdminCommand::cluster_remove: return run_cluster_remove(options, client);
     }
     return exit_usage;
 }
@@ -1077,7 +1103,8 @@ void register_admin(CLI::App& app, int& exit_code) {
 
     leaf(admin, "health", "The broker's /health (exit 3 when unhealthy)", AdminCommand::health);
 
-    auto* cluster = admin->add_subcommand("cluster", "The raft groups as this node sees them");
+    auto* cluster = admin->add_subcommand(
+        "cluster", "The raft groups as this node sees them, the members, the tenants' leaders");
     leaf(cluster, "status",
          "Per tenant: this node's role, the term, the leader, applied and committed indexes "
          "(exit 3 while a tenant has no leader)",
@@ -1095,6 +1122,7 @@ void register_admin(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     cluster->require_subcommand(1);
     register_tenant_commands(*admin, *cluster, *options, leaf);
+    register_member_commands(*cluster, *options, leaf);
 }
 
 }  // namespace queen::cli

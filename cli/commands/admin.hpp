@@ -11,13 +11,10 @@
 #include <vector>
 
 #include "queen/core/queue_options.hpp"
+#include "queen/core/result.hpp"
 
 namespace CLI {
 class App;
-}
-
-namespace queen {
-struct Error;
 }
 
 namespace queen::client {
@@ -43,6 +40,9 @@ enum class AdminCommand {
     cluster_status,
     cluster_transfer_leader,
     cluster_rebalance,
+    cluster_members,
+    cluster_add,
+    cluster_remove,
     tenant_list,
     tenant_create,
     tenant_delete,
@@ -66,7 +66,7 @@ struct AdminOptions {
     std::string timestamp;
     bool to_end = false;
     bool keep_metadata = false;
-    bool yes = false;  ///< queues delete, tenant delete: no confirmation
+    bool yes = false;  ///< queues delete, tenant delete, cluster remove: no confirmation
     std::int64_t limit = 100;
     std::int64_t offset = 0;
     /// queues create: the options given on the command line (one flag per row of the option
@@ -84,6 +84,8 @@ struct AdminOptions {
     double wait_s = 5.0;            ///< cluster transfer-leader: how long to wait for it to lead
     std::string tenant_name;        ///< tenant create/delete: the tenant (not --tenant)
     std::uint32_t replication = 0;  ///< tenant create: 1, 3 or 5 (0: the cluster chooses)
+    std::uint64_t node = 0;         ///< cluster add/remove: the member's node id
+    std::string peer_address;       ///< cluster add: "<ip>:<port>" of its peer listener
 };
 
 /// Adds `admin` and its subcommands; the chosen command's exit code lands in `exit_code`.
@@ -91,14 +93,16 @@ void register_admin(CLI::App& app, int& exit_code);
 
 /// Runs `options.command` against the broker at `options.url`, printing to stdout (errors to
 /// stderr). Returns exit_ok; exit_failed for an operation the broker refused (HTTP 4xx/5xx other
-/// than 503/504, an unknown queue, group or tenant, a rejected seek, a tenant that exists
-/// already); exit_usage for a bad URL or an argument the client rejects (a tenant delete
-/// without --yes when stdin is not a terminal); exit_retryable when the broker could not be
+/// than 503/504, an unknown queue, group, tenant or member, a rejected seek, a tenant or member
+/// that exists already, a member change on a node that runs alone); exit_usage for a bad URL or
+/// an argument the client rejects (a tenant delete or cluster remove without --yes when stdin
+/// is not a terminal); exit_retryable when the broker could not be
 /// reached, timed out or answered 503/504, or when a leadership transfer did not finish within
 /// --wait.
 int run_admin(const AdminOptions& options);
 
-// ---- internal: shared by admin.cpp and admin_tenant.cpp (not for other commands) ----
+// ---- internal: shared by admin.cpp, admin_tenant.cpp and admin_member.cpp (not for other
+// commands) ----
 namespace admin_internal {
 
 /// Prints "queen admin: <message>" to stderr; returns the error's exit code.
@@ -117,6 +121,14 @@ std::string yes_no(bool value);
 
 /// Asks on the terminal; false unless the answer is y or yes.
 bool confirm(const std::string& question);
+
+/// The broker's answer to `what` as a JSON object: a failed request keeps its error, a body
+/// that is not a JSON object is client::Errc::bad_response.
+queen::Result<nlohmann::json> object_of(const std::string& what,
+                                        const queen::Result<std::string>& body);
+/// DELETE `target` (the client has no call of its own for it): the answer's body, or the
+/// request's error (an HTTP error status included).
+queen::Result<std::string> delete_json(queen::client::Client& client, const std::string& target);
 
 /// Columns padded to their widest cell; numeric columns are right-aligned.
 class Table {
@@ -155,6 +167,13 @@ using AddLeaf = std::function<CLI::App*(CLI::App* parent, const char* name, cons
 /// Adds `cluster rebalance` to `cluster` and `tenant list|create|delete` to `admin`.
 void register_tenant_commands(CLI::App& admin, CLI::App& cluster, AdminOptions& options,
                               const AddLeaf& leaf);
+
+// The member commands (admin_member.cpp).
+int run_cluster_members(const AdminOptions& options, queen::client::Client& client);
+int run_cluster_add(const AdminOptions& options, queen::client::Client& client);
+int run_cluster_remove(const AdminOptions& options, queen::client::Client& client);
+/// Adds `cluster members|add|remove` to `cluster`.
+void register_member_commands(CLI::App& cluster, AdminOptions& options, const AddLeaf& leaf);
 
 }  // namespace admin_internal
 

@@ -22,19 +22,6 @@ using nlohmann::json;
 namespace qc = queen::client;
 using namespace admin_internal;
 
-// The broker's answer to `what` as a JSON object: a failed request keeps its error, a body that
-// is not a JSON object is bad_response.
-queen::Result<json> object_of(const std::string& what, const queen::Result<std::string>& body) {
-    if (!body) {
-        return body.error();
-    }
-    json value = json::parse(*body, nullptr, false);
-    if (value.is_discarded() || !value.is_object()) {
-        return queen::Error{qc::Errc::bad_response, what + ": the answer is not a JSON object"};
-    }
-    return value;
-}
-
 // Node ids as "1,2,3" ("-" for none).
 std::string id_list(const json& ids) {
     std::string out;
@@ -92,15 +79,6 @@ int print_tenants_answer(const AdminOptions& options, const queen::Result<json>&
 
 std::string tenant_target(const std::string& name) {
     return "/api/v1/system/tenants/" + qc::percent_encode(name);
-}
-
-// DELETE has no call of its own in the client: one request on a connection of the client's.
-queen::Result<std::string> delete_json(qc::Client& client, const std::string& target) {
-    const auto connection = client.make_connection();
-    const qc::HttpRequest http{"DELETE", target, {}, false, false, 0};
-    QUEEN_TRY(const auto response, connection->request(http));
-    QUEEN_TRY(qc::check_http_status(http, response));
-    return response.body;
 }
 
 }  // namespace

@@ -32,6 +32,24 @@ http::Handler read_handler(const ContextPtr& context, ReadFn fn) {
         });
 }
 
+http::Response catalogue_error(Context& context, const Error& error,
+                               const CatalogueSubject& subject) {
+    const bool is_news =
+        !error.context.empty() &&
+        (subject.mention.empty() || error.context.find(subject.mention) == std::string::npos);
+    const std::string detail = is_news ? ": " + error.context : std::string();
+    if (error.is(Errc::already_exists)) {
+        return error_response(context, 409, subject.exists + detail);
+    }
+    if (error.is(Errc::not_found)) {
+        return error_response(context, 404, subject.unknown + detail);
+    }
+    if (error.is(Errc::unsupported)) {
+        return error_response(context, 501, error.context);
+    }
+    return error_response(context, error, catalogue_tenant);
+}
+
 Error bad(std::string message) {
     return Error{Errc::invalid_argument, std::move(message)};
 }

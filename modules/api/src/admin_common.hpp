@@ -13,6 +13,26 @@
 
 namespace queen::api::detail {
 
+/// The tenant whose raft group holds the cluster catalogue (tenants, members); it cannot be
+/// deleted. Catalogue reads wait for its state (when_readable).
+inline constexpr std::string_view catalogue_tenant = "default";
+
+/// What a request to the cluster catalogue named, for the messages of its errors.
+struct CatalogueSubject {
+    std::string exists;   ///< the 409 message: "tenant 'acme' exists already"
+    std::string unknown;  ///< the 404 message: "unknown tenant 'acme'"
+    /// How the backend's words name it ("'acme'"): words that do not are added to the message
+    /// after ": " (words that do would repeat it). Empty: the backend's words are always added.
+    std::string mention;
+};
+
+/// A backend error of a catalogue read or change (tenants, members, rebalance) as a response:
+/// already_exists 409 and not_found 404 with the subject's message, unsupported 501 with the
+/// backend's; the rest as error_response() for the catalogue tenant: invalid_argument 400;
+/// busy, not_leader, cancelled, timeout 503 with Retry-After: 1; poisoned 503.
+[[nodiscard]] http::Response catalogue_error(Context& context, const Error& error,
+                                             const CatalogueSubject& subject);
+
 /// A handler body that reads state: returns the response or an error to map.
 using ReadFn =
     std::function<Result<http::Response>(Context&, const std::string& tenant, http::Request&)>;

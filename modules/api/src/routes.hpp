@@ -45,6 +45,8 @@ void register_system_routes(http::Router& router, const ContextPtr& context);
 void register_cluster_routes(http::Router& router, const ContextPtr& context);
 /// The tenant catalogue (list, create, delete) and the rebalance of preferred leaders.
 void register_tenant_routes(http::Router& router, const ContextPtr& context);
+/// The members of the cluster (list, add, remove).
+void register_member_routes(http::Router& router, const ContextPtr& context);
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);
 

@@ -7,9 +7,6 @@
 namespace queen::api::detail {
 namespace {
 
-// The node's default tenant: its raft group holds the catalogue, and it cannot be deleted.
-constexpr std::string_view catalogue_tenant = "default";
-
 const char* const name_rule = "1-64 characters of [A-Za-z0-9._-]";
 
 void write_tenant(JsonWriter& out, const TenantInfo& tenant) {
@@ -47,27 +44,15 @@ Response tenants_response(int status, const std::vector<TenantInfo>& tenants) {
 }
 
 // A backend error of a catalogue change or read as a response. `name` is the tenant the
-// request named ("" for the whole catalogue). Retryable conditions (busy, not the leader of the
-// catalogue, shutting down) are 503 with Retry-After: 1, through the shared mapping.
+// request named ("" for the whole catalogue).
 Response tenant_error(Context& context, const Error& error, std::string_view name) {
-    const std::string named = "tenant '" + std::string(name) + "'";
-    // The backend's words follow, unless they name the tenant (they would repeat the message).
-    const bool is_news =
-        !error.context.empty() &&
-        (name.empty() || error.context.find("'" + std::string(name) + "'") == std::string::npos);
-    const std::string detail = is_news ? ": " + error.context : std::string();
-    if (error.is(Errc::already_exists)) {
-        return error_response(context, 409, named + " exists already" + detail);
+    if (name.empty()) {
+        return catalogue_error(context, error, {"exists already", "not found", ""});
     }
-    if (error.is(Errc::not_found)) {
-        return error_response(context, 404,
-                              name.empty() ? "not found" + detail : "unknown " + named + detail);
-    }
-    if (error.is(Errc::unsupported)) {
-        return error_response(context, 501, error.context);
-    }
-    // invalid_argument 400; busy, not_leader, cancelled, timeout 503 (retry); poisoned 503.
-    return error_response(context, error, catalogue_tenant);
+    const std::string quoted = "'" + std::string(name) + "'";
+    return catalogue_error(
+        context, error,
+        {"tenant " + quoted + " exists already", "unknown tenant " + quoted, quoted});
 }
 
 // GET /api/v1/system/tenants: the catalogue as this node applied it, once the node's state

@@ -277,7 +277,75 @@ public:
         {"default", TenantInfo{"default", 3, {7, 8, 9}, 7, true, 0}}};
     std::optional<Error> catalogue_fail_with;  ///< every catalogue call fails with it
     std::uint64_t catalogue_changes = 0;       ///< creates, deletes and rebalances carried out
-    std::uint64_t catalogue_reads = 0;         ///< list_tenants() calls
+    std::uint64_t catalogue_reads = 0;         ///< list_tenants() and list_members() calls
+
+    /// The members of that cluster: nodes 7 (this node), 8 and 9, at 127.0.0.<id>:7<id>, all
+    /// connected but 9; a member's `tenants` counts the catalogue tenants it replicates.
+    /// add_member() and remove_member() change the list at once and count in member_calls
+    /// (failed ones too); catalogue_fail_with fails them all.
+    Result<std::vector<MemberInfo>> list_members() override {
+        ++catalogue_reads;
+        if (catalogue_fail_with.has_value()) {
+            return *catalogue_fail_with;
+        }
+        std::vector<MemberInfo> out;
+        for (auto [id, member] : members) {
+            for (const auto& [name, tenant] : catalogue) {
+                const auto& replicas = tenant.replicas;
+                if (std::find(replicas.begin(), replicas.end(), id) != replicas.end()) {
+                    ++member.tenants;
+                }
+            }
+            out.push_back(member);
+        }
+        return out;
+    }
+    void add_member(std::uint64_t id, std::string peer_host, std::uint16_t peer_port,
+                    MembersDone done) override {
+        ++member_calls;
+        if (catalogue_fail_with.has_value()) {
+            done(*catalogue_fail_with);
+            return;
+        }
+        if (members.contains(id)) {
+            done(Error{Errc::already_exists, "a member with id " + std::to_string(id)});
+            return;
+        }
+        for (const auto& [other, member] : members) {
+            if (member.peer_host == peer_host && member.peer_port == peer_port) {
+                done(Error{Errc::invalid_argument,
+                           "node " + std::to_string(other) + " has that peer address"});
+                return;
+            }
+        }
+        members[id] = MemberInfo{id, std::move(peer_host), peer_port, false, false, 0};
+        done(list_members());
+    }
+    void remove_member(std::uint64_t id, MembersDone done) override {
+        ++member_calls;
+        if (catalogue_fail_with.has_value()) {
+            done(*catalogue_fail_with);
+            return;
+        }
+        if (!members.contains(id)) {
+            done(Error{Errc::not_found, "no member has that id"});
+            return;
+        }
+        if (members.size() == 1) {
+            done(Error{Errc::unsupported, "the last member cannot be removed"});
+            return;
+        }
+        members.erase(id);
+        for (auto& [name, tenant] : catalogue) {
+            std::erase(tenant.replicas, id);
+        }
+        done(list_members());
+    }
+    std::map<std::uint64_t, MemberInfo> members = {
+        {7, MemberInfo{7, "127.0.0.7", 7007, true, true, 0}},
+        {8, MemberInfo{8, "127.0.0.8", 7008, false, true, 0}},
+        {9, MemberInfo{9, "127.0.0.9", 7009, false, false, 0}}};
+    std::uint64_t member_calls = 0;  ///< add_member() and remove_member() calls
 
     /// Moves both clocks; fires expired waits (timed_out) and, once next_due passed, wakes the
     /// others (a lease expired or a delay ended: pops may now find something).
@@ -395,6 +463,13 @@ struct Reply {
         return nlohmann::json::parse(body);
     }
 };
+
+/// The reply carries Retry-After: 1 (a 503 to retry).
+inline bool has_retry_after(const Reply& reply) {
+    return std::any_of(reply.headers.begin(), reply.headers.end(), [](const http::Header& h) {
+        return h.name == "Retry-After" && h.value == "1";
+    });
+}
 
 /// Routes requests to register_routes() over an EngineBackend.
 class Harness {

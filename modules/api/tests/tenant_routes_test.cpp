@@ -59,21 +59,8 @@ TEST_CASE("api: transfer-leader asks the backend, or answers why not", "[api][cl
     const Reply election = h.post(route, {{"to", 8}});
     CHECK(election.status == 503);
     CHECK_THAT(election.json()["error"].get<std::string>(), Catch::Contains("retry"));
-    bool has_retry_after = false;
-    for (const http::Header& header : election.headers) {
-        has_retry_after = has_retry_after || (header.name == "Retry-After" && header.value == "1");
-    }
-    CHECK(has_retry_after);
+    CHECK(has_retry_after(election));
     CHECK(h.backend.transfers.size() == 2);
-}
-
-bool has_retry_after(const Reply& reply) {
-    for (const http::Header& header : reply.headers) {
-        if (header.name == "Retry-After" && header.value == "1") {
-            return true;
-        }
-    }
-    return false;
 }
 
 const char* const tenants_route = "/api/v1/system/tenants";

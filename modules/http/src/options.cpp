@@ -1,21 +1,23 @@
-// modules/http/src/options.cpp — ServerOptions::validate() and the CORS origin check.
+// modules/http/src/options.cpp — ServerOptions::validate(), the CORS origin check, numeric IPs.
 #include <arpa/inet.h>
 
+#include "queen/http/address.hpp"
 #include "queen/http/options.hpp"
 #include "queen/http/request.hpp"
 
 namespace queen::http {
-namespace {
-
-Status out_of_range(const char* field, std::uint64_t value, const char* range) {
-    return Error{Errc::invalid_argument, std::string("http.") + field + " = " +
-                                             std::to_string(value) + " (must be " + range + ")"};
-}
 
 bool is_numeric_address(const std::string& text) {
     unsigned char buffer[16];
     return inet_pton(AF_INET, text.c_str(), buffer) == 1 ||
            inet_pton(AF_INET6, text.c_str(), buffer) == 1;
+}
+
+namespace {
+
+Status out_of_range(const char* field, std::uint64_t value, const char* range) {
+    return Error{Errc::invalid_argument, std::string("http.") + field + " = " +
+                                             std::to_string(value) + " (must be " + range + ")"};
 }
 
 /// "*", or "scheme://host[:port]": a scheme, "://", a non-empty host, no path, no spaces or

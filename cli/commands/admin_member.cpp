@@ -1,0 +1,150 @@
+// cli/commands/admin_member.cpp — `queen admin cluster members|add|remove`: the members of a
+// cluster over /api/v1/system/cluster/members, printed as one table (or `--json`). The shared
+// output helpers and the command line live in admin.cpp.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands/admin.hpp"
+#include "exit_codes.hpp"
+#include "queen/client/client.hpp"
+
+namespace queen::cli {
+namespace {
+
+using nlohmann::json;
+namespace qc = queen::client;
+using namespace admin_internal;
+
+const char* const members_route = "/api/v1/system/cluster/members";
+
+// The members of a {"members": [...]} answer as a table.
+void print_members(const json& answer) {
+    Table table{{{"ID", true}, {"PEER_ADDRESS"}, {"SELF"}, {"CONNECTED"}, {"TENANTS", true}}};
+    for (const json& m : answer.value("members", json::array())) {
+        if (!m.is_object()) {
+            continue;
+        }
+        table.add({cell(m, "id"), cell(m, "peerAddress"), yes_no(m.value("self", false)),
+                   yes_no(m.value("connected", false)), cell(m, "tenants")});
+    }
+    table.print();
+}
+
+// The member `id` of a {"members": [...]} answer, or nullptr.
+const json* member_of(const json& answer, std::uint64_t id) {
+    const auto members = answer.find("members");
+    if (members == answer.end() || !members->is_array()) {
+        return nullptr;
+    }
+    for (const json& m : *members) {
+        if (m.is_object() && m.value("id", std::uint64_t{0}) == id) {
+            return &m;
+        }
+    }
+    return nullptr;
+}
+
+// Member ids as "1, 2, 3" ("none" for none).
+std::string member_ids(const json& answer) {
+    std::string out;
+    for (const json& m : answer.value("members", json::array())) {
+        if (m.is_object()) {
+            out += (out.empty() ? "" : ", ") + cell(m, "id");
+        }
+    }
+    return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+int admin_internal::run_cluster_members(const AdminOptions& options, qc::Client& client) {
+    auto answer = object_of(std::string("GET ") + members_route, client.get_json(members_route));
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        print_members(*answer);
+    }
+    return exit_ok;
+}
+
+int admin_internal::run_cluster_add(const AdminOptions& options, qc::Client& client) {
+    const json request = {{"id", options.node}, {"address", options.peer_address}};
+    auto answer = object_of(std::string("POST ") + members_route,
+                            client.post_json(members_route, request.dump()));
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+        return exit_ok;
+    }
+    const json* added = member_of(*answer, options.node);
+    std::cout << "added node " << options.node << " (peer "
+              << (added != nullptr ? cell(*added, "peerAddress") : options.peer_address)
+              << "): start it with cluster.join = true and cluster.peers listing it and a "
+                 "running member\n";
+    return exit_ok;
+}
+
+int admin_internal::run_cluster_remove(const AdminOptions& options, qc::Client& client) {
+    const std::string node = std::to_string(options.node);
+    if (!options.yes) {
+        if (isatty(STDIN_FILENO) == 0) {
+            std::fprintf(stderr,
+                         "queen admin: removing node %s from the cluster needs --yes when stdin "
+                         "is not a terminal\n",
+                         node.c_str());
+            return exit_usage;
+        }
+        if (!confirm("Remove node " + node +
+                     " from the cluster (its tenants move to the other members first)?")) {
+            return report_failure("node " + node + " not removed");
+        }
+    }
+    const std::string target = std::string(members_route) + "/" + node;
+    auto answer = object_of("DELETE " + target, delete_json(client, target));
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        std::cout << "removed node " << node << " from the cluster: its tenants moved to the "
+                  << "other members (members now: " << member_ids(*answer)
+                  << "); it can be stopped\n";
+    }
+    return exit_ok;
+}
+
+void admin_internal::register_member_commands(CLI::App& cluster, AdminOptions& options,
+                                              const AddLeaf& leaf) {
+    leaf(&cluster, "members",
+         "Every member: its id, peer address, whether it is this node, connected to it, and "
+         "how many tenants it replicates",
+         AdminCommand::cluster_members);
+    auto* add =
+        leaf(&cluster, "add", "Add a node to the cluster (then start it with cluster.join = true)",
+             AdminCommand::cluster_add);
+    add->add_option("id", options.node, "The new node's node.id (a positive integer)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    add->add_option("address", options.peer_address,
+                    "Its peer listener, <ip>:<port> (a numeric IP, as in cluster.peers)")
+        ->required();
+    auto* remove = leaf(&cluster, "remove",
+                        "Remove a node from the cluster: its tenants move to the other members",
+                        AdminCommand::cluster_remove);
+    remove->add_option("id", options.node, "The node's id")->required()->check(CLI::PositiveNumber);
+    remove->add_flag("--yes,-y", options.yes, "Do not ask (required when stdin is no terminal)");
+}
+
+}  // namespace queen::cli
