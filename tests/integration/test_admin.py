@@ -510,6 +510,94 @@ class Tenants(AdminTestCase):
             self.assertEqual("asked" in self.listed(), remains)
 
 
+MEMBERS = "/api/v1/system/cluster/members"
+
+
+class Members(AdminTestCase):
+    """The members of a node that runs alone (no cluster.peers): it lists itself, and refuses to
+    add or remove members (501). Input the API refuses (400) never reaches the node."""
+
+    def node_id(self):
+        return self.client.get("/health").json()["node_id"]
+
+    def require_node_side(self):
+        """Skips while the node does not implement the members (the default Backend answers
+        501 'this backend has no cluster members'): the node side lands separately."""
+        r = self.client.get(MEMBERS)
+        if r.status == 501 and "has no cluster members" in r.json().get("error", ""):
+            self.skipTest("the node does not implement Backend::list_members yet")
+
+    def test_a_lone_node_lists_itself_and_refuses_member_changes(self):
+        self.require_node_side()
+        r = self.client.get(MEMBERS, headers={"X-Queen-Tenant": "nosuch"})  # node-wide
+        self.assertEqual(r.status, 200, r)
+        members = r.json()["members"]
+        self.assertEqual(len(members), 1, members)
+        me = members[0]
+        self.assertEqual(me["id"], self.node_id())
+        self.assertTrue(me["self"])
+        self.assertTrue(me["connected"])
+        self.assertGreaterEqual(me["tenants"], 1)  # the default tenant
+
+        r = self.client.post(MEMBERS, {"id": 4, "address": "127.0.0.4:7004"})
+        self.assertEqual(r.status, 501, r)
+        self.assertIn("runs alone", r.json()["error"])
+        r = self.client.delete(MEMBERS + f"/{me['id']}")
+        self.assertEqual(r.status, 501, r)
+        self.assertIn("runs alone", r.json()["error"])
+        self.assertEqual(self.client.get(MEMBERS).json()["members"], members)
+
+        rows = self.table("cluster", "members")
+        self.assertEqual(rows[0], ["ID", "PEER_ADDRESS", "SELF", "CONNECTED", "TENANTS"])
+        self.assertEqual(len(rows), 2, rows)
+        self.assertEqual(rows[1][0], str(me["id"]))
+        self.assertEqual(rows[1][2:4], ["yes", "yes"])
+        self.assertEqual(self.admin_json("cluster", "members"), {"members": members})
+
+        out = self.admin("cluster", "add", "4", "127.0.0.4:7004", code=1)
+        self.assertIn("runs alone", out.stderr)
+        self.assertEqual(out.stdout, "")
+        out = self.admin("cluster", "remove", str(me["id"]), "--yes", code=1)
+        self.assertIn("runs alone", out.stderr)
+        self.assertEqual(self.client.get(MEMBERS).json()["members"], members)
+
+    def test_bad_input_is_refused_before_the_node(self):
+        for body in ({}, {"id": 4}, {"address": "127.0.0.4:7004"}, {"id": 0, "address": "127.0.0.4:7004"},
+                     {"id": "4", "address": "127.0.0.4:7004"}, {"id": 4, "address": "localhost:7004"},
+                     {"id": 4, "address": "127.0.0.4"}, {"id": 4, "address": "127.0.0.4:70000"},
+                     {"id": 4, "address": "127.0.0.4:7004", "tenants": 1}, [4]):
+            r = self.client.post(MEMBERS, body)
+            self.assertEqual(r.status, 400, f"{body}: {r}")
+            self.assertTrue(r.json()["error"], r)
+        self.assertEqual(self.client.post(MEMBERS, raw_body=b"").status, 400)
+        for node in ("0", "x", "-1"):
+            r = self.client.delete(f"{MEMBERS}/{node}")
+            self.assertEqual(r.status, 400, f"{node}: {r}")
+
+        out = self.admin("cluster", "add", "4", "localhost:7004", code=1)
+        self.assertIn("address 'localhost:7004' is not <ip>:<port>", out.stderr)
+        self.admin("cluster", "add", "0", "127.0.0.4:7004", code=2)
+        self.admin("cluster", "add", "x", "127.0.0.4:7004", code=2)
+        self.admin("cluster", "add", "4", code=2)
+        self.admin("cluster", "remove", code=2)
+        out = self.admin("cluster", "remove", "4", code=2)  # stdin is not a terminal
+        self.assertIn("--yes", out.stderr)
+
+    def test_remove_on_a_terminal_asks_first(self):
+        master, slave = os.openpty()  # stdin is a terminal: the command asks instead of refusing
+        try:
+            process = subprocess.Popen([QUEEN_BIN, "admin", "--url", self.url(), "cluster", "remove", "4"],
+                                       stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            os.write(master, b"n\n")
+            stdout, stderr = process.communicate(timeout=60)
+        finally:
+            os.close(slave)
+            os.close(master)
+        self.assertEqual(process.returncode, 1, stdout + stderr)
+        self.assertIn("Remove node 4 from the cluster (its tenants move to the other members first)?", stderr)
+        self.assertIn("node 4 not removed", stderr)
+
+
 class ExitCodes(unittest.TestCase):
     def test_server_down_is_retryable(self):
         server = Server()
@@ -518,7 +606,8 @@ class ExitCodes(unittest.TestCase):
         server.cleanup()  # the port now refuses connections
         for args in (["queues", "list"], ["health"], ["queues", "show", "q"], ["maintenance", "on"],
                      ["tenant", "list"], ["tenant", "create", "t"], ["tenant", "delete", "t", "--yes"],
-                     ["cluster", "rebalance"]):
+                     ["cluster", "rebalance"], ["cluster", "members"], ["cluster", "add", "4", "127.0.0.4:7004"],
+                     ["cluster", "remove", "4", "--yes"]):
             out = run_admin(["--url", url] + args)
             self.assertEqual(out.returncode, 3, f"{args}: {out.stdout}{out.stderr}")
             self.assertIn("connect", out.stderr)
@@ -548,7 +637,10 @@ class ExitCodes(unittest.TestCase):
         out = run_admin(["tenant", "--help"])
         for name in ("list", "create", "delete"):
             self.assertIn(name, out.stdout)
-        self.assertIn("rebalance", run_admin(["cluster", "--help"]).stdout)
+        out = run_admin(["cluster", "--help"])
+        for name in ("rebalance", "members", "add", "remove"):
+            self.assertIn(name, out.stdout)
+        self.assertIn("--yes", run_admin(["cluster", "remove", "--help"]).stdout)
         self.assertIn("--replication", run_admin(["tenant", "create", "--help"]).stdout)
         self.assertIn("--yes", run_admin(["tenant", "delete", "--help"]).stdout)
         out = run_admin(["queues", "create", "--help"])
