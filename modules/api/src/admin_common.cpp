@@ -32,6 +32,10 @@ http::Handler read_handler(const ContextPtr& context, ReadFn fn) {
         });
 }
 
+CatalogueSubject whole_catalogue() {
+    return {"exists already", "not found", ""};
+}
+
 http::Response catalogue_error(Context& context, const Error& error,
                                const CatalogueSubject& subject) {
     const bool is_news =

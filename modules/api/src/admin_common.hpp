@@ -26,6 +26,9 @@ struct CatalogueSubject {
     std::string mention;
 };
 
+/// The subject of a request about the whole catalogue (a listing, a rebalance).
+[[nodiscard]] CatalogueSubject whole_catalogue();
+
 /// A backend error of a catalogue read or change (tenants, members, rebalance) as a response:
 /// already_exists 409 and not_found 404 with the subject's message, unsupported 501 with the
 /// backend's; the rest as error_response() for the catalogue tenant: invalid_argument 400;

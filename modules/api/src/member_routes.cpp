@@ -93,8 +93,7 @@ void handle_list(Context&, const ContextPtr& shared, Request&, Responder respond
     when_readable(shared, std::string(catalogue_tenant), responder, [shared, responder] {
         auto members = shared->backend.list_members();
         if (!members) {
-            responder.complete(
-                catalogue_error(*shared, members.error(), {"exists already", "not found", ""}));
+            responder.complete(catalogue_error(*shared, members.error(), whole_catalogue()));
             return;
         }
         responder.complete(members_response(200, *members));

@@ -47,7 +47,7 @@ Response tenants_response(int status, const std::vector<TenantInfo>& tenants) {
 // request named ("" for the whole catalogue).
 Response tenant_error(Context& context, const Error& error, std::string_view name) {
     if (name.empty()) {
-        return catalogue_error(context, error, {"exists already", "not found", ""});
+        return catalogue_error(context, error, whole_catalogue());
     }
     const std::string quoted = "'" + std::string(name) + "'";
     return catalogue_error(
