@@ -118,9 +118,10 @@ int admin_internal::run_cluster_remove(const AdminOptions& options, qc::Client& 
     if (options.json) {
         print_json(*answer);
     } else {
-        std::cout << "removed node " << node << " from the cluster: its tenants moved to the "
-                  << "other members (members now: " << member_ids(*answer)
-                  << "); it can be stopped\n";
+        std::cout << "removed node " << node
+                  << " from the cluster (members now: " << member_ids(*answer)
+                  << "): its tenants move to other members (queen admin cluster status shows "
+                     "the groups); then stop it and remove its data directory\n";
     }
     return exit_ok;
 }

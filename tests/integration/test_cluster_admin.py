@@ -1,7 +1,9 @@
 """tests/integration/test_cluster_admin.py — `queen admin cluster transfer-leader` on three real
 `queen serve` processes: the leadership of a tenant moves to each node in turn (asked of the
 leader, of a follower that is not the target, and of the target itself), writes keep working after
-every move, and bad requests get clear errors (HTTP and exit codes)."""
+every move, and bad requests get clear errors (HTTP and exit codes). Then `queen admin cluster
+members|add|remove` on three nodes: a node announced (never started) is listed, refused twice and
+removed again."""
 import json
 import signal
 import subprocess
@@ -9,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import QUEEN_BIN, ClusterProcesses, wait_until
+from harness import QUEEN_BIN, ClusterProcesses, free_port, wait_until
 
 ROUTE = "/api/v1/system/cluster/transfer-leader"
 
@@ -221,6 +223,58 @@ class TransferLeader(unittest.TestCase):
             for i in others:
                 cluster.nodes[i].process.send_signal(signal.SIGCONT)
         cluster.leader()
+
+
+class Members(unittest.TestCase):
+    def setUp(self):
+        self.cluster = ClusterProcesses().start()
+        self.cluster.leader()
+
+    def tearDown(self):
+        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
+        if failed:
+            for i, node in self.cluster.nodes.items():
+                print(f"---- node {i}\n" + node.output()[-3000:])
+        self.cluster.cleanup()
+
+    def admin(self, via, *args, code=0):
+        node = self.cluster.nodes[via]
+        out = subprocess.run([QUEEN_BIN, "admin", "--url", f"http://{node.host}:{node.port}", *args],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual(out.returncode, code, f"{args}: {out.stdout}{out.stderr}")
+        return out
+
+    def members(self, via):
+        return json.loads(self.admin(via, "cluster", "members", "--json").stdout)["members"]
+
+    def test_members_listed_added_and_removed_through_the_cli(self):
+        peers = {int(p.split("@")[0]): p.split("@")[1] for p in self.cluster.nodes[1].settings["cluster.peers"].split(",")}
+        wait_until(lambda: all(m["connected"] for m in self.members(2)), timeout=30, what="node 2 connected to all")
+        listed = self.members(2)
+        self.assertEqual([(m["id"], m["peerAddress"], m["self"]) for m in listed],
+                         [(i, peers[i], i == 2) for i in (1, 2, 3)])
+        self.assertTrue(all(m["tenants"] == 1 for m in listed), listed)  # the default tenant
+        rows = [line.split() for line in self.admin(3, "cluster", "members").stdout.splitlines()]
+        self.assertEqual(rows[0], ["ID", "PEER_ADDRESS", "SELF", "CONNECTED", "TENANTS"])
+        self.assertEqual([r[0] for r in rows[1:]], ["1", "2", "3"])
+        self.assertEqual([r[2] for r in rows[1:]], ["no", "no", "yes"])
+
+        address = f"127.0.0.4:{free_port('127.0.0.4')}"
+        out = self.admin(1, "cluster", "add", "4", address)
+        self.assertEqual(out.stdout, f"added node 4 (peer {address}): start it with cluster.join = true and "
+                                     "cluster.peers listing it and a running member\n")
+        four = next(m for m in self.members(3) if m["id"] == 4)  # any node lists it at once
+        self.assertEqual((four["peerAddress"], four["self"], four["connected"]), (address, False, False))
+        out = self.admin(2, "cluster", "add", "4", "127.0.0.5:7005", code=1)
+        self.assertIn("node 4 is a member already", out.stderr)
+        out = self.admin(2, "cluster", "add", "5", address, code=1)
+        self.assertIn("HTTP 400", out.stderr)
+
+        out = self.admin(3, "cluster", "remove", "4", "--yes")
+        self.assertTrue(out.stdout.startswith("removed node 4 from the cluster (members now: 1, 2, 3)"), out.stdout)
+        self.assertEqual([m["id"] for m in self.members(1)], [1, 2, 3])
+        out = self.admin(1, "cluster", "remove", "4", "--yes", code=1)
+        self.assertIn("node 4 is not a member", out.stderr)
 
 
 if __name__ == "__main__":

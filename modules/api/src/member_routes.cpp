@@ -62,10 +62,14 @@ Response members_response(int status, const std::vector<MemberInfo>& members) {
     JsonWriter out;
     out.begin_object().key("members").begin_array();
     for (const MemberInfo& member : members) {
-        out.begin_object()
-            .field("id", member.id)
-            .field("peerAddress", member.peer_host + ":" + std::to_string(member.peer_port))
-            .field("self", member.is_self)
+        out.begin_object().field("id", member.id);
+        // A node that runs alone has no peer listener.
+        if (member.peer_host.empty()) {
+            out.null_field("peerAddress");
+        } else {
+            out.field("peerAddress", member.peer_host + ":" + std::to_string(member.peer_port));
+        }
+        out.field("self", member.is_self)
             .field("connected", member.is_connected)
             .field("tenants", member.tenants)
             .end_object();

@@ -234,6 +234,11 @@ TEST_CASE("api: the last member cannot be removed, and a backend without members
     // The default tenant now has only node 7 among its replicas.
     CHECK(h.get(members_route).json()["members"][0]["tenants"] == 1);
 
+    // A node that runs alone has no peer listener: its address is null.
+    h.backend.members.at(7).peer_host.clear();
+    h.backend.members.at(7).peer_port = 0;
+    CHECK(h.get(members_route).json()["members"][0]["peerAddress"] == nullptr);
+
     h.backend.catalogue_fail_with = Error{Errc::unsupported, "this backend has no cluster members"};
     const Reply none = h.get(members_route);
     CHECK(none.status == 501);
