@@ -310,6 +310,17 @@ Result<Catalogue> apply_membership_op(const Catalogue& catalogue, const Catalogu
             return Error{Errc::already_exists,
                          "node " + std::to_string(joining.id.value()) + " is a member already"};
         }
+        // A tenant founded with this id would make the node start its group from the founding
+        // membership instead of joining it (with a fresh log: it must not count as a founder).
+        for (const TenantPlacement& tenant : catalogue.tenants) {
+            if (std::find(tenant.founders.begin(), tenant.founders.end(), joining.id) !=
+                tenant.founders.end()) {
+                return Error{Errc::invalid_argument,
+                             "node " + std::to_string(joining.id.value()) +
+                                 " was a member before (tenant '" + tenant.name +
+                                 "' was founded with it): give the node a new id"};
+            }
+        }
         for (const Member& member : catalogue.members) {
             if (member.peer_host == joining.peer_host && member.peer_port == joining.peer_port) {
                 return Error{Errc::invalid_argument, "node " + std::to_string(member.id.value()) +

@@ -294,4 +294,6 @@ TEST_CASE("catalogue: membership changes that cannot be made say why and change 
     CHECK(catalogue.find("wide")->replicas.size() == 3);
     CHECK_FALSE(catalogue.is_replica("wide", NodeId{2}));
     CHECK(catalogue.is_replica("wide", NodeId{4}));
+    // A removed founder does not come back under its old id.
+    refused(add_member(2), Errc::invalid_argument, "node 2 was a member before");
 }
