@@ -239,6 +239,15 @@ void Replicator::Impl::process() {
             is_leader = node->role() == raft::Role::leader;
             if (node->leader() != known_leader) {
                 known_leader = node->leader();
+                // A read round asked of the former leader gets no answer: its reads join the
+                // next round, which the new leader confirms (they waited for an election
+                // timeout and more otherwise: tick() gives a round two).
+                if (read_in_flight) {
+                    reads_next.insert(reads_next.begin(),
+                                      std::make_move_iterator(read_in_flight->waiting.begin()),
+                                      std::make_move_iterator(read_in_flight->waiting.end()));
+                    read_in_flight.reset();
+                }
                 if (known_leader != raft::no_node) {
                     ++leader_changes;
                     QUEEN_LOG(logger, Level::info, "raft.leader",
