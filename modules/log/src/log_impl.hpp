@@ -162,7 +162,7 @@ struct Log::Impl {
     detail::Group pending;
     detail::Group spare;  // writer: the buffers of the last group written, cleared, for reuse
     detail::AlignedBuffer staging;   // writer: a direct write's blocks
-    detail::AlignedBuffer zeros;     // writer: zero_fill_chunk_bytes of zeros for direct writes
+    detail::AlignedBuffer zeros;     // writer: zeros for direct writes of an unusual alignment
     bool is_direct_refused = false;  // writer: the file system refused O_DIRECT; buffered since
     std::uint64_t pending_bytes = 0;
     bool writer_busy = false;

@@ -17,6 +17,21 @@ namespace {
 constexpr std::size_t spare_capacity_bytes_max = std::size_t{4} << 20;
 /// zero_fill_ahead writes zeros in pieces of this size.
 constexpr std::size_t zero_fill_chunk_bytes = std::size_t{1} << 20;
+/// The alignment of shared_direct_zeros() (a multiple of every usual direct I/O alignment).
+constexpr std::size_t shared_zeros_alignment = 4096;
+
+/// zero_fill_chunk_bytes of zeros at shared_zeros_alignment for direct writes, shared (read
+/// only) by every log of the process: one per log cost each tenant 1 MiB of memory.
+const Byte* shared_direct_zeros() {
+    static const Byte* const zeros = [] {
+        auto* bytes =
+            static_cast<Byte*>(std::aligned_alloc(shared_zeros_alignment, zero_fill_chunk_bytes));
+        QUEEN_ASSERT(bytes != nullptr, "out of memory for the zero fill buffer");
+        std::memset(bytes, 0, zero_fill_chunk_bytes);
+        return bytes;
+    }();
+    return zeros;
+}
 
 Status write_fully(File& file, std::uint64_t offset, ByteSpan data) {
     const std::size_t alignment = std::max<std::size_t>(file.direct_alignment(), 1);
@@ -177,7 +192,9 @@ Status Log::Impl::zero_fill_ahead(detail::Segment& segment, std::uint64_t end) {
         const std::size_t alignment = direct->direct_alignment();
         at = detail::round_up(at, alignment);
         target = detail::round_up(target, alignment);
-        chunk = zeros.zeros(zero_fill_chunk_bytes, alignment);
+        chunk = shared_zeros_alignment % alignment == 0
+                    ? shared_direct_zeros()
+                    : zeros.zeros(zero_fill_chunk_bytes, alignment);
     } else {
         static const std::vector<Byte> buffered_zeros(zero_fill_chunk_bytes, Byte{0});
         chunk = buffered_zeros.data();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "cluster.hpp"
 #include "queen/http/server.hpp"
 #include "queen/raft/errc.hpp"
 #include "request_forward.hpp"
@@ -291,6 +292,47 @@ api::NodeStatus NodeBackend::node_status() const {
         add("queen_forward_too_large_total",
             "Answers to other nodes over the frame limit, replaced by a 502", Kind::counter,
             f.too_large_total);
+    }
+    if (const Cluster* cluster = cluster_.load(std::memory_order_acquire)) {
+        const ClusterStats c = cluster->stats();
+        auto add = [&](const char* name, const char* help, Kind kind, std::uint64_t value) {
+            status.metrics.push_back({name, help, kind, {}, static_cast<double>(value)});
+        };
+        add("queen_cluster_bytes_sent_total", "Bytes sent to peer nodes (frames, all types)",
+            Kind::counter, c.transport.bytes_sent_total);
+        add("queen_cluster_bytes_received_total", "Bytes received from peer nodes", Kind::counter,
+            c.transport.bytes_received_total);
+        add("queen_cluster_frames_sent_total", "Frames sent to peer nodes", Kind::counter,
+            c.transport.frames_sent_total);
+        add("queen_cluster_frames_dropped_total",
+            "Frames dropped (peer queue full or unknown peer)", Kind::counter,
+            c.transport.frames_dropped_total);
+        add("queen_cluster_connections_open", "Authenticated peer connections", Kind::gauge,
+            c.transport.connections_open);
+        add("queen_raft_messages_sent_total", "Raft messages this node sent (every tenant group)",
+            Kind::counter, c.raft_messages_sent_total);
+        add("queen_raft_messages_received_total",
+            "Raft messages this node received (every tenant group)", Kind::counter,
+            c.raft_messages_received_total);
+        add("queen_raft_groups", "Tenant raft groups this node takes part in", Kind::gauge,
+            c.groups);
+        add("queen_raft_quiet_groups",
+            "Tenant raft groups quiet on this node (idle: no heartbeats, no election timer)",
+            Kind::gauge, c.quiet_groups);
+        add("queen_raft_groups_woken_total",
+            "Quiet groups woken because a member's node was believed gone or restarted",
+            Kind::counter, c.groups_woken_total);
+        add("queen_cluster_node_heartbeats_sent_total", "Node heartbeats sent to peers",
+            Kind::counter, c.node_heartbeats_sent_total);
+        add("queen_cluster_node_heartbeats_received_total", "Node heartbeats received from peers",
+            Kind::counter, c.node_heartbeats_received_total);
+        add("queen_cluster_peers_gone", "Peers believed gone (no connection, or silent)",
+            Kind::gauge, c.peers_gone);
+        add("queen_cluster_peers_gone_total", "Times a peer was believed gone", Kind::counter,
+            c.peers_gone_total);
+        add("queen_cluster_peers_restarted_total",
+            "Times a peer's node heartbeat named a new incarnation (it restarted)", Kind::counter,
+            c.peers_restarted_total);
     }
     return status;
 }

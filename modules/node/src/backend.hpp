@@ -18,6 +18,7 @@ class Server;
 namespace queen::node::detail {
 
 class RequestForwarder;
+class Cluster;
 
 /// Routes API calls to the tenants this node hosts (TenantManager).
 class NodeBackend final : public api::Backend {
@@ -36,6 +37,8 @@ public:
     void set_forwarder(const RequestForwarder* forwarder) {
         forwarder_.store(forwarder, std::memory_order_release);
     }
+    /// The cluster layer of a cluster node (null alone), for its metrics.
+    void set_cluster(const Cluster* cluster) { cluster_.store(cluster, std::memory_order_release); }
 
     void submit(std::string_view tenant, engine::Command command, Completion done) override;
     void when_readable(std::string_view tenant, ReadReady ready) override;
@@ -67,6 +70,7 @@ private:
     /// Set once the HTTP server runs, read by its I/O threads (status and metrics).
     std::atomic<const http::Server*> http_server_{nullptr};
     std::atomic<const RequestForwarder*> forwarder_{nullptr};
+    std::atomic<const Cluster*> cluster_{nullptr};
 };
 
 }  // namespace queen::node::detail

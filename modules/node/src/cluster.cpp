@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <random>
 
 #include "queen/core/thread_name.hpp"
 #include "queen/engine/command.hpp"
@@ -38,7 +39,13 @@ ByteSpan rest_of(ByteReader& reader) {
 }  // namespace
 
 Cluster::Cluster(const NodeConfig& config, const Clock& clock, Logger& logger)
-    : options_(config.cluster), clock_(clock), logger_(logger), self_(NodeId{config.node.id}) {}
+    : options_(config.cluster), clock_(clock), logger_(logger), self_(NodeId{config.node.id}) {
+    // Different for every start of this node (a peer that sees it change knows it restarted).
+    std::random_device random;
+    incarnation_ = (std::uint64_t{random()} << 32 ^ std::uint64_t{random()} ^
+                    static_cast<std::uint64_t>(clock.wall_ms())) |
+                   1;  // never 0 (0: none heard yet)
+}
 
 Cluster::~Cluster() {
     stop();
@@ -62,6 +69,11 @@ Result<std::unique_ptr<Cluster>> Cluster::start(const NodeConfig& config, const 
         }
     }
     std::sort(cluster->configured_nodes_.begin(), cluster->configured_nodes_.end());
+    for (const NodeId node : cluster->configured_nodes_) {
+        if (node != cluster->self_) {
+            cluster->liveness_[node] = Liveness{};
+        }
+    }
     auto identity =
         net::PeerIdentity::make(config.cluster.name, cluster->self_, config.cluster.secret);
     if (!identity) {
@@ -95,8 +107,9 @@ Result<std::unique_ptr<Cluster>> Cluster::start(const NodeConfig& config, const 
     }
     cluster->ticker_ = std::thread([self] { self->run_ticker(); });
     QUEEN_LOG(logger, Level::info, "cluster.started",
-              "node=" << cluster->self_ << " peers=" << peers->size() << " listen="
-                      << transport_options.address << ":" << cluster->transport_->port());
+              "node=" << cluster->self_ << " peers=" << peers->size()
+                      << " listen=" << transport_options.address << ":"
+                      << cluster->transport_->port() << " incarnation=" << cluster->incarnation_);
     return cluster;
 }
 
@@ -107,9 +120,14 @@ void Cluster::attach(const std::string& tenant, Replicator& replicator,
 }
 
 void Cluster::detach(const std::string& tenant) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     replicators_.erase(tenant);
     woken_.erase(tenant);
+    if (ticker_.joinable() && std::this_thread::get_id() != ticker_.get_id()) {
+        // A round the ticker runs now may still use the replicator; the next one will not.
+        const std::uint64_t round = round_;
+        ticked_.wait(lock, [&] { return !is_ticking_ || round_ != round; });
+    }
 }
 
 void Cluster::send(const std::string& tenant, const raft::Message& message) {
@@ -118,6 +136,7 @@ void Cluster::send(const std::string& tenant, const raft::Message& message) {
     write_tenant(scratch_, tenant);
     raft::encode_message(message, scratch_);
     (void)transport_->send(message.to, frame_type_raft, scratch_);
+    raft_sent_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Cluster::wake(const std::string& tenant) {
@@ -132,6 +151,9 @@ void Cluster::on_peer_event(const net::PeerEvent& event) {
     std::lock_guard lock(peers_mutex_);
     if (event.kind == net::PeerEvent::Kind::connected) {
         connected_.insert(event.peer);
+        if (auto found = liveness_.find(event.peer); found != liveness_.end()) {
+            found->second.last_heard_ns = clock_.monotonic_ns();
+        }
     } else if (event.kind == net::PeerEvent::Kind::disconnected) {
         connected_.erase(event.peer);
     }
@@ -149,6 +171,9 @@ void Cluster::set_members(const std::vector<PeerAddress>& members) {
                 added.push_back(member);
             }
             addresses_[id] = member;
+            if (id != self_) {
+                liveness_.try_emplace(id);  // gone until connected
+            }
         }
     }
     for (const PeerAddress& peer : added) {
@@ -164,13 +189,95 @@ std::string Cluster::peer_host(NodeId node) const {
     return found == addresses_.end() ? std::string() : found->second.host;
 }
 
+void Cluster::on_node_heartbeat(NodeId from, ByteSpan payload) {
+    ByteReader reader(payload);
+    const auto incarnation = reader.fixed<std::uint64_t>();
+    if (!reader.ok() || incarnation == 0) {
+        QUEEN_LOG(logger_, Level::warn, "cluster.bad_frame",
+                  "peer=" << from << " type=" << int(frame_type_node_heartbeat)
+                          << " bytes=" << payload.size());
+        return;
+    }
+    heartbeats_received_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(peers_mutex_);
+    auto found = liveness_.find(from);
+    if (found == liveness_.end()) {
+        return;
+    }
+    Liveness& peer = found->second;
+    if (peer.incarnation != 0 && peer.incarnation != incarnation) {
+        peer.is_restarted = true;
+    }
+    peer.incarnation = incarnation;
+}
+
+std::vector<NodeId> Cluster::check_peers(std::vector<NodeId>& newly_gone,
+                                         std::vector<NodeId>& beat_to, bool is_beat_due) {
+    const std::int64_t now = clock_.monotonic_ns();
+    const std::int64_t silence_ns =
+        std::int64_t{options_.election_ticks} * options_.tick_ms * 1'000'000;
+    std::vector<NodeId> gone;
+    std::lock_guard lock(peers_mutex_);
+    for (auto& [peer, liveness] : liveness_) {
+        const bool is_connected = connected_.count(peer) != 0;
+        const bool is_gone = !is_connected || now - liveness.last_heard_ns > silence_ns;
+        if (is_gone != liveness.is_gone || liveness.is_restarted) {
+            const char* what = liveness.is_restarted ? "restarted" : is_gone ? "gone" : "alive";
+            QUEEN_LOG(logger_, Level::info, "cluster.peer_liveness",
+                      "peer=" << peer << " state=" << what << " connected=" << is_connected
+                              << " silent_ms=" << (now - liveness.last_heard_ns) / 1'000'000);
+            if (liveness.is_restarted || is_gone) {
+                newly_gone.push_back(peer);
+                (liveness.is_restarted ? peers_restarted_total_ : peers_gone_total_)
+                    .fetch_add(1, std::memory_order_relaxed);
+            }
+        }
+        liveness.is_restarted = false;
+        liveness.is_gone = is_gone;
+        if (is_gone) {
+            gone.push_back(peer);
+        }
+        if (is_connected && is_beat_due) {
+            beat_to.push_back(peer);
+        }
+    }
+    peers_gone_.store(gone.size(), std::memory_order_relaxed);
+    return gone;
+}
+
+ClusterStats Cluster::stats() const {
+    ClusterStats stats;
+    if (transport_) {
+        stats.transport = transport_->stats();
+    }
+    stats.raft_messages_sent_total = raft_sent_.load(std::memory_order_relaxed);
+    stats.raft_messages_received_total = raft_received_.load(std::memory_order_relaxed);
+    stats.node_heartbeats_sent_total = heartbeats_sent_.load(std::memory_order_relaxed);
+    stats.node_heartbeats_received_total = heartbeats_received_.load(std::memory_order_relaxed);
+    stats.groups_woken_total = groups_woken_.load(std::memory_order_relaxed);
+    stats.peers_gone_total = peers_gone_total_.load(std::memory_order_relaxed);
+    stats.peers_restarted_total = peers_restarted_total_.load(std::memory_order_relaxed);
+    stats.groups = groups_.load(std::memory_order_relaxed);
+    stats.quiet_groups = quiet_groups_.load(std::memory_order_relaxed);
+    stats.peers_gone = peers_gone_.load(std::memory_order_relaxed);
+    return stats;
+}
+
 bool Cluster::is_connected(NodeId peer) const {
     std::lock_guard lock(peers_mutex_);
     return connected_.count(peer) != 0;
 }
 
 void Cluster::on_frame(NodeId from, std::uint8_t type, ByteSpan payload) {
+    {
+        // Any frame shows the peer alive (a node heartbeat may queue behind large frames).
+        std::lock_guard lock(peers_mutex_);
+        if (auto found = liveness_.find(from); found != liveness_.end()) {
+            found->second.last_heard_ns = clock_.monotonic_ns();
+        }
+    }
     switch (type) {
+        case frame_type_node_heartbeat: on_node_heartbeat(from, payload); return;
         case frame_type_raft: on_raft(from, payload); return;
         case frame_type_forward_request: on_forward_request(from, payload); return;
         case frame_type_forward_response: on_forward_response(from, payload); return;
@@ -251,6 +358,7 @@ void Cluster::on_raft(NodeId from, ByteSpan payload) {
             replicator = found->second.replicator;
         }
     }
+    raft_received_.fetch_add(1, std::memory_order_relaxed);
     if (replicator != nullptr) {
         replicator->step(*message);
     }
@@ -393,6 +501,12 @@ void Cluster::run_ticker() {
     set_thread_name("raft-ticker");
     const std::int64_t interval_ns = std::int64_t{options_.tick_ms} * 1'000'000;
     std::int64_t next_tick = clock_.monotonic_ns() + interval_ns;
+    std::uint64_t tick = 0;
+    Bytes heartbeat;
+    ByteWriter(heartbeat).fixed<std::uint64_t>(incarnation_);
+    std::vector<Attached> ticked;
+    std::vector<Replicator*> woken;
+    std::vector<Replicator*> members;  // every attached replicator, when a peer went gone
     std::unique_lock lock(mutex_);
     while (!is_stopping_) {
         const std::int64_t wait_ns = std::max<std::int64_t>(0, next_tick - clock_.monotonic_ns());
@@ -401,7 +515,7 @@ void Cluster::run_ticker() {
         if (is_stopping_) {
             break;
         }
-        std::vector<Replicator*> woken;
+        woken.clear();
         for (const std::string& tenant : woken_) {
             if (auto found = replicators_.find(tenant); found != replicators_.end()) {
                 woken.push_back(found->second.replicator);
@@ -409,28 +523,67 @@ void Cluster::run_ticker() {
         }
         woken_.clear();
         const std::int64_t now = clock_.monotonic_ns();
-        std::vector<Attached> all;
-        if (now >= next_tick) {
+        ticked.clear();
+        members.clear();
+        std::vector<NodeId> gone;
+        std::vector<NodeId> newly_gone;
+        std::vector<NodeId> beat_to;
+        const bool is_tick = now >= next_tick;
+        if (is_tick) {
             // One tick per interval; after a stall, resume from now rather than catch up.
             next_tick = std::max(next_tick + interval_ns, now);
+            ++tick;
+            gone = check_peers(newly_gone, beat_to, tick % options_.heartbeat_ticks == 0);
+            // A quiet group costs one atomic load per tick: raft ignores its ticks, and the
+            // tenant's on_tick housekeeping runs once per election timeout (staggered).
+            std::uint64_t quiet = 0;
+            std::uint64_t k = 0;
             for (const auto& [name, attached] : replicators_) {
-                all.push_back(attached);
+                const bool is_quiet = attached.replicator->is_quiet();
+                quiet += is_quiet ? 1 : 0;
+                if (!is_quiet || (tick + k) % options_.election_ticks == 0) {
+                    ticked.push_back(attached);
+                }
+                if (!newly_gone.empty()) {
+                    members.push_back(attached.replicator);
+                }
+                ++k;
+            }
+            groups_.store(replicators_.size(), std::memory_order_relaxed);
+            quiet_groups_.store(quiet, std::memory_order_relaxed);
+        }
+        is_ticking_ = true;
+        ++round_;
+        lock.unlock();
+        for (const NodeId peer : beat_to) {
+            if (transport_->send(peer, frame_type_node_heartbeat, heartbeat)) {
+                heartbeats_sent_.fetch_add(1, std::memory_order_relaxed);
             }
         }
-        lock.unlock();
         for (Replicator* replicator : woken) {
             replicator->run_pending();
         }
-        for (const Attached& attached : all) {
-            attached.replicator->tick();
+        // A peer gone or restarted: its quiet groups wake (followers forget its leadership and
+        // campaign after an election timeout; leaders heartbeat and check the quorum again).
+        for (const NodeId peer : newly_gone) {
+            for (Replicator* replicator : members) {
+                if (replicator->wake_for(peer)) {
+                    groups_woken_.fetch_add(1, std::memory_order_relaxed);
+                }
+            }
+        }
+        for (const Attached& attached : ticked) {
+            attached.replicator->tick(gone);
             if (attached.on_tick) {
                 attached.on_tick();
             }
         }
-        if (!all.empty()) {
+        if (is_tick) {
             expire_forwards();
         }
         lock.lock();
+        is_ticking_ = false;
+        ticked_.notify_all();
     }
 }
 

@@ -6,8 +6,18 @@
 // (raft/codec.hpp). One ticker thread ticks every attached replicator every cluster.tick_ms and
 // runs the Readies the log writer's thread must not take (a follower's, which may truncate the
 // log).
+//
+// Idle groups go quiet (replicator.hpp, docs/raft.md section 8): the ticker lets a leader
+// quiesce an idle group, ticks quiet groups only once per election timeout (for the tenant's
+// on_tick housekeeping; raft ignores the tick) and keeps one liveness signal per peer node
+// instead of raft's heartbeats per group: every heartbeat interval it sends each connected peer
+// a node_heartbeat frame carrying this start's incarnation. A peer is believed gone when its
+// connection is closed or nothing came from it for an election timeout; gone or restarted (a
+// new incarnation), the ticker wakes every quiet group it is a member of, and while it is gone
+// leaders of its groups do not quiesce.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -35,9 +45,11 @@ class Replicator;
 ///  forward_request:  u64 id (LE), u8 tenant length, tenant, entry envelope (entry.hpp)
 ///  forward_response: u64 id (LE), u8 status (0 ok, else a queen::Errc value), then the
 ///                    engine's encoded result (ok) or the error's text
+///  node_heartbeat:   u64 incarnation (LE): the sender's start (random, fixed for its run)
 inline constexpr std::uint8_t frame_type_raft = 16;
 inline constexpr std::uint8_t frame_type_forward_request = 17;
 inline constexpr std::uint8_t frame_type_forward_response = 18;
+inline constexpr std::uint8_t frame_type_node_heartbeat = 26;
 /// Frame types whose handlers live outside the cluster:
 ///  key_request / key_response: the payload key handed to a node that has none
 ///    (set_frame_handler)
@@ -48,6 +60,25 @@ inline constexpr std::uint8_t frame_type_key_request = 19;
 inline constexpr std::uint8_t frame_type_key_response = 20;
 inline constexpr std::uint8_t frame_type_snapshot_request = 21;
 inline constexpr std::uint8_t frame_type_snapshot_chunk = 22;
+
+/// Counters and gauges of the cluster layer (metrics).
+struct ClusterStats {
+    net::TransportStats transport;
+    std::uint64_t raft_messages_sent_total = 0;
+    std::uint64_t raft_messages_received_total = 0;
+    std::uint64_t node_heartbeats_sent_total = 0;
+    std::uint64_t node_heartbeats_received_total = 0;
+    /// Quiet groups woken because a member's node was believed gone or restarted.
+    std::uint64_t groups_woken_total = 0;
+    /// Peers believed gone (closed connection, or silent for an election timeout) or
+    /// restarted (new incarnation), events.
+    std::uint64_t peers_gone_total = 0;
+    std::uint64_t peers_restarted_total = 0;
+    /// As of the ticker's last tick.
+    std::uint64_t groups = 0;
+    std::uint64_t quiet_groups = 0;
+    std::uint64_t peers_gone = 0;
+};
 
 class Cluster {
 public:
@@ -81,6 +112,8 @@ public:
     using TenantFrameHandler = std::function<void(NodeId from, std::uint8_t type, ByteSpan body)>;
     void attach(const std::string& tenant, Replicator& replicator,
                 std::function<void()> on_tick = {}, TenantFrameHandler on_frame = {});
+    /// Stops routing to and ticking `tenant`'s replicator; returns once the ticker no longer
+    /// uses it (the replicator may then be destroyed).
     void detach(const std::string& tenant);
     /// Sends one raft message of `tenant`'s group (never blocks; a dropped message is resent by
     /// raft).
@@ -116,6 +149,9 @@ public:
 
     /// Asks the ticker thread to run `tenant`'s pending Readies (see Replicator).
     void wake(const std::string& tenant);
+    /// This start's incarnation (sent in node heartbeats).
+    [[nodiscard]] std::uint64_t incarnation() const noexcept { return incarnation_; }
+    [[nodiscard]] ClusterStats stats() const;
     /// Stops the ticker and the transport. Idempotent.
     void stop();
 
@@ -133,6 +169,11 @@ private:
     /// Completes every forwarded command `matches` selects with `error` (outside the lock).
     void fail_forwards(const std::function<bool(const Forwarded&)>& matches, const Error& error);
     void run_ticker();
+    void on_node_heartbeat(NodeId from, ByteSpan payload);
+    /// Ticker: returns the peers believed gone (sorted); `newly_gone` gets the peers that went
+    /// gone or restarted since the last call, `beat_to` the connected ones (when is_beat_due).
+    std::vector<NodeId> check_peers(std::vector<NodeId>& newly_gone, std::vector<NodeId>& beat_to,
+                                    bool is_beat_due);
 
     ClusterOptions options_;
     const Clock& clock_;
@@ -143,6 +184,25 @@ private:
     mutable std::mutex peers_mutex_;
     std::set<NodeId> connected_;               // guarded by peers_mutex_
     std::map<NodeId, PeerAddress> addresses_;  // every known member; guarded by peers_mutex_
+    // Node-level liveness, by peer (guarded by peers_mutex_).
+    struct Liveness {
+        std::int64_t last_heard_ns = 0;  // any frame
+        std::uint64_t incarnation = 0;   // 0: no node heartbeat yet
+        bool is_restarted = false;       // a new incarnation the ticker has not handled
+        bool is_gone = true;             // as the ticker last decided
+    };
+    std::map<NodeId, Liveness> liveness_;
+    std::uint64_t incarnation_ = 0;
+    std::atomic<std::uint64_t> raft_sent_{0};
+    std::atomic<std::uint64_t> raft_received_{0};
+    std::atomic<std::uint64_t> heartbeats_sent_{0};
+    std::atomic<std::uint64_t> heartbeats_received_{0};
+    std::atomic<std::uint64_t> groups_woken_{0};
+    std::atomic<std::uint64_t> peers_gone_total_{0};
+    std::atomic<std::uint64_t> peers_restarted_total_{0};
+    std::atomic<std::uint64_t> groups_{0};
+    std::atomic<std::uint64_t> quiet_groups_{0};
+    std::atomic<std::uint64_t> peers_gone_{0};
 
     std::mutex mutex_;
     std::condition_variable wakeup_;
@@ -154,6 +214,9 @@ private:
     std::map<std::string, Attached, std::less<>> replicators_;
     std::set<std::string> woken_;
     bool is_stopping_ = false;
+    bool is_ticking_ = false;  // the ticker uses attached replicators outside mutex_
+    std::uint64_t round_ = 0;  // rounds the ticker started (detach() waits for one)
+    std::condition_variable ticked_;
     std::thread ticker_;
     Bytes scratch_;  // guarded by send_mutex_
     std::mutex send_mutex_;

@@ -169,6 +169,10 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        2, 100'000);
     schema.add_integer("cluster.heartbeat_ticks", &cl.heartbeat_ticks,
                        "Ticks between a leader's heartbeats (< election_ticks).", 1, 100'000);
+    schema.add_integer("cluster.quiesce_ticks", &cl.quiesce_ticks,
+                       "Ticks a tenant's group stays idle before its leader quiesces it (no "
+                       "raft heartbeats until work or a peer's failure wakes it); 0 = never.",
+                       0, 1'000'000);
     schema.add_integer("cluster.raft_memory_bytes_max", &cl.raft_memory_bytes_max,
                        "Applied entries (payload bytes) each tenant keeps in memory for lagging "
                        "peers; a peer further behind gets a snapshot of the leader's state.",

@@ -46,6 +46,10 @@ struct Replicator::Impl {
     NodeId known_leader;
     std::int64_t last_stamp_ms = 0;
     std::atomic<std::uint64_t> committed{0};
+    std::atomic<bool> quiet{false};  // node->is_quiescent() as of the last Locked section
+    std::atomic<std::uint64_t> messages_sent{0};
+    std::uint32_t quiesce_ticks = 0;       // 0: never quiesce
+    std::uint32_t idle_ticks = 0;          // ticks in a row at which the leader could quiesce
     std::vector<log::RecordView> records;  // scratch for appends
 
     // ReadIndex: at most one round in flight; reads arriving meanwhile wait for the next one.
@@ -70,6 +74,7 @@ struct Replicator::Impl {
     struct Locked {
         explicit Locked(Impl& impl) : r(impl), lock(impl.mutex) {}
         ~Locked() {
+            r.quiet.store(r.node && r.node->is_quiescent(), std::memory_order_relaxed);
             std::vector<std::pair<ReadIndexed, Result<LogIndex>>> done;
             done.swap(r.finished_reads);
             lock.unlock();
@@ -101,6 +106,11 @@ struct Replicator::Impl {
     /// The log's append of the outstanding Ready is durable (writer thread).
     void on_durable(const Status& status);
     void send(std::vector<raft::Message>& messages);
+    /// At a tick: quiesces the group when it has been idle for quiesce_ticks ticks and no
+    /// member is in `nodes_gone`; true when it did (the tick is not counted). Locked.
+    bool quiesce_if_idle(std::span<const NodeId> nodes_gone);
+    /// `node` is a voter or learner of the group. Locked.
+    bool is_member(NodeId node) const;
     /// Drops applied entries from raft's memory that no peer can still need from it.
     void compact_memory();
     /// Counts entries raft now holds in memory (a Ready's new entries).
@@ -129,7 +139,38 @@ void Replicator::Impl::send(std::vector<raft::Message>& messages) {
         for (const raft::Message& message : messages) {
             events.send(message);
         }
+        messages_sent.fetch_add(messages.size(), std::memory_order_relaxed);
     }
+}
+
+bool Replicator::Impl::is_member(NodeId id) const {
+    const raft::NodeStatus status = node->status();
+    const auto& voters = status.conf_state.voters;
+    const auto& learners = status.conf_state.learners;
+    return std::find(voters.begin(), voters.end(), id) != voters.end() ||
+           std::find(learners.begin(), learners.end(), id) != learners.end();
+}
+
+bool Replicator::Impl::quiesce_if_idle(std::span<const NodeId> nodes_gone) {
+    // can_quiesce() holds only on an idle leader (nothing unsent, unapplied, no read, no
+    // transfer, every peer caught up and told the commit): cheap and false elsewhere.
+    if (quiesce_ticks == 0 || is_outstanding || !reads_next.empty() || read_in_flight ||
+        !node->can_quiesce()) {
+        idle_ticks = 0;
+        return false;
+    }
+    // A leader that believes a peer's node gone keeps check-quorum running (raft.md 8).
+    for (const NodeId gone : nodes_gone) {
+        if (is_member(gone)) {
+            idle_ticks = 0;
+            return false;
+        }
+    }
+    if (++idle_ticks < quiesce_ticks) {
+        return false;
+    }
+    idle_ticks = 0;
+    return node->quiesce();
 }
 
 void Replicator::Impl::start_read_round() {
@@ -455,6 +496,7 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     options.heartbeat_ticks = start.heartbeat_ticks;
     impl->election_ticks = start.election_ticks;
     impl->leader_wait_ticks = start.leader_wait_ticks;
+    impl->quiesce_ticks = start.quiesce_ticks;
     // Below the log's pending bytes, so appending a leader's Ready never blocks on them.
     options.uncommitted_bytes_max = std::max<std::uint64_t>(1, start.log_pending_bytes_max / 2);
     QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger));
@@ -567,10 +609,17 @@ void Replicator::step(const raft::Message& message) {
     r.process();
 }
 
-void Replicator::tick() {
+void Replicator::tick(std::span<const NodeId> nodes_gone) {
     Impl& r = *impl_;
     Impl::Locked lock(r);
     if (r.failure) {
+        return;
+    }
+    if (r.node->is_quiescent()) {
+        return;  // raft counts no ticks; nothing waits (a read or a proposal wakes the group)
+    }
+    if (r.quiesce_if_idle(nodes_gone)) {
+        r.process();  // sends the `quiesce` messages
         return;
     }
     r.node->tick();
@@ -586,6 +635,26 @@ void Replicator::tick() {
         r.fail_reads(Error{Errc::not_leader, "no leader was elected in time for the read"});
     }
     r.process();
+}
+
+bool Replicator::wake_for(NodeId node) {
+    Impl& r = *impl_;
+    Impl::Locked lock(r);
+    if (r.failure || !r.node->is_quiescent() || (node != raft::no_node && !r.is_member(node))) {
+        return false;
+    }
+    r.node->wake();
+    r.idle_ticks = 0;
+    r.process();  // a leader heartbeats at once
+    return true;
+}
+
+bool Replicator::is_quiet() const noexcept {
+    return impl_->quiet.load(std::memory_order_relaxed);
+}
+
+std::uint64_t Replicator::messages_sent() const noexcept {
+    return impl_->messages_sent.load(std::memory_order_relaxed);
 }
 
 void Replicator::read_index(ReadIndexed done) {

@@ -16,6 +16,12 @@
 // callback acknowledges the Ready, which commits them (one voter) and hands them to the tenant in
 // the next Ready. So a one-node group costs what the local log cost: one fdatasync per group, no
 // extra thread hop.
+//
+// Quiescence (docs/raft.md section 8): a leader whose group has had nothing to do for
+// ReplicatorStart::quiesce_ticks ticks in a row quiesces it instead of ticking, unless the
+// caller names one of the group's nodes as gone (tick()). A quiet group sends nothing and
+// ignores ticks (is_quiet(), a lock-free hint, lets the caller skip it); work wakes it, and the
+// caller's node-level liveness wakes it (wake_for()) when a member's node is gone or restarted.
 #pragma once
 
 #include <condition_variable>
@@ -25,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -86,6 +93,9 @@ struct ReplicatorStart {
     std::uint64_t memory_bytes_max = 64u << 20;
     /// A read that finds no leader (an election) waits this many ticks for one.
     std::uint64_t leader_wait_ticks = 0;
+    /// A leader quiesces its group after this many ticks in a row at which raft could
+    /// (raft::RawNode::can_quiesce) and no member's node was named gone; 0: never.
+    std::uint32_t quiesce_ticks = 0;
 };
 
 /// One member of one tenant's raft group. Thread-safety: every member from any thread.
@@ -146,8 +156,21 @@ public:
 
     /// A message from a peer of this group.
     void step(const raft::Message& message);
-    /// Advances raft's clock by one tick (elections, heartbeats).
-    void tick();
+    /// Advances raft's clock by one tick (elections, heartbeats), or quiesces an idle group
+    /// (leader, see quiesce_ticks). `nodes_gone`: the nodes the caller believes gone (closed
+    /// connection, no node heartbeat, sorted or not); a leader whose group has one of them
+    /// does not quiesce (docs/raft.md section 8).
+    void tick(std::span<const NodeId> nodes_gone = {});
+    /// The caller believes `node`'s node is gone or restarted: if this member is quiet and
+    /// `node` is a member of its group (raft::no_node: whatever the members), it wakes
+    /// (raft::RawNode::wake: a follower forgets its leader and counts election ticks again; a
+    /// leader heartbeats and runs check-quorum again). Returns true when it woke.
+    bool wake_for(NodeId node);
+    /// The group is quiet on this member (as of the last call that changed it). Lock-free: a
+    /// hint for a caller deciding whether to tick.
+    [[nodiscard]] bool is_quiet() const noexcept;
+    /// Raft messages this member handed to ReplicatorEvents::send since it opened. Lock-free.
+    [[nodiscard]] std::uint64_t messages_sent() const noexcept;
     /// Runs the Readies left for another thread (ReplicatorEvents::wake).
     void run_pending();
 

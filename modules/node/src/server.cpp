@@ -169,6 +169,7 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     QUEEN_TRY(impl->http, http::Server::start(config.http, std::move(handler), logger));
     impl->backend->set_http_server(impl->http.get());
     impl->backend->set_forwarder(impl->forwarder.get());
+    impl->backend->set_cluster(impl->cluster.get());
     QUEEN_LOG(logger, Level::info, "node.listening",
               "http=" << impl->http->address() << ":" << impl->http->port()
                       << " tenants=" << impl->tenants->all().size());

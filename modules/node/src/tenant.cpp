@@ -86,6 +86,7 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
         start.conf_state = tenant->conf_state_;
         start.election_ticks = cluster->options().election_ticks;
         start.heartbeat_ticks = cluster->options().heartbeat_ticks;
+        start.quiesce_ticks = cluster->options().quiesce_ticks;
         start.memory_bytes_max = cluster->options().raft_memory_bytes_max;
         start.leader_wait_ticks = cluster->options().leader_wait_ms /
                                   std::max<std::uint32_t>(1, cluster->options().tick_ms);

@@ -87,6 +87,11 @@ struct ClusterOptions {
     std::uint32_t tick_ms = 50;
     std::uint32_t election_ticks = 20;
     std::uint32_t heartbeat_ticks = 2;
+    /// A leader whose group had nothing to do for this many ticks in a row quiesces it: the
+    /// group sends nothing until work or a peer node's failure wakes it; the nodes exchange one
+    /// node heartbeat per heartbeat interval instead (docs/cluster.md, "Idle tenants").
+    /// 0: groups never quiesce.
+    std::uint32_t quiesce_ticks = 20;
     /// Applied entries (payload bytes) a tenant's raft member keeps in memory for peers that
     /// lag; a peer further behind gets a snapshot (docs/cluster.md, "Catching up").
     std::uint64_t raft_memory_bytes_max = std::uint64_t{64} << 20;
