@@ -716,7 +716,10 @@ bool Replicator::is_peer_current(NodeId peer, std::uint64_t lag_max) const {
     const LogIndex last = impl_->node->status().last_index;
     for (const raft::PeerProgress& progress : impl_->node->progress()) {
         if (progress.id == peer) {
-            return progress.is_recent_active && progress.state == "replicate" &&
+            // A quiet leader saw every peer caught up when it quiesced, and is woken when a
+            // peer's node is gone; its activity flags are from before the quiet period.
+            return (progress.is_recent_active || impl_->node->is_quiescent()) &&
+                   progress.state == "replicate" &&
                    last.value() - std::min(last.value(), progress.match.value()) <= lag_max;
         }
     }

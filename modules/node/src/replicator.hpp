@@ -180,8 +180,9 @@ public:
     [[nodiscard]] raft::NodeStatus status() const;
     /// Leader only: entries each peer lacks (last index - its match), by peer; empty elsewhere.
     [[nodiscard]] std::vector<std::pair<NodeId, std::uint64_t>> follower_lag() const;
-    /// Leader only: `peer` answered within the last election timeout, takes appends (not
-    /// probed, not sent a snapshot) and lags at most `lag_max` entries; false elsewhere.
+    /// Leader only: `peer` answered within the last election timeout (or the group is quiet),
+    /// takes appends (not probed, not sent a snapshot) and lags at most `lag_max` entries;
+    /// false elsewhere.
     [[nodiscard]] bool is_peer_current(NodeId peer, std::uint64_t lag_max) const;
     /// Reads waiting for an election's outcome (no leader known).
     [[nodiscard]] std::size_t reads_waiting_for_leader() const;
