@@ -723,6 +723,10 @@ void Tenant::run_maintenance() {
     std::int64_t next_sync = clock_.monotonic_ns() / 1'000'000 + sync_interval;
     std::int64_t next_writeback =
         writeback_interval > 0 ? clock_.monotonic_ns() / 1'000'000 + writeback_interval : never;
+    // The applied index at the last writeback: an idle tenant has nothing to write back, and
+    // looks again only at its next checkpoint (a thousand idle tenants would wake ten thousand
+    // times a second otherwise).
+    std::uint64_t written_back_through = 0;
     std::unique_lock lock(mutex_);
     while (!stopping_ && !poison_) {
         const std::int64_t now = clock_.monotonic_ns() / 1'000'000;
@@ -752,6 +756,12 @@ void Tenant::run_maintenance() {
             continue;
         }
         if (now >= next_writeback && now < next_sync) {
+            const std::uint64_t applied = applied_index_.load(std::memory_order_acquire);
+            if (applied == written_back_through) {
+                next_writeback = next_sync;
+                continue;
+            }
+            written_back_through = applied;
             next_writeback = now + writeback_interval;
             lock.unlock();
             // Spreads LMDB's disk writes between checkpoints; a failure here is reported by
@@ -769,6 +779,12 @@ void Tenant::run_maintenance() {
             next_sync = now + sync_interval;
             if (writeback_interval > 0) {
                 next_writeback = now + writeback_interval;
+            }
+            // Nothing applied since the last checkpoint made everything durable: no checkpoint
+            // (and the log was compacted after that one).
+            if (applied_index_.load(std::memory_order_acquire) ==
+                durable_index_.load(std::memory_order_relaxed)) {
+                continue;
             }
             lock.unlock();
             // The engine reports the applied index LMDB now holds durably: the log below it may
