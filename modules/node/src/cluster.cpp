@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
-#include <random>
 
+#include "queen/core/rng.hpp"
 #include "queen/core/thread_name.hpp"
 #include "queen/engine/command.hpp"
 #include "queen/raft/codec.hpp"
@@ -41,9 +41,7 @@ ByteSpan rest_of(ByteReader& reader) {
 Cluster::Cluster(const NodeConfig& config, const Clock& clock, Logger& logger)
     : options_(config.cluster), clock_(clock), logger_(logger), self_(NodeId{config.node.id}) {
     // Different for every start of this node (a peer that sees it change knows it restarted).
-    std::random_device random;
-    incarnation_ = (std::uint64_t{random()} << 32 ^ std::uint64_t{random()} ^
-                    static_cast<std::uint64_t>(clock.wall_ms())) |
+    incarnation_ = (random_seed() ^ static_cast<std::uint64_t>(clock.wall_ms())) |
                    1;  // never 0 (0: none heard yet)
 }
 
