@@ -170,6 +170,36 @@ bool admin_internal::confirm(const std::string& question) {
     return answer == "y" || answer == "Y" || answer == "yes";
 }
 
+std::optional<int> admin_internal::confirmed(const AdminOptions& options, const std::string& doing,
+                                             const std::string& question,
+                                             const std::string& refused) {
+    if (options.yes) {
+        return std::nullopt;
+    }
+    if (isatty(STDIN_FILENO) == 0) {
+        std::fprintf(stderr, "queen admin: %s needs --yes when stdin is not a terminal\n",
+                     doing.c_str());
+        return exit_usage;
+    }
+    if (!confirm(question)) {
+        return report_failure(refused);
+    }
+    return std::nullopt;
+}
+
+int admin_internal::print_answer(const AdminOptions& options, const queen::Result<json>& answer,
+                                 const std::function<void(const json&)>& print_text) {
+    if (!answer) {
+        return report(answer.error());
+    }
+    if (options.json) {
+        print_json(*answer);
+    } else {
+        print_text(*answer);
+    }
+    return exit_ok;
+}
+
 namespace {
 
 // A payload the broker sent, embedded as JSON rather than as a string when it parses.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -121,6 +122,15 @@ std::string yes_no(bool value);
 
 /// Asks on the terminal; false unless the answer is y or yes.
 bool confirm(const std::string& question);
+/// Whether a destructive command goes ahead: with --yes, or when the user at the terminal
+/// answers yes to `question`. nullopt: go ahead; else the exit code: exit_usage without --yes
+/// and without a terminal (saying that `doing` needs --yes), exit_failed with `refused` when
+/// the answer is no.
+std::optional<int> confirmed(const AdminOptions& options, const std::string& doing,
+                             const std::string& question, const std::string& refused);
+/// A command's answer: the error reported; else the JSON (--json) or `print_text(answer)`.
+int print_answer(const AdminOptions& options, const queen::Result<nlohmann::json>& answer,
+                 const std::function<void(const nlohmann::json&)>& print_text);
 
 /// The broker's answer to `what` as a JSON object: a failed request keeps its error, a body
 /// that is not a JSON object is client::Errc::bad_response.

@@ -1,17 +1,13 @@
 // cli/commands/admin_member.cpp — `queen admin cluster members|add|remove`: the members of a
 // cluster over /api/v1/system/cluster/members, printed as one table (or `--json`). The shared
 // output helpers and the command line live in admin.cpp.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "commands/admin.hpp"
-#include "exit_codes.hpp"
 #include "queen/client/client.hpp"
 
 namespace queen::cli {
@@ -64,66 +60,42 @@ std::string member_ids(const json& answer) {
 }  // namespace
 
 int admin_internal::run_cluster_members(const AdminOptions& options, qc::Client& client) {
-    auto answer = object_of(std::string("GET ") + members_route, client.get_json(members_route));
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        print_members(*answer);
-    }
-    return exit_ok;
+    return print_answer(
+        options, object_of(std::string("GET ") + members_route, client.get_json(members_route)),
+        print_members);
 }
 
 int admin_internal::run_cluster_add(const AdminOptions& options, qc::Client& client) {
     const json request = {{"id", options.node}, {"address", options.peer_address}};
     auto answer = object_of(std::string("POST ") + members_route,
                             client.post_json(members_route, request.dump()));
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-        return exit_ok;
-    }
-    const json* added = member_of(*answer, options.node);
-    std::cout << "added node " << options.node << " (peer "
-              << (added != nullptr ? cell(*added, "peerAddress") : options.peer_address)
-              << "): start it with cluster.join = true and cluster.peers listing it and a "
-                 "running member\n";
-    return exit_ok;
+    return print_answer(options, answer, [&](const json& members) {
+        const json* added = member_of(members, options.node);
+        std::cout << "added node " << options.node << " (peer "
+                  << (added != nullptr ? cell(*added, "peerAddress") : options.peer_address)
+                  << "): start it with cluster.join = true and cluster.peers listing it and a "
+                     "running member\n";
+    });
 }
 
 int admin_internal::run_cluster_remove(const AdminOptions& options, qc::Client& client) {
     const std::string node = std::to_string(options.node);
-    if (!options.yes) {
-        if (isatty(STDIN_FILENO) == 0) {
-            std::fprintf(stderr,
-                         "queen admin: removing node %s from the cluster needs --yes when stdin "
-                         "is not a terminal\n",
-                         node.c_str());
-            return exit_usage;
-        }
-        if (!confirm("Remove node " + node +
-                     " from the cluster (its tenants move to the other members first)?")) {
-            return report_failure("node " + node + " not removed");
-        }
+    if (auto refused =
+            confirmed(options, "removing node " + node + " from the cluster",
+                      "Remove node " + node +
+                          " from the cluster (its tenants move to the other members first)?",
+                      "node " + node + " not removed")) {
+        return *refused;
     }
     const std::string target = std::string(members_route) + "/" + node;
-    auto answer = object_of("DELETE " + target, delete_json(client, target));
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        std::cout << "removed node " << node
-                  << " from the cluster (members now: " << member_ids(*answer)
-                  << "): its tenants move to other members (queen admin cluster status shows "
-                     "the groups); then stop it and remove its data directory\n";
-    }
-    return exit_ok;
+    return print_answer(options, object_of("DELETE " + target, delete_json(client, target)),
+                        [&](const json& members) {
+                            std::cout << "removed node " << node
+                                      << " from the cluster (members now: " << member_ids(members)
+                                      << "): its tenants move to other members (queen admin "
+                                         "cluster status shows the groups); then stop it and "
+                                         "remove its data directory\n";
+                        });
 }
 
 void admin_internal::register_member_commands(CLI::App& cluster, AdminOptions& options,

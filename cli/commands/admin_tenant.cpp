@@ -1,17 +1,13 @@
 // cli/commands/admin_tenant.cpp — `queen admin tenant list|create|delete` and `queen admin
 // cluster rebalance`: the tenants of a cluster over /api/v1/system/tenants, printed as one table
 // (or `--json`). The shared output helpers and the command line live in admin.cpp.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "commands/admin.hpp"
-#include "exit_codes.hpp"
 #include "queen/client/client.hpp"
 #include "queen/client/protocol.hpp"
 
@@ -64,19 +60,6 @@ void print_tenants(const json& answer) {
     table.print();
 }
 
-// tenant list and cluster rebalance: a {"tenants": [...]} answer as JSON or as the table.
-int print_tenants_answer(const AdminOptions& options, const queen::Result<json>& answer) {
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        print_tenants(*answer);
-    }
-    return exit_ok;
-}
-
 std::string tenant_target(const std::string& name) {
     return "/api/v1/system/tenants/" + qc::percent_encode(name);
 }
@@ -84,8 +67,9 @@ std::string tenant_target(const std::string& name) {
 }  // namespace
 
 int admin_internal::run_tenant_list(const AdminOptions& options, qc::Client& client) {
-    return print_tenants_answer(options, object_of("GET /api/v1/system/tenants",
-                                                   client.get_json("/api/v1/system/tenants")));
+    return print_answer(
+        options, object_of("GET /api/v1/system/tenants", client.get_json("/api/v1/system/tenants")),
+        print_tenants);
 }
 
 int admin_internal::run_tenant_create(const AdminOptions& options, qc::Client& client) {
@@ -95,53 +79,33 @@ int admin_internal::run_tenant_create(const AdminOptions& options, qc::Client& c
     }
     auto answer = object_of("POST /api/v1/system/tenants",
                             client.post_json("/api/v1/system/tenants", request.dump()));
-    if (!answer) {
-        return report(answer.error());
-    }
-    const json& t = *answer;
-    if (options.json) {
-        print_json(t);
-        return exit_ok;
-    }
-    std::cout << "created tenant " << cell(t, "name") << " (replication " << cell(t, "replication")
-              << ", replicas " << id_list(t.value("replicas", json())) << ", preferred leader "
-              << node_cell(t, "preferredLeader") << ", "
-              << (t.value("hosted", false) ? "hosted on this node" : "not hosted on this node")
-              << ")\n";
-    return exit_ok;
+    return print_answer(options, answer, [](const json& t) {
+        std::cout << "created tenant " << cell(t, "name") << " (replication "
+                  << cell(t, "replication") << ", replicas " << id_list(t.value("replicas", json()))
+                  << ", preferred leader " << node_cell(t, "preferredLeader") << ", "
+                  << (t.value("hosted", false) ? "hosted on this node" : "not hosted on this node")
+                  << ")\n";
+    });
 }
 
 int admin_internal::run_tenant_delete(const AdminOptions& options, qc::Client& client) {
-    if (!options.yes) {
-        if (isatty(STDIN_FILENO) == 0) {
-            std::fprintf(stderr,
-                         "queen admin: deleting tenant %s (its queues and messages, on every "
-                         "node) needs --yes when stdin is not a terminal\n",
-                         options.tenant_name.c_str());
-            return exit_usage;
-        }
-        if (!confirm("Delete tenant " + options.tenant_name +
-                     " with all its queues and messages, on every node?")) {
-            return report_failure("tenant " + options.tenant_name + " not deleted");
-        }
+    const std::string& name = options.tenant_name;
+    if (auto refused = confirmed(
+            options, "deleting tenant " + name + " (its queues and messages, on every node)",
+            "Delete tenant " + name + " with all its queues and messages, on every node?",
+            "tenant " + name + " not deleted")) {
+        return *refused;
     }
-    const std::string target = tenant_target(options.tenant_name);
-    auto answer = object_of("DELETE " + target, delete_json(client, target));
-    if (!answer) {
-        return report(answer.error());
-    }
-    if (options.json) {
-        print_json(*answer);
-    } else {
-        std::cout << "deleted tenant " << options.tenant_name << "\n";
-    }
-    return exit_ok;
+    const std::string target = tenant_target(name);
+    return print_answer(options, object_of("DELETE " + target, delete_json(client, target)),
+                        [&](const json&) { std::cout << "deleted tenant " << name << "\n"; });
 }
 
 int admin_internal::run_cluster_rebalance(const AdminOptions& options, qc::Client& client) {
-    return print_tenants_answer(
-        options, object_of("POST /api/v1/system/cluster/rebalance",
-                           client.post_json("/api/v1/system/cluster/rebalance", "{}")));
+    return print_answer(options,
+                        object_of("POST /api/v1/system/cluster/rebalance",
+                                  client.post_json("/api/v1/system/cluster/rebalance", "{}")),
+                        print_tenants);
 }
 
 void admin_internal::register_tenant_commands(CLI::App& admin, CLI::App& cluster,

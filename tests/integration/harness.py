@@ -334,3 +334,36 @@ class ClusterProcesses:
                        timeout=timeout, what=f"node {i} applies through {committed}")
         return committed
 
+
+class ClusterTestCase(unittest.TestCase):
+    """Starts a fresh ClusterProcesses per test (`size` nodes, `settings`) and waits for the
+    default tenant's leader; when the test failed, prints the end of every node's output."""
+
+    size = 3
+    settings = None
+
+    def setUp(self):
+        self.cluster = ClusterProcesses(size=self.size, settings=self.settings).start()
+        self.cluster.leader()
+
+    def tearDown(self):
+        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
+        if failed:
+            for i, node in self.cluster.nodes.items():
+                print(f"---- node {i}\n" + node.output()[-4000:])
+        self.cluster.cleanup()
+
+    def request(self, i, method, path, tenant=None, body=None, timeout=30):
+        """One request to node i on a connection of its own (`tenant`: the X-Queen-Tenant header)."""
+        client = self.cluster.nodes[i].client(timeout=timeout)
+        try:
+            headers = {"X-Queen-Tenant": tenant} if tenant else None
+            return client.request(method, path, body=body, headers=headers)
+        finally:
+            client.close()
+
+    def metrics(self, i):
+        """Node i's /metrics/prometheus text."""
+        r = self.request(i, "GET", "/metrics/prometheus")
+        self.assertEqual(r.status, 200, r)
+        return r.body

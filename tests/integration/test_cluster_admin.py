@@ -11,22 +11,17 @@ import threading
 import time
 import unittest
 
-from harness import QUEEN_BIN, ClusterProcesses, free_port, wait_until
+from harness import QUEEN_BIN, ClusterTestCase, free_port, wait_until
 
 ROUTE = "/api/v1/system/cluster/transfer-leader"
 
 
-class TransferLeader(unittest.TestCase):
-    def setUp(self):
-        self.cluster = ClusterProcesses(settings={"cluster.leader_wait_ms": "2000"}).start()
-        self.pushed = []
+class TransferLeader(ClusterTestCase):
+    settings = {"cluster.leader_wait_ms": "2000"}
 
-    def tearDown(self):
-        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
-        if failed:
-            for i, node in self.cluster.nodes.items():
-                print(f"---- node {i}\n" + node.output()[-3000:])
-        self.cluster.cleanup()
+    def setUp(self):
+        super().setUp()
+        self.pushed = []
 
     def url(self, i):
         node = self.cluster.nodes[i]
@@ -225,18 +220,7 @@ class TransferLeader(unittest.TestCase):
         cluster.leader()
 
 
-class Members(unittest.TestCase):
-    def setUp(self):
-        self.cluster = ClusterProcesses().start()
-        self.cluster.leader()
-
-    def tearDown(self):
-        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
-        if failed:
-            for i, node in self.cluster.nodes.items():
-                print(f"---- node {i}\n" + node.output()[-3000:])
-        self.cluster.cleanup()
-
+class Members(ClusterTestCase):
     def admin(self, via, *args, code=0):
         node = self.cluster.nodes[via]
         out = subprocess.run([QUEEN_BIN, "admin", "--url", f"http://{node.host}:{node.port}", *args],

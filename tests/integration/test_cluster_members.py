@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from harness import ClusterProcesses, Server, free_port, wait_until
+from harness import ClusterTestCase, Server, free_port, wait_until
 
 MEMBERS = "/api/v1/system/cluster/members"
 
@@ -51,25 +51,7 @@ class Writer(threading.Thread):
         client.close()
 
 
-class ClusterMembers(unittest.TestCase):
-    def setUp(self):
-        self.cluster = ClusterProcesses().start()
-        self.cluster.leader()
-
-    def tearDown(self):
-        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
-        if failed:
-            for i, node in self.cluster.nodes.items():
-                print(f"---- node {i}\n" + node.output()[-4000:])
-        self.cluster.cleanup()
-
-    def request(self, i, method, path, tenant=None, body=None, timeout=30):
-        client = self.cluster.nodes[i].client(timeout=timeout)
-        try:
-            return client.request(method, path, body=body, headers={"X-Queen-Tenant": tenant} if tenant else None)
-        finally:
-            client.close()
-
+class ClusterMembers(ClusterTestCase):
     def health(self, i, tenant):
         return self.cluster.tenant_health(i, tenant=tenant) or {}
 

@@ -5,40 +5,17 @@ new leader on the surviving nodes and takes writes."""
 import signal
 import unittest
 
-from harness import ClusterProcesses, metric, wait_until
+from harness import ClusterTestCase, metric, wait_until
 
 TENANTS = "/api/v1/system/tenants"
 NAMES = [f"q{n}" for n in range(9)]
 
 
-class ClusterQuiesce(unittest.TestCase):
-    def setUp(self):
-        # Quiet after 5 idle ticks (100 ms) rather than the default election timeout. Each
-        # tenant's leader proposes a sweep entry every tenant.sweep_interval_ms, which wakes its
-        # group (the harness sets 200 ms): here, rarely.
-        self.cluster = ClusterProcesses(settings={"cluster.quiesce_ticks": "5",
-                                                  "tenant.sweep_interval_ms": "3600000"}).start()
-        self.cluster.leader()
-
-    def tearDown(self):
-        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
-        if failed:
-            for i, node in self.cluster.nodes.items():
-                print(f"---- node {i}\n" + node.output()[-3000:])
-        self.cluster.cleanup()
-
-    def request(self, i, method, path, tenant=None, body=None, timeout=30):
-        client = self.cluster.nodes[i].client(timeout=timeout)
-        try:
-            headers = {"X-Queen-Tenant": tenant} if tenant else None
-            return client.request(method, path, body=body, headers=headers)
-        finally:
-            client.close()
-
-    def metrics(self, i):
-        r = self.request(i, "GET", "/metrics/prometheus")
-        self.assertEqual(r.status, 200, r)
-        return r.body
+class ClusterQuiesce(ClusterTestCase):
+    # Quiet after 5 idle ticks (100 ms) rather than the default election timeout. Each tenant's
+    # leader proposes a sweep entry every tenant.sweep_interval_ms, which wakes its group (the
+    # harness sets 200 ms): here, rarely.
+    settings = {"cluster.quiesce_ticks": "5", "tenant.sweep_interval_ms": "3600000"}
 
     def all_quiet(self, nodes, groups):
         for i in nodes:

@@ -6,31 +6,12 @@ import os
 import threading
 import unittest
 
-from harness import ClusterProcesses, metric, wait_until
+from harness import ClusterTestCase, metric, wait_until
 
 TENANTS = "/api/v1/system/tenants"
 
 
-class ClusterTenants(unittest.TestCase):
-    def setUp(self):
-        self.cluster = ClusterProcesses().start()
-        self.cluster.leader()  # the default tenant (the catalogue) has a leader
-
-    def tearDown(self):
-        failed = any(error for _, error in (self._outcome.errors if hasattr(self._outcome, "errors") else []))
-        if failed:
-            for i, node in self.cluster.nodes.items():
-                print(f"---- node {i}\n" + node.output()[-3000:])
-        self.cluster.cleanup()
-
-    def request(self, i, method, path, tenant=None, body=None, timeout=30):
-        client = self.cluster.nodes[i].client(timeout=timeout)
-        try:
-            headers = {"X-Queen-Tenant": tenant} if tenant else None
-            return client.request(method, path, body=body, headers=headers)
-        finally:
-            client.close()
-
+class ClusterTenants(ClusterTestCase):
     def create(self, via, name, replication):
         r = self.request(via, "POST", TENANTS, body={"name": name, "replication": replication})
         self.assertEqual(r.status, 201, r)
@@ -52,11 +33,6 @@ class ClusterTenants(unittest.TestCase):
                          tenant=tenant)
         self.assertIn(r.status, (200, 204), r)
         return [] if r.status == 204 else [m["data"]["v"] for m in r.json()["messages"]]
-
-    def metrics(self, i):
-        r = self.request(i, "GET", "/metrics/prometheus")
-        self.assertEqual(r.status, 200, r)
-        return r.body
 
     def tenant_dir(self, i, name):
         return os.path.join(self.cluster.nodes[i].data_dir, "tenants", name)

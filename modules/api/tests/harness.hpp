@@ -566,4 +566,26 @@ public:
     http::Router router;
 };
 
+/// A catalogue list at `route` (tenants, members) waits until the state is readable, then reads
+/// the catalogue once; a wait that fails with `failure` (retryable) answers 503 with
+/// Retry-After: 1 and reads nothing.
+inline void check_catalogue_list_waits_for_state(Harness& h, std::string_view route,
+                                                 const Error& failure) {
+    h.backend.defer_reads(true);
+    auto pending = h.start(http::Method::get, route);
+    CHECK_FALSE(pending.reply->is_done);
+    CHECK(h.backend.catalogue_reads == 0);  // not read before the state is readable
+    h.backend.release_reads();
+    REQUIRE(pending.reply->is_done);
+    CHECK(pending.reply->status == 200);
+    CHECK(h.backend.catalogue_reads == 1);
+
+    auto failed = h.start(http::Method::get, route);
+    h.backend.release_reads(failure);
+    REQUIRE(failed.reply->is_done);
+    CHECK(failed.reply->status == 503);
+    CHECK(has_retry_after(*failed.reply));
+    CHECK(h.backend.catalogue_reads == 1);
+}
+
 }  // namespace queen::api::testing

@@ -145,21 +145,8 @@ TEST_CASE("api: the member routes ignore the tenant header", "[api][members]") {
 
 TEST_CASE("api: the member list waits until the state holds what was answered", "[api][members]") {
     Harness h;
-    h.backend.defer_reads(true);
-    auto pending = h.start(Method::get, members_route);
-    CHECK_FALSE(pending.reply->is_done);
-    CHECK(h.backend.catalogue_reads == 0);  // not read before the state is readable
-    h.backend.release_reads();
-    REQUIRE(pending.reply->is_done);
-    CHECK(pending.reply->status == 200);
-    CHECK(h.backend.catalogue_reads == 1);
-
-    auto failed = h.start(Method::get, members_route);
-    h.backend.release_reads(Error{Errc::busy, "too many reads waiting"});
-    REQUIRE(failed.reply->is_done);
-    CHECK(failed.reply->status == 503);
-    CHECK(has_retry_after(*failed.reply));
-    CHECK(h.backend.catalogue_reads == 1);
+    check_catalogue_list_waits_for_state(h, members_route,
+                                         Error{Errc::busy, "too many reads waiting"});
 }
 
 TEST_CASE("api: member errors map to statuses", "[api][members]") {

@@ -190,21 +190,8 @@ TEST_CASE("api: the tenant routes ignore the tenant header", "[api][tenants]") {
 
 TEST_CASE("api: the tenant list waits until the state holds what was answered", "[api][tenants]") {
     Harness h;
-    h.backend.defer_reads(true);
-    auto pending = h.start(Method::get, tenants_route);
-    CHECK_FALSE(pending.reply->is_done);
-    CHECK(h.backend.catalogue_reads == 0);  // not read before the state is readable
-    h.backend.release_reads();
-    REQUIRE(pending.reply->is_done);
-    CHECK(pending.reply->status == 200);
-    CHECK(h.backend.catalogue_reads == 1);
-
-    auto failed = h.start(Method::get, tenants_route);
-    h.backend.release_reads(Error{Errc::not_leader, "no leader of tenant 'default' is known"});
-    REQUIRE(failed.reply->is_done);
-    CHECK(failed.reply->status == 503);
-    CHECK(has_retry_after(*failed.reply));
-    CHECK(h.backend.catalogue_reads == 1);
+    check_catalogue_list_waits_for_state(
+        h, tenants_route, Error{Errc::not_leader, "no leader of tenant 'default' is known"});
 }
 
 TEST_CASE("api: catalogue errors map to statuses", "[api][tenants]") {
