@@ -17,6 +17,7 @@
 #include "messages.hpp"
 #include "queen/core/chunked_array.hpp"
 #include "queen/queues/queues.hpp"
+#include "queen/store/undo.hpp"
 #include "records.hpp"
 
 namespace queen::queues::detail {
@@ -146,12 +147,6 @@ private:
 /// reset() between entries, keeping its buffers: an entry's journal allocates nothing once the
 /// earlier ones have grown it.
 struct Journal {
-    struct StoreUndo {
-        store::Table table;
-        Bytes key;
-        bool has_old_value = false;  ///< false: the key was absent (undo = delete)
-        Bytes old_value;
-    };
     bool is_active = false;
     MetaRecord meta;
     std::size_t partitions_size = 0;
@@ -161,26 +156,15 @@ struct Journal {
     std::vector<QueueId> created_queues;
     std::vector<std::string> created_groups;
     std::map<QueueId, std::pair<std::uint64_t, std::uint64_t>> queue_counts;  ///< old
-    /// The entry's LMDB undos are store[0, store_size); later elements are spares whose buffers
-    /// the next records reuse.
-    std::vector<StoreUndo> store;
-    std::size_t store_size = 0;
+    /// The old values of the LMDB keys the entry wrote.
+    store::UndoLog store;
     /// Lease index entries (lease, partition, group) the entry released: dropped from
     /// State::leases when it commits, kept when it rolls back.
     std::vector<std::tuple<LeaseId, PartitionId, GroupId>> released_leases;
 
     /// Records that `key` of `table` held `old` (std::nullopt: absent) before the entry wrote it.
     void record(store::Table table, ByteSpan key, std::optional<ByteSpan> old) {
-        if (store_size == store.size()) {
-            store.emplace_back();
-        }
-        StoreUndo& undo = store[store_size++];
-        undo.table = table;
-        undo.key.assign(key.begin(), key.end());
-        undo.has_old_value = old.has_value();
-        if (old) {
-            undo.old_value.assign(old->begin(), old->end());
-        }
+        store.record(table, key, old);
     }
     /// Forgets the entry (inactive, nothing recorded), keeping the buffers.
     void reset() {
@@ -193,7 +177,7 @@ struct Journal {
         created_queues.clear();
         created_groups.clear();
         queue_counts.clear();
-        store_size = 0;
+        store.clear();
         released_leases.clear();
     }
 };

@@ -34,17 +34,7 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
     journal.is_active = false;
     // LMDB first (newest undo first); memory is restored even if LMDB fails (the caller then
     // aborts the txn and rebuilds anyway).
-    auto restored = [&]() -> Result<void> {
-        for (std::size_t i = journal.store_size; i-- > 0;) {
-            const detail::Journal::StoreUndo& undo = journal.store[i];
-            if (undo.has_old_value) {
-                QUEEN_TRY(txn.put(undo.table, undo.key, undo.old_value));
-            } else {
-                QUEEN_TRY(txn.del(undo.table, undo.key));
-            }
-        }
-        return {};
-    }();
+    auto restored = journal.store.rollback(txn);
     s.meta = journal.meta;
     // LMDB's record may now be older than memory (a pop's counter the entry's save_meta wrote
     // and the undo took back): the batch's end writes it again.
