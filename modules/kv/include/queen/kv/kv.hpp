@@ -104,12 +104,15 @@ struct Entry {
     std::uint64_t version = 0;
     TimestampMs updated_at{0};  ///< the entry time of the write
     TimestampMs expires_at{0};  ///< 0 = never
+    friend bool operator==(const Entry&, const Entry&) = default;
 };
 
 /// One page of a bucket listing, in key byte order.
 struct ListPage {
     std::vector<Entry> entries;
-    /// The key to pass as `after` for the next page; empty when this page is the last.
+    /// The key to pass as `after` for the next page; empty when this page is the last. Set (to
+    /// the page's last key) only when a live key with the prefix follows the full page, so an
+    /// empty page never says "more".
     std::string next_after;
 };
 
@@ -135,7 +138,8 @@ public:
     [[nodiscard]] static Result<KvState> open(store::Env& env, const Options& options);
 
     /// Writes go through `undo`; `index` is the entry's log index (the new version), `now` its
-    /// time. Errors: storage errors only (then abort the txn).
+    /// time. Errors: storage errors only (then abort the txn), counting queen::Errc::corruption
+    /// (a stored record that does not decode, or the two tables disagreeing).
     [[nodiscard]] Result<WriteResult> apply(store::WriteTxn& txn, store::UndoLog& undo,
                                             const Set& command, LogIndex index, TimestampMs now);
     [[nodiscard]] Result<WriteResult> apply(store::WriteTxn& txn, store::UndoLog& undo,
@@ -161,21 +165,24 @@ private:
 };
 
 /// The live entry of (bucket, key) at `now`, std::nullopt when absent or expired.
-/// Errors: storage errors.
+/// Errors: storage errors, queen::Errc::corruption (the stored record does not decode).
 [[nodiscard]] Result<std::optional<Entry>> get(const Tables& tables, const store::Txn& txn,
                                                std::string_view bucket, std::string_view key,
                                                TimestampMs now);
 /// Live keys of `bucket` that start with `prefix` and sort after `after` (byte order), at most
-/// `limit` (clamped to 1..Options::list_limit_max by the caller). Expired keys are skipped.
-/// Errors: storage errors.
+/// `limit` (clamped to 1..Options::list_limit_max by the caller; 0 asserts). Expired keys are
+/// skipped (an expired backlog that expire() has not removed yet is walked over). Names longer
+/// than any stored key match nothing. Errors: storage errors, queen::Errc::corruption.
 [[nodiscard]] Result<ListPage> list(const Tables& tables, const store::Txn& txn,
                                     std::string_view bucket, std::string_view prefix,
                                     std::string_view after, std::uint32_t limit, TimestampMs now);
 /// Buckets that hold at least one record (live or not yet expired away), sorted, with their
-/// record counts (for `queen admin kv` and `queen inspect`). Errors: storage errors.
+/// record counts (for `queen admin kv` and `queen inspect`). Walks every record: O(records),
+/// not for request paths. Errors: storage errors, queen::Errc::corruption.
 struct BucketInfo {
     std::string bucket;
     std::uint64_t keys = 0;
+    friend bool operator==(const BucketInfo&, const BucketInfo&) = default;
 };
 [[nodiscard]] Result<std::vector<BucketInfo>> list_buckets(const Tables& tables,
                                                            const store::Txn& txn);
