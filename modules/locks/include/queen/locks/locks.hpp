@@ -64,6 +64,7 @@ struct Grant {
     FencingToken token{0};
     TimestampMs acquired_at{0};  ///< the entry time of the grant
     TimestampMs expires_at{0};
+    friend bool operator==(const Grant&, const Grant&) = default;
 };
 
 struct Acquire {
@@ -90,7 +91,8 @@ struct Guard {
 struct LockResult {
     Status status = Status::ok;
     /// ok: the grant after the operation (release: the grant that ended). held: the other
-    /// owner's grant. stale_token: the current grant if any (token 0 when the lock is free).
+    /// owner's grant. stale_token: the current grant if any (when the lock is free: only the
+    /// name, token 0). invalid: empty.
     Grant grant;
     std::string message;  ///< why, when status != ok
 };
@@ -100,7 +102,8 @@ struct ExpireResult {
     bool is_complete = true;         ///< false when the limit stopped it
 };
 
-/// Table handles (names start with "locks.").
+/// Table handles (names start with "locks."; byte layouts in modules/locks/README.md). Every
+/// grant record has exactly one expiry entry, at its expires_at.
 struct Tables {
     store::Table grants;  ///< name -> owner, token, acquired_at, expires_at
     store::Table expiry;  ///< expires_at (be64), name -> empty
@@ -114,22 +117,28 @@ public:
     [[nodiscard]] static Result<LockState> open(store::Env& env, const Options& options);
 
     /// `index` is the entry's log index (the token of a new grant), `now` its time.
-    /// Errors: storage errors only.
+    /// expires_at = now + ttl_ms, saturated at the largest TimestampMs.
+    /// Precondition (asserted): 0 < index, and index >= the token of the lock's stored grant
+    /// (log indexes only grow; an atomic entry may acquire one lock twice under one index).
+    /// Errors: storage errors only (among them Errc::corruption: a stored record that does
+    /// not decode, or the two tables disagree).
     [[nodiscard]] Result<LockResult> apply(store::WriteTxn& txn, store::UndoLog& undo,
                                            const Acquire& command, LogIndex index, TimestampMs now);
     [[nodiscard]] Result<LockResult> apply(store::WriteTxn& txn, store::UndoLog& undo,
                                            const Renew& command, TimestampMs now);
     [[nodiscard]] Result<LockResult> apply(store::WriteTxn& txn, store::UndoLog& undo,
                                            const Release& command, TimestampMs now);
-    /// Checks a guard; writes nothing.
+    /// Checks a guard; writes nothing. A name outside Options is Status::invalid.
     [[nodiscard]] Result<LockResult> check(const store::Txn& txn, const Guard& guard,
                                            TimestampMs now) const;
 
     /// Deletes up to `limit` grants with expires_at <= now, earliest first (not through an
-    /// UndoLog). Errors: storage errors.
+    /// UndoLog). `is_complete` is false only when more expired grants remain.
+    /// Errors: storage errors, Errc::corruption (an expiry entry without its grant record).
     [[nodiscard]] Result<ExpireResult> expire(store::WriteTxn& txn, TimestampMs now,
                                               std::size_t limit);
-    /// The earliest expires_at of any stored grant, if any. Errors: storage errors.
+    /// The earliest expires_at of any stored grant (current or not yet deleted), if any.
+    /// Errors: storage errors, Errc::corruption.
     [[nodiscard]] Result<std::optional<TimestampMs>> next_expiry(const store::Txn& txn) const;
 
     [[nodiscard]] const Tables& tables() const noexcept { return tables_; }
@@ -141,12 +150,15 @@ private:
     Options options_;
 };
 
-/// The current grant of `name` at `now`, std::nullopt when free (or expired).
-/// Errors: storage errors.
+/// The current grant of `name` at `now`, std::nullopt when free (or expired; also for a name
+/// no key can hold: empty or over store::Env::key_size_max bytes).
+/// Errors: storage errors, Errc::corruption.
 [[nodiscard]] Result<std::optional<Grant>> get(const Tables& tables, const store::Txn& txn,
                                                std::string_view name, TimestampMs now);
-/// Current grants whose names sort after `after`, at most `limit`, in name order.
-/// Errors: storage errors.
+/// Current grants whose names sort after `after` (bytewise, as std::string compares), at most
+/// `limit`, in name order. The caller bounds `limit` (Options::list_limit_max); records of
+/// expired grants that expire() has not deleted yet are read and skipped.
+/// Errors: storage errors, Errc::corruption.
 [[nodiscard]] Result<std::vector<Grant>> list(const Tables& tables, const store::Txn& txn,
                                               std::string_view after, std::uint32_t limit,
                                               TimestampMs now);
