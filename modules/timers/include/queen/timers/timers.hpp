@@ -17,8 +17,11 @@
 // Cadence. A repeating timer's due times are due_at + k * interval_ms. When several of them
 // have passed by the time it fires (the cluster was down, or the leader late), it fires once
 // for all of them and moves to the first due time after `now`; it never fires twice for one
-// due time and never drifts. A timer whose next due time would pass end_at is deleted after
-// its last firing.
+// due time and never drifts. That one firing reports the timer's stored due time (the first
+// slot it missed) and counts as one in `fired`. Example: due 1000, interval 100, fired at
+// now = 1000 (due_at 1000, sequence 1, next 1100), then at now = 1350 (due_at 1100, sequence
+// 2, next 1400: 1200 and 1300 are covered by that firing). A timer whose next due time would
+// pass end_at (or the int64 range) is deleted after its last firing.
 //
 // Memory: a timer costs LMDB space only (its record and its due-index key); millions of
 // pending timers take no RAM beyond LMDB's page cache.
@@ -44,10 +47,10 @@ namespace queen::timers {
 
 /// Limits apply() checks (over one: Status::invalid, nothing changes).
 struct Options {
-    std::size_t id_bytes_max = 256;            ///< 1..this bytes
+    std::size_t id_bytes_max = 256;            ///< 1..this bytes (any bytes); at most 503
     std::size_t payload_bytes_max = 2u << 20;  ///< the engine's encoded delivery
     std::int64_t interval_ms_min = 10;         ///< a repeating timer's shortest interval
-    std::uint32_t list_limit_max = 1000;
+    std::uint32_t list_limit_max = 1000;       ///< for callers of list()/list_due() to clamp to
     /// Errors: Errc::invalid_argument.
     [[nodiscard]] Result<void> validate() const;
 };
@@ -99,7 +102,8 @@ struct CancelResult {
 /// One firing returned by fire().
 struct Firing {
     std::string id;
-    TimestampMs due_at{0};       ///< the due time this firing is for
+    TimestampMs due_at{0};       ///< the due time this firing is for: the timer's stored one
+                                 ///< (a late repeating timer: the first slot it missed)
     std::uint64_t sequence = 0;  ///< 1 for a timer's first firing, then 2, 3, ...
     Bytes payload;
     bool is_last = false;  ///< the timer was deleted after this firing
@@ -107,6 +111,7 @@ struct Firing {
 struct FireResult {
     std::vector<Firing> firings;  ///< in due order (ties: id order)
     bool is_complete = true;      ///< false when the limit stopped it (more are due now)
+                                  ///< (limit 0 with a timer due: no firings, false)
 };
 
 /// Table handles (names start with "timers.").
@@ -129,7 +134,9 @@ public:
                                              const Cancel& command, TimestampMs now);
 
     /// Fires up to `limit` timers with due_at <= now (see the file comment); not through an
-    /// UndoLog. Errors: storage errors.
+    /// UndoLog. A timer fires at most once per call (its next due time is after `now`).
+    /// Errors: storage errors; Errc::corruption when the two tables disagree or a record does
+    /// not decode.
     [[nodiscard]] Result<FireResult> fire(store::WriteTxn& txn, TimestampMs now, std::size_t limit);
     /// The earliest due_at of any timer, if any. Errors: storage errors.
     [[nodiscard]] Result<std::optional<TimestampMs>> next_due(const store::Txn& txn) const;
@@ -146,15 +153,16 @@ private:
 /// Timer `id`, std::nullopt when none. Errors: storage errors.
 [[nodiscard]] Result<std::optional<Timer>> get(const Tables& tables, const store::Txn& txn,
                                                std::string_view id);
-/// Timers whose ids sort after `after`, at most `limit`, in id order. `with_payload` false
-/// leaves payloads empty. Errors: storage errors.
+/// Timers whose ids sort after `after` (bytewise, as LMDB orders keys; "" = from the first),
+/// at most `limit` (the caller clamps it to Options::list_limit_max), in id order.
+/// `with_payload` false leaves payloads empty. Errors: storage errors.
 [[nodiscard]] Result<std::vector<Timer>> list(const Tables& tables, const store::Txn& txn,
                                               std::string_view after, std::uint32_t limit,
                                               bool with_payload);
 /// Timers with the earliest due times (at most `limit`), in due order. Errors: storage errors.
 [[nodiscard]] Result<std::vector<Timer>> list_due(const Tables& tables, const store::Txn& txn,
                                                   std::uint32_t limit, bool with_payload);
-/// Number of pending timers. Errors: storage errors.
+/// Number of pending timers (the entry count of timers.timers: O(1)). Errors: storage errors.
 [[nodiscard]] Result<std::uint64_t> count(const Tables& tables, const store::Txn& txn);
 
 }  // namespace queen::timers
