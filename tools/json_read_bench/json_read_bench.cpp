@@ -295,17 +295,17 @@ bool same_ack(const queues::Ack& a, const queues::Ack& b) {
            std::equal(a.items.begin(), a.items.end(), b.items.begin(), same_ack_item);
 }
 
-bool same_transaction(const queues::Transaction& a, const queues::Transaction& b) {
+bool same_transaction(const engine::Transaction& a, const engine::Transaction& b) {
     if (a.ops.size() != b.ops.size()) {
         return false;
     }
     for (std::size_t i = 0; i < a.ops.size(); ++i) {
-        const queues::TransactionOp& x = a.ops[i];
-        const queues::TransactionOp& y = b.ops[i];
+        const engine::TransactionOp& x = a.ops[i];
+        const engine::TransactionOp& y = b.ops[i];
         if (x.kind != y.kind) {
             return false;
         }
-        if (x.kind == queues::TransactionOp::Kind::ack) {
+        if (x.kind == engine::TransactionOp::Kind::ack) {
             if (!same_ack_item(x.ack, y.ack)) {
                 return false;
             }

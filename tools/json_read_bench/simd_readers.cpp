@@ -864,22 +864,22 @@ std::optional<queues::Ack> SimdReaders::ack(std::string_view body, bool is_batch
     return out;
 }
 
-std::optional<queues::Transaction> SimdReaders::transaction(std::string_view body,
+std::optional<engine::Transaction> SimdReaders::transaction(std::string_view body,
                                                             const ApiOptions& options,
                                                             RandomSource& random,
                                                             std::int64_t now_ms, Check check) {
     Walk w{check, static_cast<int>(options.json_depth_max)};
-    queues::Transaction out;
+    engine::Transaction out;
     out.ops.reserve(
         std::min<std::size_t>({options.transaction_operations_max, body.size() / 250 + 1, 256}));
     IdMemo memo;
     bool seen_operations = false;
-    const auto add = [&](queues::TransactionOp::Kind kind) -> queues::TransactionOp* {
+    const auto add = [&](engine::TransactionOp::Kind kind) -> engine::TransactionOp* {
         if (out.ops.size() >= options.transaction_operations_max) {
             w.decline("too many operations");
             return nullptr;
         }
-        queues::TransactionOp& op = out.ops.emplace_back();
+        engine::TransactionOp& op = out.ops.emplace_back();
         op.kind = kind;
         return &op;
     };
@@ -928,7 +928,7 @@ std::optional<queues::Transaction> SimdReaders::transaction(std::string_view bod
             return for_elements(w, value, [&](od::value& item) {
                 PushFields fields;
                 bool has_client_id = false;
-                queues::TransactionOp* op = add(queues::TransactionOp::Kind::push);
+                engine::TransactionOp* op = add(engine::TransactionOp::Kind::push);
                 return op != nullptr &&
                        for_members(w, item,
                                    [&](std::string_view k, od::value& v) {
@@ -942,12 +942,12 @@ std::optional<queues::Transaction> SimdReaders::transaction(std::string_view bod
             return false;
         }
         if (kind == Kind::ack) {
-            queues::TransactionOp* op = add(queues::TransactionOp::Kind::ack);
+            engine::TransactionOp* op = add(engine::TransactionOp::Kind::ack);
             return op != nullptr && ack.finish(w, options, memo, op->ack);
         }
         if (kind == Kind::push && !has_items) {
             bool has_client_id = false;
-            queues::TransactionOp* op = add(queues::TransactionOp::Kind::push);
+            engine::TransactionOp* op = add(engine::TransactionOp::Kind::push);
             return op != nullptr &&
                    flat.finish(w, options, random, now_ms, flat_shape, op->push, has_client_id);
         }

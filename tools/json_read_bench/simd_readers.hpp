@@ -51,7 +51,7 @@ public:
                                                 Check check);
     std::optional<queues::Ack> ack(std::string_view body, bool is_batch,
                                    const api::ApiOptions& options, Check check);
-    std::optional<queues::Transaction> transaction(std::string_view body,
+    std::optional<engine::Transaction> transaction(std::string_view body,
                                                    const api::ApiOptions& options,
                                                    api::RandomSource& random, std::int64_t now_ms,
                                                    Check check);

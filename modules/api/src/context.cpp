@@ -207,10 +207,12 @@ std::vector<queues::PushItem*> push_items(queues::Push& push) {
     return items;
 }
 
-std::vector<queues::PushItem*> push_items(queues::Transaction& transaction) {
+std::vector<queues::PushItem*> push_items(engine::Transaction& transaction) {
     std::vector<queues::PushItem*> items;
-    for (queues::TransactionOp& op : transaction.ops) {
-        if (op.kind == queues::TransactionOp::Kind::push) {
+    for (engine::TransactionOp& op : transaction.ops) {
+        // A timer's message is stored as it will be delivered: encrypted like a push.
+        if (op.kind == engine::TransactionOp::Kind::push ||
+            op.kind == engine::TransactionOp::Kind::timer_set) {
             items.push_back(&op.push);
         }
     }

@@ -135,18 +135,17 @@ using ContextPtr = std::shared_ptr<Context>;
 /// The size limit of a JSON body: Errc::out_of_range (413) over json_body_bytes_max.
 [[nodiscard]] Status check_body_size(const Context& context, const http::Request& request);
 
-/// Runs `fn(const queues::Tables&, const store::Txn&) -> Result<T>` in a read txn of the
-/// tenant's engine, now (never waits). It sees what earlier answers reported only when it runs
-/// after when_readable(); read_handler() routes do. Errors: the backend's (unknown tenant, ...),
-/// the store's, fn's.
+/// Runs `fn(const engine::Engine&) -> Result<T>` on the tenant's engine, now (never waits):
+/// the KV, lock and timer queries open their read txn through it. It sees what earlier answers
+/// reported only when it runs after when_readable(); read_handler() routes do. Errors: the
+/// backend's (unknown tenant, ...), fn's.
 template <class Fn>
-auto query(Context& context, std::string_view tenant, Fn&& fn)
-    -> decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>())) {
-    using R =
-        decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>()));
+auto read_state(Context& context, std::string_view tenant, Fn&& fn)
+    -> decltype(fn(std::declval<const engine::Engine&>())) {
+    using R = decltype(fn(std::declval<const engine::Engine&>()));
     std::optional<R> out;
     const Status status = context.backend.read(
-        tenant, [&](const engine::Engine& engine) { out.emplace(engine.read(fn)); });
+        tenant, [&](const engine::Engine& engine) { out.emplace(fn(engine)); });
     if (!status) {
         return status.error();
     }
@@ -154,6 +153,15 @@ auto query(Context& context, std::string_view tenant, Fn&& fn)
         return Error{Errc::internal, "Backend::read did not run the query"};
     }
     return std::move(*out);
+}
+
+/// Runs `fn(const queues::Tables&, const store::Txn&) -> Result<T>` in a read txn of the
+/// tenant's engine, as read_state (the queue queries of queen/queues/queries.hpp).
+template <class Fn>
+auto query(Context& context, std::string_view tenant, Fn&& fn)
+    -> decltype(fn(std::declval<const queues::Tables&>(), std::declval<const store::Txn&>())) {
+    return read_state(context, tenant,
+                      [&](const engine::Engine& engine) { return engine.read(fn); });
 }
 
 /// Submits `body` as one command of `tenant`; when the entry is applied calls
@@ -177,7 +185,7 @@ using QueueFlags = std::map<std::string, bool, std::less<>>;
 /// The push items of a command (pointers into it, valid while it is neither changed nor
 /// destroyed).
 [[nodiscard]] std::vector<queues::PushItem*> push_items(queues::Push& push);
-[[nodiscard]] std::vector<queues::PushItem*> push_items(queues::Transaction& transaction);
+[[nodiscard]] std::vector<queues::PushItem*> push_items(engine::Transaction& transaction);
 
 /// Fills `flags` with the cached flag of each queue of `items`; the queues not cached go to
 /// `missing` (each once, in name order).
@@ -194,7 +202,7 @@ void cached_queue_flags(Context& context, std::string_view tenant,
 [[nodiscard]] Status encrypt_items(Context& context, const std::vector<queues::PushItem*>& items,
                                    const QueueFlags& flags);
 
-/// Encrypts the payloads of `command` (a queues::Push or queues::Transaction) that go to queues
+/// Encrypts the payloads of `command` (a queues::Push or engine::Transaction) that go to queues
 /// with encryptionEnabled, then calls `then(std::move(command))`. When every queue's flag is
 /// cached (the usual push) this all happens now, on this thread; otherwise the flags are read
 /// once the state holds what was answered (a configure answered before this push counts), and

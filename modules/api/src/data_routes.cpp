@@ -207,18 +207,18 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
     }
     encrypt_then(
         shared, tenant, responder, std::move(*command),
-        [&context, shared, tenant, responder](queues::Transaction transaction) mutable {
+        [&context, shared, tenant, responder](engine::Transaction transaction) mutable {
             context.metrics.transactions.fetch_add(1, relaxed);
-            submit_and_reply<queues::TransactionResult>(
+            submit_and_reply<engine::TransactionResult>(
                 shared, tenant, std::move(transaction), std::move(responder),
-                [&context, uuid = random_uuid(context.random)](queues::TransactionResult& result) {
+                [&context, uuid = random_uuid(context.random)](engine::TransactionResult& result) {
                     if (result.success) {
                         std::uint64_t pushed = 0;
                         std::uint64_t acked = 0;
-                        for (const queues::TransactionOpResult& op : result.results) {
-                            if (op.kind == queues::TransactionOp::Kind::push) {
-                                ++pushed;
-                            } else {
+                        for (const engine::TransactionOpResult& op : result.results) {
+                            if (op.kind == engine::TransactionOp::Kind::push) {
+                                pushed += op.timer_id.empty() ? 1 : 0;  // delayed: not yet
+                            } else if (op.kind == engine::TransactionOp::Kind::ack) {
                                 ++acked;
                                 if (op.dlq) {
                                     context.metrics.dlq_messages.fetch_add(1, relaxed);
@@ -233,7 +233,8 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
                     } else {
                         context.metrics.transactions_failed.fetch_add(1, relaxed);
                     }
-                    return Response::json(200, format_transaction(result, uuid));
+                    return Response::json(transaction_status(result),
+                                          format_transaction(result, uuid));
                 });
         });
 }

@@ -1,6 +1,8 @@
 // api/src/format.cpp — command results -> docs/http-api.md, data plane response bodies.
 #include "format.hpp"
 
+#include "parse.hpp"
+
 #include <array>
 
 #include "json.hpp"
@@ -241,42 +243,80 @@ std::string format_ack(const queues::AckResult& result) {
     return out.take();
 }
 
-std::string format_transaction(const queues::TransactionResult& result,
+std::string format_transaction(const engine::TransactionResult& result,
                                std::string_view transaction_uuid) {
+    using Kind = engine::TransactionOp::Kind;
     JsonWriter out(128 + 256 * result.results.size());
     out.begin_object().field("transactionId", transaction_uuid).field("success", result.success);
     if (!result.success) {
         out.field("error", result.error.empty() ? std::string("Transaction failed") : result.error);
+        if (result.failure != engine::TransactionFailure::none) {
+            out.field("failedIndex", result.failed_op)
+                .field("reason", transaction_failure_name(result.failure));
+        }
     }
     out.key("results").begin_array();
     for (std::size_t i = 0; i < result.results.size(); ++i) {
-        const queues::TransactionOpResult& op = result.results[i];
-        out.begin_object().field("index", i);
-        if (op.kind == queues::TransactionOp::Kind::push) {
-            out.field("type", "push")
-                .field("success", op.success)
-                .field("transactionId", op.transaction_id);
-            if (op.success) {
-                out.key("messageId");
-                write_message_id(out, op.message_id, op.created_at);
-                out.key("partitionId");
-                write_partition_id(out, op.message_id.partition);
-            }
-            out.field("queueName", op.queue);
-            if (!op.error.empty()) {
-                out.field("error", op.error);
-            }
-        } else {
-            out.field("type", "ack")
-                .field("success", op.success)
-                .field("transactionId", op.transaction_id)
-                .field_or_null("error", op.error)
-                .field("dlq", op.dlq);
+        const engine::TransactionOpResult& op = result.results[i];
+        out.begin_object().field("index", i).field("type", operation_type_name(op.kind));
+        out.field("success", op.success);
+        switch (op.kind) {
+            case Kind::push:
+                out.field("transactionId", op.transaction_id);
+                if (!op.timer_id.empty()) {  // delayed: a timer delivers it
+                    out.field("timerId", op.timer_id)
+                        .field("visibleAt", format_iso_ms(op.due_at.value()));
+                } else if (op.success) {
+                    out.key("messageId");
+                    write_message_id(out, op.message_id, op.created_at);
+                    out.key("partitionId");
+                    write_partition_id(out, op.message_id.partition);
+                }
+                out.field("queueName", op.queue);
+                if (!op.error.empty()) {
+                    out.field("error", op.error);
+                }
+                break;
+            case Kind::ack:
+                out.field("transactionId", op.transaction_id)
+                    .field_or_null("error", op.error)
+                    .field("dlq", op.dlq);
+                break;
+            case Kind::kv_set:
+            case Kind::kv_check: out.field("version", op.version); break;
+            case Kind::kv_delete: out.field("deleted", op.existed); break;
+            case Kind::timer_set:
+                out.field("timerId", op.timer_id)
+                    .field("dueAt", format_iso_ms(op.due_at.value()))
+                    .field("replaced", op.existed);
+                break;
+            case Kind::timer_cancel:
+                out.field("timerId", op.timer_id).field("cancelled", op.existed);
+                break;
+            case Kind::lock_release: break;
         }
         out.end_object();
     }
     out.end_array().end_object();
     return out.take();
+}
+
+int transaction_status(const engine::TransactionResult& result) noexcept {
+    switch (result.failure) {
+        case engine::TransactionFailure::conflict: return 409;
+        case engine::TransactionFailure::invalid: return 400;
+        default: return 200;  // success, and the Queen v1 answer to a failed push or ack
+    }
+}
+
+std::string_view transaction_failure_name(engine::TransactionFailure failure) noexcept {
+    switch (failure) {
+        case engine::TransactionFailure::none: return "none";
+        case engine::TransactionFailure::operation: return "operation";
+        case engine::TransactionFailure::conflict: return "conflict";
+        case engine::TransactionFailure::invalid: return "invalid";
+    }
+    return "unknown";
 }
 
 std::string format_extend_lease(const queues::ExtendLeaseResult& result,

@@ -8,6 +8,7 @@
 #include "crypto.hpp"
 #include "json.hpp"
 #include "queen/core/result.hpp"
+#include "queen/engine/transaction.hpp"
 #include "queen/queues/types.hpp"
 
 namespace queen::api::detail {
@@ -67,8 +68,15 @@ void write_queue_option_fields(JsonWriter& out, const queues::QueueOptions& opti
 
 /// 200 body of POST /api/v1/transaction (docs/http-api.md, transaction); `transaction_uuid` names
 /// this call.
-[[nodiscard]] std::string format_transaction(const queues::TransactionResult& result,
+[[nodiscard]] std::string format_transaction(const engine::TransactionResult& result,
                                              std::string_view transaction_uuid);
+/// The status of a transaction's answer: 200 when it committed and when a push or ack failed
+/// (the Queen v1 answer, success false), 409 for a KV version or lock guard conflict, 400 for a
+/// limit.
+[[nodiscard]] int transaction_status(const engine::TransactionResult& result) noexcept;
+/// "operation", "conflict", "invalid" (the answer's `reason`).
+[[nodiscard]] std::string_view transaction_failure_name(
+    engine::TransactionFailure failure) noexcept;
 
 /// 200 body of POST /api/v1/lease/:leaseId/extend (docs/http-api.md, lease extend): a one-element
 /// array.

@@ -12,6 +12,7 @@
 
 #include "queen/api/api.hpp"
 #include "queen/core/result.hpp"
+#include "queen/engine/transaction.hpp"
 #include "queen/http/request.hpp"
 #include "queen/queues/types.hpp"
 
@@ -71,9 +72,30 @@ struct PopWait {
 /// (answer `[]`).
 [[nodiscard]] Result<queues::Ack> parse_ack_batch(std::string_view body, const ApiOptions& options);
 
+/// The operation kind of a transaction `type` beyond push and ack ("kv.set", "kv.delete",
+/// "kv.check", "timer.set", "timer.cancel", "lock.release"), or nullopt.
+[[nodiscard]] std::optional<engine::TransactionOp::Kind> extended_operation_kind(
+    std::string_view type) noexcept;
+/// The `type` text of an operation kind ("push", "ack", "kv.set", ...).
+[[nodiscard]] std::string_view operation_type_name(engine::TransactionOp::Kind kind) noexcept;
+/// Reads an operation of such a kind from its JSON object (docs/transactions.md): kv.* take
+/// bucket, key, expectedVersion (kv.check: required), and kv.set value and ttlMs; timer.set
+/// id, queue, partition, payload, transactionId, traceId, at | delayMs, intervalMs, endAt,
+/// replace; timer.cancel id; lock.release name and token. Any may carry "lock": {name, token},
+/// the operation's guard.
+[[nodiscard]] Status parse_extended_operation(const nlohmann::json& object,
+                                              engine::TransactionOp::Kind kind,
+                                              const ApiOptions& options,
+                                              engine::TransactionOp& out);
+/// Reads {"name": ..., "token": ...} (a guard, a lock release).
+[[nodiscard]] Result<locks::Guard> parse_lock_grant(const nlohmann::json& object);
+/// Reads the delay of a pushed message: "delayMs" (from the entry's time) or "visibleAt" (an
+/// ISO 8601 time or epoch milliseconds) into out.delay_ms / out.at.
+[[nodiscard]] Status parse_push_delay(const nlohmann::json& object, engine::TimerOp& out);
+
 /// POST /api/v1/transaction (docs/http-api.md, transaction), read as parse_push is. Push ops with
 /// `items` become one operation per item; a push op without `items` is one flat item.
-[[nodiscard]] Result<queues::Transaction> parse_transaction(std::string_view body,
+[[nodiscard]] Result<engine::Transaction> parse_transaction(std::string_view body,
                                                             const ApiOptions& options,
                                                             RandomSource& random,
                                                             std::int64_t now_ms);

@@ -40,12 +40,19 @@ enum class Member : std::uint8_t {
     consumer_group,
     type,  // transaction operations
     items,
+    lock,      // an operation's guard
+    delay_ms,  // a delayed push
+    visible_at,
     other
 };
 
 Member member_of(std::string_view key) noexcept {
     switch (key.size()) {
-        case 4: return key == "data" ? Member::data : key == "type" ? Member::type : Member::other;
+        case 4:
+            return key == "data"   ? Member::data
+                   : key == "type" ? Member::type
+                   : key == "lock" ? Member::lock
+                                   : Member::other;
         case 5:
             return key == "queue"   ? Member::queue
                    : key == "items" ? Member::items
@@ -56,8 +63,12 @@ Member member_of(std::string_view key) noexcept {
             return key == "payload"   ? Member::payload
                    : key == "traceId" ? Member::trace_id
                    : key == "leaseId" ? Member::lease_id
+                   : key == "delayMs" ? Member::delay_ms
                                       : Member::other;
-        case 9: return key == "partition" ? Member::partition : Member::other;
+        case 9:
+            return key == "partition"   ? Member::partition
+                   : key == "visibleAt" ? Member::visible_at
+                                        : Member::other;
         case 11: return key == "partitionId" ? Member::partition_id : Member::other;
         case 13:
             return key == "transactionId"   ? Member::transaction_id
@@ -419,7 +430,7 @@ struct ItemList {
 /// checks, in operation order) stops the reading, not the walk, which still validates the rest.
 class OperationReader {
 public:
-    OperationReader(const ApiOptions& options, queues::Transaction& out)
+    OperationReader(const ApiOptions& options, engine::Transaction& out)
         : options_(options), out_(out) {}
 
     /// The first error of the operations read since the last reset().
@@ -441,6 +452,7 @@ public:
             error = bad("Each operation must be an object");
             return;
         }
+        const std::size_t object_start = cursor.offset();
         cursor.enter_object();
         const std::size_t first_op = out_.ops.size();
         Members members;
@@ -511,24 +523,49 @@ public:
             bool has_client_id = false;
             const Member payload =
                 members[Member::payload].raw.empty() ? Member::data : Member::payload;
+            engine::TransactionOp& op = add(engine::TransactionOp::Kind::push);
             if (Status pushed =
-                    push_item(members, options_, payload, "{}",
-                              add(queues::TransactionOp::Kind::push).push, has_client_id, storage_);
+                    push_item(members, options_, payload, "{}", op.push, has_client_id, storage_);
                 !pushed) {
                 error = std::move(pushed).error();
+                return;
+            }
+            if (Status delayed = read_delay(members, op.timer); !delayed) {
+                error = std::move(delayed).error();
                 return;
             }
         } else if (type == "ack") {
             if (Status acked = ack_item(members, options_, "ack operation needs a transactionId",
                                         "ack operation needs a partitionId", memo_,
-                                        add(queues::TransactionOp::Kind::ack).ack, storage_);
+                                        add(engine::TransactionOp::Kind::ack).ack, storage_);
                 !acked) {
                 error = std::move(acked).error();
+                return;
+            }
+        } else if (const auto kind = extended_operation_kind(type)) {
+            // Not the hot path: the operation's object text read again as a DOM.
+            auto object =
+                parse_body(cursor.text().substr(object_start, cursor.offset() - object_start),
+                           options_.json_depth_max);
+            if (!object) {
+                error = std::move(object).error();
+                return;
+            }
+            if (Status read = parse_extended_operation(*object, *kind, options_, add(*kind));
+                !read) {
+                error = std::move(read).error();
                 return;
             }
         } else {
             error = bad("Unknown operation type: " + std::string(type));
             return;
+        }
+        if (const Field& lock = members[Member::lock];
+            !lock.is_absent_or_null() && (type == "push" || type == "ack")) {
+            if (Status guarded = read_guard(lock, first_op); !guarded) {
+                error = std::move(guarded).error();
+                return;
+            }
         }
         if (out_.ops.size() > options_.transaction_operations_max) {
             error = too_many();
@@ -541,10 +578,36 @@ private:
                    std::to_string(options_.transaction_operations_max) + " operations");
     }
 
-    queues::TransactionOp& add(queues::TransactionOp::Kind kind) {
-        queues::TransactionOp& op = out_.ops.emplace_back();
+    engine::TransactionOp& add(engine::TransactionOp::Kind kind) {
+        engine::TransactionOp& op = out_.ops.emplace_back();
         op.kind = kind;
         return op;
+    }
+
+    /// The delay of a pushed message ("delayMs" / "visibleAt"), when it has one.
+    Status read_delay(const Members& members, engine::TimerOp& out) const {
+        const Field& delay = members[Member::delay_ms];
+        const Field& at = members[Member::visible_at];
+        if (delay.is_absent_or_null() && at.is_absent_or_null()) {
+            return {};
+        }
+        nlohmann::json object = nlohmann::json::object();
+        for (const auto& [field, name] : {std::pair{&delay, "delayMs"}, {&at, "visibleAt"}}) {
+            if (!field->is_absent_or_null()) {
+                QUEEN_TRY(object[name], parse_body(field->raw, options_.json_depth_max));
+            }
+        }
+        return parse_push_delay(object, out);
+    }
+
+    /// The "lock" guard of a push or ack operation, given to each operation it became.
+    Status read_guard(const Field& lock, std::size_t first_op) {
+        QUEEN_TRY(auto object, parse_body(lock.raw, options_.json_depth_max));
+        QUEEN_TRY(auto guard, parse_lock_grant(object));
+        for (std::size_t i = first_op; i < out_.ops.size(); ++i) {
+            out_.ops[i].guard = guard;
+        }
+        return {};
     }
 
     /// The items of a push operation (the array at the cursor), one operation each; the first
@@ -559,18 +622,19 @@ private:
                 items.error = too_many();  // the limit counts operations, not these items
             }
             items.read(cursor, push_item_order, SIZE_MAX, "Each item must be an object",
-                       [&](const Members& members) {
+                       [&](const Members& members) -> Status {
                            bool has_client_id = false;
-                           return push_item(members, options_, Member::payload, "{}",
-                                            add(queues::TransactionOp::Kind::push).push,
-                                            has_client_id, storage_);
+                           engine::TransactionOp& op = add(engine::TransactionOp::Kind::push);
+                           QUEEN_TRY(push_item(members, options_, Member::payload, "{}", op.push,
+                                               has_client_id, storage_));
+                           return read_delay(members, op.timer);
                        });
         }
         items_error = std::move(items.error);
     }
 
     const ApiOptions& options_;
-    queues::Transaction& out_;
+    engine::Transaction& out_;
     IdMemo memo_;
     std::string storage_;
     std::string type_storage_;
@@ -787,10 +851,10 @@ Result<queues::Ack> parse_ack_batch(std::string_view body, const ApiOptions& opt
     return out;
 }
 
-Result<queues::Transaction> parse_transaction(std::string_view body, const ApiOptions& options,
+Result<engine::Transaction> parse_transaction(std::string_view body, const ApiOptions& options,
                                               RandomSource& random, std::int64_t now_ms) {
     Cursor cursor(without_bom(body), static_cast<int>(options.json_depth_max));
-    queues::Transaction out;
+    engine::Transaction out;
     // An operation takes ~250 bytes of body.
     out.ops.reserve(expected_count(body.size(), 250, options.transaction_operations_max, 256));
     OperationReader reader(options, out);
@@ -818,8 +882,8 @@ Result<queues::Transaction> parse_transaction(std::string_view body, const ApiOp
     if (reader.error) {
         return std::move(*reader.error);
     }
-    for (queues::TransactionOp& op : out.ops) {
-        if (op.kind == queues::TransactionOp::Kind::push && op.push.transaction_id.empty()) {
+    for (engine::TransactionOp& op : out.ops) {
+        if (op.kind == engine::TransactionOp::Kind::push && op.push.transaction_id.empty()) {
             op.push.transaction_id = time_uuid(random, now_ms);
         }
     }

@@ -239,7 +239,7 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
     INFO("QUEEN_SEED=" << seed);
     Rng rng(seed);
     for (int round = 0; round < 2000; ++round) {
-        queues::TransactionResult result;
+        engine::TransactionResult result;
         result.success = rng.chance(0.7);
         result.error = rng.chance(0.5) ? "" : text(rng);
         const std::string uuid = text(rng);
@@ -252,9 +252,9 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
         expected["results"] = Json::array();
         const auto count = rng.below(5);
         for (std::uint64_t i = 0; i < count; ++i) {
-            queues::TransactionOpResult& op = result.results.emplace_back();
-            op.kind = rng.chance(0.5) ? queues::TransactionOp::Kind::push
-                                      : queues::TransactionOp::Kind::ack;
+            engine::TransactionOpResult& op = result.results.emplace_back();
+            op.kind = rng.chance(0.5) ? engine::TransactionOp::Kind::push
+                                      : engine::TransactionOp::Kind::ack;
             op.success = rng.chance(0.7);
             op.transaction_id = text(rng);
             op.message_id =
@@ -265,7 +265,7 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
             op.error = rng.chance(0.5) ? "" : text(rng);
             Json e;
             e["index"] = i;
-            if (op.kind == queues::TransactionOp::Kind::push) {
+            if (op.kind == engine::TransactionOp::Kind::push) {
                 e["type"] = "push";
                 e["success"] = op.success;
                 e["transactionId"] = op.transaction_id;

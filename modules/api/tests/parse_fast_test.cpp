@@ -402,7 +402,7 @@ TEST_CASE("api: the transaction reader agrees with the DOM reference", "[api][pa
             const auto& a = got->ops[i];
             const auto& b = want->ops[i];
             REQUIRE(a.kind == b.kind);
-            if (a.kind == queues::TransactionOp::Kind::push) {
+            if (a.kind == engine::TransactionOp::Kind::push) {
                 check_same_push_item(a.push, b.push);
             } else {
                 check_same_ack_item(a.ack, b.ack);

@@ -187,7 +187,7 @@ inline Result<queues::Ack> parse_ack_batch(std::string_view text, const ApiOptio
     return out;
 }
 
-inline Result<queues::Transaction> parse_transaction(std::string_view text,
+inline Result<engine::Transaction> parse_transaction(std::string_view text,
                                                      const ApiOptions& options,
                                                      RandomSource& random, std::int64_t now_ms) {
     QUEEN_TRY(auto body, detail::parse_body(text, options.json_depth_max));
@@ -205,7 +205,7 @@ inline Result<queues::Transaction> parse_transaction(std::string_view text,
         return bad("transaction has more than " +
                    std::to_string(options.transaction_operations_max) + " operations");
     };
-    queues::Transaction out;
+    engine::Transaction out;
     const nlohmann::json empty_object = nlohmann::json::object();
     for (const nlohmann::json& operation : *operations) {
         if (!operation.is_object()) {
@@ -225,8 +225,8 @@ inline Result<queues::Transaction> parse_transaction(std::string_view text,
                         return too_many();
                     }
                     bool has_client_id = false;
-                    queues::TransactionOp op;
-                    op.kind = queues::TransactionOp::Kind::push;
+                    engine::TransactionOp op;
+                    op.kind = engine::TransactionOp::Kind::push;
                     QUEEN_TRY(op.push, push_item(item, options, random, now_ms, empty_object,
                                                  "payload", has_client_id));
                     out.ops.push_back(std::move(op));
@@ -234,15 +234,15 @@ inline Result<queues::Transaction> parse_transaction(std::string_view text,
             } else {
                 const bool has_payload = operation.contains("payload");
                 bool has_client_id = false;
-                queues::TransactionOp op;
-                op.kind = queues::TransactionOp::Kind::push;
+                engine::TransactionOp op;
+                op.kind = engine::TransactionOp::Kind::push;
                 QUEEN_TRY(op.push, push_item(operation, options, random, now_ms, empty_object,
                                              has_payload ? "payload" : "data", has_client_id));
                 out.ops.push_back(std::move(op));
             }
         } else if (type_name == "ack") {
-            queues::TransactionOp op;
-            op.kind = queues::TransactionOp::Kind::ack;
+            engine::TransactionOp op;
+            op.kind = engine::TransactionOp::Kind::ack;
             QUEEN_TRY(op.ack, ack_item(operation, options, "ack operation needs a transactionId",
                                        "ack operation needs a partitionId"));
             out.ops.push_back(std::move(op));

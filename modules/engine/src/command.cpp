@@ -1,6 +1,6 @@
-// engine/src/command.cpp — the field-by-field codec of commands and results (format version 2;
-// version 1 still decodes). One `fields()` function per struct is shared by the writer and the
-// reader, so the encoder and the decoder cannot drift apart; a field added by version 2 is
+// engine/src/command.cpp — the field-by-field codec of commands and results (format version 3;
+// versions 1 and 2 still decode). One `fields()` function per struct is shared by the writer and
+// the reader, so the encoder and the decoder cannot drift apart; a field added by version N is
 // visited only when format_of<visitor> says the bytes have it.
 #include "queen/engine/command.hpp"
 
@@ -14,17 +14,20 @@ namespace {
 
 using namespace queen::queues;
 
-// Version 1 bytes decode through codec::Reader<FieldsV1>.
-static_assert(command_format_version == 2 && result_format_version == 2,
+// Version 1 bytes decode through codec::Reader<FieldsV1>, version 2 through Reader<FieldsV2>.
+static_assert(command_format_version == 3 && result_format_version == 3,
               "a new format version needs its own reader and format_of value");
 
 struct FieldsV1;
-/// The format version a visitor writes or reads: the legacy reader reads version 1, every other
-/// visitor the current version.
+struct FieldsV2;
+/// The format version a visitor writes or reads: the legacy readers read versions 1 and 2,
+/// every other visitor the current version.
 template <class A>
 constexpr std::uint8_t format_of = command_format_version;
 template <>
 constexpr std::uint8_t format_of<codec::Reader<FieldsV1>> = legacy_format_version;
+template <>
+constexpr std::uint8_t format_of<codec::Reader<FieldsV2>> = 2;
 
 template <class A>
 void fields(A& a, QueueOptions& v) {
@@ -94,17 +97,65 @@ void fields(A& a, ExtendLease& v) {
     a(v.seconds);
 }
 template <class A>
+void fields(A& a, engine::KvOp& v) {
+    a(v.bucket);
+    a(v.key);
+    a(v.value);
+    a(v.expected_version);
+    a(v.ttl_ms);
+}
+template <class A>
+void fields(A& a, locks::Guard& v) {
+    a(v.name);
+    a(v.token);
+}
+template <class A>
 void fields(A& a, TransactionOp& v) {
-    a.enumeration(v.kind, TransactionOp::Kind::ack);
-    if (v.kind == TransactionOp::Kind::push) {
-        a(v.push);
-    } else {
-        a(v.ack);
+    // Version 3 added the kinds after ack, the delay of a push and the guard.
+    a.enumeration(v.kind, format_of<A> >= 3 ? transaction_op_kind_max : TransactionOp::Kind::ack);
+    switch (v.kind) {
+        case TransactionOp::Kind::push:
+            a(v.push);
+            if constexpr (format_of<A> >= 3) {
+                a(v.timer.at);
+                a(v.timer.delay_ms);
+            }
+            break;
+        case TransactionOp::Kind::ack: a(v.ack); break;
+        case TransactionOp::Kind::kv_set:
+        case TransactionOp::Kind::kv_delete:
+        case TransactionOp::Kind::kv_check: a(v.kv); break;
+        case TransactionOp::Kind::timer_set:
+            a(v.timer.id);
+            a(v.timer.at);
+            a(v.timer.delay_ms);
+            a(v.timer.interval_ms);
+            a(v.timer.end_at);
+            a(v.timer.replace);
+            a(v.push);
+            break;
+        case TransactionOp::Kind::timer_cancel: a(v.timer.id); break;
+        case TransactionOp::Kind::lock_release: a(v.lock); break;
+    }
+    if constexpr (format_of<A> >= 3) {
+        a(v.guard);
     }
 }
 template <class A>
 void fields(A& a, Transaction& v) {
     a(v.ops);
+}
+template <class A>
+void fields(A& a, LockCommand& v) {
+    a.enumeration(v.op, LockCommand::Op::renew);
+    a(v.name);
+    a(v.owner);
+    a(v.token);
+    a(v.ttl_ms);
+}
+template <class A>
+void fields(A& a, Due& v) {
+    a(v.limit);
 }
 template <class A>
 void fields(A& a, DeleteQueue& v) {
@@ -241,7 +292,7 @@ void fields(A& a, ExtendLeaseResult& v) {
 }
 template <class A>
 void fields(A& a, TransactionOpResult& v) {
-    a.enumeration(v.kind, TransactionOp::Kind::ack);
+    a.enumeration(v.kind, format_of<A> >= 3 ? transaction_op_kind_max : TransactionOp::Kind::ack);
     a(v.success);
     a(v.transaction_id);
     a(v.message_id);
@@ -251,12 +302,44 @@ void fields(A& a, TransactionOpResult& v) {
     a(v.queue);
     a(v.dlq);
     a(v.error);
+    if constexpr (format_of<A> >= 3) {
+        a(v.version);
+        a(v.existed);
+        a(v.timer_id);
+        a(v.due_at);
+    }
 }
 template <class A>
 void fields(A& a, TransactionResult& v) {
     a(v.success);
     a(v.error);
     a(v.results);
+    if constexpr (format_of<A> >= 3) {
+        a.enumeration(v.failure, TransactionFailure::invalid);
+        a(v.failed_op);
+    }
+}
+template <class A>
+void fields(A& a, locks::Grant& v) {
+    a(v.name);
+    a(v.owner);
+    a(v.token);
+    a(v.acquired_at);
+    a(v.expires_at);
+}
+template <class A>
+void fields(A& a, locks::LockResult& v) {
+    a.enumeration(v.status, locks::Status::invalid);
+    a(v.grant);
+    a(v.message);
+}
+template <class A>
+void fields(A& a, DueResult& v) {
+    a(v.timers_fired);
+    a(v.messages_pushed);
+    a(v.kv_expired);
+    a(v.locks_expired);
+    a(v.is_complete);
 }
 template <class A>
 void fields(A& a, DeleteQueueResult& v) {
@@ -327,24 +410,37 @@ struct FieldsV1 {
         fields(a, value);
     }
 };
+/// The same again, for format version 2.
+struct FieldsV2 {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
+};
 using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
 using ReaderV1 = codec::Reader<FieldsV1>;
-static_assert(format_of<Reader> == command_format_version && format_of<ReaderV1> == 1);
+using ReaderV2 = codec::Reader<FieldsV2>;
+static_assert(format_of<Reader> == command_format_version && format_of<ReaderV1> == 1 &&
+              format_of<ReaderV2> == 2);
 
 /// Whether `version` (a command's or a result's first byte) is one this file decodes.
 bool is_known_version(std::uint8_t version) {
-    return version == legacy_format_version || version == command_format_version;
+    return version >= legacy_format_version && version <= command_format_version;
 }
 
-/// Command types (and result indexes) are 1..types_of(version): version 1 bytes never held a
-/// type added after version 2 (PutSystem), so they do not decode as one.
-constexpr std::size_t legacy_command_types = 15;
-static_assert(std::variant_size_v<CommandBody> > legacy_command_types);
+/// Command types (and result indexes) are 1..types_of(version): bytes of an older version
+/// never held a type added after it, so they do not decode as one. Version 2 added PutSystem
+/// (16) after its first release; version 3 the lock and due commands.
+constexpr std::size_t v1_command_types = 15;
+constexpr std::size_t v2_command_types = 16;
+static_assert(std::variant_size_v<CommandBody> > v2_command_types);
 constexpr std::size_t types_of(std::uint8_t version) {
-    return version == legacy_format_version ? legacy_command_types
-                                            : std::variant_size_v<CommandBody>;
+    if (version == legacy_format_version) {
+        return v1_command_types;
+    }
+    return version == 2 ? v2_command_types : std::variant_size_v<CommandBody>;
 }
 
 /// The first byte of `bytes` (0, an unknown version, when empty).
@@ -389,6 +485,8 @@ std::string_view command_name(CommandType type) noexcept {
         case CommandType::delete_message: return "delete_message";
         case CommandType::add_trace: return "add_trace";
         case CommandType::put_system: return "put_system";
+        case CommandType::lock: return "lock";
+        case CommandType::due: return "due";
     }
     return "unknown";
 }
@@ -444,6 +542,42 @@ std::optional<std::size_t> command_index(ByteSpan bytes) {
 
 namespace {
 
+/// Resets the members of `op` its kind does not select (and, for bytes of an older version,
+/// the ones that version did not have).
+void reset_unselected(TransactionOp& op, std::uint8_t version) {
+    using Kind = TransactionOp::Kind;
+    const Kind kind = op.kind;
+    if (kind != Kind::push && kind != Kind::timer_set) {
+        op.push = PushItem{};
+    }
+    if (kind != Kind::ack) {
+        op.ack = AckItem{};
+    }
+    if (kind != Kind::kv_set && kind != Kind::kv_delete && kind != Kind::kv_check) {
+        op.kv = engine::KvOp{};
+    }
+    if (kind == Kind::push && version < 3) {
+        op.timer = engine::TimerOp{};
+    } else if (kind == Kind::push) {
+        op.timer.id.clear();
+        op.timer.interval_ms = 0;
+        op.timer.end_at = TimestampMs{0};
+        op.timer.replace = false;
+    } else if (kind == Kind::timer_cancel) {
+        std::string id = std::move(op.timer.id);
+        op.timer = engine::TimerOp{};
+        op.timer.id = std::move(id);
+    } else if (kind != Kind::timer_set) {
+        op.timer = engine::TimerOp{};
+    }
+    if (kind != Kind::lock_release) {
+        op.lock = locks::Guard{};
+    }
+    if (version < 3) {
+        op.guard.reset();
+    }
+}
+
 /// decode_command_into with the reader of the bytes' format version (the caller checked it).
 template <class R>
 Result<void> decode_command_with(ByteSpan bytes, Command& out) {
@@ -472,14 +606,10 @@ Result<void> decode_command_with(ByteSpan bytes, Command& out) {
     }
     std::visit([&](auto& body) { reader(body); }, command.body);
     if (auto* transaction = std::get_if<Transaction>(&command.body)) {
-        // The member an op's kind does not select is not encoded: nothing of an op decoded
-        // there before may survive in it.
+        // The members an op's kind does not select are not encoded: nothing of an op decoded
+        // there before may survive in them.
         for (TransactionOp& op : transaction->ops) {
-            if (op.kind == TransactionOp::Kind::push) {
-                op.ack = AckItem{};
-            } else {
-                op.push = PushItem{};
-            }
+            reset_unselected(op, format_of<R>);
         }
     }
     if (!in.ok() || !in.at_end()) {
@@ -500,8 +630,11 @@ Result<void> decode_command_into(ByteSpan bytes, Command& out) {
         return Error{queen::Errc::invalid_argument,
                      "command: unknown format version " + std::to_string(version)};
     }
-    return version == legacy_format_version ? decode_command_with<ReaderV1>(bytes, out)
-                                            : decode_command_with<Reader>(bytes, out);
+    switch (version) {
+        case legacy_format_version: return decode_command_with<ReaderV1>(bytes, out);
+        case 2: return decode_command_with<ReaderV2>(bytes, out);
+        default: return decode_command_with<Reader>(bytes, out);
+    }
 }
 
 Bytes encode_result(const CommandResult& result) {
@@ -549,8 +682,40 @@ Result<CommandResult> decode_result(ByteSpan bytes) {
         return Error{queen::Errc::invalid_argument,
                      "result: unknown format version " + std::to_string(version)};
     }
-    return version == legacy_format_version ? decode_result_with<ReaderV1>(bytes)
-                                            : decode_result_with<Reader>(bytes);
+    switch (version) {
+        case legacy_format_version: return decode_result_with<ReaderV1>(bytes);
+        case 2: return decode_result_with<ReaderV2>(bytes);
+        default: return decode_result_with<Reader>(bytes);
+    }
+}
+
+Bytes encode_timer_message(const queues::PushItem& item) {
+    Sizer sizer;
+    auto& mutable_item = const_cast<queues::PushItem&>(item);  // visited, only read
+    sizer(mutable_item);
+    Bytes out;
+    out.reserve(1 + sizer.size());
+    ByteWriter header(out);
+    header.u8(command_format_version);
+    Writer writer(out);
+    writer(mutable_item);
+    return out;
+}
+
+Result<queues::PushItem> decode_timer_message(ByteSpan bytes) {
+    if (version_of(bytes) != command_format_version) {
+        return Error{queen::Errc::invalid_argument,
+                     "timer message: unknown format version " + std::to_string(version_of(bytes))};
+    }
+    Reader reader(bytes);
+    ByteReader& in = reader.bytes();
+    (void)in.u8();
+    queues::PushItem item;
+    reader(item);
+    if (!in.ok() || !in.at_end()) {
+        return decode_error("timer message", in.position());
+    }
+    return item;
 }
 
 }  // namespace queen::engine

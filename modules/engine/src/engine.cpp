@@ -7,6 +7,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "machines.hpp"
 #include "queen/core/assert.hpp"
 #include "queen/store/keys.hpp"
 
@@ -99,9 +100,9 @@ public:
         return {};
     }
     std::string check(const queues::ExtendLease&) const { return {}; }
-    std::string check(const queues::Transaction& c) const {
+    std::string check(const Transaction& c) const {
         for (const auto& op : c.ops) {
-            if (op.kind == queues::TransactionOp::Kind::ack) {
+            if (op.kind == TransactionOp::Kind::ack) {
                 if (auto why = ack(op.ack); !why.empty()) {
                     return why;
                 }
@@ -128,6 +129,8 @@ public:
     std::string check(const queues::AddTrace& c) const {
         return first(transaction_id(c.transaction_id), group(c.group));
     }
+    std::string check(const LockCommand&) const { return {}; }  // LockState checks its limits
+    std::string check(const Due&) const { return {}; }
     std::string check(const PutSystem& c) const {
         if (c.key.size() < system_key_bytes_min) {
             return "system record key is empty";
@@ -182,7 +185,8 @@ struct Engine::Impl {
     store::Env env;
     store::Table meta;
     store::Table sessions;
-    queues::QueueState queues;
+    detail::Machines machines;
+    queues::QueueState& queues = machines.queues;
     Options options;
     /// The last entry applied, in the open txn when there is one. Applier thread only.
     LogIndex applied_index;
@@ -215,21 +219,34 @@ struct Engine::Impl {
     std::array<Command, std::variant_size_v<CommandBody>> scratch;
     static constexpr std::size_t scratch_bytes_max = std::size_t{256} << 10;
 
-    Impl(store::Env e, store::Table m, store::Table s, queues::QueueState q, Options o)
-        : env(std::move(e)), meta(m), sessions(s), queues(std::move(q)), options(std::move(o)) {}
+    Impl(store::Env e, store::Table m, store::Table s, detail::Machines machines_, Options o)
+        : env(std::move(e)),
+          meta(m),
+          sessions(s),
+          machines(std::move(machines_)),
+          options(std::move(o)) {}
 
     /// Runs the decoded command. A Result error is a storage failure (or an invalid command,
     /// which apply functions detect before writing anything).
-    Result<CommandResult> dispatch(store::WriteTxn& txn, const CommandBody& body, TimestampMs now) {
+    Result<CommandResult> dispatch(store::WriteTxn& txn, const CommandBody& body, LogIndex index,
+                                   TimestampMs now) {
         return std::visit(
             [&](const auto& command) -> Result<CommandResult> {
                 if (auto why = CommandLimits(options.queues).check(command); !why.empty()) {
                     return error_result(ErrorResult::Code::invalid, std::move(why));
                 }
                 auto result = [&] {
-                    // The node layer's records are the engine's; every other command the queues'.
-                    if constexpr (std::is_same_v<std::decay_t<decltype(command)>, PutSystem>) {
+                    // The node layer's records and the commands spanning the state machines
+                    // are the engine's; every other command the queues'.
+                    using C = std::decay_t<decltype(command)>;
+                    if constexpr (std::is_same_v<C, PutSystem>) {
                         return put_system(txn, command);
+                    } else if constexpr (std::is_same_v<C, Transaction>) {
+                        return detail::apply_transaction(machines, txn, command, index, now);
+                    } else if constexpr (std::is_same_v<C, LockCommand>) {
+                        return detail::apply_lock(machines, txn, command, index, now);
+                    } else if constexpr (std::is_same_v<C, Due>) {
+                        return detail::apply_due(machines, txn, command, now);
                     } else {
                         return queues.apply(txn, command, now);
                     }
@@ -279,9 +296,9 @@ struct Engine::Impl {
                     QUEEN_TRY(item.created_at, stored_or_at(item.message_id));
                 }
             }
-        } else if (auto* transaction = std::get_if<queues::TransactionResult>(&result)) {
-            for (queues::TransactionOpResult& op : transaction->results) {
-                if (op.kind == queues::TransactionOp::Kind::push && op.success) {
+        } else if (auto* transaction = std::get_if<TransactionResult>(&result)) {
+            for (TransactionOpResult& op : transaction->results) {
+                if (op.kind == TransactionOp::Kind::push && op.success) {
                     op.created_at = at;
                 }
             }
@@ -380,7 +397,7 @@ struct Engine::Impl {
                     }
                 }
             }
-            QUEEN_TRY(auto result, dispatch(txn, command->body, now));
+            QUEEN_TRY(auto result, dispatch(txn, command->body, index, now));
             if (std::holds_alternative<queues::Sweep>(command->body)) {
                 QUEEN_TRY(expire_sessions(txn, now));
             }
@@ -482,7 +499,8 @@ struct Engine::Impl {
         if (!rolled_back || env.is_poisoned()) {
             is_poisoned = true;
         }
-        (void)queues.take_wakeups();
+        (void)machines.take_wakeups();
+        machines.is_due_dirty = true;
     }
 
     /// Drops dedupe records unused for client_session_ttl_ms (keeps the table bounded by the
@@ -517,6 +535,20 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 Engine::~Engine() = default;
 
+namespace {
+
+/// Opens (creating) the tables of every state machine of the tenant.
+Result<detail::Machines> open_machines(store::Env& env, const Options& options) {
+    QUEEN_TRY(auto queues, queues::QueueState::open(env, options.queues));
+    QUEEN_TRY(auto kv, kv::KvState::open(env, options.kv));
+    QUEEN_TRY(auto locks, locks::LockState::open(env, options.locks));
+    QUEEN_TRY(auto timers, timers::TimerState::open(env, options.timers));
+    return detail::Machines{
+        std::move(queues), std::move(kv), std::move(locks), std::move(timers), {}, {}, true};
+}
+
+}  // namespace
+
 Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& options) {
     QUEEN_TRY(auto env, store::Env::open(dir, options.store));
     store::Table meta;
@@ -533,8 +565,9 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
             }
         }
     }
-    QUEEN_TRY(auto queues, queues::QueueState::open(env, options.queues));
-    auto impl = std::make_unique<Impl>(std::move(env), meta, sessions, std::move(queues), options);
+    QUEEN_TRY(auto machines, open_machines(env, options));
+    auto impl =
+        std::make_unique<Impl>(std::move(env), meta, sessions, std::move(machines), options);
     {
         QUEEN_TRY(auto txn, impl->env.begin_read());
         QUEEN_TRY(auto raw, txn.get(impl->queues.tables().meta, as_bytes(applied_key)));
@@ -620,8 +653,22 @@ Result<ApplyOutcome> Engine::apply_entries(std::span<const Entry> entries,
             QUEEN_TRY(commit());
         }
     }
-    total.wakeups = impl.queues.take_wakeups();
+    total.wakeups = impl.machines.take_wakeups();
     total.next_due = impl.queues.next_due();
+    if (impl.machines.is_due_dirty) {
+        // Read from the open txn when there is one: it holds what the entries wrote.
+        Result<std::optional<TimestampMs>> due = std::optional<TimestampMs>{};
+        if (impl.open_txn) {
+            due = impl.machines.due_at(*impl.open_txn);
+        } else {
+            auto txn = impl.env.begin_read();
+            due =
+                txn ? impl.machines.due_at(*txn) : Result<std::optional<TimestampMs>>(txn.error());
+        }
+        QUEEN_TRY(total.due_at, std::move(due));
+        total.is_due_changed = true;
+        impl.machines.is_due_dirty = false;
+    }
     return total;
 }
 
@@ -709,6 +756,20 @@ std::optional<TimestampMs> Engine::next_due() const {
 }
 const queues::Tables& Engine::queue_tables() const noexcept {
     return impl_->queues.tables();
+}
+const kv::Tables& Engine::kv_tables() const noexcept {
+    return impl_->machines.kv.tables();
+}
+const locks::Tables& Engine::lock_tables() const noexcept {
+    return impl_->machines.locks.tables();
+}
+const timers::Tables& Engine::timer_tables() const noexcept {
+    return impl_->machines.timers.tables();
+}
+
+Result<std::optional<TimestampMs>> Engine::due_at() const {
+    QUEEN_TRY(auto txn, impl_->env.begin_read());
+    return impl_->machines.due_at(txn);
 }
 const store::Env& Engine::env() const noexcept {
     return impl_->env;

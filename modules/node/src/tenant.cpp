@@ -197,6 +197,7 @@ Status Tenant::replay(LogIndex last, bool may_state_lead) {
         next = records.back().index.next();
     }
     applied_index_.store(engine_->applied_index().value());
+    QUEEN_TRY(refresh_due());
     answered_through_ = engine_->applied_index();
     visible_through_ = answered_through_;
     if (replayed > 0) {
@@ -711,6 +712,22 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
             maintenance_wakeup_.notify_one();
         }
     }
+    if (outcome.is_due_changed) {
+        std::lock_guard lock(mutex_);
+        due_wall_ms_ =
+            outcome.due_at ? std::optional<std::int64_t>(outcome.due_at->value()) : std::nullopt;
+        due_proposed_at_ms_ = 0;  // a new due time (or the last Due applied): propose again
+        maintenance_wakeup_.notify_one();
+    }
+}
+
+Status Tenant::refresh_due() {
+    QUEEN_TRY(auto due, engine_->due_at());
+    std::lock_guard lock(mutex_);
+    due_wall_ms_ = due ? std::optional<std::int64_t>(due->value()) : std::nullopt;
+    due_proposed_at_ms_ = 0;
+    maintenance_wakeup_.notify_one();
+    return {};
 }
 
 void Tenant::run_maintenance() {
@@ -734,6 +751,16 @@ void Tenant::run_maintenance() {
         if (next_due_wall_ms_) {
             wait_ms = std::min(wait_ms, *next_due_wall_ms_ - clock_.wall_ms() + 1);
         }
+        // A Due entry once its time has come; after proposing one, again only if its entry
+        // has not been applied within due_retry_ms (dropped: this node is not the leader).
+        constexpr std::int64_t due_retry_ms = 250;
+        std::optional<std::int64_t> propose_due_at;
+        if (due_wall_ms_) {
+            propose_due_at = due_proposed_at_ms_ == 0
+                                 ? *due_wall_ms_
+                                 : std::max(*due_wall_ms_, due_proposed_at_ms_ + due_retry_ms);
+            wait_ms = std::min(wait_ms, *propose_due_at - clock_.wall_ms());
+        }
         if (wait_ms > 0) {
             maintenance_wakeup_.wait_for(lock, std::chrono::milliseconds(wait_ms));
             continue;
@@ -743,6 +770,15 @@ void Tenant::run_maintenance() {
             next_due_wall_ms_.reset();
             lock.unlock();
             waiters_.wake_tenant(name_);
+            lock.lock();
+            continue;
+        }
+        if (propose_due_at && *propose_due_at <= clock_.wall_ms()) {
+            due_proposed_at_ms_ = clock_.wall_ms();
+            lock.unlock();
+            engine::Command due;
+            due.body = engine::Due{};
+            submit(std::move(due), {});
             lock.lock();
             continue;
         }

@@ -278,6 +278,16 @@ private:
     bool is_applier_waiting_ = false;
     bool is_replicator_stopped_ = false;  // nothing more will be committed
     std::optional<std::int64_t> next_due_wall_ms_;
+    /// When a Due entry has work (a timer due, a KV key or lock grant expiring): the
+    /// maintenance thread proposes one once the wall clock passes it (the leader's proposal
+    /// commits; a follower's is dropped). due_proposed_at_ms_: the wall time of the last such
+    /// proposal, so it is not repeated before its entry can have been applied.
+    std::optional<std::int64_t> due_wall_ms_;
+    std::int64_t due_proposed_at_ms_ = 0;
+
+    /// Reads when a Due entry next has work from the engine's committed state (at open and
+    /// after a snapshot install). Errors: storage errors.
+    [[nodiscard]] Status refresh_due();
 
     std::vector<engine::Entry> entries_;  // applier scratch
     // The node's records in the state (applier; open's replay before it): the membership as of

@@ -121,6 +121,9 @@ Status Tenant::swap_in_snapshot(const InstallMeta& meta) {
     if (swapped) {
         swapped = finish_install(dir_);
     }
+    if (swapped) {
+        swapped = refresh_due();
+    }
     if (!swapped) {
         const Error failure = prefixed(swapped.error(), name_);
         poison(failure);

@@ -182,6 +182,73 @@ struct Journal {
     }
 };
 
+/// The (queue, partition) pairs the items of one apply pushed to: a push request names a few
+/// of them over and over (a producer spreading a batch over its partitions), and this saves a
+/// partition-name lookup in LMDB per item, and the candidate and wakeup bookkeeping after the
+/// first item of each pair. Valid for one apply call or one atomic entry: nothing in a push
+/// or a transaction deletes queues or partitions or makes a partition idle, and an atomic
+/// entry starts a fresh one (QueueState::begin_atomic).
+class PushMemo {
+public:
+    struct Pair {
+        std::string queue;
+        std::string partition;
+        QueueId qid;
+        PartitionId pid;
+        bool is_marked_ready = false;  ///< marked ready for every group by this apply
+        bool has_wakeup = false;       ///< a wakeup for it is pending
+        std::size_t block = detail::PendingBlocks::none;  ///< its pending block, once looked up
+    };
+    static constexpr std::size_t pairs_max = 16;
+    /// A block is written when the next record would take it past this many bytes.
+    static constexpr std::size_t block_bytes_max = 64 * 1024;
+
+    /// The pair of `item`, or nullptr when not memoized.
+    Pair* find(const PushItem& item) noexcept {
+        for (Pair& pair : pairs_) {
+            if (pair.partition == item.partition && pair.queue == item.queue) {
+                return &pair;
+            }
+        }
+        return nullptr;
+    }
+    /// Memoizes a pair (replacing the oldest one when full).
+    Pair& add(const PushItem& item, QueueId qid, PartitionId pid) {
+        Pair* slot = nullptr;
+        if (pairs_.size() < pairs_max) {
+            slot = &pairs_.emplace_back();
+        } else {
+            slot = &pairs_[victim_];
+            victim_ = (victim_ + 1) % pairs_max;
+        }
+        slot->queue.assign(item.queue);
+        slot->partition.assign(item.partition);
+        slot->qid = qid;
+        slot->pid = pid;
+        slot->is_marked_ready = false;
+        slot->has_wakeup = false;
+        slot->block = detail::PendingBlocks::none;
+        return *slot;
+    }
+
+    /// Adds the message `item` pushed at `now` as sequence `seq` to the block of `pair`'s
+    /// partition (in the state's pending blocks, which an earlier push of the batch may have
+    /// started).
+    Result<void> append(State& s, store::WriteTxn& txn, Pair& pair, Sequence seq, TimestampMs now,
+                        const PushItem& item);
+
+    /// Forgets the pairs' block indexes (the pending blocks were written).
+    void forget_blocks() noexcept {
+        for (Pair& pair : pairs_) {
+            pair.block = detail::PendingBlocks::none;
+        }
+    }
+
+private:
+    std::vector<Pair> pairs_;
+    std::size_t victim_ = 0;
+};
+
 struct State {
     Options options;
     Tables tables;
@@ -211,6 +278,8 @@ struct State {
     PartitionCache partition_cache;
     std::vector<Wakeup> wakeups;
     Journal journal;
+    /// The push memo of the atomic entry being applied (QueueState::begin_atomic).
+    PushMemo atomic_memo;
     /// Reused encode buffer of the record being written (its capacity survives across puts;
     /// the bytes are dead once the put returned).
     Bytes scratch;

@@ -1,4 +1,4 @@
-// queues/src/transaction.cpp — Transaction: atomic pushes and acks, rollback of the journal.
+// queues/src/transaction.cpp — atomic entries: journaled pushes and acks, rollback of the journal.
 #include "apply.hpp"
 #include "queen/core/assert.hpp"
 
@@ -8,6 +8,7 @@ using detail::AckContext;
 using detail::PushMemo;
 using detail::State;
 
+namespace detail {
 namespace {
 
 void begin_atomic(State& s) {
@@ -67,76 +68,44 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
 }
 
 }  // namespace
+}  // namespace detail
 
-Result<TransactionResult> QueueState::apply(store::WriteTxn& txn, const Transaction& command,
-                                            TimestampMs now) {
+Result<void> QueueState::begin_atomic(store::WriteTxn& txn) {
     QUEEN_TRY(flush_pending(*state_, txn));
-    State& s = *state_;
-    TransactionResult result;
-    if (command.ops.empty()) {
-        result.error = "operations array cannot be empty";
-        return result;
+    detail::begin_atomic(*state_);
+    state_->atomic_memo = PushMemo{};
+    return {};
+}
+
+Result<PushItemResult> QueueState::push_atomic(store::WriteTxn& txn, const PushItem& item,
+                                               TimestampMs now) {
+    QUEEN_ASSERT(state_->journal.is_active, "push_atomic outside begin_atomic");
+    return push_item(*state_, txn, item, now, true, state_->atomic_memo);
+}
+
+Result<AtomicAck> QueueState::ack_atomic(store::WriteTxn& txn, const AckItem& item,
+                                         TimestampMs now) {
+    QUEEN_ASSERT(state_->journal.is_active, "ack_atomic outside begin_atomic");
+    AckContext context;
+    context.is_transaction = true;
+    QUEEN_TRY(auto acked, ack_item_by_id(*state_, txn, item, now, context));
+    AtomicAck out;
+    if (!acked.success) {
+        out.failure = context.failure.empty() ? "Ack failed" : std::move(context.failure);
     }
-    begin_atomic(s);
-    std::string failure;
-    PushMemo memo;
-    for (const auto& op : command.ops) {
-        TransactionOpResult one;
-        one.kind = op.kind;
-        if (op.kind == TransactionOp::Kind::push) {
-            auto pushed = push_item(s, txn, op.push, now, true, memo);
-            if (!pushed) {
-                (void)rollback_atomic(s, txn);
-                return std::move(pushed).error();
-            }
-            one.transaction_id = op.push.transaction_id;
-            one.queue = op.push.queue;
-            one.message_id = pushed->message_id;
-            one.created_at = pushed->created_at;
-            if (pushed->status == PushStatus::queued) {
-                one.success = true;
-            } else if (pushed->status == PushStatus::duplicate) {
-                failure = "Duplicate transactionId '" + op.push.transaction_id +
-                          "' in partition '" + op.push.partition + "' of queue '" + op.push.queue +
-                          "'";
-            } else {
-                failure = pushed->error;
-            }
-        } else {
-            AckContext context;
-            context.is_transaction = true;
-            auto acked = ack_item_by_id(s, txn, op.ack, now, context);
-            if (!acked) {
-                (void)rollback_atomic(s, txn);
-                return std::move(acked).error();
-            }
-            one.transaction_id = op.ack.transaction_id;
-            one.success = acked->success;
-            one.dlq = acked->dlq;
-            one.error = acked->error;
-            if (!acked->success) {
-                failure = context.failure.empty() ? "Ack failed" : context.failure;
-            }
-        }
-        if (!failure.empty()) {
-            break;
-        }
-        result.results.push_back(std::move(one));
-    }
-    if (!failure.empty()) {
-        QUEEN_TRY(rollback_atomic(s, txn));
-        result.success = false;
-        result.error = std::move(failure);
-        return result;
-    }
-    auto flushed = flush_partitions(s, txn);
-    if (!flushed) {
-        (void)rollback_atomic(s, txn);
-        return std::move(flushed).error();
-    }
-    end_atomic(s);
-    result.success = true;
-    return result;
+    out.item = std::move(acked);
+    return out;
+}
+
+Result<void> QueueState::commit_atomic(store::WriteTxn& txn) {
+    QUEEN_ASSERT(state_->journal.is_active, "commit_atomic outside begin_atomic");
+    QUEEN_TRY(flush_partitions(*state_, txn));
+    detail::end_atomic(*state_);
+    return {};
+}
+
+Result<void> QueueState::rollback_atomic(store::WriteTxn& txn) {
+    return detail::rollback_atomic(*state_, txn);
 }
 
 }  // namespace queen::queues

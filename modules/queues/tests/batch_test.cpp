@@ -16,6 +16,9 @@ namespace {
 
 using testing::Harness;
 using testing::text;
+using testing::Transaction;
+using testing::TransactionOp;
+using testing::TransactionResult;
 
 std::string hex(ByteSpan bytes) {
     static constexpr char digits[] = "0123456789abcdef";

@@ -3,6 +3,8 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "queen/queues/queries.hpp"
 #include "queen/queues/queues.hpp"
@@ -17,6 +19,62 @@ inline Bytes text(std::string_view s) {
 }
 inline std::string text(const Bytes& b) {
     return std::string(b.begin(), b.end());
+}
+
+/// A transaction of pushes and acks as the engine runs one (its own type lives in engine): the
+/// queues' tests drive QueueState's atomic calls with it.
+struct TransactionOp {
+    enum class Kind : std::uint8_t { push = 0, ack = 1 } kind = Kind::push;
+    PushItem push;
+    AckItem ack;
+};
+struct Transaction {
+    std::vector<TransactionOp> ops;
+};
+struct TransactionOpResult {
+    TransactionOp::Kind kind = TransactionOp::Kind::push;
+    bool success = false;
+    MessageId message_id;
+    TimestampMs created_at{0};
+    std::string error;
+};
+struct TransactionResult {
+    bool success = false;
+    std::string error;
+    std::vector<TransactionOpResult> results;
+};
+
+/// Runs `transaction` with begin_atomic / push_atomic / ack_atomic and commits it, or rolls it
+/// back at the first push that is not queued or ack that fails.
+inline Result<TransactionResult> apply_transaction(QueueState& state, store::WriteTxn& txn,
+                                                   const Transaction& transaction,
+                                                   TimestampMs now) {
+    QUEEN_TRY(state.begin_atomic(txn));
+    TransactionResult result;
+    for (const TransactionOp& op : transaction.ops) {
+        TransactionOpResult one;
+        one.kind = op.kind;
+        if (op.kind == TransactionOp::Kind::push) {
+            QUEEN_TRY(auto pushed, state.push_atomic(txn, op.push, now));
+            one.success = pushed.status == PushStatus::queued;
+            one.message_id = pushed.message_id;
+            one.created_at = pushed.created_at;
+            one.error = pushed.status == PushStatus::duplicate ? "duplicate" : pushed.error;
+        } else {
+            QUEEN_TRY(auto acked, state.ack_atomic(txn, op.ack, now));
+            one.success = acked.failure.empty();
+            one.error = acked.failure;
+        }
+        if (!one.success) {
+            QUEEN_TRY(state.rollback_atomic(txn));
+            result.error = one.error;
+            return result;
+        }
+        result.results.push_back(std::move(one));
+    }
+    QUEEN_TRY(state.commit_atomic(txn));
+    result.success = true;
+    return result;
 }
 
 struct Harness {
@@ -46,7 +104,13 @@ struct Harness {
     auto run(const Command& command) {
         auto txn = env->begin_write();
         REQUIRE(txn.has_value());
-        auto result = state->apply(*txn, command, TimestampMs{now_ms});
+        auto result = [&] {
+            if constexpr (std::is_same_v<Command, Transaction>) {
+                return apply_transaction(*state, *txn, command, TimestampMs{now_ms});
+            } else {
+                return state->apply(*txn, command, TimestampMs{now_ms});
+            }
+        }();
         if (!result) {
             FAIL("apply failed: " << result.error().message());
         }

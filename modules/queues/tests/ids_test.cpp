@@ -10,6 +10,9 @@ namespace {
 
 using testing::Harness;
 using testing::text;
+using testing::Transaction;
+using testing::TransactionOp;
+using testing::TransactionResult;
 
 PushItem item(const std::string& partition, const std::string& txid) {
     PushItem out;

@@ -8,6 +8,9 @@ namespace {
 
 using testing::Harness;
 using testing::text;
+using testing::Transaction;
+using testing::TransactionOp;
+using testing::TransactionResult;
 
 std::string payloads(const PopResult& result) {
     std::string out;
@@ -728,7 +731,7 @@ TEST_CASE(
     bad.ack.partition = popped->messages[0].id.partition;
     bad.ack.transaction_id = "missing";
     tx.ops.push_back(bad);
-    auto failed = h.state->apply(*txn, tx, now);
+    auto failed = testing::apply_transaction(*h.state, *txn, tx, now);
     REQUIRE(failed.has_value());
     REQUIRE_FALSE(failed->success);
     REQUIRE(h.state->end_batch(*txn).has_value());

@@ -4,7 +4,8 @@
 //
 // Encoding: unsigned integers as LEB128 varints (shortest form only: one value has exactly one
 // encoding), signed as zigzag varints; bools and enums one byte; strings and byte blobs a varint
-// length then the bytes; vectors a varint count then the elements.
+// length then the bytes; vectors a varint count then the elements; optionals a presence byte
+// (0 or 1) then the value when present.
 //
 // A module writes its `fields()` overloads, then one dispatcher struct after the last of them
 // (so ordinary lookup sees every overload) and names the three visitors:
@@ -22,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -68,6 +70,13 @@ public:
             derived()(value);
         }
     }
+    template <class T>
+    void operator()(std::optional<T>& value) {
+        out_.u8(value.has_value() ? 1 : 0);
+        if (value) {
+            derived()(*value);
+        }
+    }
 
 private:
     Derived& derived() { return static_cast<Derived&>(*this); }
@@ -101,6 +110,13 @@ public:
         size_ += varint_size(values.size());
         for (auto& value : values) {
             derived()(value);
+        }
+    }
+    template <class T>
+    void operator()(std::optional<T>& value) {
+        size_ += 1;
+        if (value) {
+            derived()(*value);
         }
     }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
@@ -183,6 +199,19 @@ public:
             }
             derived()(value);
         }
+    }
+    template <class T>
+    void operator()(std::optional<T>& value) {
+        bool present = false;
+        (*this)(present);
+        if (!present) {
+            value.reset();
+            return;
+        }
+        if (!value) {
+            value.emplace();
+        }
+        derived()(*value);
     }
 
     ByteReader& bytes() { return in_; }

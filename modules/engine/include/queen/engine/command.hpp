@@ -1,6 +1,6 @@
 // queen/engine/command.hpp — the binary codec of log entry commands and of their results
-// (format version 2, documented byte by byte in docs/engine.md; version 1 still decodes). No
-// JSON here.
+// (format version 3, documented byte by byte in docs/engine.md; versions 1 and 2 still decode).
+// No JSON here.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/result.hpp"
+#include "queen/engine/transaction.hpp"
 #include "queen/queues/types.hpp"
 
 namespace queen::engine {
@@ -20,10 +21,14 @@ namespace queen::engine {
 /// Version 2 added Pop's namespace_name and task, the created_at of push and transaction push
 /// results and SeekPartitionResult::cursor_created_at. PutSystem (type 16) came later within
 /// version 2: a binary from before it reads such an entry as an unknown type (docs/engine.md).
-inline constexpr std::uint8_t command_format_version = 2;
-inline constexpr std::uint8_t result_format_version = 2;
-/// The older version the decoders still read: commands in logs written before version 2, and
-/// results in client dedupe records. What version 2 added is left at its default (empty, 0).
+/// Version 3 added the transaction operations after push and ack (KV, timers, lock release),
+/// the delay of a push, operation guards, the fields of their results, and the command types lock
+/// and due.
+inline constexpr std::uint8_t command_format_version = 3;
+inline constexpr std::uint8_t result_format_version = 3;
+/// The oldest version the decoders still read (commands in logs written before version 2, and
+/// results in client dedupe records); they read version 2 too. What a later version added is
+/// left at its default (empty, 0).
 inline constexpr std::uint8_t legacy_format_version = 1;
 
 /// Wire tag of each command (byte 1 after the version and client header). Never reuse a value.
@@ -44,6 +49,8 @@ enum class CommandType : std::uint8_t {
     delete_message = 14,
     add_trace = 15,
     put_system = 16,
+    lock = 17,
+    due = 18,
 };
 
 /// PutSystem's limits. apply() checks them (the decoder does not): a command over one yields
@@ -69,11 +76,12 @@ struct PutSystemResult {
 };
 
 /// The operation of one log entry. The variant index + 1 is the CommandType.
-using CommandBody = std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
-                                 queues::ExtendLease, queues::Transaction, queues::DeleteQueue,
-                                 queues::DeleteGroup, queues::UpdateSubscription, queues::SeekGroup,
-                                 queues::SeekPartition, queues::SetMaintenance, queues::Sweep,
-                                 queues::DeleteMessage, queues::AddTrace, PutSystem>;
+using CommandBody =
+    std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
+                 queues::ExtendLease, Transaction, queues::DeleteQueue, queues::DeleteGroup,
+                 queues::UpdateSubscription, queues::SeekGroup, queues::SeekPartition,
+                 queues::SetMaintenance, queues::Sweep, queues::DeleteMessage, queues::AddTrace,
+                 PutSystem, LockCommand, Due>;
 
 /// One log entry's command. `client_id` != 0 turns on exactly-once apply: an entry whose
 /// client_seq is <= the last applied seq of that client is not applied again (the cached result
@@ -96,13 +104,12 @@ struct ErrorResult {
 };
 
 /// The result of one entry. Index 0 is an ErrorResult; index i > 0 answers CommandBody index i-1.
-using CommandResult =
-    std::variant<ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult,
-                 queues::AckResult, queues::ExtendLeaseResult, queues::TransactionResult,
-                 queues::DeleteQueueResult, queues::DeleteGroupResult,
-                 queues::UpdateSubscriptionResult, queues::SeekGroupResult,
-                 queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
-                 queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult>;
+using CommandResult = std::variant<
+    ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult, queues::AckResult,
+    queues::ExtendLeaseResult, TransactionResult, queues::DeleteQueueResult,
+    queues::DeleteGroupResult, queues::UpdateSubscriptionResult, queues::SeekGroupResult,
+    queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
+    queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult, LockResult, DueResult>;
 
 /// Limits the decoder enforces before allocating (a fuzzed entry cannot make it allocate more
 /// than the input size times a small constant).
@@ -140,5 +147,12 @@ void encode_command_into(const Command& command, Bytes& out);
 /// created_at fields version 2 added at 0). Errors: Errc::invalid_argument as for
 /// decode_command.
 [[nodiscard]] Result<CommandResult> decode_result(ByteSpan bytes);
+
+/// The payload of a timer the engine sets (a timer_set operation, a delayed push): the message
+/// the timer delivers. Format: a version byte (command_format_version) then the PushItem's
+/// fields as in a push command.
+[[nodiscard]] Bytes encode_timer_message(const queues::PushItem& item);
+/// Errors: Errc::invalid_argument (unknown version, truncated or trailing bytes).
+[[nodiscard]] Result<queues::PushItem> decode_timer_message(ByteSpan bytes);
 
 }  // namespace queen::engine

@@ -15,9 +15,12 @@
 #include "queen/core/ids.hpp"
 #include "queen/core/result.hpp"
 #include "queen/engine/command.hpp"
+#include "queen/kv/kv.hpp"
+#include "queen/locks/locks.hpp"
 #include "queen/queues/queries.hpp"
 #include "queen/queues/queues.hpp"
 #include "queen/store/env.hpp"
+#include "queen/timers/timers.hpp"
 
 namespace queen::engine {
 
@@ -25,6 +28,11 @@ namespace queen::engine {
 struct Options {
     store::Options store;
     queues::Options queues;
+    kv::Options kv;
+    locks::Options locks;
+    /// Timer ids leave room for the '#' and sequence the engine appends to make a repeating
+    /// timer's transaction ids (transaction ids are at most 256 bytes).
+    timers::Options timers{.id_bytes_max = 200};
     /// Most entries applied in one LMDB write txn (a larger batch is split).
     std::size_t entries_per_txn_max = 4096;
     /// A client's dedupe record is dropped by the first Sweep entry after it was unused this
@@ -46,6 +54,11 @@ struct ApplyOutcome {
     std::vector<Bytes> results;           ///< per entry, encode_result bytes, in entry order
     std::vector<queues::Wakeup> wakeups;  ///< sorted, unique: retry parked pops of these queues
     std::optional<TimestampMs> next_due;  ///< propose a wake/sweep entry at this time
+    /// When is_due_changed: the earliest time a Due entry has work (a timer due, a KV key or a
+    /// lock grant expiring), std::nullopt for none; it replaces what earlier outcomes said.
+    /// When !is_due_changed it is what it was (the batch wrote no KV, lock or timer).
+    bool is_due_changed = false;
+    std::optional<TimestampMs> due_at;
 };
 
 /// Entries applied in the open write txn (Engine::apply_uncommitted) and their command bytes.
@@ -158,7 +171,14 @@ public:
     /// system_key_bytes_max bytes (none can be stored); those of begin_read and Txn::get.
     [[nodiscard]] Result<std::optional<Bytes>> system_record(std::string_view key) const;
 
+    /// The earliest time a Due entry has work, as committed (the node asks once at start;
+    /// then ApplyOutcome::due_at says). Any thread. Errors: storage errors.
+    [[nodiscard]] Result<std::optional<TimestampMs>> due_at() const;
+
     [[nodiscard]] const queues::Tables& queue_tables() const noexcept;
+    [[nodiscard]] const kv::Tables& kv_tables() const noexcept;
+    [[nodiscard]] const locks::Tables& lock_tables() const noexcept;
+    [[nodiscard]] const timers::Tables& timer_tables() const noexcept;
     [[nodiscard]] const store::Env& env() const noexcept;
     [[nodiscard]] store::Env& env() noexcept;
     /// The queue state machine (tests: index statistics and dumps). Applier thread only.

@@ -85,10 +85,6 @@ public:
                                           TimestampMs now);
     [[nodiscard]] Result<ExtendLeaseResult> apply(store::WriteTxn& txn, const ExtendLease& command,
                                                   TimestampMs now);
-    /// Runs the operations in order under begin_atomic(); on the first failed precondition it
-    /// rolls everything back and returns success = false with the reason.
-    [[nodiscard]] Result<TransactionResult> apply(store::WriteTxn& txn, const Transaction& command,
-                                                  TimestampMs now);
     [[nodiscard]] Result<DeleteQueueResult> apply(store::WriteTxn& txn, const DeleteQueue& command,
                                                   TimestampMs now);
     [[nodiscard]] Result<DeleteGroupResult> apply(store::WriteTxn& txn, const DeleteGroup& command,
@@ -109,6 +105,25 @@ public:
                                                     const DeleteMessage& command, TimestampMs now);
     [[nodiscard]] Result<AddTraceResult> apply(store::WriteTxn& txn, const AddTrace& command,
                                                TimestampMs now);
+
+    /// Atomic entries (the engine's transactions, which also hold KV, lock and timer
+    /// operations): begin_atomic(), then push_atomic() and ack_atomic() in the entry's order,
+    /// then commit_atomic() or, when any operation of the entry failed, rollback_atomic().
+    /// In between, every write (LMDB and memory) is journaled, so a rollback leaves no trace.
+    /// Only these four calls may run between begin and commit/rollback. Errors (storage): abort
+    /// the txn and rebuild() as after any apply error.
+    [[nodiscard]] Result<void> begin_atomic(store::WriteTxn& txn);
+    /// One pushed message of the entry: queued, or duplicate / failed (the entry must then
+    /// roll back: a transaction stores all its messages or none).
+    [[nodiscard]] Result<PushItemResult> push_atomic(store::WriteTxn& txn, const PushItem& item,
+                                                     TimestampMs now);
+    /// One ack of the entry; AtomicAck::failure says why the entry must roll back, if it must.
+    [[nodiscard]] Result<AtomicAck> ack_atomic(store::WriteTxn& txn, const AckItem& item,
+                                               TimestampMs now);
+    /// Ends the entry, keeping its writes (and writes the partition records it changed).
+    [[nodiscard]] Result<void> commit_atomic(store::WriteTxn& txn);
+    /// Ends the entry, taking back every write since begin_atomic().
+    [[nodiscard]] Result<void> rollback_atomic(store::WriteTxn& txn);
 
     /// Writes what the pushes of a batch left pending: their message blocks (a push's messages
     /// to a partition join the block an earlier push of the batch started there) and the

@@ -118,18 +118,6 @@ struct ExtendLease {
     std::int64_t seconds = 60;
 };
 
-/// One operation of POST /api/v1/transaction (a push op with N items is N push operations).
-struct TransactionOp {
-    enum class Kind : std::uint8_t { push = 0, ack = 1 } kind = Kind::push;
-    PushItem push;
-    AckItem ack;
-};
-
-/// POST /api/v1/transaction: all operations or none (docs/http-api.md, transaction).
-struct Transaction {
-    std::vector<TransactionOp> ops;
-};
-
 /// DELETE /api/v1/resources/queues/:queue.
 struct DeleteQueue {
     std::string queue;
@@ -269,21 +257,10 @@ struct ExtendLeaseResult {
     TimestampMs expires_at{0};  ///< 0 = null
 };
 
-struct TransactionOpResult {
-    TransactionOp::Kind kind = TransactionOp::Kind::push;
-    bool success = false;
-    SmallString transaction_id;
-    MessageId message_id;       ///< push
-    TimestampMs created_at{0};  ///< push: the new message's createdAt (the entry's time)
-    std::string queue;          ///< push
-    bool dlq = false;           ///< ack
-    std::string error;
-};
-
-struct TransactionResult {
-    bool success = false;
-    std::string error;                         ///< why the transaction was rolled back
-    std::vector<TransactionOpResult> results;  ///< on failure: the operations before the failure
+/// One ack of an atomic entry (QueueState::ack_atomic).
+struct AtomicAck {
+    AckItemResult item;
+    std::string failure;  ///< non-empty: why the entry must roll back
 };
 
 struct DeleteQueueResult {

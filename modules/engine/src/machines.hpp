@@ -1,0 +1,55 @@
+// engine/src/machines.hpp — the L2 state machines of one tenant and the engine's commands that
+// span them: transactions, lock commands and Due entries (transaction.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "queen/engine/command.hpp"
+#include "queen/kv/kv.hpp"
+#include "queen/locks/locks.hpp"
+#include "queen/queues/queues.hpp"
+#include "queen/store/undo.hpp"
+#include "queen/timers/timers.hpp"
+
+namespace queen::engine::detail {
+
+/// One tenant's state machines over one LMDB env, and the scratch their atomic entries share.
+/// Applier thread only.
+struct Machines {
+    queues::QueueState queues;
+    kv::KvState kv;
+    locks::LockState locks;
+    timers::TimerState timers;
+    /// The KV, lock and timer writes of the transaction being applied (the queues journal
+    /// their own): taken back when an operation fails.
+    store::UndoLog undo;
+    /// Locks released or expired since the last take_wakeups(): their acquirers retry.
+    std::vector<std::string> freed_locks;
+    /// A KV, lock or timer write happened since the last due_at(): it may have moved.
+    bool is_due_dirty = true;
+
+    /// The queues' wakeups plus the wait keys of the freed locks, sorted and unique.
+    [[nodiscard]] std::vector<queues::Wakeup> take_wakeups();
+    /// The earliest time a Due entry has work: a timer's due time, a KV key's or a lock
+    /// grant's expiry. Errors: storage errors.
+    [[nodiscard]] Result<std::optional<TimestampMs>> due_at(const store::Txn& txn) const;
+};
+
+/// Applies a transaction: every operation in order, all or none (queen/engine/transaction.hpp).
+/// A refused transaction is a result (success false), not an error. Errors: storage errors
+/// (then abort the txn and rebuild).
+[[nodiscard]] Result<TransactionResult> apply_transaction(Machines& m, store::WriteTxn& txn,
+                                                          const Transaction& command,
+                                                          LogIndex index, TimestampMs now);
+/// Acquires or renews a lock. Errors: storage errors.
+[[nodiscard]] Result<LockResult> apply_lock(Machines& m, store::WriteTxn& txn,
+                                            const LockCommand& command, LogIndex index,
+                                            TimestampMs now);
+/// Fires the due timers (pushing their messages) and expires KV keys and lock grants.
+/// Errors: storage errors.
+[[nodiscard]] Result<DueResult> apply_due(Machines& m, store::WriteTxn& txn, const Due& command,
+                                          TimestampMs now);
+
+}  // namespace queen::engine::detail

@@ -1,0 +1,347 @@
+// engine/tests/transaction_test.cpp — the one call: transactions of pushes, acks, KV, timers
+// and lock releases are applied all or nothing; Due entries fire timers and expire keys and
+// locks; lock commands.
+#include <map>
+#include <string>
+
+#include "queen/engine/engine.hpp"
+#include "queen/testing/catch.hpp"
+#include "queen/testing/result.hpp"
+#include "queen/testing/support.hpp"
+
+namespace queen::engine {
+namespace {
+
+using queues::PushItem;
+using Kind = TransactionOp::Kind;
+
+constexpr std::int64_t t0 = 1'700'000'000'000;
+
+/// Every record of every table, except the applied-index record (which every entry moves).
+std::map<std::string, std::string> dump_state(Engine& engine) {
+    std::map<std::string, std::string> out;
+    const auto names = engine.env().table_names().value();
+    std::vector<std::pair<std::string, store::Table>> tables;
+    for (const auto& name : names) {
+        tables.emplace_back(name, engine.env().open_table(name).value());
+    }
+    auto txn = engine.env().begin_read().value();
+    for (const auto& [name, table] : tables) {
+        auto cursor = txn.cursor(table).value();
+        for (auto entry = cursor.first().value(); entry; entry = cursor.next().value()) {
+            std::string key(as_chars(entry->key));
+            if (name == "q.meta" && key == "applied") {
+                continue;
+            }
+            out[name + "/" + key] = std::string(as_chars(entry->value));
+        }
+    }
+    return out;
+}
+
+PushItem item(const std::string& queue, const std::string& txid, const std::string& payload) {
+    PushItem out;
+    out.queue = queue;
+    out.transaction_id = txid;
+    out.payload = Bytes(payload.begin(), payload.end());
+    return out;
+}
+
+TransactionOp push_op(const std::string& queue, const std::string& txid,
+                      const std::string& payload = "{}") {
+    TransactionOp op;
+    op.kind = Kind::push;
+    op.push = item(queue, txid, payload);
+    return op;
+}
+
+TransactionOp kv_op(Kind kind, const std::string& bucket, const std::string& key,
+                    const std::string& value = "1",
+                    std::optional<std::uint64_t> expected = std::nullopt) {
+    TransactionOp op;
+    op.kind = kind;
+    op.kv.bucket = bucket;
+    op.kv.key = key;
+    op.kv.value = Bytes(value.begin(), value.end());
+    op.kv.expected_version = expected;
+    return op;
+}
+
+TransactionOp timer_op(const std::string& id, std::int64_t delay_ms, const std::string& queue,
+                       std::int64_t interval_ms = 0) {
+    TransactionOp op;
+    op.kind = Kind::timer_set;
+    op.timer.id = id;
+    op.timer.delay_ms = delay_ms;
+    op.timer.interval_ms = interval_ms;
+    op.push = item(queue, "", "\"tick\"");
+    return op;
+}
+
+TransactionOp release_op(const std::string& name, FencingToken token) {
+    TransactionOp op;
+    op.kind = Kind::lock_release;
+    op.lock = locks::Guard{name, token};
+    return op;
+}
+
+/// An op that fails: a kv.check of a key that does not exist, expecting version 7.
+TransactionOp failing_op() {
+    return kv_op(Kind::kv_check, "b", "never", "", 7);
+}
+
+struct Fixture {
+    queen::testing::TempDir dir;
+    Engine engine = Engine::open(dir.path(), Options{}).value();
+
+    template <class R>
+    R run(CommandBody body, std::int64_t now_ms) {
+        const Command command{0, 0, std::move(body)};
+        auto results =
+            engine.apply_commands(std::span<const Command>(&command, 1), TimestampMs{now_ms});
+        REQUIRE(results.has_value());
+        REQUIRE(results->size() == 1);
+        if (!std::holds_alternative<R>(results->front())) {
+            const auto* error = std::get_if<ErrorResult>(&results->front());
+            FAIL("unexpected result: " << (error != nullptr ? error->message : "another type"));
+        }
+        return std::get<R>(results->front());
+    }
+    TransactionResult transact(std::vector<TransactionOp> ops, std::int64_t now_ms = t0) {
+        return run<TransactionResult>(Transaction{std::move(ops)}, now_ms);
+    }
+    LockResult acquire(const std::string& name, const std::string& owner, std::int64_t ttl_ms,
+                       std::int64_t now_ms = t0) {
+        LockCommand command;
+        command.name = name;
+        command.owner = owner;
+        command.ttl_ms = ttl_ms;
+        return run<LockResult>(command, now_ms);
+    }
+    DueResult due(std::int64_t now_ms) { return run<DueResult>(Due{}, now_ms); }
+    std::optional<kv::Entry> get(const std::string& bucket, const std::string& key,
+                                 std::int64_t now_ms = t0) {
+        auto txn = engine.env().begin_read().value();
+        return kv::get(engine.kv_tables(), txn, bucket, key, TimestampMs{now_ms}).value();
+    }
+    /// The payloads of every message a pop of `queue` can take now.
+    std::vector<std::string> drain(const std::string& queue, std::int64_t now_ms) {
+        queues::Pop pop;
+        pop.queue = queue;
+        pop.batch = 100;
+        pop.partitions = 10;
+        pop.auto_ack = true;
+        auto popped = run<queues::PopResult>(pop, now_ms);
+        std::vector<std::string> out;
+        for (const auto& message : popped.messages) {
+            out.emplace_back(as_chars(message.payload));
+        }
+        return out;
+    }
+};
+
+TEST_CASE("engine transaction: for every operation kind, a later failure leaves no trace",
+          "[engine][transaction][one-call]") {
+    Fixture f;
+    // State the operations below act on: a message to ack, a key, a timer, a lock.
+    REQUIRE(f.transact({push_op("work", "m1", "\"job\"")}).success);
+    queues::Pop pop;
+    pop.queue = "work";
+    const auto popped = f.run<queues::PopResult>(pop, t0);
+    REQUIRE(popped.messages.size() == 1);
+    const auto set_k = f.transact({kv_op(Kind::kv_set, "b", "k", "\"v1\"")});
+    REQUIRE(set_k.success);
+    const std::uint64_t k_version = set_k.results.at(0).version;
+    REQUIRE(f.transact({timer_op("old", 60'000, "reminders")}).success);
+    const auto grant = f.acquire("L", "me", 60'000);
+    REQUIRE(grant.status == locks::Status::ok);
+
+    TransactionOp ack;
+    ack.kind = Kind::ack;
+    ack.ack.partition = popped.messages[0].id.partition;
+    ack.ack.transaction_id = "m1";
+    ack.ack.lease = popped.lease;
+    TransactionOp cancel;
+    cancel.kind = Kind::timer_cancel;
+    cancel.timer.id = "old";
+    TransactionOp delayed = push_op("later", "d1");
+    delayed.timer.delay_ms = 5'000;
+    TransactionOp guarded = kv_op(Kind::kv_set, "b", "guarded", "1");
+    guarded.guard = locks::Guard{"L", grant.grant.token};
+    const std::vector<std::pair<std::string, TransactionOp>> ops{
+        {"push", push_op("next", "n1")},
+        {"delayed push", delayed},
+        {"ack", ack},
+        {"kv.set", kv_op(Kind::kv_set, "b", "k", "\"v2\"")},
+        {"kv.set new", kv_op(Kind::kv_set, "b", "fresh", "2", 0)},
+        {"kv.delete", kv_op(Kind::kv_delete, "b", "k")},
+        {"kv.check", kv_op(Kind::kv_check, "b", "k", "", k_version)},
+        {"timer.set", timer_op("new", 1'000, "reminders")},
+        {"timer.cancel", cancel},
+        {"guarded kv.set", guarded},
+        {"lock.release", release_op("L", grant.grant.token)},
+    };
+    for (const auto& [name, op] : ops) {
+        INFO("operation " << name);
+        const auto before = dump_state(f.engine);
+        auto failed = f.transact({op, failing_op()});
+        REQUIRE_FALSE(failed.success);
+        CHECK(failed.failed_op == 1);
+        CHECK(failed.failure == TransactionFailure::conflict);
+        CHECK(dump_state(f.engine) == before);
+    }
+    // And together, in one call, they all apply.
+    std::vector<TransactionOp> all;
+    for (const auto& [name, op] : ops) {
+        if (name != "kv.check" && name != "kv.delete") {
+            all.push_back(op);
+        }
+    }
+    auto committed = f.transact(all);
+    REQUIRE(committed.success);
+    REQUIRE(committed.results.size() == all.size());
+    CHECK(f.get("b", "k")->value == Bytes{'"', 'v', '2', '"'});
+    CHECK(f.get("b", "fresh").has_value());
+    CHECK(f.get("b", "guarded").has_value());
+    CHECK(f.drain("next", t0) == std::vector<std::string>{"{}"});
+    CHECK(f.drain("later", t0).empty());  // delayed
+}
+
+TEST_CASE("engine transaction: the four-step worker is one entry; the reminder fires once",
+          "[engine][transaction][one-call]") {
+    Fixture f;
+    REQUIRE(f.transact({push_op("orders", "o1", "{\"id\":1}")}).success);
+    queues::Pop pop;
+    pop.queue = "orders";
+    const auto popped = f.run<queues::PopResult>(pop, t0);
+    REQUIRE(popped.messages.size() == 1);
+    TransactionOp ack;
+    ack.kind = Kind::ack;
+    ack.ack.partition = popped.messages[0].id.partition;
+    ack.ack.transaction_id = popped.messages[0].transaction_id;
+    ack.ack.lease = popped.lease;
+    auto done = f.transact(
+        {ack, kv_op(Kind::kv_set, "orders", "1", "{\"state\":\"paid\"}"),
+         push_op("shipping", "s1", "{\"order\":1}"), timer_op("remind-1", 60'000, "reminders")},
+        t0 + 10);
+    REQUIRE(done.success);
+    CHECK(done.results[1].version > 0);
+    CHECK(done.results[3].due_at == TimestampMs{t0 + 10 + 60'000});
+    CHECK(f.get("orders", "1")->version == done.results[1].version);
+    CHECK(f.drain("shipping", t0 + 20) == std::vector<std::string>{"{\"order\":1}"});
+    CHECK(f.drain("orders", t0 + 20).empty());  // acked
+    // Never early: one ms before the due time nothing fires; at it, once.
+    CHECK(f.due(t0 + 10 + 59'999).timers_fired == 0);
+    CHECK(f.drain("reminders", t0 + 10 + 59'999).empty());
+    const auto fired = f.due(t0 + 10 + 60'000);
+    CHECK(fired.timers_fired == 1);
+    CHECK(fired.messages_pushed == 1);
+    CHECK(f.drain("reminders", t0 + 10 + 60'000) == std::vector<std::string>{"\"tick\""});
+    CHECK(f.due(t0 + 10 + 120'000).timers_fired == 0);
+}
+
+TEST_CASE("engine transaction: a delayed push is invisible until due; Due reports its time",
+          "[engine][transaction][timers]") {
+    Fixture f;
+    TransactionOp delayed = push_op("q", "d1", "\"later\"");
+    delayed.timer.delay_ms = 1'000;
+    Transaction transaction{{delayed, push_op("q", "now1", "\"now\"")}};
+    const Command command{0, 0, transaction};
+    const Bytes bytes = encode_command(command);
+    const Entry entry{f.engine.applied_index().next(), TimestampMs{t0}, bytes};
+    auto outcome = f.engine.apply(std::span<const Entry>(&entry, 1)).value();
+    REQUIRE(outcome.is_due_changed);
+    REQUIRE(outcome.due_at == TimestampMs{t0 + 1'000});
+    auto result = std::get<TransactionResult>(decode_result(outcome.results[0]).value());
+    REQUIRE(result.success);
+    CHECK(result.results[0].timer_id == delayed_push_timer_id(entry.index, 0));
+    CHECK(f.drain("q", t0 + 999) == std::vector<std::string>{"\"now\""});
+    CHECK(f.due(t0 + 999).timers_fired == 0);
+    CHECK(f.due(t0 + 1'000).messages_pushed == 1);
+    CHECK(f.drain("q", t0 + 1'000) == std::vector<std::string>{"\"later\""});
+    CHECK_FALSE(f.engine.due_at().value().has_value());
+}
+
+TEST_CASE("engine transaction: repeating timers push one message per firing with its own id",
+          "[engine][transaction][timers]") {
+    Fixture f;
+    REQUIRE(f.transact({timer_op("every", 100, "ticks", 100)}).success);
+    CHECK(f.due(t0 + 100).messages_pushed == 1);
+    CHECK(f.due(t0 + 200).messages_pushed == 1);
+    // Missed slots coalesce: one firing, then the cadence goes on from the next slot.
+    CHECK(f.due(t0 + 550).messages_pushed == 1);
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 600});
+    CHECK(f.drain("ticks", t0 + 550).size() == 3);
+    // A second set of the same id is refused (409) unless it replaces.
+    auto again = f.transact({timer_op("every", 100, "ticks", 100)});
+    REQUIRE_FALSE(again.success);
+    CHECK(again.failure == TransactionFailure::conflict);
+    TransactionOp replace = timer_op("every", 1'000, "ticks");
+    replace.timer.replace = true;
+    REQUIRE(f.transact({replace}, t0 + 560).success);
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 1'560});
+}
+
+TEST_CASE("engine transaction: lock guards and releases check the fencing token",
+          "[engine][transaction][locks]") {
+    Fixture f;
+    const auto first = f.acquire("L", "a", 1'000);
+    REQUIRE(first.status == locks::Status::ok);
+    CHECK(f.acquire("L", "b", 1'000, t0 + 1).status == locks::Status::held);
+    // The grant expires; b gets it with a larger token; a's guard and release are refused.
+    const auto second = f.acquire("L", "b", 1'000, t0 + 1'000);
+    REQUIRE(second.status == locks::Status::ok);
+    REQUIRE(second.grant.token > first.grant.token);
+    TransactionOp stale = kv_op(Kind::kv_set, "b", "k");
+    stale.guard = locks::Guard{"L", first.grant.token};
+    auto refused = f.transact({stale}, t0 + 1'001);
+    REQUIRE_FALSE(refused.success);
+    CHECK(refused.failure == TransactionFailure::conflict);
+    CHECK_FALSE(f.get("b", "k").has_value());
+    CHECK_FALSE(f.transact({release_op("L", first.grant.token)}, t0 + 1'001).success);
+    TransactionOp fresh = kv_op(Kind::kv_set, "b", "k");
+    fresh.guard = locks::Guard{"L", second.grant.token};
+    REQUIRE(f.transact({fresh, release_op("L", second.grant.token)}, t0 + 1'002).success);
+    CHECK(f.get("b", "k").has_value());
+    CHECK(f.acquire("L", "c", 1'000, t0 + 1'003).status == locks::Status::ok);
+}
+
+TEST_CASE("engine transaction: Due expires KV keys and lock grants and wakes their waiters",
+          "[engine][transaction][kv][locks]") {
+    Fixture f;
+    TransactionOp short_lived = kv_op(Kind::kv_set, "b", "k");
+    short_lived.kv.ttl_ms = 500;
+    REQUIRE(f.transact({short_lived}).success);
+    REQUIRE(f.acquire("L", "a", 800).status == locks::Status::ok);
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 500});
+    CHECK(f.get("b", "k", t0 + 499).has_value());
+    CHECK_FALSE(f.get("b", "k", t0 + 500).has_value());  // expired for reads at once
+    const Command command{0, 0, Due{}};
+    const Bytes bytes = encode_command(command);
+    const Entry entry{f.engine.applied_index().next(), TimestampMs{t0 + 800}, bytes};
+    auto outcome = f.engine.apply(std::span<const Entry>(&entry, 1)).value();
+    auto due = std::get<DueResult>(decode_result(outcome.results[0]).value());
+    CHECK(due.kv_expired == 1);
+    CHECK(due.locks_expired == 1);
+    REQUIRE(outcome.wakeups.size() == 1);
+    CHECK(outcome.wakeups[0].queue == lock_wait_key("L"));
+    CHECK(outcome.is_due_changed);
+    CHECK_FALSE(outcome.due_at.has_value());
+}
+
+TEST_CASE("engine transaction: state after a restart is the same, tokens keep growing",
+          "[engine][transaction][restart]") {
+    Fixture f;
+    REQUIRE(f.transact({kv_op(Kind::kv_set, "b", "k", "1"), timer_op("t", 5'000, "q")}).success);
+    const auto grant = f.acquire("L", "a", 1'000);
+    const auto before = dump_state(f.engine);
+    f.engine = Engine::open(f.dir.path(), Options{}).value();
+    CHECK(dump_state(f.engine) == before);
+    const auto next = f.acquire("L", "b", 1'000, t0 + 2'000);
+    REQUIRE(next.status == locks::Status::ok);
+    CHECK(next.grant.token > grant.grant.token);
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 3'000});  // b's grant expires first
+}
+
+}  // namespace
+}  // namespace queen::engine
