@@ -83,6 +83,33 @@ void handle_configure(Context& context, const ContextPtr& shared, Request& reque
                   "tenant=" << tenant << " queue=" << command->queue);
     }
     invalidate_queue_cache(context, tenant, command->queue);
+    // An ephemeral queue (docs/request-reply.md): deleted once idle for idleTtlMs.
+    auto ephemeral = boolean_field(*body, "ephemeral", false);
+    auto idle_ttl = integer_field(*body, "idleTtlMs", 60'000, 1, engine::ephemeral_idle_ttl_ms_max);
+    if (!ephemeral || !idle_ttl) {
+        responder.complete(
+            error_response(context, !ephemeral ? ephemeral.error() : idle_ttl.error(), tenant));
+        return;
+    }
+    if (*ephemeral) {
+        submit_and_reply<engine::EphemeralResult>(
+            shared, tenant, engine::ConfigureEphemeral{std::move(*command), *idle_ttl},
+            std::move(responder),
+            [&context, tenant, ttl = *idle_ttl](engine::EphemeralResult& result) {
+                invalidate_queue_cache(context, tenant, result.configure.queue);
+                std::string answer = format_configure(result.configure);
+                // The configure answer plus "ephemeral": {"idleTtlMs", "expiresAt"}.
+                JsonWriter extra;
+                extra.begin_object()
+                    .field("idleTtlMs", ttl)
+                    .field("expiresAt", format_iso_ms(result.expires_at.value()))
+                    .end_object();
+                answer.pop_back();  // the closing brace
+                answer += ",\"ephemeral\":" + extra.take() + "}";
+                return Response::json(200, std::move(answer));
+            });
+        return;
+    }
     submit_and_reply<queues::ConfigureResult>(
         shared, tenant, std::move(*command), std::move(responder),
         [&context, tenant](queues::ConfigureResult& result) {

@@ -158,6 +158,11 @@ void fields(A& a, Due& v) {
     a(v.limit);
 }
 template <class A>
+void fields(A& a, ConfigureEphemeral& v) {
+    a(v.configure);
+    a(v.idle_ttl_ms);
+}
+template <class A>
 void fields(A& a, DeleteQueue& v) {
     a(v.queue);
 }
@@ -334,11 +339,17 @@ void fields(A& a, locks::LockResult& v) {
     a(v.message);
 }
 template <class A>
+void fields(A& a, EphemeralResult& v) {
+    a(v.configure);
+    a(v.expires_at);
+}
+template <class A>
 void fields(A& a, DueResult& v) {
     a(v.timers_fired);
     a(v.messages_pushed);
     a(v.kv_expired);
     a(v.locks_expired);
+    a(v.queues_expired);
     a(v.is_complete);
 }
 template <class A>
@@ -487,6 +498,7 @@ std::string_view command_name(CommandType type) noexcept {
         case CommandType::put_system: return "put_system";
         case CommandType::lock: return "lock";
         case CommandType::due: return "due";
+        case CommandType::configure_ephemeral: return "configure_ephemeral";
     }
     return "unknown";
 }

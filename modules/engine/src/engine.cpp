@@ -131,6 +131,7 @@ public:
     }
     std::string check(const LockCommand&) const { return {}; }  // LockState checks its limits
     std::string check(const Due&) const { return {}; }
+    std::string check(const ConfigureEphemeral& c) const { return queue(c.configure.queue); }
     std::string check(const PutSystem& c) const {
         if (c.key.size() < system_key_bytes_min) {
             return "system record key is empty";
@@ -247,6 +248,8 @@ struct Engine::Impl {
                         return detail::apply_lock(machines, txn, command, index, now);
                     } else if constexpr (std::is_same_v<C, Due>) {
                         return detail::apply_due(machines, txn, command, now);
+                    } else if constexpr (std::is_same_v<C, ConfigureEphemeral>) {
+                        return detail::apply_ephemeral(machines, txn, command, now);
                     } else {
                         return queues.apply(txn, command, now);
                     }
@@ -257,10 +260,28 @@ struct Engine::Impl {
                     }
                     return std::move(result).error();
                 }
+                QUEEN_TRY(touch_used_queues(txn, command, now));
                 using R = std::decay_t<decltype(*result)>;
                 return CommandResult{std::in_place_type<R>, std::move(*result)};
             },
             body);
+    }
+
+    /// A push to an ephemeral queue, or a pop of one, starts its idle TTL again (the
+    /// transaction's pushes do it in apply_transaction). Nothing while no queue is ephemeral.
+    template <class C>
+    Result<void> touch_used_queues(store::WriteTxn& txn, const C& command, TimestampMs now) {
+        if (machines.ephemeral.empty()) {
+            return {};
+        }
+        if constexpr (std::is_same_v<C, queues::Push>) {
+            for (const queues::PushItem& item : command.items) {
+                QUEEN_TRY(detail::touch_ephemeral(machines, txn, item.queue, now));
+            }
+        } else if constexpr (std::is_same_v<C, queues::Pop>) {
+            QUEEN_TRY(detail::touch_ephemeral(machines, txn, command.queue, now));
+        }
+        return {};
     }
 
     /// Stores (or, for an empty value, deletes) a system record in `txn`; the caller checked
@@ -526,7 +547,8 @@ struct Engine::Impl {
     /// After an aborted txn: LMDB holds the state of the last commit; make memory match.
     Result<void> resync() {
         QUEEN_TRY(auto txn, env.begin_read());
-        return queues.rebuild(txn);
+        QUEEN_TRY(queues.rebuild(txn));
+        return detail::load_ephemeral(machines, txn);
     }
 };
 
@@ -534,20 +556,6 @@ Engine::Engine(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 Engine::~Engine() = default;
-
-namespace {
-
-/// Opens (creating) the tables of every state machine of the tenant.
-Result<detail::Machines> open_machines(store::Env& env, const Options& options) {
-    QUEEN_TRY(auto queues, queues::QueueState::open(env, options.queues));
-    QUEEN_TRY(auto kv, kv::KvState::open(env, options.kv));
-    QUEEN_TRY(auto locks, locks::LockState::open(env, options.locks));
-    QUEEN_TRY(auto timers, timers::TimerState::open(env, options.timers));
-    return detail::Machines{
-        std::move(queues), std::move(kv), std::move(locks), std::move(timers), {}, {}, true};
-}
-
-}  // namespace
 
 Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& options) {
     QUEEN_TRY(auto env, store::Env::open(dir, options.store));
@@ -565,7 +573,8 @@ Result<Engine> Engine::open(const std::filesystem::path& dir, const Options& opt
             }
         }
     }
-    QUEEN_TRY(auto machines, open_machines(env, options));
+    QUEEN_TRY(auto machines, detail::open_machines(env, options.kv, options.locks, options.timers,
+                                                   options.queues));
     auto impl =
         std::make_unique<Impl>(std::move(env), meta, sessions, std::move(machines), options);
     {

@@ -285,6 +285,8 @@ Result<std::optional<TimestampMs>> Machines::due_at(const store::Txn& txn) const
     consider(key);
     QUEEN_TRY(auto lock, locks.next_expiry(txn));
     consider(lock);
+    QUEEN_TRY(auto queue, next_ephemeral_expiry(*this, txn));
+    consider(queue);
     return earliest;
 }
 
@@ -325,6 +327,13 @@ Result<TransactionResult> apply_transaction(Machines& m, store::WriteTxn& txn,
     QUEEN_TRY(m.queues.commit_atomic(txn));
     m.undo.clear();
     result.success = true;
+    if (!m.ephemeral.empty()) {
+        for (const TransactionOp& op : command.ops) {
+            if (op.kind == Kind::push) {
+                QUEEN_TRY(touch_ephemeral(m, txn, op.push.queue, now));
+            }
+        }
+    }
     return result;
 }
 
@@ -374,6 +383,7 @@ Result<DueResult> apply_due(Machines& m, store::WriteTxn& txn, const Due& comman
         m.freed_locks.push_back(std::move(name));
     }
     result.is_complete = fired.is_complete && keys.is_complete && grants.is_complete;
+    QUEEN_TRY(result.queues_expired, expire_ephemeral(m, txn, now, limit, result.is_complete));
     m.is_due_dirty = true;
     return result;
 }

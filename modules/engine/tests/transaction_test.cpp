@@ -343,5 +343,39 @@ TEST_CASE("engine transaction: state after a restart is the same, tokens keep gr
     CHECK(f.engine.due_at().value() == TimestampMs{t0 + 3'000});  // b's grant expires first
 }
 
+TEST_CASE("engine: an ephemeral queue is deleted once idle for its TTL; use restarts it",
+          "[engine][ephemeral]") {
+    Fixture f;
+    ConfigureEphemeral make;
+    make.configure.queue = "reply.1";
+    make.idle_ttl_ms = 1'000;
+    const auto made = f.run<EphemeralResult>(make, t0);
+    CHECK(made.expires_at == TimestampMs{t0 + 1'000});
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 1'000});
+    // A push at +500 (here in a transaction) and a pop at +700 start the TTL again.
+    REQUIRE(f.transact({push_op("reply.1", "r1", "\"answer\"")}, t0 + 500).success);
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 1'500});
+    CHECK(f.drain("reply.1", t0 + 700) == std::vector<std::string>{"\"answer\""});
+    CHECK(f.engine.due_at().value() == TimestampMs{t0 + 1'700});
+    // A restart keeps it ephemeral.
+    f.engine = Engine::open(f.dir.path(), Options{}).value();
+    CHECK(f.due(t0 + 1'699).queues_expired == 0);
+    const auto due = f.due(t0 + 1'700);
+    CHECK(due.queues_expired == 1);
+    auto queues = f.engine
+                      .read([](const queues::Tables& t, const store::Txn& txn) {
+                          return queues::list_queues(t, txn, TimestampMs{t0 + 1'700});
+                      })
+                      .value();
+    CHECK(queues.empty());
+    CHECK_FALSE(f.engine.due_at().value().has_value());
+    // An out-of-range TTL is refused and changes nothing.
+    make.idle_ttl_ms = -1;
+    const Command bad{0, 0, make};
+    auto results =
+        f.engine.apply_commands(std::span<const Command>(&bad, 1), TimestampMs{t0 + 2'000});
+    REQUIRE(std::holds_alternative<ErrorResult>(results.value().at(0)));
+}
+
 }  // namespace
 }  // namespace queen::engine

@@ -22,8 +22,8 @@ namespace queen::engine {
 /// results and SeekPartitionResult::cursor_created_at. PutSystem (type 16) came later within
 /// version 2: a binary from before it reads such an entry as an unknown type (docs/engine.md).
 /// Version 3 added the transaction operations after push and ack (KV, timers, lock release),
-/// the delay of a push, operation guards, the fields of their results, and the command types lock
-/// and due.
+/// the delay of a push, operation guards, the fields of their results, and the command types lock,
+/// due and configure_ephemeral.
 inline constexpr std::uint8_t command_format_version = 3;
 inline constexpr std::uint8_t result_format_version = 3;
 /// The oldest version the decoders still read (commands in logs written before version 2, and
@@ -51,6 +51,7 @@ enum class CommandType : std::uint8_t {
     put_system = 16,
     lock = 17,
     due = 18,
+    configure_ephemeral = 19,
 };
 
 /// PutSystem's limits. apply() checks them (the decoder does not): a command over one yields
@@ -81,7 +82,7 @@ using CommandBody =
                  queues::ExtendLease, Transaction, queues::DeleteQueue, queues::DeleteGroup,
                  queues::UpdateSubscription, queues::SeekGroup, queues::SeekPartition,
                  queues::SetMaintenance, queues::Sweep, queues::DeleteMessage, queues::AddTrace,
-                 PutSystem, LockCommand, Due>;
+                 PutSystem, LockCommand, Due, ConfigureEphemeral>;
 
 /// One log entry's command. `client_id` != 0 turns on exactly-once apply: an entry whose
 /// client_seq is <= the last applied seq of that client is not applied again (the cached result
@@ -104,12 +105,14 @@ struct ErrorResult {
 };
 
 /// The result of one entry. Index 0 is an ErrorResult; index i > 0 answers CommandBody index i-1.
-using CommandResult = std::variant<
-    ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult, queues::AckResult,
-    queues::ExtendLeaseResult, TransactionResult, queues::DeleteQueueResult,
-    queues::DeleteGroupResult, queues::UpdateSubscriptionResult, queues::SeekGroupResult,
-    queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
-    queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult, LockResult, DueResult>;
+using CommandResult =
+    std::variant<ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult,
+                 queues::AckResult, queues::ExtendLeaseResult, TransactionResult,
+                 queues::DeleteQueueResult, queues::DeleteGroupResult,
+                 queues::UpdateSubscriptionResult, queues::SeekGroupResult,
+                 queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
+                 queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult, LockResult,
+                 DueResult, EphemeralResult>;
 
 /// Limits the decoder enforces before allocating (a fuzzed entry cannot make it allocate more
 /// than the input size times a small constant).

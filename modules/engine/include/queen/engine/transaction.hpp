@@ -140,8 +140,8 @@ using LockResult = locks::LockResult;
 
 /// What the leader proposes once next_due() (ApplyOutcome::due_at) has passed: fires the
 /// timers due at the entry's time, deletes expired KV keys and lock grants (waking the
-/// acquirers waiting on those locks). At most `limit` of each per entry; what is left makes
-/// due_at stay in the past, so the leader proposes another.
+/// acquirers waiting on those locks) and idle ephemeral queues. At most `limit` of each per entry;
+/// what is left makes due_at stay in the past, so the leader proposes another.
 struct Due {
     std::uint32_t limit = 10'000;
 };
@@ -150,8 +150,24 @@ struct DueResult {
     std::uint64_t messages_pushed = 0;  ///< firings whose message was queued (not duplicate)
     std::uint64_t kv_expired = 0;
     std::uint64_t locks_expired = 0;
+    std::uint64_t queues_expired = 0;  ///< idle ephemeral queues deleted
     bool is_complete = true;
 };
+
+/// POST /api/v1/configure with "ephemeral": configures the queue (as ConfigureQueue) and makes
+/// it ephemeral: once no message was pushed to it and no pop asked it for idle_ttl_ms, a Due
+/// entry deletes it with its messages. Configuring it again (ephemeral or not) replaces the TTL
+/// (0: no longer ephemeral). Its answer: EphemeralResult.
+struct ConfigureEphemeral {
+    queues::ConfigureQueue configure;
+    std::int64_t idle_ttl_ms = 60'000;
+};
+struct EphemeralResult {
+    queues::ConfigureResult configure;
+    TimestampMs expires_at{0};  ///< when it is deleted unless used before (0: not ephemeral)
+};
+/// The longest idle TTL of an ephemeral queue (a day).
+inline constexpr std::int64_t ephemeral_idle_ttl_ms_max = 24LL * 3600 * 1000;
 
 /// The key a waiting lock acquire parks on (the node's waiters), in place of a queue name: a
 /// 0x01 byte then the lock's name. Queue names never start with 0x01 (the API refuses control
