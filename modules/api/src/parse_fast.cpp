@@ -517,6 +517,9 @@ public:
                     read_push_items(again, items_error);
                 }
                 error = std::move(items_error);
+                if (!error) {
+                    guard(members[Member::lock], first_op);
+                }
                 return;
             }
             // A flat push: {type, queue, partition, payload|data, transactionId, traceId}.
@@ -560,10 +563,9 @@ public:
             error = bad("Unknown operation type: " + std::string(type));
             return;
         }
-        if (const Field& lock = members[Member::lock];
-            !lock.is_absent_or_null() && (type == "push" || type == "ack")) {
-            if (Status guarded = read_guard(lock, first_op); !guarded) {
-                error = std::move(guarded).error();
+        if (type == "push" || type == "ack") {
+            guard(members[Member::lock], first_op);
+            if (error) {
                 return;
             }
         }
@@ -600,7 +602,17 @@ private:
         return parse_push_delay(object, out);
     }
 
-    /// The "lock" guard of a push or ack operation, given to each operation it became.
+    /// Gives the "lock" guard of a push or ack operation, when it has one, to each operation it
+    /// became; a bad one is the error.
+    void guard(const Field& lock, std::size_t first_op) {
+        if (lock.is_absent_or_null()) {
+            return;
+        }
+        if (Status guarded = read_guard(lock, first_op); !guarded) {
+            error = std::move(guarded).error();
+        }
+    }
+
     Status read_guard(const Field& lock, std::size_t first_op) {
         QUEEN_TRY(auto object, parse_body(lock.raw, options_.json_depth_max));
         QUEEN_TRY(auto guard, parse_lock_grant(object));

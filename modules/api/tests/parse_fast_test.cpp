@@ -142,6 +142,13 @@ std::string item(Rng& rng) {
     if (rng.chance(0.1)) {
         members.push_back("\"extra\":" + payload_value(rng, 0));
     }
+    if (rng.chance(0.08)) {  // a delayed push (a transaction's; /push ignores it)
+        members.push_back("\"delayMs\":" + pick(rng, {"100", "0", "-1", "\"x\"", "null", "1.5"}));
+    }
+    if (rng.chance(0.05)) {
+        members.push_back("\"visibleAt\":" + pick(rng, {"1700000000000", "\"2026-01-01T00:00:00Z\"",
+                                                        "\"bad\"", "null", "0"}));
+    }
     if (rng.chance(0.03)) {
         members.push_back("\"queue\":\"dup\"");  // a repeated key
     }
@@ -331,7 +338,8 @@ std::string transaction_body(Rng& rng) {
     const auto n = rng.below(4);
     for (std::uint64_t i = 0; i < n; ++i) {
         std::string op;
-        switch (rng.below(5)) {
+        const auto which = rng.below(6);
+        switch (which) {
             case 0: {  // ack: an ack item with a type
                 op = ack_item(rng);
                 op.insert(1, "\"type\":\"ack\",");
@@ -366,7 +374,37 @@ std::string transaction_body(Rng& rng) {
                 break;
             }
             case 3: op = pick(rng, {"{\"type\":\"other\"}", "{\"type\":null}", "[]", "{}"}); break;
+            case 5: {  // the operations beyond push and ack, good and bad
+                op = pick(
+                    rng,
+                    {
+                        R"({"type":"kv.set","bucket":"b","key":"k","value":{"a":1}})",
+                        R"({"type":"kv.set","bucket":"b","key":"k","value":1,"expectedVersion":0,"ttlMs":5})",
+                        R"({"type":"kv.set","bucket":"b","value":1})",
+                        R"({"type":"kv.delete","bucket":"b","key":"k","expectedVersion":"x"})",
+                        R"({"type":"kv.check","bucket":"b","key":"k","expectedVersion":3})",
+                        R"({"type":"kv.check","bucket":"b","key":"k"})",
+                        R"({"type":"timer.set","id":"t","queue":"q","delayMs":10,"payload":[1]})",
+                        R"({"type":"timer.set","id":"t","queue":"q","at":"2026-01-01T00:00:00Z","intervalMs":100})",
+                        R"({"type":"timer.set","id":"t","queue":"q"})",
+                        R"({"type":"timer.set","id":"~delay.1.0","queue":"q","delayMs":1})",
+                        R"({"type":"timer.cancel","id":"t"})",
+                        R"({"type":"timer.cancel"})",
+                        R"({"type":"lock.release","name":"L","token":4})",
+                        R"({"type":"lock.release","name":"L","token":0})",
+                    });
+                if (rng.chance(0.3)) {
+                    op.insert(op.size() - 1, pick(rng, {R"(,"lock":{"name":"L","token":2})",
+                                                        R"(,"lock":{"name":"L"})", R"(,"lock":3)",
+                                                        R"(,"lock":null)"}));
+                }
+                break;
+            }
             default: op = "{\"type\":\"push\",\"items\":" + pick(rng, {"[]", "{}", "3"}) + "}";
+        }
+        if ((which == 0 || which == 1) && rng.chance(0.1) && op.size() > 2 && op.back() == '}') {
+            op.insert(op.size() - 1,
+                      pick(rng, {R"(,"lock":{"name":"L","token":2})", R"(,"lock":{"token":2})"}));
         }
         out += (i ? "," + space(rng) : "") + op;
     }
@@ -402,10 +440,21 @@ TEST_CASE("api: the transaction reader agrees with the DOM reference", "[api][pa
             const auto& a = got->ops[i];
             const auto& b = want->ops[i];
             REQUIRE(a.kind == b.kind);
-            if (a.kind == engine::TransactionOp::Kind::push) {
+            if (a.kind == engine::TransactionOp::Kind::push ||
+                a.kind == engine::TransactionOp::Kind::timer_set) {
                 check_same_push_item(a.push, b.push);
-            } else {
+            } else if (a.kind == engine::TransactionOp::Kind::ack) {
                 check_same_ack_item(a.ack, b.ack);
+            }
+            CHECK(a.timer.id == b.timer.id);
+            CHECK(a.timer.at == b.timer.at);
+            CHECK(a.timer.delay_ms == b.timer.delay_ms);
+            CHECK(a.timer.interval_ms == b.timer.interval_ms);
+            CHECK(a.kv.key == b.kv.key);
+            CHECK(a.kv.expected_version == b.kv.expected_version);
+            CHECK(a.guard.has_value() == b.guard.has_value());
+            if (a.guard && b.guard) {
+                CHECK(a.guard->token == b.guard->token);
             }
         }
     }

@@ -211,6 +211,7 @@ inline Result<engine::Transaction> parse_transaction(std::string_view text,
         if (!operation.is_object()) {
             return bad("Each operation must be an object");
         }
+        const std::size_t first_op = out.ops.size();
         const auto type = operation.find("type");
         const std::string type_name =
             type != operation.end() && type->is_string() ? type->get<std::string>() : "";
@@ -229,6 +230,7 @@ inline Result<engine::Transaction> parse_transaction(std::string_view text,
                     op.kind = engine::TransactionOp::Kind::push;
                     QUEEN_TRY(op.push, push_item(item, options, random, now_ms, empty_object,
                                                  "payload", has_client_id));
+                    QUEEN_TRY(detail::parse_push_delay(item, op.timer));
                     out.ops.push_back(std::move(op));
                 }
             } else {
@@ -238,6 +240,7 @@ inline Result<engine::Transaction> parse_transaction(std::string_view text,
                 op.kind = engine::TransactionOp::Kind::push;
                 QUEEN_TRY(op.push, push_item(operation, options, random, now_ms, empty_object,
                                              has_payload ? "payload" : "data", has_client_id));
+                QUEEN_TRY(detail::parse_push_delay(operation, op.timer));
                 out.ops.push_back(std::move(op));
             }
         } else if (type_name == "ack") {
@@ -246,8 +249,19 @@ inline Result<engine::Transaction> parse_transaction(std::string_view text,
             QUEEN_TRY(op.ack, ack_item(operation, options, "ack operation needs a transactionId",
                                        "ack operation needs a partitionId"));
             out.ops.push_back(std::move(op));
+        } else if (const auto kind = detail::extended_operation_kind(type_name)) {
+            engine::TransactionOp op;
+            QUEEN_TRY(detail::parse_extended_operation(operation, *kind, options, op));
+            out.ops.push_back(std::move(op));
         } else {
             return bad("Unknown operation type: " + type_name);
+        }
+        if (const auto lock = operation.find("lock"); (type_name == "push" || type_name == "ack") &&
+                                                      lock != operation.end() && !lock->is_null()) {
+            QUEEN_TRY(auto guard, detail::parse_lock_grant(*lock));
+            for (std::size_t i = first_op; i < out.ops.size(); ++i) {
+                out.ops[i].guard = guard;
+            }
         }
         if (out.ops.size() > options.transaction_operations_max) {
             return too_many();
