@@ -137,6 +137,10 @@ Status timer_set(const json& object, const ApiOptions& options, engine::Transact
     QUEEN_TRY(check_name(out.push.transaction_id, "transactionId", options));
     QUEEN_TRY(auto trace_id, string_field(object, "traceId", "traceId must be a string"));
     out.push.trace_id = trace_id.value_or("");
+    // As a pushed item's (parse_fast.cpp): the pop answer shows it as a trace UUID.
+    if (!out.push.trace_id.empty() && !is_uuid_text(out.push.trace_id)) {
+        return bad("traceId must be a UUID");
+    }
     return {};
 }
 

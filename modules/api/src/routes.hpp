@@ -47,6 +47,8 @@ void register_cluster_routes(http::Router& router, const ContextPtr& context);
 void register_tenant_routes(http::Router& router, const ContextPtr& context);
 /// The members of the cluster (list, add, remove).
 void register_member_routes(http::Router& router, const ContextPtr& context);
+/// KV buckets, locks and timers (state_routes.cpp).
+void register_state_routes(http::Router& router, const ContextPtr& context);
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);
 
