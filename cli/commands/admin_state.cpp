@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands/admin.hpp"
+#include "exit_codes.hpp"
 #include "queen/client/client.hpp"
 
 namespace queen::cli {
@@ -27,13 +28,13 @@ json value_of(const std::string& json_text) {
     return value.is_discarded() ? json(json_text) : value;
 }
 
-// An optional time: null when empty.
-json time_or_null(const std::string& text) {
+// An optional text (a time, an id): null when empty.
+json text_or_null(const std::string& text) {
     return text.empty() ? json(nullptr) : json(text);
 }
 
 json next_after_of(const std::string& next_after) {
-    return time_or_null(next_after);  // null on the last page, as the API says it
+    return text_or_null(next_after);  // null on the last page, as the API says it
 }
 
 json kv_entry_json(const qc::KvEntry& entry) {
@@ -42,7 +43,7 @@ json kv_entry_json(const qc::KvEntry& entry) {
             {"value", value_of(entry.value_json)},
             {"version", entry.version},
             {"updatedAt", entry.updated_at},
-            {"expiresAt", time_or_null(entry.expires_at)}};
+            {"expiresAt", text_or_null(entry.expires_at)}};
 }
 
 json lock_json(const qc::LockGrant& grant) {
@@ -57,12 +58,13 @@ json timer_json(const qc::TimerInfo& timer) {
     return {{"id", timer.id},
             {"dueAt", timer.due_at},
             {"intervalMs", timer.interval_ms},
-            {"endAt", time_or_null(timer.end_at)},
+            {"endAt", text_or_null(timer.end_at)},
             {"fired", timer.fired},
             {"createdAt", timer.created_at},
             {"queue", timer.queue},
             {"partition", timer.partition},
-            {"transactionId", timer.transaction_id},
+            {"transactionId", text_or_null(timer.transaction_id)},
+            {"traceId", text_or_null(timer.trace_id)},
             {"payload", value_of(timer.payload_json)}};
 }
 
@@ -137,6 +139,10 @@ void print_timers(const json& answer) {
 }  // namespace
 
 int admin_internal::run_kv_list(const AdminOptions& options, qc::Client& client) {
+    if (options.bucket.empty() && (!options.prefix.empty() || !options.after.empty())) {
+        std::cerr << "queen admin kv list: --prefix and --after need a bucket\n";
+        return exit_usage;
+    }
     if (options.bucket.empty()) {
         return print_answer(
             options,
@@ -233,6 +239,7 @@ int admin_internal::run_timers_get(const AdminOptions& options, qc::Client& clie
                                           {"queue", "queue"},
                                           {"partition", "partition"},
                                           {"transaction_id", "transactionId"},
+                                          {"trace_id", "traceId"},
                                           {"payload", "payload"}},
                                          "payload");
                         });

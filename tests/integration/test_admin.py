@@ -736,7 +736,7 @@ class ExitCodes(unittest.TestCase):
         for args in (["queues"], ["queues", "show"], ["bogus"], ["--url", "https://x:1", "health"],
                      ["--url", "http://127.0.0.1:6632/path", "health"], ["--timeout", "0", "health"],
                      ["queues", "create", "q", "--lease-time", "-1"], ["queues", "create", "q", "--ttl", "x"],
-                     ["kv"], ["kv", "get", "b"], ["kv", "list", "b", "--limit", "0"], ["locks", "get"],
+                     ["kv"], ["kv", "get", "b"], ["kv", "list", "--prefix", "a"], ["kv", "list", "b", "--limit", "0"], ["locks", "get"],
                      ["timers", "list", "--limit", "1001"], ["timers", "get"]):
             out = run_admin(args)
             self.assertEqual(out.returncode, 2, f"{args}: {out.stdout}{out.stderr}")

@@ -130,6 +130,8 @@ bool read_timer_info(std::string_view raw, TimerInfo& timer) {
             timer.partition = raw_to_text(value);
         } else if (key == "transactionId") {
             timer.transaction_id = raw_to_text(value);
+        } else if (key == "traceId") {
+            timer.trace_id = raw_to_text(value);
         } else if (key == "payload") {
             timer.payload_json = value;
         }

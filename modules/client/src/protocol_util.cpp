@@ -258,6 +258,9 @@ void write_timer_set_fields(json::Writer& out, const TimerSet& timer) {
     if (!timer.transaction_id.empty()) {
         out.field("transactionId", timer.transaction_id);
     }
+    if (!timer.trace_id.empty()) {
+        out.field("traceId", timer.trace_id);
+    }
     if (timer.at_ms != 0) {
         out.field("at", timer.at_ms);
     } else {

@@ -62,8 +62,8 @@ void write_message_ack_fields(json::Writer& out, const Message& message, AckStat
 /// Writes bucket, key, value and (when set) expectedVersion and ttlMs of a kv.set.
 void write_kv_set_fields(json::Writer& out, const KvSet& set);
 /// Writes the members of a timer.set object (POST /api/v1/timers and the transaction's
-/// operation): id, queue, partition, payload, transactionId, at | delayMs, intervalMs, endAt,
-/// replace; optional ones only when set.
+/// operation): id, queue, partition, payload, transactionId, traceId, at | delayMs, intervalMs,
+/// endAt, replace; optional ones only when set.
 void write_timer_set_fields(json::Writer& out, const TimerSet& timer);
 
 }  // namespace queen::client::detail

@@ -346,7 +346,8 @@ TEST_CASE("client: timer set, cancel, get and list", "[client][timers]") {
 
     const char* const info = R"({"id":"remind/1","dueAt":"2026-01-01T00:05:00.000Z",
         "intervalMs":60000,"endAt":null,"fired":2,"createdAt":"2026-01-01T00:00:00.000Z",
-        "queue":"reminders","partition":"Default","transactionId":"","payload":{"order": 1}})";
+        "queue":"reminders","partition":"Default","transactionId":null,"traceId":"tr-9",
+        "payload":{"order": 1}})";
     server.reply_always(json_reply(200, info));
     auto got = client.timer_get("remind/1");
     REQUIRE(got);
@@ -357,6 +358,8 @@ TEST_CASE("client: timer set, cancel, get and list", "[client][timers]") {
     CHECK(got->created_at == "2026-01-01T00:00:00.000Z");
     CHECK(got->queue == "reminders");
     CHECK(got->partition == "Default");
+    CHECK(got->transaction_id.empty());
+    CHECK(got->trace_id == "tr-9");
     CHECK(got->payload_json == R"({"order": 1})");
 
     server.reply_always(

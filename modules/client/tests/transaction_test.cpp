@@ -151,6 +151,7 @@ TEST_CASE("client: every field of the KV, timer and push operations is sent when
     timer.partition = "p";
     timer.payload_json = "null";
     timer.transaction_id = "t-1";
+    timer.trace_id = "tr-1";
     timer.at_ms = 1'800'000'000'000;
     timer.interval_ms = 60'000;
     timer.end_at_ms = 1'900'000'000'000;
@@ -167,7 +168,7 @@ TEST_CASE("client: every field of the KV, timer and push operations is sent when
     request.required_leases = {"lease-1"};
     const json body = body_of(request);
     CHECK(body["operations"][0] == json::parse(R"({"type":"timer.set","id":"tick","queue":"q",
-        "partition":"p","payload":null,"transactionId":"t-1","at":1800000000000,
+        "partition":"p","payload":null,"transactionId":"t-1","traceId":"tr-1","at":1800000000000,
         "intervalMs":60000,"endAt":1900000000000,"replace":true,
         "lock":{"name":"first","token":1}})"));
     // expectedVersion 0 means "must not exist" and is sent; ttl 0 is not.

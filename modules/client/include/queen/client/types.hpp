@@ -211,6 +211,7 @@ struct TimerSet {
     std::string partition;  ///< empty: the Default partition
     std::string payload_json = "null";
     std::string transaction_id;  ///< of the delivered message; empty: none sent
+    std::string trace_id;        ///< of the delivered message; empty: none sent
     std::int64_t at_ms = 0;      ///< epoch ms of the first firing; 0: delay_ms after the set
     std::int64_t delay_ms = 0;
     std::int64_t interval_ms = 0;  ///< 0: fires once; else at least 10
@@ -342,6 +343,7 @@ struct TimerInfo {
     std::string queue;
     std::string partition;
     std::string transaction_id;
+    std::string trace_id;
     std::string payload_json;  ///< byte for byte as the server sent it
 };
 
