@@ -3,7 +3,7 @@
 // maintenance modes and health. Aligned tables for people, `--json` for scripts. Not a client
 // library: every request goes through queen::client. The tenant commands (`tenant`, `cluster
 // rebalance`) are in admin_tenant.cpp, the member commands (`cluster members|add|remove`) in
-// admin_member.cpp.
+// admin_member.cpp, the KV, lock and timer commands (`kv`, `locks`, `timers`) in admin_state.cpp.
 #include "commands/admin.hpp"
 
 #include <unistd.h>
@@ -1006,14 +1006,21 @@ int run_admin(const AdminOptions& options) {
         case AdminCommand::cluster_members: return run_cluster_members(options, client);
         case AdminCommand::cluster_add: return run_cluster_add(options, client);
         case AdminCommand::cluster_remove: return run_cluster_remove(options, client);
+        case AdminCommand::kv_list: return run_kv_list(options, client);
+        case AdminCommand::kv_get: return run_kv_get(options, client);
+        case AdminCommand::locks_list: return run_locks_list(options, client);
+        case AdminCommand::locks_get: return run_locks_get(options, client);
+        case AdminCommand::timers_list: return run_timers_list(options, client);
+        case AdminCommand::timers_get: return run_timers_get(options, client);
     }
     return exit_usage;
 }
 
 void register_admin(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<AdminOptions>();
-    auto* admin = app.add_subcommand(
-        "admin", "Script a running broker: queues, partitions, consumer groups, DLQ, messages");
+    auto* admin = app.add_subcommand("admin",
+                                     "Script a running broker: queues, partitions, consumer "
+                                     "groups, DLQ, messages, KV, locks, timers");
     admin->require_subcommand(1);
     // Global flags may also follow the subcommand (`queen admin queues list --json`); CLI11
     // passes what a subcommand does not know to its parent. Inherited by every subcommand.
@@ -1153,6 +1160,7 @@ void register_admin(CLI::App& app, int& exit_code) {
     cluster->require_subcommand(1);
     register_tenant_commands(*admin, *cluster, *options, leaf);
     register_member_commands(*cluster, *options, leaf);
+    register_state_commands(*admin, *options, leaf);
 }
 
 }  // namespace queen::cli

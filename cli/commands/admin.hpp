@@ -47,6 +47,12 @@ enum class AdminCommand {
     tenant_list,
     tenant_create,
     tenant_delete,
+    kv_list,
+    kv_get,
+    locks_list,
+    locks_get,
+    timers_list,
+    timers_get,
     health,
 };
 
@@ -87,6 +93,11 @@ struct AdminOptions {
     std::uint32_t replication = 0;  ///< tenant create: 1, 3 or 5 (0: the cluster chooses)
     std::uint64_t node = 0;         ///< cluster add/remove: the member's node id
     std::string peer_address;       ///< cluster add: "<ip>:<port>" of its peer listener
+    std::string bucket;             ///< kv list/get: the bucket (kv list without one: every bucket)
+    std::string key;                ///< kv get: the key
+    std::string prefix;             ///< kv list: only keys starting with this
+    std::string after;              ///< kv/locks/timers list: the page after this key, name or id
+    std::string name;               ///< locks get: the lock; timers get: the timer id
 };
 
 /// Adds `admin` and its subcommands; the chosen command's exit code lands in `exit_code`.
@@ -184,6 +195,16 @@ int run_cluster_add(const AdminOptions& options, queen::client::Client& client);
 int run_cluster_remove(const AdminOptions& options, queen::client::Client& client);
 /// Adds `cluster members|add|remove` to `cluster`.
 void register_member_commands(CLI::App& cluster, AdminOptions& options, const AddLeaf& leaf);
+
+// The KV, lock and timer commands (admin_state.cpp).
+int run_kv_list(const AdminOptions& options, queen::client::Client& client);
+int run_kv_get(const AdminOptions& options, queen::client::Client& client);
+int run_locks_list(const AdminOptions& options, queen::client::Client& client);
+int run_locks_get(const AdminOptions& options, queen::client::Client& client);
+int run_timers_list(const AdminOptions& options, queen::client::Client& client);
+int run_timers_get(const AdminOptions& options, queen::client::Client& client);
+/// Adds `kv list|get`, `locks list|get` and `timers list|get` to `admin`.
+void register_state_commands(CLI::App& admin, AdminOptions& options, const AddLeaf& leaf);
 
 }  // namespace admin_internal
 

@@ -1,16 +1,25 @@
 // cli/commands/inspect_state.cpp — `queen inspect state DIR [--tenant NAME] [--json]`: the LMDB
-// tables of a state directory with entry counts and sizes, opened read-only (MDB_RDONLY; safe next
-// to a broker); DIR may be a data directory (every tenant's state) or a tenant directory.
+// tables of a state directory with entry counts and sizes, and what the KV, lock and timer tables
+// hold (keys per bucket, locks held now, pending timers and the earliest due), opened read-only
+// (MDB_RDONLY; safe next to a broker); DIR may be a data directory (every tenant's state) or a
+// tenant directory.
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "commands/inspect.hpp"
 #include "exit_codes.hpp"
+#include "queen/core/clock.hpp"
+#include "queen/core/iso_time.hpp"
+#include "queen/kv/kv.hpp"
+#include "queen/locks/locks.hpp"
 #include "queen/store/env.hpp"
+#include "queen/timers/timers.hpp"
 
 namespace queen::cli {
 namespace {
@@ -31,6 +40,135 @@ std::string human_bytes(std::uint64_t bytes) {
         out << std::fixed << std::setprecision(1) << value << ' ' << units[unit];
     }
     return out.str();
+}
+
+std::string iso_of(std::int64_t ms) {
+    char text[iso_time_bytes_max];
+    return std::string(text, write_iso_time(text, ms, false));
+}
+
+/// What the KV, lock and timer tables hold. A part is absent (nullopt) when its tables are not
+/// in the file (state written before the module existed).
+struct StateSummary {
+    std::optional<std::vector<kv::BucketInfo>> kv_buckets;  ///< records per bucket
+    std::optional<std::uint64_t> locks_held;                ///< grants current at now_ms
+    std::optional<std::uint64_t> timers_pending;
+    std::optional<timers::Timer> timer_earliest;  ///< the earliest due (payload not read)
+    std::int64_t now_ms = 0;
+};
+
+/// Reads the summary in one read txn. A module whose tables are missing is left out; other
+/// errors (a record that does not decode) are returned.
+Result<StateSummary> read_summary(store::Env& env) {
+    StateSummary summary;
+    summary.now_ms = SystemClock::instance().wall_ms();
+    const TimestampMs now{summary.now_ms};
+    // Opening a read-only Env's tables only looks them up; a missing one is Errc::not_found.
+    const auto is_missing = [](const Error& error) { return error.is(store::Errc::not_found); };
+    auto kv_state = kv::KvState::open(env, {});
+    if (!kv_state && !is_missing(kv_state.error())) {
+        return std::move(kv_state).error();
+    }
+    auto lock_state = locks::LockState::open(env, {});
+    if (!lock_state && !is_missing(lock_state.error())) {
+        return std::move(lock_state).error();
+    }
+    auto timer_state = timers::TimerState::open(env, {});
+    if (!timer_state && !is_missing(timer_state.error())) {
+        return std::move(timer_state).error();
+    }
+    QUEEN_TRY(auto txn, env.begin_read());
+    if (kv_state) {
+        QUEEN_TRY(summary.kv_buckets, kv::list_buckets(kv_state->tables(), txn));
+    }
+    if (lock_state) {
+        // Pages of current grants (expired records that expire() has not deleted are skipped).
+        const std::uint32_t page_size = lock_state->options().list_limit_max;
+        std::uint64_t held = 0;
+        std::string after;
+        for (;;) {
+            QUEEN_TRY(auto page, locks::list(lock_state->tables(), txn, after, page_size, now));
+            held += page.size();
+            if (page.size() < page_size) {
+                break;
+            }
+            after = page.back().name;
+        }
+        summary.locks_held = held;
+    }
+    if (timer_state) {
+        QUEEN_TRY(summary.timers_pending, timers::count(timer_state->tables(), txn));
+        QUEEN_TRY(auto earliest, timers::list_due(timer_state->tables(), txn, 1, false));
+        if (!earliest.empty()) {
+            summary.timer_earliest = std::move(earliest.front());
+        }
+    }
+    return summary;
+}
+
+nlohmann::json summary_json(const StateSummary& summary) {
+    nlohmann::json out = nlohmann::json::object();
+    if (summary.kv_buckets) {
+        nlohmann::json buckets = nlohmann::json::array();
+        std::uint64_t keys = 0;
+        for (const kv::BucketInfo& bucket : *summary.kv_buckets) {
+            buckets.push_back({{"bucket", bucket.bucket}, {"keys", bucket.keys}});
+            keys += bucket.keys;
+        }
+        out["kv"] = {{"keys", keys}, {"buckets", buckets}};
+    } else {
+        out["kv"] = nullptr;
+    }
+    out["locks"] = summary.locks_held ? nlohmann::json{{"held", *summary.locks_held},
+                                                       {"at", iso_of(summary.now_ms)}}
+                                      : nlohmann::json(nullptr);
+    if (summary.timers_pending) {
+        nlohmann::json timers = {{"pending", *summary.timers_pending},
+                                 {"earliestDue", nullptr},
+                                 {"earliestId", nullptr}};
+        if (summary.timer_earliest) {
+            timers["earliestDue"] = iso_of(summary.timer_earliest->due_at.value());
+            timers["earliestId"] = summary.timer_earliest->id;
+        }
+        out["timers"] = timers;
+    } else {
+        out["timers"] = nullptr;
+    }
+    return out;
+}
+
+void print_summary(const StateSummary& summary) {
+    if (summary.kv_buckets) {
+        std::uint64_t keys = 0;
+        std::string per_bucket;
+        for (const kv::BucketInfo& bucket : *summary.kv_buckets) {
+            keys += bucket.keys;
+            per_bucket += (per_bucket.empty() ? "" : ", ") + bucket.bucket + " " +
+                          std::to_string(bucket.keys);
+        }
+        std::cout << "  kv: " << keys << (keys == 1 ? " key" : " keys") << " in "
+                  << summary.kv_buckets->size()
+                  << (summary.kv_buckets->size() == 1 ? " bucket" : " buckets")
+                  << (per_bucket.empty() ? "" : " (" + per_bucket + ")") << "\n";
+    } else {
+        std::cout << "  kv: no tables\n";
+    }
+    if (summary.locks_held) {
+        std::cout << "  locks: " << *summary.locks_held << " held at " << iso_of(summary.now_ms)
+                  << "\n";
+    } else {
+        std::cout << "  locks: no tables\n";
+    }
+    if (summary.timers_pending) {
+        std::cout << "  timers: " << *summary.timers_pending << " pending";
+        if (summary.timer_earliest) {
+            std::cout << ", earliest due " << iso_of(summary.timer_earliest->due_at.value()) << " ("
+                      << summary.timer_earliest->id << ")";
+        }
+        std::cout << "\n";
+    } else {
+        std::cout << "  timers: no tables\n";
+    }
 }
 
 nlohmann::json table_json(const store::TableStats& table) {
@@ -114,10 +252,25 @@ int inspect_state_dir(const InspectTarget& target, const InspectStateOptions& op
         std::cerr << "queen inspect state: " << stats.error().message() << "\n";
         return exit_failed;
     }
+    auto summary = read_summary(*env);
     if (options.json) {
         json = report_json(target, *stats);
+        if (summary) {
+            json["state"] = summary_json(*summary);
+        }
     } else {
         print_text(target, *stats);
+        if (summary) {
+            print_summary(*summary);
+        }
+    }
+    if (!summary) {
+        // The table sizes are printed; the decoding of the state is what failed.
+        std::cerr << "queen inspect state: " << target.dir.string() << ": "
+                  << summary.error().message() << "\n";
+        const bool is_corrupt =
+            summary.error().is(Errc::corruption) || summary.error().is(store::Errc::corruption);
+        return is_corrupt ? exit_corruption : exit_failed;
     }
     return exit_ok;
 }

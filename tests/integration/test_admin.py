@@ -590,6 +590,124 @@ class Members(AdminTestCase):
         self.assertIn("node 4 not removed", stderr)
 
 
+class State(AdminTestCase):
+    """`queen admin kv|locks|timers` (cli/commands/admin_state.cpp) against the KV, lock and timer
+    routes. Skipped while the broker has no such routes (GET /api/v1/kv answers 404)."""
+
+    def setUp(self):
+        super().setUp()
+        if self.client.get("/api/v1/kv").status == 404:
+            self.client.close()
+            self.server.cleanup()
+            self.skipTest("the broker has no /api/v1/kv route yet")
+
+    def transaction(self, *operations):
+        r = self.client.post("/api/v1/transaction", {"operations": list(operations)})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.json()["success"], r)
+        return r.json()
+
+    def test_kv_list_pages_and_get_reads_one_key(self):
+        self.transaction({"type": "kv.set", "bucket": "orders", "key": "o-1", "value": {"state": "paid"}},
+                         {"type": "kv.set", "bucket": "orders", "key": "o-2", "value": [1, 2]},
+                         {"type": "kv.set", "bucket": "orders", "key": "x-3", "value": "text", "ttlMs": 3600000},
+                         {"type": "kv.set", "bucket": "users", "key": "a b/c", "value": None})
+        self.assertEqual(self.admin_json("kv", "list"),
+                         {"buckets": [{"bucket": "orders", "keys": 3}, {"bucket": "users", "keys": 1}]})
+        self.assertEqual(self.table("kv", "list"), [["BUCKET", "KEYS"], ["orders", "3"], ["users", "1"]])
+
+        page = self.admin_json("kv", "list", "orders")
+        self.assertEqual(page["bucket"], "orders")
+        self.assertEqual([k["key"] for k in page["keys"]], ["o-1", "o-2", "x-3"])
+        self.assertEqual([k["value"] for k in page["keys"]], [{"state": "paid"}, [1, 2], "text"])
+        self.assertIsNone(page["keys"][0]["expiresAt"])
+        self.assertIsInstance(page["keys"][2]["expiresAt"], str)
+        self.assertIsNone(page["nextAfter"])
+        version = page["keys"][0]["version"]
+        self.assertGreater(version, 0)
+        # The admin reads what the route answers.
+        direct = self.client.get("/api/v1/kv/orders?limit=100").json()
+        self.assertEqual([k["key"] for k in direct["keys"]], [k["key"] for k in page["keys"]])
+        self.assertEqual([k["version"] for k in direct["keys"]], [k["version"] for k in page["keys"]])
+
+        first = self.admin_json("kv", "list", "orders", "--limit", "2")
+        self.assertEqual([k["key"] for k in first["keys"]], ["o-1", "o-2"])
+        self.assertEqual(first["nextAfter"], "o-2")
+        self.assertIn("more: queen admin kv list orders --after o-2", self.admin("kv", "list", "orders", "--limit", "2").stdout)
+        rest = self.admin_json("kv", "list", "orders", "--after", "o-2")
+        self.assertEqual([k["key"] for k in rest["keys"]], ["x-3"])
+        self.assertIsNone(rest["nextAfter"])
+        self.assertEqual([k["key"] for k in self.admin_json("kv", "list", "orders", "--prefix", "o-")["keys"]],
+                         ["o-1", "o-2"])
+        rows = self.table("kv", "list", "orders")
+        self.assertEqual(rows[0], ["KEY", "VERSION", "UPDATED", "EXPIRES", "VALUE"])
+        self.assertEqual(rows[1][:2], ["o-1", str(version)])
+        self.assertEqual(rows[1][3:], ["-", '{"state":"paid"}'])
+
+        entry = self.admin_json("kv", "get", "orders", "o-1")
+        self.assertEqual(entry["value"], {"state": "paid"})
+        self.assertEqual(entry["version"], version)
+        direct = self.client.get("/api/v1/kv/orders/o-1").json()
+        for key in ("bucket", "key", "value", "version", "updatedAt", "expiresAt"):
+            self.assertEqual(entry[key], direct[key], key)
+        # Names are percent-encoded on the way: a space and a slash in a key.
+        odd = self.admin_json("kv", "get", "users", "a b/c")
+        self.assertEqual((odd["key"], odd["value"]), ("a b/c", None))
+        text = self.admin("kv", "get", "orders", "o-1").stdout
+        self.assertIn(["value", '{"state":"paid"}'], [line.split() for line in text.splitlines()])
+        missing = self.admin("kv", "get", "orders", "nope", code=1)
+        self.assertIn("/api/v1/kv/orders/nope", missing.stderr)
+
+    def test_locks_list_and_get_show_the_grants(self):
+        r = self.client.post("/api/v1/locks/jobs%2F1/acquire", {"owner": "worker-a", "ttlMs": 60000})
+        self.assertEqual(r.status, 200, r)
+        grant = r.json()
+        r = self.client.post("/api/v1/locks/jobs-2/acquire", {"owner": "worker-b", "ttlMs": 60000})
+        self.assertEqual(r.status, 200, r)
+        listed = self.admin_json("locks", "list")
+        self.assertEqual([(l["name"], l["owner"]) for l in listed["locks"]],
+                         [("jobs-2", "worker-b"), ("jobs/1", "worker-a")])
+        self.assertIsNone(listed["nextAfter"])
+        got = self.admin_json("locks", "get", "jobs/1")
+        for key in ("name", "owner", "token", "acquiredAt", "expiresAt"):
+            self.assertEqual(got[key], grant[key], key)
+        rows = self.table("locks", "list")
+        self.assertEqual(rows[0], ["LOCK", "OWNER", "TOKEN", "ACQUIRED", "EXPIRES"])
+        self.assertEqual(rows[2][:3], ["jobs/1", "worker-a", str(grant["token"])])
+        first = self.admin_json("locks", "list", "--limit", "1")
+        self.assertEqual([l["name"] for l in first["locks"]], ["jobs-2"])
+        self.assertEqual(first["nextAfter"], "jobs-2")
+        self.assertEqual([l["name"] for l in self.admin_json("locks", "list", "--after", "jobs-2")["locks"]], ["jobs/1"])
+
+        r = self.client.post("/api/v1/locks/jobs%2F1/release", {"token": grant["token"]})
+        self.assertEqual(r.status, 200, r)
+        self.admin("locks", "get", "jobs/1", code=1)
+        self.assertEqual([l["name"] for l in self.admin_json("locks", "list")["locks"]], ["jobs-2"])
+
+    def test_timers_list_and_get_show_pending_timers_and_delayed_pushes(self):
+        self.transaction({"type": "timer.set", "id": "remind-1", "queue": "reminders", "payload": {"order": 1},
+                          "delayMs": 3600000, "intervalMs": 60000},
+                         {"type": "push", "items": [{"queue": "later", "payload": 2, "delayMs": 7200000}]})
+        listed = self.admin_json("timers", "list")
+        ids = [t["id"] for t in listed["timers"]]
+        self.assertIn("remind-1", ids)
+        self.assertEqual(len([i for i in ids if i.startswith("~delay.")]), 1, ids)
+        timer = self.admin_json("timers", "get", "remind-1")
+        self.assertEqual((timer["queue"], timer["partition"], timer["payload"]), ("reminders", "Default", {"order": 1}))
+        self.assertEqual((timer["intervalMs"], timer["fired"], timer["endAt"]), (60000, 0, None))
+        direct = self.client.get("/api/v1/timers/remind-1").json()
+        for key in ("id", "dueAt", "intervalMs", "fired", "createdAt", "queue", "partition", "payload"):
+            self.assertEqual(timer[key], direct[key], key)
+        rows = self.table("timers", "list")
+        self.assertEqual(rows[0], ["TIMER", "DUE", "INTERVAL_MS", "END", "FIRED", "QUEUE", "PARTITION"])
+        self.assertIn(["remind-1", direct["dueAt"], "60000", "-", "0", "reminders", "Default"], rows)
+        text = [line.split() for line in self.admin("timers", "get", "remind-1").stdout.splitlines()]
+        self.assertIn(["payload", '{"order":1}'], text)
+
+        self.assertEqual(self.client.delete("/api/v1/timers/remind-1").status, 200)
+        self.admin("timers", "get", "remind-1", code=1)
+
+
 class ExitCodes(unittest.TestCase):
     def test_server_down_is_retryable(self):
         server = Server()
@@ -599,7 +717,8 @@ class ExitCodes(unittest.TestCase):
         for args in (["queues", "list"], ["health"], ["queues", "show", "q"], ["maintenance", "on"],
                      ["tenant", "list"], ["tenant", "create", "t"], ["tenant", "delete", "t", "--yes"],
                      ["cluster", "rebalance"], ["cluster", "members"], ["cluster", "add", "4", "127.0.0.4:7004"],
-                     ["cluster", "remove", "4", "--yes"]):
+                     ["cluster", "remove", "4", "--yes"], ["kv", "list"], ["kv", "list", "b"], ["kv", "get", "b", "k"],
+                     ["locks", "list"], ["locks", "get", "l"], ["timers", "list"], ["timers", "get", "t"]):
             out = run_admin(["--url", url] + args)
             self.assertEqual(out.returncode, 3, f"{args}: {out.stdout}{out.stderr}")
             self.assertIn("connect", out.stderr)
@@ -616,7 +735,9 @@ class ExitCodes(unittest.TestCase):
     def test_usage_errors(self):
         for args in (["queues"], ["queues", "show"], ["bogus"], ["--url", "https://x:1", "health"],
                      ["--url", "http://127.0.0.1:6632/path", "health"], ["--timeout", "0", "health"],
-                     ["queues", "create", "q", "--lease-time", "-1"], ["queues", "create", "q", "--ttl", "x"]):
+                     ["queues", "create", "q", "--lease-time", "-1"], ["queues", "create", "q", "--ttl", "x"],
+                     ["kv"], ["kv", "get", "b"], ["kv", "list", "--prefix", "a"], ["kv", "list", "b", "--limit", "0"], ["locks", "get"],
+                     ["timers", "list", "--limit", "1001"], ["timers", "get"]):
             out = run_admin(args)
             self.assertEqual(out.returncode, 2, f"{args}: {out.stdout}{out.stderr}")
 
@@ -624,8 +745,13 @@ class ExitCodes(unittest.TestCase):
         out = run_admin(["--help"])
         self.assertEqual(out.returncode, 0)
         for name in ("queues", "partitions", "groups", "dlq", "messages", "maintenance", "health", "tenant",
-                     "cluster", "--json", "--url", "--tenant", "--timeout"):
+                     "cluster", "kv", "locks", "timers", "--json", "--url", "--tenant", "--timeout"):
             self.assertIn(name, out.stdout)
+        for command, flags in ((["kv", "list"], ("--prefix", "--after", "--limit")), (["locks", "list"], ("--after", "--limit")),
+                               (["timers", "list"], ("--after", "--limit"))):
+            out = run_admin(command + ["--help"])
+            for flag in flags:
+                self.assertIn(flag, out.stdout, command)
         out = run_admin(["tenant", "--help"])
         for name in ("list", "create", "delete"):
             self.assertIn(name, out.stdout)

@@ -80,6 +80,39 @@ class Inspect(unittest.TestCase):
         self.assertIn("tables", data)
         self.assertGreater(sum(t["entries"] for t in data["tables"]), 0)
 
+    def test_state_summarises_kv_keys_locks_and_pending_timers(self):
+        # Before any KV write or timer: the tables exist (the engine opens them) and hold nothing.
+        empty = json.loads(run("inspect", "state", self.state_dir, "--json").stdout)["state"]
+        self.assertEqual(empty["kv"], {"keys": 0, "buckets": []})
+        self.assertEqual(empty["locks"]["held"], 0)
+        self.assertEqual(empty["timers"], {"pending": 0, "earliestDue": None, "earliestId": None})
+
+        self.server.start()
+        c = self.server.client()
+        r = c.post("/api/v1/transaction", {"operations": [
+            {"type": "kv.set", "bucket": "orders", "key": "o-1", "value": {"state": "paid"}},
+            {"type": "kv.set", "bucket": "orders", "key": "o-2", "value": 2},
+            {"type": "kv.set", "bucket": "users", "key": "u-1", "value": None},
+            {"type": "timer.set", "id": "remind", "queue": "reminders", "payload": {"x": 1}, "delayMs": 3600000},
+            {"type": "push", "items": [{"queue": "later", "payload": 1, "delayMs": 7200000}]}]})
+        self.assertEqual(r.status, 200, r)
+        timer_due = r.json()["results"][3]["dueAt"]
+        c.close()
+        self.server.stop()
+
+        out = run("inspect", "state", self.state_dir, "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        state = json.loads(out.stdout)["state"]
+        self.assertEqual(state["kv"], {"keys": 3, "buckets": [{"bucket": "orders", "keys": 2},
+                                                              {"bucket": "users", "keys": 1}]})
+        self.assertEqual(state["locks"]["held"], 0)
+        self.assertEqual(state["timers"], {"pending": 2, "earliestDue": timer_due, "earliestId": "remind"})
+        text = run("inspect", "state", self.state_dir)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("  kv: 3 keys in 2 buckets (orders 2, users 1)\n", text.stdout)
+        self.assertIn("  locks: 0 held at ", text.stdout)
+        self.assertIn(f"  timers: 2 pending, earliest due {timer_due} (remind)\n", text.stdout)
+
     def test_bad_paths_fail_cleanly(self):
         self.assertEqual(run("inspect", "state", "/nonexistent").returncode, 1)
         self.assertEqual(run("inspect", "log", "/nonexistent").returncode, 1)

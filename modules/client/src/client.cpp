@@ -398,7 +398,14 @@ queen::Result<TransactionResult> Client::transaction(const TransactionRequest& r
     const HttpRequest http = owned.view();
     ScratchResponse scratch_response;
     HttpResponse& response = scratch_response.get();
-    QUEEN_TRY(perform_into(http, nullptr, response, false));
+    if (auto sent = perform_into(http, nullptr, response, false); !sent) {
+        // A refused transaction (409, 400) answers with its own shape, which says which
+        // operation failed; read_transaction_answer() turns it into the error.
+        const int status = http_status_of(sent.error());
+        if (status != 409 && status != 400) {
+            return std::move(sent).error();
+        }
+    }
     TransactionResult result;
     QUEEN_TRY(read_transaction_answer(http, response, result));
     return result;
@@ -425,16 +432,13 @@ Client::TransactionThenPop Client::transaction_then_pop(const TransactionRequest
         return both(lease.error());
     }
     const queen::Status exchanged = (*lease)->request_pipelined(group, responses, answered);
-    // An answer that arrived whole is read whatever happened to the other.
-    const auto status_of = [&](std::size_t k) -> queen::Status {
+    // Answer k read by `read(request, response, result)` into a Result<R>. An answer that
+    // arrived whole is read whatever happened to the other. The readers check the HTTP status
+    // themselves (a refused transaction's 409 has a body to read).
+    const auto answer_of = [&]<class R>(std::size_t k, R result, auto read) -> queen::Result<R> {
         if (answered <= k) {
             return exchanged.error();
         }
-        return check_http_status(group[k], responses[k]);
-    };
-    // Answer k read by `read(request, response, result)` into a Result<R>.
-    const auto answer_of = [&]<class R>(std::size_t k, R result, auto read) -> queen::Result<R> {
-        QUEEN_TRY(status_of(k));
         QUEEN_TRY(read(group[k], responses[k], result));
         return result;
     };

@@ -16,6 +16,7 @@ std::string_view describe(Errc e) noexcept {
         case Errc::rejected: return "rejected by the server";
         case Errc::busy: return "no free connection";
         case Errc::cancelled: return "cancelled";
+        case Errc::conflict: return "conflict";
     }
     return {};
 }

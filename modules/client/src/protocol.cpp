@@ -88,6 +88,12 @@ void write_push_item(json::Writer& body, const PushItem& item, IdSource& ids) {
     if (!item.trace_id.empty()) {
         body.field("traceId", item.trace_id);
     }
+    if (item.delay_ms != 0) {
+        body.field("delayMs", item.delay_ms);
+    }
+    if (item.visible_at_ms != 0) {
+        body.field("visibleAt", item.visible_at_ms);
+    }
     body.end_object();
 }
 
@@ -143,10 +149,15 @@ queen::Status build_push(std::span<const PushItem> items, bool is_payload_valida
     if (items.empty()) {
         return queen::Error{Errc::invalid_argument, "push: no items"};
     }
-    for (std::size_t i = 0; is_payload_validated && i < items.size(); ++i) {
-        if (!is_valid_json(items[i].payload_json)) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (is_payload_validated && !is_valid_json(items[i].payload_json)) {
             return queen::Error{Errc::invalid_argument, "push: item " + std::to_string(i) +
                                                             " has a payload that is not JSON"};
+        }
+        if (items[i].delay_ms != 0 || items[i].visible_at_ms != 0) {
+            return queen::Error{Errc::invalid_argument,
+                                "push: item " + std::to_string(i) +
+                                    " has a delay; delayed pushes go through a transaction"};
         }
     }
     out.method = "POST";
@@ -341,6 +352,99 @@ queen::Status read_ack_batch_answer(const HttpRequest& http, const HttpResponse&
     return {};
 }
 
+namespace {
+
+// The first problem of a transaction request that the broker would refuse as a whole, or "".
+std::string transaction_problem(const TransactionRequest& request, bool is_payload_validated) {
+    if (request.operations.empty()) {
+        return "no operations";
+    }
+    if (request.guards.size() > request.operations.size()) {
+        return std::to_string(request.guards.size()) + " guards for " +
+               std::to_string(request.operations.size()) +
+               " operations (at most one guard per operation)";
+    }
+    const auto check_json = [is_payload_validated](std::string_view text) {
+        return !is_payload_validated || is_valid_json(text);
+    };
+    for (std::size_t k = 0; k < request.operations.size(); ++k) {
+        const std::string at = "operation " + std::to_string(k) + ": ";
+        const auto& operation = request.operations[k];
+        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
+            for (const PushItem& item : push->items) {
+                if (!check_json(item.payload_json)) {
+                    return at + "a push item has a payload that is not JSON";
+                }
+                if (const std::string why = detail::push_delay_problem(item); !why.empty()) {
+                    return at + why;
+                }
+            }
+        } else if (const auto* set = std::get_if<KvSet>(&operation)) {
+            if (!check_json(set->value_json)) {
+                return at + "kv.set value is not JSON";
+            }
+        } else if (const auto* timer = std::get_if<TimerSet>(&operation)) {
+            if (!check_json(timer->payload_json)) {
+                return at + "timer.set payload is not JSON";
+            }
+            if (const std::string why = detail::timer_set_problem(*timer); !why.empty()) {
+                return at + why;
+            }
+        }
+    }
+    return {};
+}
+
+// The members of one operation after its "type".
+struct OperationWriter {
+    json::Writer& body;
+    IdSource& ids;
+
+    void operator()(const TransactionPush& push) const {
+        body.key("type").literal("push").key("items").begin_array();
+        for (const PushItem& item : push.items) {
+            write_push_item(body, item, ids);
+        }
+        body.end_array();
+    }
+    void operator()(const Ack& ack) const {
+        body.key("type").literal("ack");
+        write_ack_fields(body, ack, true);
+    }
+    void operator()(const KvSet& set) const {
+        body.key("type").literal("kv.set");
+        detail::write_kv_set_fields(body, set);
+    }
+    void operator()(const KvDelete& del) const {
+        body.key("type").literal("kv.delete").field("bucket", del.bucket).field("key", del.key);
+        if (del.expected_version) {
+            body.field("expectedVersion", *del.expected_version);
+        }
+    }
+    void operator()(const KvCheck& check) const {
+        body.key("type")
+            .literal("kv.check")
+            .field("bucket", check.bucket)
+            .field("key", check.key)
+            .field("expectedVersion", check.expected_version);
+    }
+    void operator()(const TimerSet& timer) const {
+        body.key("type").literal("timer.set");
+        detail::write_timer_set_fields(body, timer);
+    }
+    void operator()(const TimerCancel& cancel) const {
+        body.key("type").literal("timer.cancel").field("id", cancel.id);
+    }
+    void operator()(const LockRelease& release) const {
+        body.key("type")
+            .literal("lock.release")
+            .field("name", release.name)
+            .field("token", release.token);
+    }
+};
+
+}  // namespace
+
 queen::Status build_transaction(const TransactionRequest& request, bool is_payload_validated,
                                 IdSource& ids, OwnedRequest& out) {
     out.method = "POST";
@@ -348,32 +452,22 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
     out.has_body = true;
     out.is_idempotent = false;
     out.timeout_ms = 0;
-    if (request.operations.empty()) {
-        return queen::Error{Errc::invalid_argument, "transaction: no operations"};
-    }
-    for (const auto& operation : request.operations) {
-        const auto* push = std::get_if<TransactionPush>(&operation);
-        for (std::size_t i = 0; is_payload_validated && push != nullptr && i < push->items.size();
-             ++i) {
-            if (!is_valid_json(push->items[i].payload_json)) {
-                return queen::Error{Errc::invalid_argument,
-                                    "transaction: a push item has a payload that is not JSON"};
-            }
-        }
+    if (const std::string why = transaction_problem(request, is_payload_validated); !why.empty()) {
+        return queen::Error{Errc::invalid_argument, "transaction: " + why};
     }
     json::Writer body(std::move(out.body));
     body.begin_object().key("operations").begin_array();
-    for (const auto& operation : request.operations) {
+    const OperationWriter write{body, ids};
+    for (std::size_t k = 0; k < request.operations.size(); ++k) {
         body.begin_object();
-        if (const auto* push = std::get_if<TransactionPush>(&operation)) {
-            body.key("type").literal("push").key("items").begin_array();
-            for (const PushItem& item : push->items) {
-                write_push_item(body, item, ids);
-            }
-            body.end_array();
-        } else {
-            body.key("type").literal("ack");
-            write_ack_fields(body, std::get<Ack>(operation), true);
+        std::visit(write, request.operations[k]);
+        if (k < request.guards.size()) {
+            const LockGuard& guard = request.guards[k];
+            body.key("lock")
+                .begin_object()
+                .field("name", guard.name)
+                .field("token", guard.token)
+                .end_object();
         }
         body.end_object();
     }
@@ -386,19 +480,99 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
     return {};
 }
 
+namespace {
+
+// Reads one member of an operation result; false when the value is not valid JSON.
+bool read_operation_member(Cursor& cursor, std::string_view key, TransactionOperationResult& r) {
+    std::int64_t number = 0;
+    std::string_view raw;
+    if (is_key(key, "type")) {
+        return cursor.read_text(r.type);
+    }
+    if (is_key(key, "transactionId")) {
+        return cursor.read_text(r.transaction_id);
+    }
+    if (is_key(key, "messageId")) {
+        return cursor.read_text(r.message_id);
+    }
+    if (is_key(key, "partitionId")) {
+        return cursor.read_text(r.partition_id);
+    }
+    if (is_key(key, "queueName")) {
+        return cursor.read_text(r.queue_name);
+    }
+    if (is_key(key, "error")) {
+        return cursor.read_text(r.error);
+    }
+    if (is_key(key, "timerId")) {
+        return cursor.read_text(r.timer_id);
+    }
+    if (is_key(key, "dueAt")) {
+        return cursor.read_text(r.due_at);
+    }
+    if (is_key(key, "visibleAt")) {
+        return cursor.read_text(r.visible_at);
+    }
+    if (is_key(key, "success")) {
+        return cursor.read_bool(r.is_success);
+    }
+    if (is_key(key, "dlq")) {
+        return cursor.read_bool(r.is_dlq);
+    }
+    if (is_key(key, "deleted")) {
+        return cursor.read_bool(r.is_deleted);
+    }
+    if (is_key(key, "replaced")) {
+        return cursor.read_bool(r.is_replaced);
+    }
+    if (is_key(key, "cancelled")) {
+        return cursor.read_bool(r.is_cancelled);
+    }
+    if (is_key(key, "index")) {
+        return cursor.read_integer(r.index);
+    }
+    if (is_key(key, "version")) {
+        const bool is_read = cursor.read_integer(number);
+        r.version = number > 0 ? static_cast<std::uint64_t>(number) : 0;
+        return is_read;
+    }
+    return cursor.read_value(raw);
+}
+
+}  // namespace
+
 queen::Status read_transaction_answer(const HttpRequest& http, const HttpResponse& response,
                                       TransactionResult& result) {
-    QUEEN_TRY(check_http_status(http, response));
+    result.transaction_id.clear();
+    result.results.clear();
+    result.failed_index.reset();
+    result.error.clear();
+    // A refused transaction answers 409 (conflict) or 400 (invalid) with the transaction's own
+    // answer; any other error status is the HTTP error. A 409 is a conflict whatever its body
+    // says; a 400 that is not a transaction answer is the HTTP error.
+    const bool is_refusal = response.status == 409 || response.status == 400;
+    if (!is_refusal) {
+        QUEEN_TRY(check_http_status(http, response));
+    }
+    const auto refusal_error = [&]() -> queen::Error {
+        queen::Error error = check_http_status(http, response).error();
+        if (response.status == 409) {
+            return queen::Error{Errc::conflict, std::move(error.context)};
+        }
+        return error;
+    };
     Cursor cursor{response.body};
     if (cursor.peek() != '{') {
+        if (is_refusal) {
+            return refusal_error();
+        }
         QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
         return shape_error(http, "expected an object");
     }
     cursor.enter_object();
-    result.transaction_id.clear();
-    result.results.clear();
     bool is_success = false;
-    std::string why;
+    bool has_success = false;
+    std::string reason;
     bool is_first = true;
     std::string_view key;
     std::string_view raw;
@@ -406,12 +580,19 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
         if (is_key(key, "transactionId")) {
             cursor.read_text(result.transaction_id);
         } else if (is_key(key, "error")) {
-            cursor.read_text(why);
+            cursor.read_text(result.error);
+        } else if (is_key(key, "reason")) {
+            cursor.read_text(reason);
+        } else if (is_key(key, "failedIndex") && cursor.peek() != 'n') {
+            std::int64_t index = 0;
+            cursor.read_integer(index);
+            result.failed_index = index;
         } else if (is_key(key, "results") && cursor.peek() == '[') {
             cursor.enter_array();
             bool is_first_entry = true;
             while (cursor.next_element(is_first_entry)) {
                 TransactionOperationResult& r = result.results.emplace_back();
+                r.index = static_cast<std::int64_t>(result.results.size() - 1);
                 if (cursor.peek() != '{') {
                     cursor.skip_value();  // lenient, like the other answers: an empty result
                     continue;
@@ -419,41 +600,43 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
                 cursor.enter_object();
                 bool is_first_field = true;
                 while (cursor.next_member(key, is_first_field)) {
-                    if (is_key(key, "type")) {
-                        cursor.read_text(r.type);
-                    } else if (is_key(key, "transactionId")) {
-                        cursor.read_text(r.transaction_id);
-                    } else if (is_key(key, "messageId")) {
-                        cursor.read_text(r.message_id);
-                    } else if (is_key(key, "partitionId")) {
-                        cursor.read_text(r.partition_id);
-                    } else if (is_key(key, "queueName")) {
-                        cursor.read_text(r.queue_name);
-                    } else if (is_key(key, "error")) {
-                        cursor.read_text(r.error);
-                    } else if (!cursor.read_value(raw)) {
+                    if (!read_operation_member(cursor, key, r)) {
                         break;
-                    } else if (is_key(key, "success")) {
-                        r.is_success = raw_to_bool(raw);
-                    } else if (is_key(key, "dlq")) {
-                        r.is_dlq = raw_to_bool(raw);
                     }
                 }
             }
         } else if (!cursor.read_value(raw)) {
             break;
         } else if (is_key(key, "success")) {
+            has_success = true;
             is_success = raw_to_bool(raw);
         }
     }
     if (!cursor.is_ok() || !cursor.is_at_end()) {
+        if (is_refusal) {
+            return refusal_error();
+        }
         return walk_error(http, response.body, "malformed transaction answer");
     }
-    if (!is_success) {
-        return queen::Error{Errc::rejected, describe(http) + ": rolled back: " +
-                                                (why.empty() ? "no reason given" : why)};
+    if (is_refusal && (!has_success || is_success)) {
+        return refusal_error();  // not a transaction answer: {"error"} only
     }
-    return {};
+    if (is_success) {
+        result.error.clear();
+        return {};
+    }
+    std::string why = describe(http) + ": rolled back";
+    if (result.failed_index) {
+        why += " at operation " + std::to_string(*result.failed_index);
+    }
+    why += ": " + (result.error.empty() ? std::string{"no reason given"} : result.error);
+    if (response.status == 409 || reason == "conflict") {
+        return queen::Error{Errc::conflict, why};
+    }
+    if (response.status == 400) {
+        return make_http_error(400, why);
+    }
+    return queen::Error{Errc::rejected, why};
 }
 
 }  // namespace queen::client

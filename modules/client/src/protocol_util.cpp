@@ -213,4 +213,68 @@ void write_message_ack_fields(json::Writer& out, const Message& message, AckStat
                       message.lease_id, &group);
 }
 
+std::string push_delay_problem(const PushItem& item) {
+    if (item.delay_ms < 0 || item.visible_at_ms < 0) {
+        return "a push item has a negative delay_ms or visible_at_ms";
+    }
+    if (item.delay_ms != 0 && item.visible_at_ms != 0) {
+        return "a push item has both delay_ms and visible_at_ms";
+    }
+    return {};
+}
+
+std::string timer_set_problem(const TimerSet& timer) {
+    if (timer.id.empty()) {
+        return "timer.set needs an id";
+    }
+    if (timer.queue.empty()) {
+        return "timer.set needs a queue";
+    }
+    if (timer.at_ms < 0 || timer.delay_ms < 0 || timer.interval_ms < 0 || timer.end_at_ms < 0) {
+        return "timer.set times must not be negative";
+    }
+    if (timer.at_ms != 0 && timer.delay_ms != 0) {
+        return "timer.set takes at_ms or delay_ms, not both";
+    }
+    return {};
+}
+
+void write_kv_set_fields(json::Writer& out, const KvSet& set) {
+    out.field("bucket", set.bucket).field("key", set.key).key("value").raw(set.value_json);
+    if (set.expected_version) {
+        out.field("expectedVersion", *set.expected_version);
+    }
+    if (set.ttl_ms != 0) {
+        out.field("ttlMs", set.ttl_ms);
+    }
+}
+
+void write_timer_set_fields(json::Writer& out, const TimerSet& timer) {
+    out.field("id", timer.id).field("queue", timer.queue);
+    if (!timer.partition.empty()) {
+        out.field("partition", timer.partition);
+    }
+    out.key("payload").raw(timer.payload_json);
+    if (!timer.transaction_id.empty()) {
+        out.field("transactionId", timer.transaction_id);
+    }
+    if (!timer.trace_id.empty()) {
+        out.field("traceId", timer.trace_id);
+    }
+    if (timer.at_ms != 0) {
+        out.field("at", timer.at_ms);
+    } else {
+        out.field("delayMs", timer.delay_ms);
+    }
+    if (timer.interval_ms != 0) {
+        out.field("intervalMs", timer.interval_ms);
+    }
+    if (timer.end_at_ms != 0) {
+        out.field("endAt", timer.end_at_ms);
+    }
+    if (timer.is_replace) {
+        out.field("replace", true);
+    }
+}
+
 }  // namespace queen::client::detail

@@ -54,4 +54,16 @@ void write_ack_fields(json::Writer& out, const Ack& ack, bool is_group_included)
 /// Writes the members of Ack::of(message, status) without building the Ack.
 void write_message_ack_fields(json::Writer& out, const Message& message, AckStatus status);
 
+/// Why a push item's delay cannot be sent (negative, or both delay_ms and visible_at_ms), or "".
+[[nodiscard]] std::string push_delay_problem(const PushItem& item);
+/// Why a timer.set cannot be sent (empty id or queue, negative times), or "". The payload's
+/// JSON is checked by the caller.
+[[nodiscard]] std::string timer_set_problem(const TimerSet& timer);
+/// Writes bucket, key, value and (when set) expectedVersion and ttlMs of a kv.set.
+void write_kv_set_fields(json::Writer& out, const KvSet& set);
+/// Writes the members of a timer.set object (POST /api/v1/timers and the transaction's
+/// operation): id, queue, partition, payload, transactionId, traceId, at | delayMs, intervalMs,
+/// endAt, replace; optional ones only when set.
+void write_timer_set_fields(json::Writer& out, const TimerSet& timer);
+
 }  // namespace queen::client::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "queen/client/connection.hpp"
 #include "queen/client/errc.hpp"
 #include "queen/client/protocol.hpp"
+#include "queen/client/transaction.hpp"
 #include "queen/client/types.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/result.hpp"
@@ -48,6 +50,7 @@ struct ClientOptions {
 /// - an HTTP status error (http_status_of(e) != 0) carrying the server's {"error"} text;
 /// - Errc::bad_response: the answer was not the documented JSON shape;
 /// - Errc::rejected: a 2xx answer saying the operation failed (transaction, seek, DB error);
+/// - Errc::conflict: a 409 of the KV, lock, timer and transaction calls;
 /// - Errc::busy: no pooled connection became free within pool_wait_ms.
 /// Thread-safety: every member may be called from many threads at once; each call borrows one
 /// pooled connection for its duration.
@@ -108,7 +111,12 @@ public:
 
     /// POST /api/v1/transaction: all operations or none. A transaction the server rolled back
     /// is Errc::rejected with the server's reason. Never retried (it is not idempotent).
+    /// Errors also: Errc::conflict (409: a KV version, lock guard or release, or timer id did
+    /// not hold; the context names the operation), HTTP 400 (an operation outside the limits).
     [[nodiscard]] queen::Result<TransactionResult> transaction(const TransactionRequest& request);
+    /// A TransactionBuilder bound to this client: `client.transaction().ack(m).queue("q")
+    /// .push(json).kv_set(...).commit()` (see queen/client/transaction.hpp).
+    [[nodiscard]] TransactionBuilder transaction() { return TransactionBuilder{*this}; }
 
     /// transaction_then_pop(): each request's own outcome.
     struct TransactionThenPop {
@@ -127,6 +135,82 @@ public:
 
     /// POST /api/v1/traces: records a trace event; returns the trace id. Never retried.
     [[nodiscard]] queen::Result<std::string> trace(const TraceEvent& event);
+
+    /// POST /api/v1/request {"queue","partition","payload","timeoutMs"}: pushes `payload_json`
+    /// as a request and waits up to `timeout` for its reply; returns the reply message's
+    /// payload (JSON text, byte for byte). An empty `partition`: the queue's Default. The HTTP
+    /// deadline is timeout + pop_wait_margin_ms. Never retried (the push is not idempotent).
+    /// Errors also: Errc::timeout (no reply in time: 504), invalid_argument (empty queue,
+    /// payload not JSON, negative timeout).
+    [[nodiscard]] queen::Result<std::string> request(std::string_view queue,
+                                                     std::string_view payload_json,
+                                                     std::chrono::milliseconds timeout,
+                                                     std::string_view partition = {});
+
+    // ---- KV (docs/http-api.md, KV) ----
+    // Retries: reads, and writes without an expected version (their repeat leaves the same
+    // value); a write with an expected version is never retried (its repeat would conflict).
+
+    /// PUT /api/v1/kv/:bucket/:key?expectedVersion=&ttlMs= with the value as the body; returns
+    /// the new version. Errors also: Errc::conflict (expected_version did not match; the
+    /// context gives the current version), HTTP 400 (a name, value or TTL outside the limits),
+    /// invalid_argument (empty bucket or key, value not JSON, negative TTL).
+    [[nodiscard]] queen::Result<std::uint64_t> kv_put(const KvSet& set);
+    /// GET /api/v1/kv/:bucket/:key. Errors also: HTTP 404 (absent or expired).
+    [[nodiscard]] queen::Result<KvEntry> kv_get(std::string_view bucket, std::string_view key);
+    /// DELETE /api/v1/kv/:bucket/:key?expectedVersion=: whether a live key was deleted.
+    /// Errors also: Errc::conflict (expected_version did not match).
+    [[nodiscard]] queen::Result<bool> kv_delete(const KvDelete& del);
+    /// GET /api/v1/kv/:bucket?prefix=&after=&limit=: one page of keys with their values.
+    /// Errors also: HTTP 400 (limit above the server's maximum), invalid_argument (empty
+    /// bucket, limit < 1).
+    [[nodiscard]] queen::Result<KvPage> kv_list(const KvListQuery& query);
+    /// GET /api/v1/kv: the buckets with their key counts.
+    [[nodiscard]] queen::Result<std::vector<KvBucket>> kv_buckets();
+
+    // ---- locks (docs/http-api.md, locks) ----
+
+    /// POST /api/v1/locks/:name/acquire {"owner","ttlMs","waitMs"}: the grant, with a fencing
+    /// token. While another owner holds the lock the broker waits up to `wait` for it (the HTTP
+    /// deadline is wait + pop_wait_margin_ms). Acquiring a lock `owner` holds renews it (same
+    /// token), so a lost answer is retried. Errors also: Errc::conflict (still held at the
+    /// deadline; the context says by whom and until when), HTTP 400 (limits),
+    /// invalid_argument (empty name or owner, ttl < 1 ms, negative wait).
+    [[nodiscard]] queen::Result<LockGrant> lock_acquire(
+        std::string_view name, std::string_view owner, std::chrono::milliseconds ttl,
+        std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+    /// POST /api/v1/locks/:name/renew {"token","ttlMs"}: the grant with its new expiry.
+    /// Errors also: Errc::conflict (the token is not the current grant: expired, released or
+    /// granted again).
+    [[nodiscard]] queen::Result<LockGrant> lock_renew(std::string_view name, std::uint64_t token,
+                                                      std::chrono::milliseconds ttl);
+    /// POST /api/v1/locks/:name/release {"token"}. Never retried. Errors also: Errc::conflict
+    /// (a stale token).
+    [[nodiscard]] queen::Status lock_release(std::string_view name, std::uint64_t token);
+    [[nodiscard]] queen::Status lock_release(const LockGrant& grant) {
+        return lock_release(grant.name, grant.token);
+    }
+    /// GET /api/v1/locks/:name: the current grant. Errors also: HTTP 404 (free).
+    [[nodiscard]] queen::Result<LockGrant> lock_get(std::string_view name);
+    /// GET /api/v1/locks?after=&limit=: one page of current grants.
+    [[nodiscard]] queen::Result<LockPage> lock_list(std::string_view after = {},
+                                                    std::int64_t limit = 100);
+
+    // ---- timers (docs/http-api.md, timers) ----
+
+    /// POST /api/v1/timers (the timer.set object). Retried only with is_replace (without it a
+    /// repeat finds its own timer: a conflict). Errors also: Errc::conflict (the id exists and
+    /// !is_replace), HTTP 400 (limits, a "~delay." id), invalid_argument (empty id or queue,
+    /// payload not JSON, negative times).
+    [[nodiscard]] queen::Result<TimerSetResult> timer_set(const TimerSet& timer);
+    /// DELETE /api/v1/timers/:id: whether the timer existed.
+    [[nodiscard]] queen::Result<bool> timer_cancel(std::string_view id);
+    /// GET /api/v1/timers/:id. Errors also: HTTP 404 (none).
+    [[nodiscard]] queen::Result<TimerInfo> timer_get(std::string_view id);
+    /// GET /api/v1/timers?after=&limit=: one page of pending timers (delayed pushes included:
+    /// their ids start with "~delay.").
+    [[nodiscard]] queen::Result<TimerPage> timer_list(std::string_view after = {},
+                                                      std::int64_t limit = 100);
 
     // ---- resources and admin ----
 

@@ -20,6 +20,10 @@ enum class Errc : int {
     rejected,           ///< a 2xx answer that says the operation failed (transaction, seek, ...)
     busy,               ///< the connection pool is exhausted and the wait for one timed out
     cancelled,          ///< the connection was aborted (Connection::abort, Consumer::stop)
+    /// HTTP 409 from the KV, lock, timer and transaction calls: a version that did not match, a
+    /// lock held by another owner or a stale fencing token, a timer id that exists. The context
+    /// says which, with the server's details (current version, owner, expiry).
+    conflict,
 };
 
 const std::error_category& error_category() noexcept;

@@ -53,6 +53,11 @@ struct PushItem {
     /// of the same push are deduplicated by the server.
     std::string transaction_id;
     std::string trace_id;  ///< a UUID, or empty for none
+    /// Transactions only (push() refuses them): the message becomes visible `delay_ms` after
+    /// the transaction commits, or at `visible_at_ms` (epoch ms); a timer delivers it then.
+    /// At most one of the two; 0 = at once.
+    std::int64_t delay_ms = 0;
+    std::int64_t visible_at_ms = 0;
 };
 
 enum class PushStatus { queued, duplicate, buffered, failed };
@@ -158,32 +163,194 @@ struct LeaseExtendResult {
 
 // ---- transaction (docs/http-api.md, transaction) ----
 
+/// A lock grant as a transaction names it: the lock and the fencing token of the grant (see
+/// LockGrant::guard()).
+struct LockGuard {
+    std::string name;
+    std::uint64_t token = 0;
+};
+
 /// Pushes inside a transaction are not deduplicated: an existing (partition, transactionId)
 /// aborts the whole transaction.
 struct TransactionPush {
     std::vector<PushItem> items;
 };
-using TransactionOperation = std::variant<TransactionPush, Ack>;
+
+/// kv.set: stores `value_json` under (bucket, key); also the request of Client::kv_put().
+struct KvSet {
+    std::string bucket;
+    std::string key;
+    std::string value_json = "null";  ///< any JSON text
+    /// Only if the key's current version is this; 0: only if the key does not exist.
+    std::optional<std::uint64_t> expected_version;
+    std::int64_t ttl_ms = 0;  ///< > 0: the key expires ttl_ms after the write; 0: never
+};
+
+/// kv.delete: deletes (bucket, key); also the request of Client::kv_delete(). Deleting an
+/// absent key succeeds (deleted false).
+struct KvDelete {
+    std::string bucket;
+    std::string key;
+    std::optional<std::uint64_t> expected_version;  ///< only if it matches (0: only if absent)
+};
+
+/// kv.check: a precondition that writes nothing: (bucket, key) has version `expected_version`
+/// (0: the key does not exist). A mismatch rolls the transaction back (Errc::conflict).
+struct KvCheck {
+    std::string bucket;
+    std::string key;
+    std::uint64_t expected_version = 0;
+};
+
+/// timer.set: a timer that pushes a message (payload_json to queue/partition) at `at_ms`, or
+/// `delay_ms` after it is set, then every `interval_ms` until `end_at_ms`; also the request of
+/// Client::timer_set(). An existing id is a conflict unless `is_replace`.
+struct TimerSet {
+    std::string id;  ///< 1..256 bytes; ids starting with "~delay." are the server's
+    std::string queue;
+    std::string partition;  ///< empty: the Default partition
+    std::string payload_json = "null";
+    std::string transaction_id;  ///< of the delivered message; empty: none sent
+    std::string trace_id;        ///< of the delivered message; empty: none sent
+    std::int64_t at_ms = 0;      ///< epoch ms of the first firing; 0: delay_ms after the set
+    std::int64_t delay_ms = 0;
+    std::int64_t interval_ms = 0;  ///< 0: fires once; else at least 10
+    std::int64_t end_at_ms = 0;    ///< repeating: no firing after this (epoch ms); 0: none
+    bool is_replace = false;
+};
+
+/// timer.cancel: deletes timer `id` (cancelled false when there was none).
+struct TimerCancel {
+    std::string id;
+};
+
+/// lock.release: ends the grant `token` of lock `name` (a stale token is a conflict).
+struct LockRelease {
+    std::string name;
+    std::uint64_t token = 0;
+};
+
+using TransactionOperation = std::variant<TransactionPush, Ack, KvSet, KvDelete, KvCheck, TimerSet,
+                                          TimerCancel, LockRelease>;
 
 struct TransactionRequest {
     std::vector<TransactionOperation> operations;  ///< executed in order, all or nothing
     std::vector<std::string> required_leases;  ///< sent like the JS client; the server ignores it
+    /// Lock grants that must be current for the transaction to commit (else it is rolled back:
+    /// Errc::conflict). Guard k travels as the "lock" of operation k, which the broker checks
+    /// just before that operation runs: a single guard is checked before anything is applied.
+    /// A transaction that releases a guarded lock releases it after the guard's operation. At
+    /// most one guard per operation.
+    std::vector<LockGuard> guards;
 };
 
+/// One per operation the broker ran, in order; a push of n items counts as n operations.
 struct TransactionOperationResult {
-    std::string type;  ///< "push" or "ack"
+    std::int64_t index = 0;  ///< the broker's operation index
+    /// "push", "ack", "kv.set", "kv.delete", "kv.check", "timer.set", "timer.cancel",
+    /// "lock.release"
+    std::string type;
     bool is_success = false;
-    std::string transaction_id;
-    std::string message_id;    ///< push
-    std::string partition_id;  ///< push
-    std::string queue_name;    ///< push
-    std::string error;         ///< ack
-    bool is_dlq = false;       ///< ack
+    std::string transaction_id;  ///< push, ack
+    std::string message_id;      ///< push (not delayed)
+    std::string partition_id;    ///< push (not delayed)
+    std::string queue_name;      ///< push
+    std::string error;           ///< push, ack
+    bool is_dlq = false;         ///< ack
+    std::uint64_t version = 0;   ///< kv.set: the new version; kv.check: the checked one
+    bool is_deleted = false;     ///< kv.delete: a live key was deleted
+    std::string timer_id;        ///< timer.set, timer.cancel, delayed push (the server's id)
+    std::string due_at;          ///< timer.set: the first firing (ISO-8601)
+    std::string visible_at;      ///< delayed push: when the message appears (ISO-8601)
+    bool is_replaced = false;    ///< timer.set: an existing timer was replaced
+    bool is_cancelled = false;   ///< timer.cancel: the timer existed
 };
 
 struct TransactionResult {
     std::string transaction_id;
     std::vector<TransactionOperationResult> results;
+    /// Set by read_transaction_answer() when it returns an error for a rolled-back
+    /// transaction: the failing operation (the broker's index) when the answer said, and why.
+    /// `results` then holds the operations before it.
+    std::optional<std::int64_t> failed_index;
+    std::string error;
+};
+
+// ---- KV, locks and timers (docs/http-api.md) ----
+
+/// One key as GET /api/v1/kv/:bucket/:key and the bucket listing answer it.
+struct KvEntry {
+    std::string bucket;
+    std::string key;
+    std::string value_json;  ///< the stored JSON text, byte for byte as the server sent it
+    std::uint64_t version = 0;
+    std::string updated_at;  ///< ISO-8601
+    std::string expires_at;  ///< ISO-8601; empty: never
+};
+
+/// GET /api/v1/kv/:bucket?prefix=&after=&limit=.
+struct KvListQuery {
+    std::string bucket;
+    std::string prefix;
+    std::string after;  ///< the previous page's next_after; empty: from the first key
+    std::int64_t limit = 100;
+};
+
+/// Keys in byte order.
+struct KvPage {
+    std::string bucket;
+    std::vector<KvEntry> entries;
+    std::string next_after;  ///< empty: this is the last page
+};
+
+struct KvBucket {
+    std::string bucket;
+    std::int64_t keys = 0;
+};
+
+/// A current lock grant (POST .../acquire, .../renew, GET /api/v1/locks/:name).
+struct LockGrant {
+    std::string name;
+    std::string owner;
+    std::uint64_t token = 0;  ///< fencing token: grows with every grant of the lock
+    std::string acquired_at;  ///< ISO-8601
+    std::string expires_at;   ///< ISO-8601
+    /// (name, token), for TransactionRequest::guards and lock_release.
+    [[nodiscard]] LockGuard guard() const { return LockGuard{name, token}; }
+};
+
+/// Locks in name order.
+struct LockPage {
+    std::vector<LockGrant> locks;
+    std::string next_after;  ///< empty: this is the last page
+};
+
+/// The answer to POST /api/v1/timers.
+struct TimerSetResult {
+    std::string id;
+    std::string due_at;  ///< the first firing, ISO-8601
+    bool is_replaced = false;
+};
+
+/// A pending timer (GET /api/v1/timers/:id and the listing).
+struct TimerInfo {
+    std::string id;
+    std::string due_at;  ///< its next firing, ISO-8601
+    std::int64_t interval_ms = 0;
+    std::string end_at;  ///< empty: none
+    std::int64_t fired = 0;
+    std::string created_at;
+    std::string queue;
+    std::string partition;
+    std::string transaction_id;
+    std::string trace_id;
+    std::string payload_json;  ///< byte for byte as the server sent it
+};
+
+/// Timers in id order.
+struct TimerPage {
+    std::vector<TimerInfo> timers;
+    std::string next_after;  ///< empty: this is the last page
 };
 
 // ---- traces (docs/http-api.md, traces) ----

@@ -1,0 +1,174 @@
+// tests/roundtrip/transaction_roundtrip_test.cpp — the one call through the whole path: the
+// client's TransactionBuilder body -> the API's transaction parser -> the engine (queues, KV,
+// timers and locks in one entry) -> the API's answer -> the client's reading of it, for a commit
+// with every operation kind, and for each way a transaction is refused (rollback 200, conflict
+// 409, invalid 400). The broker side is the api module's test harness (its Router over a real
+// Engine), the client side a real queen::client::Client talking to a recording server that
+// replays the broker's answers.
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness.hpp"
+#include "queen/client/client.hpp"
+#include "queen/testing/catch.hpp"
+#include "test_server.hpp"
+
+namespace {
+
+namespace qc = queen::client;
+using namespace std::chrono_literals;
+using queen::client::testing::json_reply;
+using queen::client::testing::TestServer;
+
+/// A client whose requests go to `wire`, never retried.
+qc::ClientOptions options_for(const TestServer& wire) {
+    qc::ClientOptions options;
+    options.endpoint = qc::Endpoint{"127.0.0.1", wire.port()};
+    options.retry_attempts = 0;
+    return options;
+}
+
+/// Commits `tx` through the broker: the client sends its body to the wire (answered with a
+/// placeholder), the broker runs that body, then the client commits again and reads the
+/// broker's answer. `status` is the broker's HTTP status.
+queen::Result<qc::TransactionResult> through_broker(queen::api::testing::Harness& broker,
+                                                    TestServer& wire,
+                                                    const qc::TransactionBuilder& tx, int& status) {
+    wire.reply_always(json_reply(200, R"({"transactionId":"x","success":true,"results":[]})"));
+    REQUIRE(tx.commit());
+    const auto answer = broker.post_raw("/api/v1/transaction", wire.last_request().body);
+    INFO("sent: " << wire.last_request().body << "\nanswer: " << answer.body);
+    status = answer.status;
+    wire.reply_always(json_reply(answer.status, answer.body));
+    return tx.commit();
+}
+
+/// The popped message of `queue` as the client reads the broker's pop answer.
+qc::Message pop_one(queen::api::testing::Harness& broker, TestServer& wire, qc::Client& client,
+                    const std::string& queue) {
+    qc::PopRequest pop;
+    pop.queue = queue;
+    wire.reply_always(queen::client::testing::no_content_reply());
+    REQUIRE(client.pop(pop));
+    const auto answer = broker.get(wire.last_request().target);
+    REQUIRE(answer.status == 200);
+    wire.reply_always(json_reply(answer.status, answer.body));
+    auto popped = client.pop(pop);
+    REQUIRE(popped);
+    REQUIRE(popped->messages.size() == 1);
+    return popped->messages[0];
+}
+
+}  // namespace
+
+TEST_CASE("roundtrip: a builder transaction of every kind commits on the broker as one entry",
+          "[roundtrip][transaction]") {
+    queen::api::testing::Harness broker;
+    TestServer wire;
+    qc::Client client{options_for(wire)};
+    broker.push("orders", "Default", {nlohmann::json{{"order", 17}}});
+    const qc::Message message = pop_one(broker, wire, client, "orders");
+    CHECK(message.data_json == R"({"order":17})");
+
+    int status = 0;
+    auto done = through_broker(broker, wire,
+                               client.transaction()
+                                   .ack(message)
+                                   .kv_set("orders", "17", R"({"state":"shipped"})", 0)
+                                   .queue("shipping", "eu")
+                                   .push(message.data_json)
+                                   .push(R"({"later":true})", 10s)
+                                   .timer("remind-17", 5min, "reminders", R"({"id":17})")
+                                   .kv_delete("carts", "17")
+                                   .timer_cancel("never-set"),
+                               status);
+    REQUIRE(done);
+    CHECK(status == 200);
+    REQUIRE(done->results.size() == 7);
+    const auto& r = done->results;
+    CHECK((r[0].type == "ack" && r[0].is_success && r[0].transaction_id == message.transaction_id));
+    CHECK((r[1].type == "kv.set" && r[1].is_success));
+    const std::uint64_t version = r[1].version;
+    CHECK(version > 0);
+    CHECK((r[2].type == "push" && r[2].is_success && r[2].queue_name == "shipping"));
+    CHECK_FALSE(r[2].message_id.empty());
+    CHECK_FALSE(r[2].partition_id.empty());
+    CHECK(r[3].type == "push");
+    CHECK(r[3].timer_id.rfind("~delay.", 0) == 0);
+    CHECK_FALSE(r[3].visible_at.empty());
+    CHECK(r[3].message_id.empty());
+    CHECK((r[4].type == "timer.set" && r[4].timer_id == "remind-17"));
+    CHECK_FALSE(r[4].due_at.empty());
+    CHECK_FALSE(r[4].is_replaced);
+    CHECK((r[5].type == "kv.delete" && !r[5].is_deleted));
+    CHECK((r[6].type == "timer.cancel" && !r[6].is_cancelled));
+    for (std::size_t k = 0; k < r.size(); ++k) {
+        CHECK(r[k].index == static_cast<std::int64_t>(k));
+    }
+
+    SECTION("a version check that holds commits, one that does not is a conflict") {
+        done = through_broker(broker, wire, client.transaction().kv_check("orders", "17", version),
+                              status);
+        REQUIRE(done);
+        REQUIRE(done->results.size() == 1);
+        CHECK(done->results[0].version == version);
+        // kv.set then a failing check: 409, and the set is rolled back with it.
+        done = through_broker(
+            broker, wire,
+            client.transaction().kv_set("orders", "18", "1").kv_check("orders", "17", version + 1),
+            status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 409);
+        CHECK(done.error().is(qc::Errc::conflict));
+        CHECK(done.error().context.find("at operation 1") != std::string::npos);
+        done =
+            through_broker(broker, wire, client.transaction().kv_check("orders", "18", 0), status);
+        CHECK(done);  // 18 is still absent
+    }
+    SECTION("an existing timer id and a stale lock guard are conflicts") {
+        done = through_broker(
+            broker, wire, client.transaction().timer("remind-17", 1s, "reminders", "1"), status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 409);
+        CHECK(done.error().is(qc::Errc::conflict));
+        qc::TimerSet replace;
+        replace.id = "remind-17";
+        replace.queue = "reminders";
+        replace.delay_ms = 1'000;
+        replace.is_replace = true;
+        done = through_broker(broker, wire, client.transaction().timer(replace), status);
+        REQUIRE(done);
+        CHECK(done->results[0].is_replaced);
+        done = through_broker(
+            broker, wire,
+            client.transaction().kv_set("orders", "19", "1").guard(qc::LockGuard{"jobs", 7}),
+            status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 409);
+        CHECK(done.error().is(qc::Errc::conflict));
+        CHECK(done.error().context.find("jobs") != std::string::npos);
+        done = through_broker(broker, wire,
+                              client.transaction().lock_release(qc::LockGuard{"jobs", 7}), status);
+        REQUIRE_FALSE(done);
+        CHECK(done.error().is(qc::Errc::conflict));
+    }
+    SECTION("an ack of a message already acked rolls back with 200 (rejected)") {
+        done = through_broker(
+            broker, wire, client.transaction().kv_set("orders", "20", "1").ack(message), status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 200);
+        CHECK(done.error().is(qc::Errc::rejected));
+    }
+    SECTION("an operation outside the limits is HTTP 400") {
+        qc::TimerSet fast;
+        fast.id = "fast";
+        fast.queue = "q";
+        fast.interval_ms = 1;  // under the 10 ms minimum
+        done = through_broker(broker, wire, client.transaction().timer(fast), status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 400);
+        CHECK(qc::http_status_of(done.error()) == 400);
+        CHECK(done.error().context.find("intervalMs") != std::string::npos);
+    }
+}
