@@ -41,6 +41,11 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
     command->add_flag("--pipeline", options->pipeline,
                       "Transaction workers send each pop right behind the previous transaction "
                       "on the same connection (HTTP/1.1 pipelining)");
+    command->add_option("--steps", options->steps,
+                        "transaction: what a worker does per popped batch: ack-push (ack it and "
+                        "push the next batch in one transaction), one-call (also a KV write and a "
+                        "reminder timer, in the same transaction), four-requests (the four effects "
+                        "of one-call as four requests)");
     command->add_option("--consumer-group", options->consumer_group,
                         "Consume as this consumer group (default: queue mode)");
     command

@@ -40,6 +40,7 @@ struct BenchOptions {
     std::int64_t partitions = 1;
     std::int64_t pop_partitions = 1;
     bool pipeline = false;
+    std::string steps = "ack-push";
     std::string consumer_group;
     double duration_s = 10;
     std::uint64_t messages = 0;

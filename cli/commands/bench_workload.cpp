@@ -81,6 +81,9 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
     take("--pop-partitions", w.pop_partitions, options.pop_partitions);
     take("--consumer-group", w.consumer_group, options.consumer_group);
     take("--pipeline", w.is_pipelined, options.pipeline);
+    if (is_given(options, "--steps")) {
+        QUEEN_TRY(w.steps, bench::parse_steps(options.steps));
+    }
     take("--messages", w.messages, options.messages);
     take("--duration", w.duration_s, options.duration_s);
     take("--rate", w.rate_msgs_per_s, options.rate_msgs_per_s);

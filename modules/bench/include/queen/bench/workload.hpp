@@ -22,6 +22,18 @@ enum class Workload { produce, consume, e2e, transaction, partitions };
 /// Errors: queen::Errc::invalid_argument (not a workload name).
 [[nodiscard]] queen::Result<Workload> parse_workload(std::string_view name);
 
+/// What a transaction worker does with each popped batch (workload transaction):
+/// - ack_push: acks it and pushes the next batch in one transaction;
+/// - one_call: the four-step worker: acks it, sets a KV key (its state), pushes the next batch
+///   and sets (replaces) a reminder timer a minute out, in one transaction;
+/// - four_requests: the same four effects as four requests, one after another: POST /ack,
+///   a one-operation transaction of kv.set, POST /push, a one-operation transaction of
+///   timer.set (so each is its own log entry, as with four systems).
+enum class Steps { ack_push, one_call, four_requests };
+[[nodiscard]] std::string_view to_string(Steps steps) noexcept;
+/// Errors: queen::Errc::invalid_argument (not a steps name).
+[[nodiscard]] queen::Result<Steps> parse_steps(std::string_view name);
+
 struct WorkloadOptions {
     Workload workload = Workload::produce;
     std::string queue = "bench";  ///< deleted and created again at the start (is_queue_reset)
@@ -42,7 +54,8 @@ struct WorkloadOptions {
     /// Transaction workers send the next pop right behind their transaction on the same
     /// connection (HTTP/1.1 pipelining): one round trip per loop instead of two.
     bool is_pipelined = false;
-    std::string consumer_group;  ///< empty: queue mode
+    Steps steps = Steps::ack_push;  ///< transaction workload only
+    std::string consumer_group;     ///< empty: queue mode
     /// When messages is 0: length of the measured phase. Otherwise the upper bound of each phase
     /// (a run never exceeds it per phase, whatever the count).
     double duration_s = 10;
