@@ -6,6 +6,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import QUEEN_BIN, ClusterProcesses, Server
@@ -112,6 +113,23 @@ class Inspect(unittest.TestCase):
         self.assertIn("  kv: 3 keys in 2 buckets (orders 2, users 1)\n", text.stdout)
         self.assertIn("  locks: 0 held at ", text.stdout)
         self.assertIn(f"  timers: 2 pending, earliest due {timer_due} (remind)\n", text.stdout)
+
+    def test_state_counts_the_locks_held_now(self):
+        self.server.start()
+        c = self.server.client()
+        if c.get("/api/v1/locks").status == 404:
+            c.close()
+            self.server.stop()
+            self.skipTest("the broker has no lock routes yet")
+        for name, ttl in (("held-1", 600000), ("held-2", 600000), ("brief", 1)):
+            r = c.post(f"/api/v1/locks/{name}/acquire", {"owner": "o", "ttlMs": ttl})
+            self.assertEqual(r.status, 200, r)
+        c.close()
+        self.server.stop()
+        time.sleep(0.01)  # "brief" has expired by now (its record may stay until a sweep)
+        state = json.loads(run("inspect", "state", self.state_dir, "--json").stdout)["state"]
+        self.assertEqual(state["locks"]["held"], 2)
+        self.assertIn("  locks: 2 held at ", run("inspect", "state", self.state_dir).stdout)
 
     def test_bad_paths_fail_cleanly(self):
         self.assertEqual(run("inspect", "state", "/nonexistent").returncode, 1)

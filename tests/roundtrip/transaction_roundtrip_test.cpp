@@ -148,6 +148,13 @@ TEST_CASE("roundtrip: a builder transaction of every kind commits on the broker 
         CHECK(status == 409);
         CHECK(done.error().is(qc::Errc::conflict));
         CHECK(done.error().context.find("jobs") != std::string::npos);
+        // A guard on a push travels in the push operation, next to its items.
+        done = through_broker(
+            broker, wire,
+            client.transaction().queue("audit").push("1").guard(qc::LockGuard{"jobs", 7}), status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 409);
+        CHECK(done.error().is(qc::Errc::conflict));
         done = through_broker(broker, wire,
                               client.transaction().lock_release(qc::LockGuard{"jobs", 7}), status);
         REQUIRE_FALSE(done);

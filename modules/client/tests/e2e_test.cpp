@@ -1,8 +1,13 @@
 // client/tests/e2e_test.cpp — hidden end-to-end checks against a running broker:
 //   QUEEN_E2E_URL=http://127.0.0.1:6632 client_tests "[.e2e]"
 // They create queues named after the seed and delete them at the end.
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "queen/client/client.hpp"
@@ -267,4 +272,200 @@ TEST_CASE("client e2e: consumer groups fan out and seek", "[.e2e][client]") {
     REQUIRE(client->delete_consumer_group("a"));
     REQUIRE(client->delete_consumer_group("b"));
     REQUIRE(client->delete_queue(queue));
+}
+
+TEST_CASE("client e2e: the builder's one call acks, writes KV, pushes and sets timers that fire",
+          "[.e2e][client]") {
+    using namespace std::chrono_literals;
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string tag = std::to_string(seed % 1'000'000'000);
+    const std::string source = "e2e-one-in-" + tag;
+    const std::string target = "e2e-one-out-" + tag;
+    const std::string bucket = "e2e-one-" + tag;
+    REQUIRE(client->push(items_for(source, "Default", 1)));
+    PopRequest pop;
+    pop.queue = source;
+    auto input = client->pop(pop);
+    REQUIRE(input);
+    REQUIRE(input->messages.size() == 1);
+
+    auto done = client->transaction()
+                    .ack(input->messages[0])
+                    .kv_set(bucket, "state", R"({"step":1})", 0)
+                    .queue(target)
+                    .push(R"({"now":true})")
+                    .push(R"({"later":true})", 300ms)
+                    .timer("e2e-one-" + tag, 0ms, target, R"({"timer":true})")
+                    .commit();
+    REQUIRE(done);
+    REQUIRE(done->results.size() == 5);
+    const std::uint64_t version = done->results[1].version;
+    CHECK(version > 0);
+    CHECK_FALSE(done->results[2].message_id.empty());
+    CHECK(done->results[3].timer_id.rfind("~delay.", 0) == 0);
+    CHECK(done->results[4].timer_id == "e2e-one-" + tag);
+
+    // The pushed message now; the timer's and the delayed push's once they are due.
+    PopRequest wait;
+    wait.queue = target;
+    wait.is_wait = true;
+    wait.timeout_ms = 10'000;
+    wait.is_auto_ack = true;
+    std::vector<std::string> payloads;
+    while (payloads.size() < 3) {
+        auto popped = client->pop(wait);
+        REQUIRE(popped);
+        REQUIRE_FALSE(popped->messages.empty());
+        for (const auto& message : popped->messages) {
+            payloads.push_back(message.data_json);
+        }
+    }
+    std::sort(payloads.begin(), payloads.end());
+    CHECK(payloads ==
+          std::vector<std::string>{R"({"later":true})", R"({"now":true})", R"({"timer":true})"});
+
+    // A version that moved on is a conflict, and nothing of the transaction is applied.
+    auto stale = client->transaction()
+                     .queue(target)
+                     .push("1")
+                     .kv_check(bucket, "state", version + 1)
+                     .commit();
+    REQUIRE_FALSE(stale);
+    CHECK(stale.error().is(Errc::conflict));
+    PopRequest once = wait;
+    once.is_wait = false;
+    auto nothing = client->pop(once);
+    REQUIRE(nothing);
+    CHECK(nothing->messages.empty());
+    auto held = client->transaction().kv_check(bucket, "state", version).commit();
+    CHECK(held);
+    REQUIRE(client->delete_queue(source));
+    REQUIRE(client->delete_queue(target));
+}
+
+TEST_CASE("client e2e: KV, locks and timers through their routes", "[.e2e][client]") {
+    using namespace std::chrono_literals;
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    if (auto probe = client->kv_buckets(); !probe && http_status_of(probe.error()) == 404) {
+        WARN("the broker has no /api/v1/kv route: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string tag = std::to_string(seed % 1'000'000'000);
+    const std::string bucket = "e2e-kv-" + tag;
+
+    // KV: create-only, compare-and-set, byte-exact values, pages, delete.
+    KvSet set{bucket, "a/1", R"({"n": 1.50})", std::uint64_t{0}, 0};
+    auto v1 = client->kv_put(set);
+    REQUIRE(v1);
+    CHECK(client->kv_put(set).error().is(Errc::conflict));  // exists now
+    auto entry = client->kv_get(bucket, "a/1");
+    REQUIRE(entry);
+    CHECK(nlohmann::json::parse(entry->value_json) == nlohmann::json{{"n", 1.5}});
+    CHECK(entry->version == *v1);
+    set.expected_version = *v1;
+    set.value_json = "2";
+    auto v2 = client->kv_put(set);
+    REQUIRE(v2);
+    CHECK(*v2 > *v1);
+    CHECK(client->kv_put(set).error().is(Errc::conflict));  // v1 is stale
+    REQUIRE(client->kv_put(KvSet{bucket, "a/2", "3", std::nullopt, 0}));
+    REQUIRE(client->kv_put(KvSet{bucket, "b/1", "4", std::nullopt, 0}));
+    auto page = client->kv_list(KvListQuery{bucket, "a/", "", 1});
+    REQUIRE(page);
+    REQUIRE(page->entries.size() == 1);
+    CHECK(page->entries[0].key == "a/1");
+    CHECK(page->entries[0].value_json == "2");
+    CHECK(page->next_after == "a/1");
+    page = client->kv_list(KvListQuery{bucket, "a/", page->next_after, 10});
+    REQUIRE(page);
+    REQUIRE(page->entries.size() == 1);
+    CHECK(page->entries[0].key == "a/2");
+    CHECK(page->next_after.empty());
+    auto buckets = client->kv_buckets();
+    REQUIRE(buckets);
+    CHECK(std::any_of(buckets->begin(), buckets->end(),
+                      [&](const KvBucket& b) { return b.bucket == bucket && b.keys == 3; }));
+    CHECK(client->kv_delete(KvDelete{bucket, "a/1", *v1}).error().is(Errc::conflict));
+    CHECK(client->kv_delete(KvDelete{bucket, "a/1", *v2}).value());
+    CHECK_FALSE(client->kv_delete(KvDelete{bucket, "a/1", std::nullopt}).value());
+    CHECK(http_status_of(client->kv_get(bucket, "a/1").error()) == 404);
+
+    // Locks: a grant, a conflict for another owner, a waiting acquire woken by the release.
+    const std::string lock = "e2e-lock-" + tag;
+    auto grant = client->lock_acquire(lock, "a", 30s);
+    REQUIRE(grant);
+    CHECK(grant->token > 0);
+    auto other = client->lock_acquire(lock, "b", 30s);
+    REQUIRE_FALSE(other);
+    CHECK(other.error().is(Errc::conflict));
+    CHECK(other.error().context.find("held by a") != std::string::npos);
+    auto renewed = client->lock_renew(lock, grant->token, 60s);
+    REQUIRE(renewed);
+    CHECK(renewed->token == grant->token);
+    auto listed = client->lock_list();
+    REQUIRE(listed);
+    CHECK(std::any_of(listed->locks.begin(), listed->locks.end(),
+                      [&](const LockGrant& g) { return g.name == lock && g.owner == "a"; }));
+    // Under the guard: committed; a guard with another token: a conflict.
+    CHECK(client->transaction().kv_set(bucket, "guarded", "1").guard(*grant).commit());
+    CHECK(client->transaction()
+              .kv_set(bucket, "guarded", "2")
+              .guard(LockGuard{lock, grant->token + 1})
+              .commit()
+              .error()
+              .is(Errc::conflict));
+    std::optional<queen::Result<LockGrant>> waited;
+    std::thread waiter([&] { waited = client->lock_acquire(lock, "b", 30s, 5s); });
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(client->transaction().lock_release(*grant).commit());
+    waiter.join();
+    REQUIRE(waited.has_value());
+    REQUIRE(*waited);
+    CHECK((*waited)->owner == "b");
+    CHECK((*waited)->token > grant->token);
+    CHECK(client->lock_release(*grant).error().is(Errc::conflict));  // stale token
+    REQUIRE(client->lock_release(**waited));
+    CHECK(http_status_of(client->lock_get(lock).error()) == 404);
+
+    // Timers: set, exists, replace, read back, list, cancel.
+    TimerSet timer;
+    timer.id = "e2e-timer-" + tag;
+    timer.queue = "e2e-timer-q-" + tag;
+    timer.payload_json = R"({"t":1})";
+    timer.delay_ms = 3'600'000;
+    timer.interval_ms = 60'000;
+    auto made = client->timer_set(timer);
+    REQUIRE(made);
+    CHECK_FALSE(made->is_replaced);
+    CHECK(client->timer_set(timer).error().is(Errc::conflict));
+    timer.is_replace = true;
+    auto replaced = client->timer_set(timer);
+    REQUIRE(replaced);
+    CHECK(replaced->is_replaced);
+    auto info = client->timer_get(timer.id);
+    REQUIRE(info);
+    CHECK(info->queue == timer.queue);
+    CHECK(info->payload_json == timer.payload_json);
+    CHECK(info->interval_ms == 60'000);
+    CHECK(info->due_at == replaced->due_at);
+    auto timers = client->timer_list();
+    REQUIRE(timers);
+    CHECK(std::any_of(timers->timers.begin(), timers->timers.end(),
+                      [&](const TimerInfo& t) { return t.id == timer.id; }));
+    CHECK(client->timer_cancel(timer.id).value());
+    CHECK_FALSE(client->timer_cancel(timer.id).value());
+    CHECK(http_status_of(client->timer_get(timer.id).error()) == 404);
+    REQUIRE(client->delete_queue(timer.queue));
 }
