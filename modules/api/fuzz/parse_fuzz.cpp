@@ -23,6 +23,7 @@ namespace {
 using namespace queen::api;
 using namespace queen::api::detail;
 namespace queues = queen::queues;
+namespace engine = queen::engine;
 namespace reference = queen::api::reference;
 
 class CountingRandom final : public RandomSource {
