@@ -592,14 +592,7 @@ class Members(AdminTestCase):
 
 class State(AdminTestCase):
     """`queen admin kv|locks|timers` (cli/commands/admin_state.cpp) against the KV, lock and timer
-    routes. Skipped while the broker has no such routes (GET /api/v1/kv answers 404)."""
-
-    def setUp(self):
-        super().setUp()
-        if self.client.get("/api/v1/kv").status == 404:
-            self.client.close()
-            self.server.cleanup()
-            self.skipTest("the broker has no /api/v1/kv route yet")
+    routes."""
 
     def transaction(self, *operations):
         r = self.client.post("/api/v1/transaction", {"operations": list(operations)})
