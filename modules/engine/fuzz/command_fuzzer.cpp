@@ -1,6 +1,6 @@
 // engine/fuzz/command_fuzzer.cpp — libFuzzer target `engine_command`: decode arbitrary bytes as a
 // command and as a result; whatever decodes in the current format must re-encode to the same
-// bytes (canonical form), and what decodes in the legacy format (version 1) must re-encode to
+// bytes (canonical form), and what decodes in an older format (version 1 or 2) must re-encode to
 // current bytes that are canonical in turn.
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const queen::ByteSpan input(data, size);
-    const bool is_legacy = size > 0 && data[0] == queen::engine::legacy_format_version;
+    const bool is_legacy = size > 0 && data[0] < queen::engine::command_format_version;
     if (auto command = queen::engine::decode_command(input)) {
         const queen::Bytes again = queen::engine::encode_command(*command);
         if (is_legacy) {
