@@ -238,12 +238,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             }
             QUEEN_ASSERT(got->ops.size() == want->ops.size(), "operation counts differ");
             for (std::size_t i = 0; i < got->ops.size(); ++i) {
-                QUEEN_ASSERT(got->ops[i].kind == want->ops[i].kind, "operation kinds differ");
-                if (got->ops[i].kind == engine::TransactionOp::Kind::push) {
-                    check_push_items(got->ops[i].push, want->ops[i].push);
-                } else {
-                    check_ack_items(got->ops[i].ack, want->ops[i].ack);
-                }
+                const std::string difference =
+                    reference::operation_difference(got->ops[i], want->ops[i]);
+                QUEEN_ASSERT(difference.empty(), "operation ", i, " differs: ", difference);
             }
         }
     }

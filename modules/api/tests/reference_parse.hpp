@@ -270,4 +270,55 @@ inline Result<engine::Transaction> parse_transaction(std::string_view text,
     return out;
 }
 
+/// The first difference between two operations the readers made, "" when they are the same
+/// (payloads and values compared as JSON: the two readers write different texts of one value).
+inline std::string operation_difference(const engine::TransactionOp& a,
+                                        const engine::TransactionOp& b) {
+    using Kind = engine::TransactionOp::Kind;
+    const auto same_json = [](const Bytes& x, const Bytes& y) {
+        const auto px = nlohmann::json::parse(x.begin(), x.end(), nullptr, false);
+        const auto py = nlohmann::json::parse(y.begin(), y.end(), nullptr, false);
+        return !px.is_discarded() && px == py;
+    };
+    if (a.kind != b.kind) {
+        return "kind";
+    }
+    if (a.kind == Kind::push || a.kind == Kind::timer_set) {
+        if (a.push.queue != b.push.queue || a.push.partition != b.push.partition ||
+            a.push.transaction_id.view() != b.push.transaction_id.view() ||
+            a.push.trace_id != b.push.trace_id || !same_json(a.push.payload, b.push.payload)) {
+            return "push item";
+        }
+    }
+    if (a.kind == Kind::ack) {
+        const queues::AckItem& x = a.ack;
+        const queues::AckItem& y = b.ack;
+        if (x.partition != y.partition || x.transaction_id.view() != y.transaction_id.view() ||
+            x.status != y.status || x.has_error != y.has_error || x.error != y.error ||
+            x.lease != y.lease || x.group != y.group) {
+            return "ack item";
+        }
+    }
+    if (a.kind == Kind::kv_set || a.kind == Kind::kv_delete || a.kind == Kind::kv_check) {
+        if (a.kv.bucket != b.kv.bucket || a.kv.key != b.kv.key ||
+            a.kv.expected_version != b.kv.expected_version || a.kv.ttl_ms != b.kv.ttl_ms ||
+            (a.kind == Kind::kv_set && !same_json(a.kv.value, b.kv.value))) {
+            return "kv";
+        }
+    }
+    if (a.timer.id != b.timer.id || a.timer.at != b.timer.at ||
+        a.timer.delay_ms != b.timer.delay_ms || a.timer.interval_ms != b.timer.interval_ms ||
+        a.timer.end_at != b.timer.end_at || a.timer.replace != b.timer.replace) {
+        return "timer or delay";
+    }
+    if (a.lock.name != b.lock.name || a.lock.token != b.lock.token) {
+        return "lock";
+    }
+    if (a.guard.has_value() != b.guard.has_value() ||
+        (a.guard && (a.guard->name != b.guard->name || a.guard->token != b.guard->token))) {
+        return "guard";
+    }
+    return {};
+}
+
 }  // namespace queen::api::reference

@@ -434,6 +434,30 @@ TEST_CASE("api: locks are acquired, renewed, released, read and listed", "[api][
     }
 }
 
+TEST_CASE("api: a lock guard on a push operation with items guards every item",
+          "[api][locks][transaction]") {
+    Harness h;
+    const std::uint64_t token =
+        h.post("/api/v1/locks/fence/acquire", {{"owner", "a"}}).json()["token"];
+    const auto push_guarded = [&](std::uint64_t guard_token) {
+        return h.post(
+            "/api/v1/transaction",
+            {{"operations",
+              {{{"type", "push"},
+                {"items",
+                 {{{"queue", "fenced"}, {"payload", 1}}, {{"queue", "fenced"}, {"payload", 2}}}},
+                {"lock", {{"name", "fence"}, {"token", guard_token}}}}}}});
+    };
+    const Reply stale = push_guarded(token + 1);
+    CHECK(stale.status == 409);
+    CHECK(stale.json()["success"] == false);
+    CHECK(h.get("/api/v1/pop/queue/fenced").status == 204);
+    const Reply current = push_guarded(token);
+    REQUIRE(current.status == 200);
+    CHECK(current.json()["success"] == true);
+    CHECK(h.get("/api/v1/pop/queue/fenced?batch=10").json()["messages"].size() == 2);
+}
+
 TEST_CASE("api: bad lock requests answer 400 and submit nothing", "[api][locks]") {
     Harness h;
     const std::string long_name(257, 'n');
