@@ -23,196 +23,153 @@
 #include "queen/core/assert.hpp"
 #include "queen/core/json_cursor.hpp"
 #include "queen/core/json_writer.hpp"
+#include "run.hpp"
 
 namespace queen::bench {
+namespace detail {
 namespace {
 
-using client::Ack;
-using client::PopRequest;
-using client::PushItem;
-using client::PushStatus;
-
-constexpr auto relaxed = std::memory_order_relaxed;
-constexpr std::uint64_t tracked_messages_max = 100'000'000;  // bitmap bound: 2 x 100 MB
-// A driver thread looks at its sleeping agents (and they at the stop flag) at least this often.
-constexpr std::int64_t wake_slice_ns = 100'000'000;
-
-queen::Error invalid(std::string what) {
-    return queen::Error{queen::Errc::invalid_argument, std::move(what)};
-}
-
-std::int64_t seconds_to_ns(double seconds) {
-    return static_cast<std::int64_t>(seconds * 1e9);
-}
-
-/// Distinct error texts a report keeps (with their counts); later kinds are only counted.
-constexpr std::size_t error_kinds_max = 8;
-
-/// The transport's error, else what `read` (the client's answer reader) says of the answer.
-template <class Read>
-queen::Status read_answer(const queen::Status& transport, Read&& read) {
-    if (!transport) {
-        return transport;
-    }
-    return read();
-}
-
-/// "<request>: <why>" for a request that failed as a whole.
-std::string failure(std::string_view request, const queen::Status& status) {
-    return std::string(request) + ": " + status.error().message();
-}
-
-/// "push: <status>[: <server's reason>]" for one pushed item that was not queued.
-std::string item_failure(const client::PushResult& result) {
-    std::string what = "push: item " + std::string(client::to_string(result.status));
-    if (!result.error.empty()) {
-        what += ": " + result.error;
-    }
-    return what;
-}
-
-void raise_to(std::atomic<std::int64_t>& maximum, std::int64_t value) {
-    std::int64_t seen = maximum.load(relaxed);
-    while (value > seen && !maximum.compare_exchange_weak(seen, value, relaxed)) {
-    }
-}
-
-/// State shared by the threads of one run.
-struct Run {
-    Run(client::Client& c, const WorkloadOptions& o, const queen::Clock& k, Progress& p)
-        : client(c),
-          options(o),
-          clock(k),
-          progress(p),
-          endpoint(c.options().endpoint),
-          connection_options(c.connection_options()),
-          pop_wait_margin_ms(c.options().pop_wait_margin_ms),
-          id_seed(c.options().id_seed ^ 0x9E37'79B9'7F4A'7C15ULL) {}
-
-    client::Client& client;
-    const WorkloadOptions& options;
-    const queen::Clock& clock;
-    Progress& progress;
-    client::Endpoint endpoint;  // the driver threads' connections go here
-    client::ConnectionOptions connection_options;
-    std::int64_t pop_wait_margin_ms;
-    std::uint64_t id_seed;     // of the driver threads' generated ids
-    std::uint64_t target = 0;  // messages to produce; 0: until the deadline
-    std::atomic<std::uint64_t> next_sequence{0};
-    std::atomic<std::uint64_t> bytes_produced{0};
-    std::atomic<std::uint64_t> bytes_consumed{0};
-    std::atomic<std::uint64_t> duplicates{0};
-    std::atomic<std::uint64_t> transactions{0};
-    std::atomic<std::uint64_t> transactions_claimed{0};  // a worker claims one before committing
-    std::atomic<std::uint64_t> empty_pops{0};            // pops answered 204 (nothing delivered)
-    std::atomic<bool> is_producing_over{false};
-    std::atomic<std::int64_t> producers_live{0};  // producer agents not stopped yet
-    std::int64_t produce_end_ns = 0;              // when the last producer stopped
-    std::uint64_t consumed_at_produce_end = 0;
-    std::atomic<std::int64_t> last_delivery_ns{0};
-    // One flag per sequence number when the count is bounded: produced, then consumed.
-    std::unique_ptr<std::atomic<std::uint8_t>[]> produced_flags;
-    std::unique_ptr<std::atomic<std::uint8_t>[]> consumed_flags;
-    std::string partition_prefix = "p";
-    Pacer pacer{0, 0};                                    // set when the measured phase starts
-    std::atomic<std::int64_t> behind_schedule_ns_max{0};  // latest send after its due time
-    std::mutex error_mutex;
-    std::vector<ErrorSample> error_samples;  // guarded by error_mutex
-
-    bool is_stopping() const {
-        return progress.is_stop_requested.load(relaxed) ||
-               progress.errors.load(relaxed) >= options.errors_max;
-    }
-    /// Counts `n` errors of kind `what` ("pop: ...", "ack: ..."); the first error_kinds_max
-    /// kinds keep their text and count for the report.
-    void count_error(std::string_view what, std::uint64_t n = 1) {
-        if (n == 0) {
-            return;
+/// Drives `agents` over one multiplexer (one slot each) until every agent stopped.
+void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
+    enum class State { ready, in_flight, sleeping, stopped };
+    const std::size_t count = agents.size();
+    client::HttpMultiplexer mux{run.endpoint, run.connection_options, run.clock, count};
+    std::vector<client::OwnedRequest> requests(count);
+    std::vector<client::OwnedRequest> follows(count);  // a second request pipelined behind
+    std::vector<std::uint8_t> is_followed(count, 0);
+    std::vector<State> states(count, State::ready);
+    std::vector<std::int64_t> wake_ns(count, 0);
+    std::size_t live = count;
+    std::size_t sleeping = 0;
+    // Reports the request (or pipelined pair) of agent i: the answers that arrived whole, then
+    // `status` for the rest.
+    const auto complete_all = [&](std::size_t i, std::int64_t now_ns, const queen::Status& status) {
+        const std::size_t sent = is_followed[i] != 0 ? 2 : 1;
+        const std::size_t whole = status ? sent : std::min(mux.answered(i), sent);
+        for (std::size_t k = 0; k < sent; ++k) {
+            const client::OwnedRequest& owned = k == 0 ? requests[i] : follows[i];
+            agents[i]->complete(now_ns, k < whole ? queen::Status{} : status, owned.view(),
+                                mux.response(i, k < whole ? k : 0));
         }
-        progress.errors.fetch_add(n, relaxed);
-        std::lock_guard lock(error_mutex);
-        for (ErrorSample& sample : error_samples) {
-            if (sample.what == what) {
-                sample.count += n;
+    };
+    // Asks agent i for its next step until it sends, sleeps or stops.
+    const auto advance = [&](std::size_t i, std::int64_t now_ns) {
+        for (;;) {
+            const Agent::Next next = agents[i]->next(now_ns, requests[i], wake_ns[i]);
+            if (next == Agent::Next::stop) {
+                states[i] = State::stopped;
+                --live;
+                agents[i]->on_stop();
                 return;
             }
+            if (next == Agent::Next::sleep) {
+                states[i] = State::sleeping;
+                ++sleeping;
+                return;
+            }
+            // Bodies are handed to the slot, not copied: requests[i].body comes back holding the
+            // slot's previous buffer (every builder clears it first; completions read only the
+            // method and target of the view).
+            const client::HttpRequest request = requests[i].view();
+            is_followed[i] = agents[i]->follow(follows[i]) ? 1 : 0;
+            queen::Status started;
+            if (is_followed[i] != 0) {
+                const std::array<client::HttpRequest, 2> group{request, follows[i].view()};
+                started = mux.start_pipelined(i, group);
+            } else {
+                started = request.has_body ? mux.start_with_body(i, request, requests[i].body)
+                                           : mux.start(i, request);
+            }
+            if (started) {
+                states[i] = State::in_flight;
+                return;
+            }
+            complete_all(i, now_ns, started);
+            now_ns = run.clock.monotonic_ns();
         }
-        if (error_samples.size() < error_kinds_max) {
-            error_samples.push_back(ErrorSample{std::string(what), n});
+    };
+    std::int64_t now_ns = run.clock.monotonic_ns();
+    for (std::size_t i = 0; i < count; ++i) {
+        advance(i, now_ns);
+    }
+    std::vector<client::HttpMultiplexer::Completion> completed;
+    while (live > 0) {
+        now_ns = run.clock.monotonic_ns();
+        std::int64_t wake_ns_min = now_ns + wake_slice_ns;
+        if (sleeping > 0) {
+            for (std::size_t i = 0; i < count; ++i) {
+                if (states[i] != State::sleeping) {
+                    continue;
+                }
+                if (wake_ns[i] <= now_ns) {
+                    --sleeping;
+                    advance(i, now_ns);
+                }
+                if (states[i] == State::sleeping) {  // still, or again (woken before its due)
+                    wake_ns_min = std::min(wake_ns_min, wake_ns[i]);
+                }
+            }
+            if (live == 0) {
+                break;
+            }
+        }
+        if (mux.in_flight() == 0) {
+            // Only sleepers (paced producers ahead of schedule): the caller's wait, not ours.
+            QUEEN_ASSERT(sleeping > 0, "a live agent is in flight or asleep");
+            run.options.wait_until_ns(wake_ns_min);
+            continue;
+        }
+        completed.clear();
+        const queen::Status waited =
+            mux.wait(std::max<std::int64_t>(wake_ns_min - now_ns, 0), completed);
+        QUEEN_ASSERT(waited.has_value(), "a non-negative timeout");
+        if (completed.empty()) {
+            continue;
+        }
+        now_ns = run.clock.monotonic_ns();
+        for (const client::HttpMultiplexer::Completion& completion : completed) {
+            const std::size_t i = completion.slot;
+            complete_all(i, now_ns, completion.status);
+            advance(i, now_ns);
         }
     }
-    /// Records one latency sample in `histogram` (the caller's lane) and in the live maximum.
-    void record_latency(Histogram& histogram, std::int64_t ns) {
-        histogram.record(ns);
-        raise_to(progress.latency_max_ns, ns);
-    }
-    /// A producer agent stopped; the last one marks the end of producing.
-    void producer_stopped() {
-        if (producers_live.fetch_sub(1) == 1) {
-            produce_end_ns = clock.monotonic_ns();
-            consumed_at_produce_end = progress.consumed.load();
-            is_producing_over.store(true);
-        }
-    }
-    void track(std::uint64_t count) {
-        target = count;
-        if (count == 0 || count > tracked_messages_max) {
-            return;
-        }
-        produced_flags = std::make_unique<std::atomic<std::uint8_t>[]>(count);
-        consumed_flags = std::make_unique<std::atomic<std::uint8_t>[]>(count);
-    }
-};
-
-/// Sets `out` to the partition of message `sequence` ("p<sequence mod partitions>"), reusing its
-/// storage.
-void assign_partition_name(const Run& run, std::uint64_t sequence, std::string& out) {
-    const auto partitions = static_cast<std::uint64_t>(run.options.partitions);
-    char digits[24];
-    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, sequence % partitions);
-    QUEEN_ASSERT(ec == std::errc{}, "a 64-bit number fits in 24 digits");
-    out.assign(run.partition_prefix).append(digits, end);
 }
 
-/// Sets `ack` to the completion of `message` (Ack::of), reusing the ack's storage.
-void assign_ack(const client::Message& message, Ack& ack) {
-    ack.transaction_id = message.transaction_id;
-    ack.partition_id = message.partition_id;
-    ack.status = client::AckStatus::completed;
-    ack.error.clear();
-    ack.lease_id = message.lease_id;
-    ack.consumer_group = message.consumer_group;
+}  // namespace
+
+Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make) {
+    const auto lane_count = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, std::min(run.options.driver_threads, count)));
+    std::vector<std::unique_ptr<Lane>> lanes;
+    std::vector<std::vector<std::unique_ptr<Agent>>> agents(lane_count);
+    for (std::size_t l = 0; l < lane_count; ++l) {
+        lanes.push_back(std::make_unique<Lane>(run.id_seed + l, run.clock));
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+        const auto l = static_cast<std::size_t>(i) % lane_count;
+        agents[l].push_back(make(i, *lanes[l]));
+    }
+    std::vector<std::thread> threads;
+    threads.reserve(lane_count - 1);
+    for (std::size_t l = 1; l < lane_count; ++l) {
+        threads.emplace_back([&run, &agents, l] { drive_lane(run, agents[l]); });
+    }
+    drive_lane(run, agents[0]);
+    for (std::thread& thread : threads) {
+        thread.join();
+    }
+    Histogram merged;
+    for (const auto& lane : lanes) {
+        merged.merge(lane->latency);
+    }
+    return merged;
 }
 
-/// What one driver thread shares between its agents.
-struct Lane {
-    Lane(std::uint64_t seed, const queen::Clock& clock) : ids(seed, clock) {}
-    Histogram latency;
-    client::UuidV7Generator ids;  // generated transactionIds (transaction pushes)
-};
+}  // namespace detail
 
-/// One connection's worth of a workload as a state machine: it builds its next request and reads
-/// the answer; the driver owns the socket (one multiplexer slot per agent) and the waiting.
-class Agent {
-public:
-    enum class Next { send, sleep, stop };
+namespace {
 
-    virtual ~Agent() = default;
-    /// At `now_ns`: build the next request into `request` (send), or ask to be woken at `wake_ns`
-    /// (sleep), or end (stop; next() is not called again).
-    virtual Next next(std::int64_t now_ns, client::OwnedRequest& request,
-                      std::int64_t& wake_ns) = 0;
-    /// After next() said send: whether a second request goes with that one, pipelined on the
-    /// same connection (built into `follow`); complete() then runs for each, in order.
-    virtual bool follow(client::OwnedRequest& /*follow*/) { return false; }
-    /// The request built by the last next() finished at `now_ns`: `status` is the transport
-    /// outcome, `response` the answer (any status).
-    virtual void complete(std::int64_t now_ns, const queen::Status& status,
-                          const client::HttpRequest& request,
-                          const client::HttpResponse& response) = 0;
-    /// Called once, after next() said stop.
-    virtual void on_stop() {}
-};
+using namespace detail;
 
 /// Pushes batches until the target count or `deadline_ns`; one latency sample per push. Paced,
 /// each batch waits for its due time and carries it as its stamp (see Pacer).
@@ -442,357 +399,6 @@ private:
     std::uint64_t bytes_ = 0;
 };
 
-/// One transaction worker on its own partition: pop a batch, then ack it and push the next batch
-/// in one transaction. Pipelined (options.is_pipelined), the pop of the next batch goes with the
-/// transaction, right behind it on the connection: the server handles them in that order, so the
-/// pop finds the batch the transaction pushed, and a loop is one round trip instead of two.
-class TransactionAgent final : public Agent {
-public:
-    TransactionAgent(Run& run, Lane& lane, std::int64_t worker, std::int64_t deadline_ns)
-        : run_(run), lane_(lane), deadline_ns_(deadline_ns) {
-        pop_.queue = run.options.queue;
-        pop_.partition = "t" + std::to_string(worker);
-        pop_.batch = run.options.batch;
-        pop_.is_wait = true;
-        pop_.timeout_ms = run.options.pop_wait_ms;
-        const queen::Status built = client::build_pop(pop_, run.pop_wait_margin_ms, pop_request_);
-        QUEEN_ASSERT(built.has_value(), "validated options build a pop");
-    }
-
-    Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t&) override {
-        if (is_commit_due_ && run_.options.steps == Steps::four_requests) {
-            build_step(request);
-            return Next::send;
-        }
-        if (is_commit_due_) {
-            const queen::Status built =
-                client::build_transaction(transaction_, false, lane_.ids, request);
-            QUEEN_ASSERT(built.has_value(), "a popped batch builds a transaction");
-            is_pop_following_ = run_.options.is_pipelined && is_pop_wanted(now_ns);
-            if (is_pop_following_) {
-                pop_start_ns_ = now_ns;
-            }
-            return Next::send;
-        }
-        if (!is_pop_wanted(now_ns)) {
-            return Next::stop;
-        }
-        pop_start_ns_ = now_ns;
-        request = pop_request_;  // assignments keep the target's storage
-        return Next::send;
-    }
-
-    bool follow(client::OwnedRequest& follow) override {
-        if (!is_pop_following_) {
-            return false;
-        }
-        follow = pop_request_;
-        return true;
-    }
-
-    void complete(std::int64_t now_ns, const queen::Status& status,
-                  const client::HttpRequest& request,
-                  const client::HttpResponse& response) override {
-        if (is_commit_due_ && run_.options.steps == Steps::four_requests) {
-            if (const queen::Status read =
-                    read_answer(status, [&] { return read_step(request, response); });
-                !read) {
-                is_commit_due_ = false;
-                step_ = 0;
-                run_.count_error(failure("step", read));
-                return;
-            }
-            if (++step_ < 4) {
-                return;  // the next request of the loop
-            }
-            step_ = 0;
-        }
-        if (is_commit_due_) {
-            is_commit_due_ = false;
-            run_.record_latency(lane_.latency, now_ns - loop_start_ns_);
-            if (run_.options.steps == Steps::four_requests) {
-                run_.transactions.fetch_add(1, relaxed);
-                run_.bytes_consumed.fetch_add(bytes_, relaxed);
-                run_.progress.consumed.fetch_add(moved_, relaxed);
-                run_.progress.produced.fetch_add(moved_, relaxed);
-                return;
-            }
-            if (const queen::Status read = read_answer(
-                    status,
-                    [&] { return client::read_transaction_answer(request, response, committed_); });
-                !read) {
-                run_.count_error(failure("transaction", read));
-                return;
-            }
-            run_.transactions.fetch_add(1, relaxed);
-            run_.bytes_consumed.fetch_add(bytes_, relaxed);
-            run_.progress.consumed.fetch_add(moved_, relaxed);
-            run_.progress.produced.fetch_add(moved_, relaxed);
-            return;
-        }
-        if (const queen::Status read = read_answer(
-                status, [&] { return client::read_pop_answer(request, response, pop_, popped_); });
-            !read) {
-            run_.count_error(failure("pop", read));
-            return;
-        }
-        if (popped_.messages.empty()) {
-            run_.empty_pops.fetch_add(1, relaxed);
-            return;  // a lease still held (a failed commit): it comes back after its expiry
-        }
-        loop_start_ns_ = pop_start_ns_;
-        // Claiming after the pop (not before) keeps the count exact however many workers run:
-        // exactly `target` transactions are attempted, and an empty pop claims nothing.
-        if (run_.target != 0 && run_.transactions_claimed.fetch_add(1, relaxed) >= run_.target) {
-            is_claim_refused_ = true;  // the popped batch stays leased, as a crashed worker's would
-            return;
-        }
-        // The acks of the batch, then one push of as many new messages. Assignments into the
-        // reused operations keep their strings' storage while the batch size stays the same.
-        const std::size_t count = popped_.messages.size();
-        auto& operations = transaction_.operations;
-        operations.resize(count + 1);
-        if (!std::holds_alternative<client::TransactionPush>(operations[count])) {
-            operations[count].emplace<client::TransactionPush>();
-        }
-        auto& items = std::get<client::TransactionPush>(operations[count]).items;
-        items.resize(count);
-        bytes_ = 0;
-        for (std::size_t m = 0; m < count; ++m) {
-            if (!std::holds_alternative<Ack>(operations[m])) {
-                operations[m].emplace<Ack>();
-            }
-            assign_ack(popped_.messages[m], std::get<Ack>(operations[m]));
-            PushItem& item = items[m];
-            item.queue = run_.options.queue;
-            item.partition = pop_.partition;
-            write_payload(item.payload_json, run_.next_sequence.fetch_add(1, relaxed),
-                          loop_start_ns_, run_.options.size_bytes);
-            item.transaction_id.clear();  // generated by lane_.ids when the body is built
-            bytes_ += item.payload_json.size();
-        }
-        if (run_.options.steps != Steps::ack_push) {
-            // The worker's state (a key per worker) and its reminder (one timer per worker,
-            // moved a minute out by every loop: it never fires during a run).
-            auto& kv = operations.emplace_back().emplace<client::KvSet>();
-            kv.bucket = "bench";
-            kv.key = pop_.partition;
-            kv.value_json = "{\"seq\":" + std::to_string(run_.next_sequence.load(relaxed)) + "}";
-            auto& timer = operations.emplace_back().emplace<client::TimerSet>();
-            timer.id = "bench-" + pop_.partition;
-            timer.queue = run_.options.queue + "-reminders";
-            timer.payload_json = "{}";
-            timer.delay_ms = 60'000;
-            timer.is_replace = true;
-        }
-        moved_ = count;
-        is_commit_due_ = true;
-    }
-
-private:
-    /// four_requests: request `step_` of the loop (ack, kv.set, push, timer.set), each alone.
-    void build_step(client::OwnedRequest& request) {
-        const auto& operations = transaction_.operations;
-        const std::size_t count = moved_;
-        single_.operations.resize(1);
-        switch (step_) {
-            case 0:
-                client::build_ack_batch(popped_.messages, client::AckStatus::completed,
-                                        run_.options.consumer_group, request);
-                break;
-            case 1: single_.operations[0] = operations[count + 1]; break;  // kv.set
-            case 2: {
-                const auto& items = std::get<client::TransactionPush>(operations[count]).items;
-                const queen::Status built = client::build_push(items, false, lane_.ids, request);
-                QUEEN_ASSERT(built.has_value(), "a popped batch builds a push");
-                break;
-            }
-            default: single_.operations[0] = operations[count + 2]; break;  // timer.set
-        }
-        if (step_ == 1 || step_ == 3) {
-            const queen::Status built =
-                client::build_transaction(single_, false, lane_.ids, request);
-            QUEEN_ASSERT(built.has_value(), "one operation builds a transaction");
-        }
-    }
-
-    queen::Status read_step(const client::HttpRequest& request,
-                            const client::HttpResponse& response) {
-        switch (step_) {
-            case 0: return client::read_ack_batch_answer(request, response, moved_, acked_);
-            case 2: return client::read_push_answer(request, response, moved_, pushed_);
-            default: return client::read_transaction_answer(request, response, committed_);
-        }
-    }
-
-    /// Whether another batch should be popped: not stopping, before the deadline and the count.
-    bool is_pop_wanted(std::int64_t now_ns) const {
-        if (is_claim_refused_ || run_.is_stopping() || now_ns >= deadline_ns_) {
-            return false;
-        }
-        return run_.target == 0 || run_.transactions_claimed.load(relaxed) < run_.target;
-    }
-
-    Run& run_;
-    Lane& lane_;
-    std::int64_t deadline_ns_;
-    PopRequest pop_;
-    client::OwnedRequest pop_request_;  // built once: every pop of this agent is the same
-    client::PopResult popped_;
-    client::TransactionRequest transaction_;
-    client::TransactionResult committed_;
-    client::TransactionRequest single_;       // four_requests: a one-operation transaction
-    std::vector<client::AckResult> acked_;    // four_requests: the ack's answer
-    std::vector<client::PushResult> pushed_;  // four_requests: the push's answer
-    std::size_t step_ = 0;                    // four_requests: the request of the loop
-    bool is_commit_due_ = false;              // popped a batch; its transaction goes next
-    bool is_pop_following_ = false;   // the transaction being sent carries the next pop behind it
-    bool is_claim_refused_ = false;   // the count was reached: stop
-    std::int64_t pop_start_ns_ = 0;   // when the last pop was sent
-    std::int64_t loop_start_ns_ = 0;  // when the pop of the batch in hand was sent
-    std::uint64_t bytes_ = 0;
-    std::uint64_t moved_ = 0;
-};
-
-/// Builds agent `index` (0-based across the run) on `lane`.
-using AgentFactory = std::function<std::unique_ptr<Agent>(std::int64_t index, Lane& lane)>;
-
-/// Drives `agents` over one multiplexer (one slot each) until every agent stopped.
-void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
-    enum class State { ready, in_flight, sleeping, stopped };
-    const std::size_t count = agents.size();
-    client::HttpMultiplexer mux{run.endpoint, run.connection_options, run.clock, count};
-    std::vector<client::OwnedRequest> requests(count);
-    std::vector<client::OwnedRequest> follows(count);  // a second request pipelined behind
-    std::vector<std::uint8_t> is_followed(count, 0);
-    std::vector<State> states(count, State::ready);
-    std::vector<std::int64_t> wake_ns(count, 0);
-    std::size_t live = count;
-    std::size_t sleeping = 0;
-    // Reports the request (or pipelined pair) of agent i: the answers that arrived whole, then
-    // `status` for the rest.
-    const auto complete_all = [&](std::size_t i, std::int64_t now_ns, const queen::Status& status) {
-        const std::size_t sent = is_followed[i] != 0 ? 2 : 1;
-        const std::size_t whole = status ? sent : std::min(mux.answered(i), sent);
-        for (std::size_t k = 0; k < sent; ++k) {
-            const client::OwnedRequest& owned = k == 0 ? requests[i] : follows[i];
-            agents[i]->complete(now_ns, k < whole ? queen::Status{} : status, owned.view(),
-                                mux.response(i, k < whole ? k : 0));
-        }
-    };
-    // Asks agent i for its next step until it sends, sleeps or stops.
-    const auto advance = [&](std::size_t i, std::int64_t now_ns) {
-        for (;;) {
-            const Agent::Next next = agents[i]->next(now_ns, requests[i], wake_ns[i]);
-            if (next == Agent::Next::stop) {
-                states[i] = State::stopped;
-                --live;
-                agents[i]->on_stop();
-                return;
-            }
-            if (next == Agent::Next::sleep) {
-                states[i] = State::sleeping;
-                ++sleeping;
-                return;
-            }
-            // Bodies are handed to the slot, not copied: requests[i].body comes back holding the
-            // slot's previous buffer (every builder clears it first; completions read only the
-            // method and target of the view).
-            const client::HttpRequest request = requests[i].view();
-            is_followed[i] = agents[i]->follow(follows[i]) ? 1 : 0;
-            queen::Status started;
-            if (is_followed[i] != 0) {
-                const std::array<client::HttpRequest, 2> group{request, follows[i].view()};
-                started = mux.start_pipelined(i, group);
-            } else {
-                started = request.has_body ? mux.start_with_body(i, request, requests[i].body)
-                                           : mux.start(i, request);
-            }
-            if (started) {
-                states[i] = State::in_flight;
-                return;
-            }
-            complete_all(i, now_ns, started);
-            now_ns = run.clock.monotonic_ns();
-        }
-    };
-    std::int64_t now_ns = run.clock.monotonic_ns();
-    for (std::size_t i = 0; i < count; ++i) {
-        advance(i, now_ns);
-    }
-    std::vector<client::HttpMultiplexer::Completion> completed;
-    while (live > 0) {
-        now_ns = run.clock.monotonic_ns();
-        std::int64_t wake_ns_min = now_ns + wake_slice_ns;
-        if (sleeping > 0) {
-            for (std::size_t i = 0; i < count; ++i) {
-                if (states[i] != State::sleeping) {
-                    continue;
-                }
-                if (wake_ns[i] <= now_ns) {
-                    --sleeping;
-                    advance(i, now_ns);
-                }
-                if (states[i] == State::sleeping) {  // still, or again (woken before its due)
-                    wake_ns_min = std::min(wake_ns_min, wake_ns[i]);
-                }
-            }
-            if (live == 0) {
-                break;
-            }
-        }
-        if (mux.in_flight() == 0) {
-            // Only sleepers (paced producers ahead of schedule): the caller's wait, not ours.
-            QUEEN_ASSERT(sleeping > 0, "a live agent is in flight or asleep");
-            run.options.wait_until_ns(wake_ns_min);
-            continue;
-        }
-        completed.clear();
-        const queen::Status waited =
-            mux.wait(std::max<std::int64_t>(wake_ns_min - now_ns, 0), completed);
-        QUEEN_ASSERT(waited.has_value(), "a non-negative timeout");
-        if (completed.empty()) {
-            continue;
-        }
-        now_ns = run.clock.monotonic_ns();
-        for (const client::HttpMultiplexer::Completion& completion : completed) {
-            const std::size_t i = completion.slot;
-            complete_all(i, now_ns, completion.status);
-            advance(i, now_ns);
-        }
-    }
-}
-
-/// Runs `count` agents from `make` on min(driver_threads, count) threads, each an event loop
-/// over its share of the connections; returns the merged latency histogram of the lanes.
-Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make) {
-    const auto lane_count = static_cast<std::size_t>(
-        std::max<std::int64_t>(1, std::min(run.options.driver_threads, count)));
-    std::vector<std::unique_ptr<Lane>> lanes;
-    std::vector<std::vector<std::unique_ptr<Agent>>> agents(lane_count);
-    for (std::size_t l = 0; l < lane_count; ++l) {
-        lanes.push_back(std::make_unique<Lane>(run.id_seed + l, run.clock));
-    }
-    for (std::int64_t i = 0; i < count; ++i) {
-        const auto l = static_cast<std::size_t>(i) % lane_count;
-        agents[l].push_back(make(i, *lanes[l]));
-    }
-    std::vector<std::thread> threads;
-    threads.reserve(lane_count - 1);
-    for (std::size_t l = 1; l < lane_count; ++l) {
-        threads.emplace_back([&run, &agents, l] { drive_lane(run, agents[l]); });
-    }
-    drive_lane(run, agents[0]);
-    for (std::thread& thread : threads) {
-        thread.join();
-    }
-    Histogram merged;
-    for (const auto& lane : lanes) {
-        merged.merge(lane->latency);
-    }
-    return merged;
-}
-
 /// Runs the producer agents until they stop; returns their push latencies when `is_recorded`.
 Histogram run_producers(Run& run, std::int64_t deadline_ns, bool is_recorded) {
     run.producers_live.store(run.options.producers);
@@ -821,45 +427,9 @@ queen::Result<void> reset_queue(Run& run) {
     return {};
 }
 
-double elapsed_s(std::int64_t start_ns, std::int64_t end_ns) {
-    return static_cast<double>(std::max<std::int64_t>(end_ns - start_ns, 0)) / 1e9;
-}
-
 std::int64_t sample_rss(const WorkloadOptions& options) {
     return options.server_rss_bytes ? options.server_rss_bytes() : -1;
 }
-
-/// The CPU time the server and this process spend over a measured phase, per message of its
-/// report (the server's only when options.server_cpu_us knows it). The phase's idle tail (the
-/// consumers' last long polls) is in it too.
-class CpuWindow {
-public:
-    explicit CpuWindow(const WorkloadOptions& options)
-        : options_(options), server_start_us_(sample_server()), own_start_us_(own_cpu_us()) {}
-
-    void add_to(Report& report) const {
-        const double own_us = own_cpu_us() - own_start_us_;
-        const double server_end_us = sample_server();
-        const auto messages = static_cast<double>(report.messages);
-        if (messages <= 0) {
-            return;
-        }
-        if (server_start_us_ >= 0 && server_end_us >= server_start_us_) {
-            report.metrics.push_back(
-                {"server_cpu_us_per_msg", (server_end_us - server_start_us_) / messages});
-        }
-        report.metrics.push_back({"bench_cpu_us_per_msg", own_us / messages});
-    }
-
-private:
-    [[nodiscard]] double sample_server() const {
-        return options_.server_cpu_us ? options_.server_cpu_us() : -1;
-    }
-
-    const WorkloadOptions& options_;
-    double server_start_us_;
-    double own_start_us_;
-};
 
 /// Fills the queue with run.target messages using the producer threads; returns the fill rate.
 double fill(Run& run, std::int64_t deadline_ns) {
@@ -985,63 +555,6 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
         {"drain_after_produce_s",
          elapsed_s(produce_end_ns, std::max(run.last_delivery_ns.load(), produce_end_ns))});
     add_pacing_metrics(run, report);
-    cpu.add_to(report);
-    return report;
-}
-
-queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
-    // Seed each worker's partition with one batch; the loop then keeps it at one batch.
-    // Pushes of up to seed_push_items_max items keep the request small with many workers.
-    constexpr std::size_t seed_push_items_max = 1'000;
-    run.progress.phase.store("fill");
-    std::vector<PushItem> items;
-    const auto flush = [&run, &items]() -> queen::Result<void> {
-        auto pushed = run.client.push(items);
-        if (!pushed) {
-            return pushed.error();
-        }
-        for (const client::PushResult& result : *pushed) {
-            if (result.status != PushStatus::queued) {
-                return queen::Error{queen::Errc::invalid_argument,
-                                    "transaction seed push: " + result.error};
-            }
-        }
-        items.clear();
-        return {};
-    };
-    for (std::int64_t worker = 0; worker < run.options.consumers; ++worker) {
-        for (std::int64_t i = 0; i < run.options.batch; ++i) {
-            PushItem& item = items.emplace_back();
-            item.queue = run.options.queue;
-            item.partition = "t" + std::to_string(worker);
-            item.payload_json = make_payload(run.next_sequence.fetch_add(1, relaxed),
-                                             run.clock.monotonic_ns(), run.options.size_bytes);
-            if (items.size() == seed_push_items_max) {
-                QUEEN_TRY(flush());
-            }
-        }
-    }
-    if (!items.empty()) {
-        QUEEN_TRY(flush());
-    }
-    Report report;
-    report.latency_of = "pop + transaction (ack and push)";
-    run.progress.phase.store("run");
-    const CpuWindow cpu(run.options);
-    const std::int64_t start_ns = run.clock.monotonic_ns();
-    report.latency_ns = run_agents(
-        run, run.options.consumers, [&run, deadline_ns](std::int64_t worker, Lane& lane) {
-            return std::make_unique<TransactionAgent>(run, lane, worker, deadline_ns);
-        });
-    report.elapsed_s = elapsed_s(start_ns, run.clock.monotonic_ns());
-    report.produced = run.progress.produced.load();
-    report.consumed = run.progress.consumed.load();
-    report.messages = report.consumed;
-    report.bytes = run.bytes_consumed.load();
-    const auto transactions = static_cast<double>(run.transactions.load());
-    report.metrics.push_back({"transactions", transactions});
-    report.metrics.push_back(
-        {"transactions_per_s", report.elapsed_s > 0 ? transactions / report.elapsed_s : 0.0});
     cpu.add_to(report);
     return report;
 }

@@ -1,0 +1,282 @@
+// bench/src/transaction.cpp — the transaction workload: workers that pop a batch and finish it
+// in one transaction (ack + push, or the four-step worker), or in four requests.
+#include <string>
+#include <variant>
+
+#include "run.hpp"
+
+namespace queen::bench::detail {
+namespace {
+
+/// One transaction worker on its own partition: pop a batch, then ack it and push the next batch
+/// in one transaction. Pipelined (options.is_pipelined), the pop of the next batch goes with the
+/// transaction, right behind it on the connection: the server handles them in that order, so the
+/// pop finds the batch the transaction pushed, and a loop is one round trip instead of two.
+class TransactionAgent final : public Agent {
+public:
+    TransactionAgent(Run& run, Lane& lane, std::int64_t worker, std::int64_t deadline_ns)
+        : run_(run), lane_(lane), deadline_ns_(deadline_ns) {
+        pop_.queue = run.options.queue;
+        pop_.partition = "t" + std::to_string(worker);
+        pop_.batch = run.options.batch;
+        pop_.is_wait = true;
+        pop_.timeout_ms = run.options.pop_wait_ms;
+        const queen::Status built = client::build_pop(pop_, run.pop_wait_margin_ms, pop_request_);
+        QUEEN_ASSERT(built.has_value(), "validated options build a pop");
+    }
+
+    Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t&) override {
+        if (is_commit_due_ && run_.options.steps == Steps::four_requests) {
+            build_step(request);
+            return Next::send;
+        }
+        if (is_commit_due_) {
+            const queen::Status built =
+                client::build_transaction(transaction_, false, lane_.ids, request);
+            QUEEN_ASSERT(built.has_value(), "a popped batch builds a transaction");
+            is_pop_following_ = run_.options.is_pipelined && is_pop_wanted(now_ns);
+            if (is_pop_following_) {
+                pop_start_ns_ = now_ns;
+            }
+            return Next::send;
+        }
+        if (!is_pop_wanted(now_ns)) {
+            return Next::stop;
+        }
+        pop_start_ns_ = now_ns;
+        request = pop_request_;  // assignments keep the target's storage
+        return Next::send;
+    }
+
+    bool follow(client::OwnedRequest& follow) override {
+        if (!is_pop_following_) {
+            return false;
+        }
+        follow = pop_request_;
+        return true;
+    }
+
+    void complete(std::int64_t now_ns, const queen::Status& status,
+                  const client::HttpRequest& request,
+                  const client::HttpResponse& response) override {
+        if (is_commit_due_ && run_.options.steps == Steps::four_requests) {
+            if (const queen::Status read =
+                    read_answer(status, [&] { return read_step(request, response); });
+                !read) {
+                is_commit_due_ = false;
+                step_ = 0;
+                run_.count_error(failure("step", read));
+                return;
+            }
+            if (++step_ < 4) {
+                return;  // the next request of the loop
+            }
+            step_ = 0;
+        }
+        if (is_commit_due_) {
+            is_commit_due_ = false;
+            run_.record_latency(lane_.latency, now_ns - loop_start_ns_);
+            if (run_.options.steps == Steps::four_requests) {
+                run_.transactions.fetch_add(1, relaxed);
+                run_.bytes_consumed.fetch_add(bytes_, relaxed);
+                run_.progress.consumed.fetch_add(moved_, relaxed);
+                run_.progress.produced.fetch_add(moved_, relaxed);
+                return;
+            }
+            if (const queen::Status read = read_answer(
+                    status,
+                    [&] { return client::read_transaction_answer(request, response, committed_); });
+                !read) {
+                run_.count_error(failure("transaction", read));
+                return;
+            }
+            run_.transactions.fetch_add(1, relaxed);
+            run_.bytes_consumed.fetch_add(bytes_, relaxed);
+            run_.progress.consumed.fetch_add(moved_, relaxed);
+            run_.progress.produced.fetch_add(moved_, relaxed);
+            return;
+        }
+        if (const queen::Status read = read_answer(
+                status, [&] { return client::read_pop_answer(request, response, pop_, popped_); });
+            !read) {
+            run_.count_error(failure("pop", read));
+            return;
+        }
+        if (popped_.messages.empty()) {
+            run_.empty_pops.fetch_add(1, relaxed);
+            return;  // a lease still held (a failed commit): it comes back after its expiry
+        }
+        loop_start_ns_ = pop_start_ns_;
+        // Claiming after the pop (not before) keeps the count exact however many workers run:
+        // exactly `target` transactions are attempted, and an empty pop claims nothing.
+        if (run_.target != 0 && run_.transactions_claimed.fetch_add(1, relaxed) >= run_.target) {
+            is_claim_refused_ = true;  // the popped batch stays leased, as a crashed worker's would
+            return;
+        }
+        // The acks of the batch, then one push of as many new messages. Assignments into the
+        // reused operations keep their strings' storage while the batch size stays the same.
+        const std::size_t count = popped_.messages.size();
+        auto& operations = transaction_.operations;
+        operations.resize(count + 1);
+        if (!std::holds_alternative<client::TransactionPush>(operations[count])) {
+            operations[count].emplace<client::TransactionPush>();
+        }
+        auto& items = std::get<client::TransactionPush>(operations[count]).items;
+        items.resize(count);
+        bytes_ = 0;
+        for (std::size_t m = 0; m < count; ++m) {
+            if (!std::holds_alternative<Ack>(operations[m])) {
+                operations[m].emplace<Ack>();
+            }
+            assign_ack(popped_.messages[m], std::get<Ack>(operations[m]));
+            PushItem& item = items[m];
+            item.queue = run_.options.queue;
+            item.partition = pop_.partition;
+            write_payload(item.payload_json, run_.next_sequence.fetch_add(1, relaxed),
+                          loop_start_ns_, run_.options.size_bytes);
+            item.transaction_id.clear();  // generated by lane_.ids when the body is built
+            bytes_ += item.payload_json.size();
+        }
+        if (run_.options.steps != Steps::ack_push) {
+            // The worker's state (a key per worker) and its reminder (one timer per worker,
+            // moved a minute out by every loop: it never fires during a run).
+            auto& kv = operations.emplace_back().emplace<client::KvSet>();
+            kv.bucket = "bench";
+            kv.key = pop_.partition;
+            kv.value_json = "{\"seq\":" + std::to_string(run_.next_sequence.load(relaxed)) + "}";
+            auto& timer = operations.emplace_back().emplace<client::TimerSet>();
+            timer.id = "bench-" + pop_.partition;
+            timer.queue = run_.options.queue + "-reminders";
+            timer.payload_json = "{}";
+            timer.delay_ms = 60'000;
+            timer.is_replace = true;
+        }
+        moved_ = count;
+        is_commit_due_ = true;
+    }
+
+private:
+    /// four_requests: request `step_` of the loop (ack, kv.set, push, timer.set), each alone.
+    void build_step(client::OwnedRequest& request) {
+        const auto& operations = transaction_.operations;
+        const std::size_t count = moved_;
+        single_.operations.resize(1);
+        switch (step_) {
+            case 0:
+                client::build_ack_batch(popped_.messages, client::AckStatus::completed,
+                                        run_.options.consumer_group, request);
+                break;
+            case 1: single_.operations[0] = operations[count + 1]; break;  // kv.set
+            case 2: {
+                const auto& items = std::get<client::TransactionPush>(operations[count]).items;
+                const queen::Status built = client::build_push(items, false, lane_.ids, request);
+                QUEEN_ASSERT(built.has_value(), "a popped batch builds a push");
+                break;
+            }
+            default: single_.operations[0] = operations[count + 2]; break;  // timer.set
+        }
+        if (step_ == 1 || step_ == 3) {
+            const queen::Status built =
+                client::build_transaction(single_, false, lane_.ids, request);
+            QUEEN_ASSERT(built.has_value(), "one operation builds a transaction");
+        }
+    }
+
+    queen::Status read_step(const client::HttpRequest& request,
+                            const client::HttpResponse& response) {
+        switch (step_) {
+            case 0: return client::read_ack_batch_answer(request, response, moved_, acked_);
+            case 2: return client::read_push_answer(request, response, moved_, pushed_);
+            default: return client::read_transaction_answer(request, response, committed_);
+        }
+    }
+
+    /// Whether another batch should be popped: not stopping, before the deadline and the count.
+    bool is_pop_wanted(std::int64_t now_ns) const {
+        if (is_claim_refused_ || run_.is_stopping() || now_ns >= deadline_ns_) {
+            return false;
+        }
+        return run_.target == 0 || run_.transactions_claimed.load(relaxed) < run_.target;
+    }
+
+    Run& run_;
+    Lane& lane_;
+    std::int64_t deadline_ns_;
+    PopRequest pop_;
+    client::OwnedRequest pop_request_;  // built once: every pop of this agent is the same
+    client::PopResult popped_;
+    client::TransactionRequest transaction_;
+    client::TransactionResult committed_;
+    client::TransactionRequest single_;       // four_requests: a one-operation transaction
+    std::vector<client::AckResult> acked_;    // four_requests: the ack's answer
+    std::vector<client::PushResult> pushed_;  // four_requests: the push's answer
+    std::size_t step_ = 0;                    // four_requests: the request of the loop
+    bool is_commit_due_ = false;              // popped a batch; its transaction goes next
+    bool is_pop_following_ = false;   // the transaction being sent carries the next pop behind it
+    bool is_claim_refused_ = false;   // the count was reached: stop
+    std::int64_t pop_start_ns_ = 0;   // when the last pop was sent
+    std::int64_t loop_start_ns_ = 0;  // when the pop of the batch in hand was sent
+    std::uint64_t bytes_ = 0;
+    std::uint64_t moved_ = 0;
+};
+
+}  // namespace
+
+queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
+    // Seed each worker's partition with one batch; the loop then keeps it at one batch.
+    // Pushes of up to seed_push_items_max items keep the request small with many workers.
+    constexpr std::size_t seed_push_items_max = 1'000;
+    run.progress.phase.store("fill");
+    std::vector<PushItem> items;
+    const auto flush = [&run, &items]() -> queen::Result<void> {
+        auto pushed = run.client.push(items);
+        if (!pushed) {
+            return pushed.error();
+        }
+        for (const client::PushResult& result : *pushed) {
+            if (result.status != PushStatus::queued) {
+                return queen::Error{queen::Errc::invalid_argument,
+                                    "transaction seed push: " + result.error};
+            }
+        }
+        items.clear();
+        return {};
+    };
+    for (std::int64_t worker = 0; worker < run.options.consumers; ++worker) {
+        for (std::int64_t i = 0; i < run.options.batch; ++i) {
+            PushItem& item = items.emplace_back();
+            item.queue = run.options.queue;
+            item.partition = "t" + std::to_string(worker);
+            item.payload_json = make_payload(run.next_sequence.fetch_add(1, relaxed),
+                                             run.clock.monotonic_ns(), run.options.size_bytes);
+            if (items.size() == seed_push_items_max) {
+                QUEEN_TRY(flush());
+            }
+        }
+    }
+    if (!items.empty()) {
+        QUEEN_TRY(flush());
+    }
+    Report report;
+    report.latency_of = "pop + transaction (ack and push)";
+    run.progress.phase.store("run");
+    const CpuWindow cpu(run.options);
+    const std::int64_t start_ns = run.clock.monotonic_ns();
+    report.latency_ns = run_agents(
+        run, run.options.consumers, [&run, deadline_ns](std::int64_t worker, Lane& lane) {
+            return std::make_unique<TransactionAgent>(run, lane, worker, deadline_ns);
+        });
+    report.elapsed_s = elapsed_s(start_ns, run.clock.monotonic_ns());
+    report.produced = run.progress.produced.load();
+    report.consumed = run.progress.consumed.load();
+    report.messages = report.consumed;
+    report.bytes = run.bytes_consumed.load();
+    const auto transactions = static_cast<double>(run.transactions.load());
+    report.metrics.push_back({"transactions", transactions});
+    report.metrics.push_back(
+        {"transactions_per_s", report.elapsed_s > 0 ? transactions / report.elapsed_s : 0.0});
+    cpu.add_to(report);
+    return report;
+}
+
+}  // namespace queen::bench::detail
