@@ -87,6 +87,14 @@ struct PopWait {
                                               engine::TransactionOp::Kind kind,
                                               const ApiOptions& options,
                                               engine::TransactionOp& out);
+/// A required string member of `object`: 1..max bytes without NUL. Errors: "<name> is
+/// required", "must be a string", "must not be empty", "is longer than N bytes", "must not
+/// contain NUL characters".
+[[nodiscard]] Result<std::string> required_string(const nlohmann::json& object,
+                                                  std::string_view name, std::size_t max);
+/// A required fencing token member "token": an integer >= 1. Errors: "token is required", the
+/// integer_field words.
+[[nodiscard]] Result<FencingToken> required_token(const nlohmann::json& object);
 /// Reads {"name": ..., "token": ...} (a guard, a lock release).
 [[nodiscard]] Result<locks::Guard> parse_lock_grant(const nlohmann::json& object);
 /// Reads the delay of a pushed message: "delayMs" (from the entry's time) or "visibleAt" (an

@@ -21,28 +21,6 @@ Error bad(std::string message) {
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
-/// A required string member, 1..max bytes.
-Result<std::string> required_string(const json& object, std::string_view name, std::size_t max) {
-    const auto it = object.find(name);
-    if (it == object.end() || it->is_null()) {
-        return bad(std::string(name) + " is required");
-    }
-    if (!it->is_string()) {
-        return bad(std::string(name) + " must be a string");
-    }
-    std::string value = it->get<std::string>();
-    if (value.empty()) {
-        return bad(std::string(name) + " must not be empty");
-    }
-    if (value.size() > max) {
-        return bad(std::string(name) + " is longer than " + std::to_string(max) + " bytes");
-    }
-    if (value.find('\0') != std::string::npos) {
-        return bad(std::string(name) + " must not contain NUL characters");
-    }
-    return value;
-}
-
 /// A time member: epoch milliseconds (integer) or an ISO 8601 text. Absent or null -> 0.
 Result<TimestampMs> time_field(const json& object, std::string_view name) {
     const auto it = object.find(name);
@@ -162,6 +140,36 @@ constexpr std::pair<std::string_view, Kind> operation_types[] = {
 
 }  // namespace
 
+Result<std::string> required_string(const nlohmann::json& object, std::string_view name,
+                                    std::size_t max) {
+    const auto it = object.find(name);
+    if (it == object.end() || it->is_null()) {
+        return bad(std::string(name) + " is required");
+    }
+    if (!it->is_string()) {
+        return bad(std::string(name) + " must be a string");
+    }
+    std::string value = it->get<std::string>();
+    if (value.empty()) {
+        return bad(std::string(name) + " must not be empty");
+    }
+    if (value.size() > max) {
+        return bad(std::string(name) + " is longer than " + std::to_string(max) + " bytes");
+    }
+    if (value.find('\0') != std::string::npos) {
+        return bad(std::string(name) + " must not contain NUL characters");
+    }
+    return value;
+}
+
+Result<FencingToken> required_token(const nlohmann::json& object) {
+    if (!object.contains("token") || object["token"].is_null()) {
+        return bad("token is required");
+    }
+    QUEEN_TRY(const std::int64_t token, integer_field(object, "token", 0, 1, int64_max));
+    return FencingToken{static_cast<std::uint64_t>(token)};
+}
+
 std::optional<Kind> extended_operation_kind(std::string_view type) noexcept {
     for (const auto& [name, kind] : operation_types) {
         if (name == type && kind != Kind::push && kind != Kind::ack) {
@@ -211,11 +219,7 @@ Result<locks::Guard> parse_lock_grant(const nlohmann::json& object) {
     }
     locks::Guard out;
     QUEEN_TRY(out.name, required_string(object, "name", locks::Options{}.name_bytes_max));
-    if (!object.contains("token")) {
-        return bad("token is required");
-    }
-    QUEEN_TRY(auto token, integer_field(object, "token", 0, 1, int64_max));
-    out.token = FencingToken{static_cast<std::uint64_t>(token)};
+    QUEEN_TRY(out.token, required_token(object));
     return out;
 }
 

@@ -62,36 +62,6 @@ Status only_fields(const json& body, std::initializer_list<std::string_view> nam
     return {};
 }
 
-/// A required string member, 1..max bytes without NUL.
-Result<std::string> required_string(const json& object, std::string_view name, std::size_t max) {
-    const auto it = object.find(name);
-    if (it == object.end() || it->is_null()) {
-        return bad(std::string(name) + " is required");
-    }
-    if (!it->is_string()) {
-        return bad(std::string(name) + " must be a string");
-    }
-    std::string value = it->get<std::string>();
-    if (value.empty()) {
-        return bad(std::string(name) + " must not be empty");
-    }
-    if (value.size() > max) {
-        return bad(std::string(name) + " is longer than " + std::to_string(max) + " bytes");
-    }
-    if (value.find('\0') != std::string::npos) {
-        return bad(std::string(name) + " must not contain NUL characters");
-    }
-    return value;
-}
-
-Result<FencingToken> required_token(const json& body) {
-    if (!body.contains("token") || body["token"].is_null()) {
-        return bad("token is required");
-    }
-    QUEEN_TRY(const std::int64_t token, integer_field(body, "token", 0, 1, int64_max));
-    return FencingToken{static_cast<std::uint64_t>(token)};
-}
-
 Result<std::int64_t> lock_ttl(const json& body) {
     return integer_field(body, "ttlMs", engine::LockCommand{}.ttl_ms, lock_limits().ttl_ms_min,
                          lock_limits().ttl_ms_max);
