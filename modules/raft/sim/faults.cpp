@@ -239,7 +239,7 @@ void Simulation::change_membership() {
           << (proposed.has_value() ? " proposed" : " refused");
     });
     if (proposed.has_value() && change.type == ConfChangeType::remove_node) {
-        removing_.insert(change.node_id);
+        removing_[change.node_id] = proposed.value();
     }
     pump(l);
     after_event(l);
@@ -250,12 +250,18 @@ void Simulation::retire_removed() {
     if (!leader) {
         return;
     }
-    const ConfState conf = nodes_.at(*leader).raw->status().conf_state;
+    // The applied membership of whoever claims to lead: that may be a stale leader which never
+    // saw the node join. Only a node that applied up to the removal's index has applied the join
+    // (committed before the removal was proposed), so only then does "not a member" mean that a
+    // removal was committed and the node may be shut down.
+    const NodeStatus status = nodes_.at(*leader).raw->status();
+    const ConfState& conf = status.conf_state;
     for (auto it = removing_.begin(); it != removing_.end();) {
-        const bool member = std::binary_search(conf.voters.begin(), conf.voters.end(), *it) ||
-                            std::binary_search(conf.learners.begin(), conf.learners.end(), *it);
-        if (!member) {
-            SimNode& n = nodes_.at(*it);
+        const NodeId id = it->first;
+        const bool member = std::binary_search(conf.voters.begin(), conf.voters.end(), id) ||
+                            std::binary_search(conf.learners.begin(), conf.learners.end(), id);
+        if (!member && status.applied >= it->second) {
+            SimNode& n = nodes_.at(id);
             trace([&](std::ostream& o) { o << "retire " << n.id; });
             n.is_retired = true;
             n.raw.reset();

@@ -241,7 +241,8 @@ private:
     std::map<std::uint64_t, Client> clients_;
     std::set<std::pair<NodeId, NodeId>> blocked_;
     std::uint64_t next_node_id_ = 0;
-    std::set<NodeId> removing_;
+    /// Nodes whose removal was proposed, with the index of the proposal.
+    std::map<NodeId, LogIndex> removing_;
     bool is_healing_ = false;
     std::vector<std::tuple<Micros, NodeId, bool>> crash_plan_;
     std::vector<std::tuple<Micros, NodeId, bool>> pending_crashes_;
