@@ -255,8 +255,12 @@ std::string format_transaction(const engine::TransactionResult& result,
                 .field("reason", transaction_failure_name(result.failure));
         }
     }
+    // Queen v1: on failure, the results of the operations before the failing one.
+    const std::size_t listed = result.success
+                                   ? result.results.size()
+                                   : std::min<std::size_t>(result.results.size(), result.failed_op);
     out.key("results").begin_array();
-    for (std::size_t i = 0; i < result.results.size(); ++i) {
+    for (std::size_t i = 0; i < listed; ++i) {
         const engine::TransactionOpResult& op = result.results[i];
         out.begin_object().field("index", i).field("type", operation_type_name(op.kind));
         out.field("success", op.success);

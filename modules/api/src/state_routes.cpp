@@ -130,30 +130,14 @@ std::string etag(std::uint64_t version) {
     return "\"" + std::to_string(version) + "\"";
 }
 
-/// 409 {"error", "currentVersion"} for a KV write whose version did not match. The transaction
-/// result does not carry the key's version (engine::TransactionResult keeps no result for the
-/// operation that failed), so it is read once the state holds the refused entry: the version
-/// there is the one that refused the write, or a later one.
-void answer_kv_conflict(const ContextPtr& context, const std::string& tenant,
-                        const Responder& responder, std::string bucket, std::string key,
-                        std::string error) {
-    when_readable(context, tenant, responder, [=] {
-        const TimestampMs now = wall_now(*context);
-        auto current =
-            read_txn(*context, tenant, [&](const engine::Engine& engine, const store::Txn& txn) {
-                return kv::get(engine.kv_tables(), txn, bucket, key, now);
-            });
-        if (!current) {
-            responder.complete(error_response(*context, current.error(), tenant));
-            return;
-        }
-        JsonWriter out;
-        out.begin_object()
-            .field("error", error)
-            .field("currentVersion", current->has_value() ? (*current)->version : 0)
-            .end_object();
-        responder.complete(counted_json(*context, 409, out.take()));
-    });
+/// 409 {"error", "currentVersion"} for a KV write whose version did not match: the version
+/// the key had when the entry was applied (the failing operation's result).
+http::Response kv_conflict(Context& context, const engine::TransactionResult& result) {
+    const std::uint64_t current =
+        result.results.size() > result.failed_op ? result.results[result.failed_op].version : 0;
+    JsonWriter out;
+    out.begin_object().field("error", result.error).field("currentVersion", current).end_object();
+    return counted_json(context, 409, out.take());
 }
 
 /// PUT and DELETE: one kv.set or kv.delete.
@@ -165,10 +149,10 @@ void submit_kv_write(const ContextPtr& context, const std::string& tenant,
     std::string key = op.kv.key;
     submit_then<engine::TransactionResult>(
         context, tenant, std::move(transaction), responder,
-        [context, tenant, responder, is_set, bucket = std::move(bucket),
+        [context, responder, is_set, bucket = std::move(bucket),
          key = std::move(key)](engine::TransactionResult& result) {
             if (result.failure == engine::TransactionFailure::conflict) {
-                answer_kv_conflict(context, tenant, responder, bucket, key, result.error);
+                responder.complete(kv_conflict(*context, result));
                 return;
             }
             if (!result.success) {

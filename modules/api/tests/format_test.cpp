@@ -251,6 +251,9 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
         }
         expected["results"] = Json::array();
         const auto count = rng.below(5);
+        if (!result.success) {
+            result.failed_op = static_cast<std::uint32_t>(rng.below(count + 1));
+        }
         for (std::uint64_t i = 0; i < count; ++i) {
             engine::TransactionOpResult& op = result.results.emplace_back();
             op.kind = rng.chance(0.5) ? engine::TransactionOp::Kind::push
@@ -284,7 +287,11 @@ TEST_CASE("api: transaction answers equal an independent rendering", "[api][form
                 e["error"] = string_or_null(op.error);
                 e["dlq"] = op.dlq;
             }
-            expected["results"].push_back(std::move(e));
+            // A refused transaction lists the operations before the failing one (Queen v1);
+            // the engine's result also holds the failing one's, which the answer leaves out.
+            if (result.success || i < result.failed_op) {
+                expected["results"].push_back(std::move(e));
+            }
         }
         REQUIRE(format_transaction(result, uuid) == expected.dump());
     }

@@ -320,6 +320,7 @@ Result<TransactionResult> apply_transaction(Machines& m, store::WriteTxn& txn,
             result.failure = ran->failure;
             result.failed_op = static_cast<std::uint32_t>(i);
             result.error = std::move(ran->message);
+            result.results.push_back(std::move(one));  // the failing one last: its version
             return result;
         }
         result.results.push_back(std::move(one));

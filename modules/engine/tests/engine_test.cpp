@@ -388,7 +388,9 @@ TEST_CASE("engine: a failing transaction rolls back only its own entry in a batc
     REQUIRE(std::get<PushResult>(results[0]).items[0].status == PushStatus::queued);
     const auto& failed = std::get<TransactionResult>(results[1]);
     REQUIRE_FALSE(failed.success);
-    REQUIRE(failed.results.size() == 1);  // the push ran before the failing ack
+    REQUIRE(failed.failed_op == 1);
+    REQUIRE(failed.results.size() == 2);  // the push ran before the failing ack, then the ack
+    REQUIRE_FALSE(failed.results[1].success);
     REQUIRE(std::get<PushResult>(results[2]).items[0].status == PushStatus::queued);
     REQUIRE(engine.applied_index() == LogIndex{3});
     auto queues = engine

@@ -124,7 +124,10 @@ struct TransactionResult {
     TransactionFailure failure = TransactionFailure::none;
     std::uint32_t failed_op = 0;  ///< when !success: the index of the failing operation
     std::string error;            ///< why the transaction was rolled back
-    std::vector<TransactionOpResult> results;  ///< on failure: the operations before the failure
+    /// One per operation. On failure: the operations before the failure as they would have
+    /// been, then the failing one's (success false; a KV version conflict's `version` is the
+    /// key's version at that point, 0 = absent). A refusal for bad input has none.
+    std::vector<TransactionOpResult> results;
 };
 
 /// POST /api/v1/locks/:name/acquire and /renew (release is a transaction operation).
