@@ -3,12 +3,17 @@
 
 #include <pthread.h>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
+
+#include "queen/core/json_scan.hpp"
 
 namespace examples {
 
@@ -52,6 +57,52 @@ inline long number_flag(const std::map<std::string, std::string>& flags, const s
         std::exit(2);
     }
     return value;
+}
+
+/// Member `name` of the JSON object `object` (payloads and stored values come from the SDK as
+/// JSON text; the scanner the SDK reads its answers with reads them): a string decoded, any
+/// other value as its JSON text, "" when absent or when `object` is not an object.
+inline std::string json_member(std::string_view object, std::string_view name) {
+    std::string found;
+    queen::json::for_each_member(object, [&](std::string_view key, std::string_view raw) {
+        if (key != name) {
+            return true;
+        }
+        found = queen::json::raw_to_text(raw);
+        return false;  // found: stop the walk
+    });
+    return found;
+}
+
+/// An integer member of a JSON object, or `fallback` when it is absent or not an integer.
+inline std::int64_t json_integer(std::string_view object, std::string_view name,
+                                 std::int64_t fallback = 0) {
+    const std::string text = json_member(object, name);
+    char* end = nullptr;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    return text.empty() || *end != '\0' ? fallback : value;
+}
+
+/// Microseconds since the epoch of a time as the API writes it ("2026-12-03T10:00:01.067Z",
+/// messages' createdAt with six fraction digits), or -1 when `text` is not one.
+inline std::int64_t iso_to_us(const std::string& text) {
+    std::tm parts{};
+    int consumed = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &parts.tm_year, &parts.tm_mon,
+                    &parts.tm_mday, &parts.tm_hour, &parts.tm_min, &parts.tm_sec, &consumed) != 6) {
+        return -1;
+    }
+    parts.tm_year -= 1900;
+    parts.tm_mon -= 1;
+    std::int64_t fraction_us = 0;
+    std::size_t at = static_cast<std::size_t>(consumed);
+    if (at < text.size() && text[at] == '.') {
+        std::int64_t scale = 100'000;
+        for (++at; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at, scale /= 10) {
+            fraction_us += (text[at] - '0') * scale;
+        }
+    }
+    return static_cast<std::int64_t>(timegm(&parts)) * 1'000'000 + fraction_us;
 }
 
 /// Blocks SIGINT/SIGTERM in every thread and runs `on_signal` on a helper thread when one
