@@ -74,11 +74,10 @@ public:
         if (op.guard) {
             QUEEN_TRY(auto guard, m_.locks.check(txn_, *op.guard, now_));
             if (guard.status != locks::Status::ok) {
+                // locks::check says which token and why ("token 2 is not the current grant
+                // (current token 5)"); the guard names the lock.
                 return refuse(failure_of(guard.status),
-                              "lock guard " + in_quotes(op.guard->name) + " token " +
-                                  std::to_string(op.guard->token.value()) +
-                                  " is not the current grant" +
-                                  (guard.message.empty() ? "" : ": " + guard.message));
+                              "lock guard " + in_quotes(op.guard->name) + ": " + guard.message);
             }
         }
         switch (op.kind) {
