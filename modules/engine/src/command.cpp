@@ -1,5 +1,5 @@
-// engine/src/command.cpp — the field-by-field codec of commands and results (format version 3;
-// versions 1 and 2 still decode). One `fields()` function per struct is shared by the writer and
+// engine/src/command.cpp — the field-by-field codec of commands and results (format version 4;
+// versions 1 to 3 still decode). One `fields()` function per struct is shared by the writer and
 // the reader, so the encoder and the decoder cannot drift apart; a field added by version N is
 // visited only when format_of<visitor> says the bytes have it.
 #include "queen/engine/command.hpp"
@@ -14,13 +14,15 @@ namespace {
 
 using namespace queen::queues;
 
-// Version 1 bytes decode through codec::Reader<FieldsV1>, version 2 through Reader<FieldsV2>.
-static_assert(command_format_version == 3 && result_format_version == 3,
+// Version 1 bytes decode through codec::Reader<FieldsV1>, version 2 through Reader<FieldsV2>,
+// version 3 through Reader<FieldsV3>.
+static_assert(command_format_version == 4 && result_format_version == 4,
               "a new format version needs its own reader and format_of value");
 
 struct FieldsV1;
 struct FieldsV2;
-/// The format version a visitor writes or reads: the legacy readers read versions 1 and 2,
+struct FieldsV3;
+/// The format version a visitor writes or reads: the legacy readers read versions 1 to 3,
 /// every other visitor the current version.
 template <class A>
 constexpr std::uint8_t format_of = command_format_version;
@@ -28,6 +30,8 @@ template <>
 constexpr std::uint8_t format_of<codec::Reader<FieldsV1>> = legacy_format_version;
 template <>
 constexpr std::uint8_t format_of<codec::Reader<FieldsV2>> = 2;
+template <>
+constexpr std::uint8_t format_of<codec::Reader<FieldsV3>> = 3;
 
 template <class A>
 void fields(A& a, QueueOptions& v) {
@@ -144,6 +148,9 @@ void fields(A& a, TransactionOp& v) {
 template <class A>
 void fields(A& a, Transaction& v) {
     a(v.ops);
+    if constexpr (format_of<A> >= 4) {
+        a(v.next);
+    }
 }
 template <class A>
 void fields(A& a, LockCommand& v) {
@@ -323,6 +330,9 @@ void fields(A& a, TransactionResult& v) {
         a.enumeration(v.failure, TransactionFailure::invalid);
         a(v.failed_op);
     }
+    if constexpr (format_of<A> >= 4) {
+        a(v.next);
+    }
 }
 template <class A>
 void fields(A& a, locks::Grant& v) {
@@ -428,13 +438,21 @@ struct FieldsV2 {
         fields(a, value);
     }
 };
+/// And for format version 3.
+struct FieldsV3 {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
+};
 using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
 using ReaderV1 = codec::Reader<FieldsV1>;
 using ReaderV2 = codec::Reader<FieldsV2>;
+using ReaderV3 = codec::Reader<FieldsV3>;
 static_assert(format_of<Reader> == command_format_version && format_of<ReaderV1> == 1 &&
-              format_of<ReaderV2> == 2);
+              format_of<ReaderV2> == 2 && format_of<ReaderV3> == 3);
 
 /// Whether `version` (a command's or a result's first byte) is one this file decodes.
 bool is_known_version(std::uint8_t version) {
@@ -623,6 +641,9 @@ Result<void> decode_command_with(ByteSpan bytes, Command& out) {
         for (TransactionOp& op : transaction->ops) {
             reset_unselected(op, format_of<R>);
         }
+        if constexpr (format_of<R> < 4) {
+            transaction->next.reset();  // not in these bytes: nothing decoded before may stay
+        }
     }
     if (!in.ok() || !in.at_end()) {
         return decode_error("command", in.position());
@@ -645,6 +666,7 @@ Result<void> decode_command_into(ByteSpan bytes, Command& out) {
     switch (version) {
         case legacy_format_version: return decode_command_with<ReaderV1>(bytes, out);
         case 2: return decode_command_with<ReaderV2>(bytes, out);
+        case 3: return decode_command_with<ReaderV3>(bytes, out);
         default: return decode_command_with<Reader>(bytes, out);
     }
 }
@@ -697,6 +719,7 @@ Result<CommandResult> decode_result(ByteSpan bytes) {
     switch (version) {
         case legacy_format_version: return decode_result_with<ReaderV1>(bytes);
         case 2: return decode_result_with<ReaderV2>(bytes);
+        case 3: return decode_result_with<ReaderV3>(bytes);
         default: return decode_result_with<Reader>(bytes);
     }
 }
@@ -715,7 +738,8 @@ Bytes encode_timer_message(const queues::PushItem& item) {
 }
 
 Result<queues::PushItem> decode_timer_message(ByteSpan bytes) {
-    if (version_of(bytes) != command_format_version) {
+    // Timers came with version 3; a PushItem's fields are the same in every version since.
+    if (version_of(bytes) < 3 || version_of(bytes) > command_format_version) {
         return Error{queen::Errc::invalid_argument,
                      "timer message: unknown format version " + std::to_string(version_of(bytes))};
     }

@@ -108,6 +108,15 @@ public:
                 }
             }
         }
+        if (c.next.has_value()) {
+            if (c.next->queue.empty()) {
+                return "next: a queue is required";
+            }
+            if (c.next->group.empty()) {
+                return "next: consumerGroup must not be empty";
+            }
+            return check(*c.next);
+        }
         return {};
     }
     std::string check(const queues::DeleteQueue& c) const { return queue(c.queue); }

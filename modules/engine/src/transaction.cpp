@@ -334,6 +334,14 @@ Result<TransactionResult> apply_transaction(Machines& m, store::WriteTxn& txn,
             }
         }
     }
+    if (command.next.has_value()) {
+        // After the operations, so it may pop what they pushed. Its names passed the engine's
+        // limits with the rest of the command: it cannot be refused now that they are applied.
+        QUEEN_TRY(result.next, m.queues.apply(txn, *command.next, now));
+        if (!m.ephemeral.empty()) {
+            QUEEN_TRY(touch_ephemeral(m, txn, command.next->queue, now));
+        }
+    }
     return result;
 }
 

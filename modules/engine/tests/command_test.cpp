@@ -145,6 +145,14 @@ CommandBody random_body(Rng& rng) {
             for (std::uint64_t i = rng.below(4); i > 0; --i) {
                 t.ops.push_back(random_op(rng));
             }
+            if (rng.below(2) == 1) {
+                queues::Pop next;
+                next.queue = random_text(rng);
+                next.has_partition = rng.below(2) == 1;
+                next.partition = random_text(rng);
+                next.batch = static_cast<std::uint32_t>(rng.below(1000));
+                t.next = next;
+            }
             return t;
         }
         case 6: return DeleteQueue{random_text(rng)};
@@ -342,6 +350,20 @@ TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
         CHECK(back.failed_op == 3);
         CHECK(back.results.at(2).version == 42);
         CHECK(back.results.at(2).due_at == TimestampMs{7});
+        CHECK_FALSE(back.next.has_value());
+    }
+    {
+        TransactionResult looped;
+        looped.success = true;
+        looped.next = PopResult{};
+        looped.next->queue = "jobs";
+        looped.next->lease = LeaseId{77};
+        looped.next->messages.emplace_back().transaction_id = "m1";
+        auto decoded = decode_result(encode_result(CommandResult{looped})).value();
+        const auto& back = std::get<TransactionResult>(decoded);
+        REQUIRE(back.next.has_value());
+        CHECK(back.next->lease == LeaseId{77});
+        CHECK(back.next->messages.at(0).transaction_id == "m1");
     }
     for (const CommandResult& result :
          {CommandResult{push}, CommandResult{pop}, CommandResult{tx}, CommandResult{seek},
@@ -453,6 +475,32 @@ TEST_CASE("engine: format version 1 commands and results still decode", "[engine
     REQUIRE_FALSE(decode_result(push_as_v2).has_value());
 }
 
+TEST_CASE("engine: format version 3 transactions decode without a next pop", "[engine][codec]") {
+    // Version 4 appended the optional next pop: a version 3 transaction is a version 4 one
+    // without its last byte (the absent optional's 0).
+    Transaction plain;
+    plain.ops.emplace_back().push.queue = "q";
+    Bytes v3 = encode_command(Command{1, 2, plain});
+    REQUIRE(v3.back() == 0);
+    v3.pop_back();
+    v3[0] = 3;
+    Transaction looped = plain;
+    looped.next = Pop{};
+    looped.next->queue = "jobs";
+    Command scratch;
+    REQUIRE(decode_command_into(encode_command(Command{1, 2, looped}), scratch).has_value());
+    REQUIRE(std::get<Transaction>(scratch.body).next.has_value());
+    // Decoded in place over a transaction that had one, nothing of it stays.
+    REQUIRE(decode_command_into(v3, scratch).has_value());
+    const Transaction& back = std::get<Transaction>(scratch.body);
+    CHECK_FALSE(back.next.has_value());
+    REQUIRE(back.ops.size() == 1);
+    CHECK(back.ops[0].push.queue == "q");
+    // Version 3 bytes with a trailing byte are refused.
+    v3.push_back(0);
+    CHECK_FALSE(decode_command(v3).has_value());
+}
+
 TEST_CASE("engine: malformed commands are rejected with the reason", "[engine][codec]") {
     REQUIRE_FALSE(decode_command({}).has_value());
     const Bytes wrong_version{9, 0, 0, 2, 0};
@@ -514,9 +562,10 @@ TEST_CASE("engine: the fuzzer seed corpus decodes", "[engine][codec]") {
     REQUIRE(legacy >= 10);  // the seeds written before version 2
 }
 
-// Writes the seeds of format version 3 (the one-call operations) into the corpus; run by hand
-// when the format changes: engine_tests "[.write-corpus]".
-TEST_CASE("engine: write the version 3 corpus seeds", "[.write-corpus]") {
+// Writes the seeds of format version 4 (a transaction with a next pop) into the corpus; run by
+// hand when the format changes: engine_tests "[.write-corpus]". The seeds of earlier versions
+// stay as they were written (transaction_v3.bin, lock.bin, due.bin: version 3).
+TEST_CASE("engine: write the version 4 corpus seeds", "[.write-corpus]") {
     const std::filesystem::path corpus = QUEEN_ENGINE_CORPUS_DIR;
     const auto write = [&](const std::string& name, const Bytes& bytes) {
         std::ofstream out(corpus / name, std::ios::binary);
@@ -525,32 +574,22 @@ TEST_CASE("engine: write the version 3 corpus seeds", "[.write-corpus]") {
     };
     using Kind = TransactionOp::Kind;
     Transaction t;
-    TransactionOp push;
-    push.push.queue = "q";
-    push.push.transaction_id = "t1";
-    push.push.payload = {'1'};
-    push.timer.delay_ms = 500;
-    t.ops.push_back(push);
+    TransactionOp ack;
+    ack.kind = Kind::ack;
+    ack.ack.partition = PartitionId{3};
+    ack.ack.transaction_id = "m1";
+    ack.ack.lease = LeaseId{12};
+    t.ops.push_back(ack);
     TransactionOp set;
     set.kind = Kind::kv_set;
-    set.kv = KvOp{"b", "k", {'2'}, 0, 1000};
-    set.guard = locks::Guard{"L", FencingToken{9}};
+    set.kv = KvOp{"b", "k", {'2'}, 7, 0};
     t.ops.push_back(set);
-    TransactionOp timer;
-    timer.kind = Kind::timer_set;
-    timer.timer = TimerOp{"tm", TimestampMs{0}, 60'000, 1'000, TimestampMs{0}, false};
-    timer.push = push.push;
-    t.ops.push_back(timer);
-    TransactionOp release;
-    release.kind = Kind::lock_release;
-    release.lock = locks::Guard{"L", FencingToken{9}};
-    t.ops.push_back(release);
-    write("transaction_v3.bin", encode_command(Command{1, 2, t}));
-    LockCommand lock;
-    lock.name = "L";
-    lock.owner = "worker-1";
-    write("lock.bin", encode_command(Command{0, 0, lock}));
-    write("due.bin", encode_command(Command{0, 0, Due{}}));
+    t.next = Pop{};
+    t.next->queue = "jobs";
+    t.next->has_partition = true;
+    t.next->partition = "p1";
+    t.next->batch = 10;
+    write("transaction_next_v4.bin", encode_command(Command{3, 4, t}));
 }
 
 TEST_CASE("engine: configure commands and results written before the option table decode",

@@ -108,7 +108,7 @@ struct Fixture {
         return std::get<R>(results->front());
     }
     TransactionResult transact(std::vector<TransactionOp> ops, std::int64_t now_ms = t0) {
-        return run<TransactionResult>(Transaction{std::move(ops)}, now_ms);
+        return run<TransactionResult>(Transaction{std::move(ops), std::nullopt}, now_ms);
     }
     LockResult acquire(const std::string& name, const std::string& owner, std::int64_t ttl_ms,
                        std::int64_t now_ms = t0) {
@@ -240,12 +240,76 @@ TEST_CASE("engine transaction: the four-step worker is one entry; the reminder f
     CHECK(f.due(t0 + 10 + 120'000).timers_fired == 0);
 }
 
+TEST_CASE("engine transaction: next pops in the same entry once the operations committed",
+          "[engine][transaction][one-call]") {
+    Fixture f;
+    REQUIRE(f.transact({push_op("jobs", "j1", "1"), push_op("jobs", "j2", "2")}).success);
+    queues::Pop pop;
+    pop.queue = "jobs";
+    const auto first = f.run<queues::PopResult>(pop, t0);
+    REQUIRE(first.messages.size() == 1);
+    const auto ack_of = [](const queues::PopResult& popped) {
+        TransactionOp ack;
+        ack.kind = Kind::ack;
+        ack.ack.partition = popped.messages[0].id.partition;
+        ack.ack.transaction_id = popped.messages[0].transaction_id;
+        ack.ack.lease = popped.lease;
+        return ack;
+    };
+
+    SECTION("committed: the ack frees the partition and next takes the following message") {
+        Transaction loop{{ack_of(first), kv_op(Kind::kv_set, "progress", "jobs", "1")}, pop};
+        const auto done = f.run<TransactionResult>(loop, t0 + 10);
+        REQUIRE(done.success);
+        REQUIRE(done.next.has_value());
+        REQUIRE(done.next->messages.size() == 1);
+        CHECK(as_chars(done.next->messages[0].payload) == "2");
+        CHECK(done.next->lease != queues::LeaseId{0});
+        // The popped message is leased: a plain pop finds nothing; acking it with that lease
+        // (and popping next, on an empty queue) works, and next is then empty, not absent.
+        CHECK(f.run<queues::PopResult>(pop, t0 + 20).messages.empty());
+        const auto last = f.run<TransactionResult>(Transaction{{ack_of(*done.next)}, pop}, t0 + 30);
+        REQUIRE(last.success);
+        REQUIRE(last.next.has_value());
+        CHECK(last.next->messages.empty());
+    }
+    SECTION("refused: nothing is applied and nothing is popped") {
+        const auto before = dump_state(f.engine);
+        Transaction loop{{ack_of(first), failing_op()}, pop};
+        const auto refused = f.run<TransactionResult>(loop, t0 + 10);
+        REQUIRE_FALSE(refused.success);
+        CHECK_FALSE(refused.next.has_value());
+        auto after = dump_state(f.engine);
+        CHECK(after == before);
+    }
+    SECTION("next may pop what the operations pushed") {
+        Transaction loop{{ack_of(first), push_op("followups", "f1", "\"f\"")}, std::nullopt};
+        queues::Pop followups;
+        followups.queue = "followups";
+        loop.next = followups;
+        const auto done = f.run<TransactionResult>(loop, t0 + 10);
+        REQUIRE(done.success);
+        REQUIRE(done.next->messages.size() == 1);
+        CHECK(as_chars(done.next->messages[0].payload) == "\"f\"");
+    }
+    SECTION("a next with names over the limits refuses the whole command") {
+        queues::Pop bad = pop;
+        bad.group = std::string(1000, 'g');
+        const Command command{0, 0, Transaction{{ack_of(first)}, bad}};
+        auto results =
+            f.engine.apply_commands(std::span<const Command>(&command, 1), TimestampMs{t0 + 10});
+        REQUIRE(results.has_value());
+        REQUIRE(std::holds_alternative<ErrorResult>(results->front()));
+        CHECK(f.run<queues::PopResult>(pop, t0 + 20).messages.empty());  // still leased: not acked
+    }
+}
+
 TEST_CASE("engine transaction: a delayed push is invisible until due; Due reports its time",
           "[engine][transaction][timers]") {
     Fixture f;
     TransactionOp delayed = push_op("q", "d1", "\"later\"");
     delayed.timer.delay_ms = 1'000;
-    Transaction transaction{{delayed, push_op("q", "now1", "\"now\"")}};
+    Transaction transaction{{delayed, push_op("q", "now1", "\"now\"")}, std::nullopt};
     const Command command{0, 0, transaction};
     const Bytes bytes = encode_command(command);
     const Entry entry{f.engine.applied_index().next(), TimestampMs{t0}, bytes};

@@ -23,11 +23,11 @@ namespace queen::engine {
 /// version 2: a binary from before it reads such an entry as an unknown type (docs/engine.md).
 /// Version 3 added the transaction operations after push and ack (KV, timers, lock release),
 /// the delay of a push, operation guards, the fields of their results, and the command types lock,
-/// due and configure_ephemeral.
-inline constexpr std::uint8_t command_format_version = 3;
-inline constexpr std::uint8_t result_format_version = 3;
+/// due and configure_ephemeral. Version 4 added a transaction's `next` pop and its result.
+inline constexpr std::uint8_t command_format_version = 4;
+inline constexpr std::uint8_t result_format_version = 4;
 /// The oldest version the decoders still read (commands in logs written before version 2, and
-/// results in client dedupe records); they read version 2 too. What a later version added is
+/// results in client dedupe records); they read versions 2 and 3 too. What a later version added is
 /// left at its default (empty, 0).
 inline constexpr std::uint8_t legacy_format_version = 1;
 

@@ -82,8 +82,12 @@ struct TransactionOp {
 inline constexpr TransactionOp::Kind transaction_op_kind_max = TransactionOp::Kind::lock_release;
 
 /// POST /api/v1/transaction: every operation in order, in one entry; all or none.
+/// `next`: once every operation succeeded, the same entry pops this (a worker's ack-and-pop-next:
+/// its whole loop is one call); a refused transaction pops nothing. It never waits: an empty
+/// queue gives an empty PopResult.
 struct Transaction {
     std::vector<TransactionOp> ops;
+    std::optional<queues::Pop> next;
 };
 
 /// Why a transaction was refused (TransactionResult::failure).
@@ -128,6 +132,8 @@ struct TransactionResult {
     /// been, then the failing one's (success false; a KV version conflict's `version` is the
     /// key's version at that point, 0 = absent). A refusal for bad input has none.
     std::vector<TransactionOpResult> results;
+    /// Transaction::next's pop, when it was asked for and the transaction committed.
+    std::optional<queues::PopResult> next;
 };
 
 /// POST /api/v1/locks/:name/acquire and /renew (release is a transaction operation).
