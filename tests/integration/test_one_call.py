@@ -79,6 +79,60 @@ class OneCallTest(ServerTestCase):
         self.assertEqual(body["failedIndex"], 0)
         self.assertGreaterEqual(time.time() * 1000 - started, 1500)
 
+    def test_next_pops_the_following_message_in_the_same_call(self):
+        c = self.client
+        self.assertEqual(c.push("jobs", [{"n": i} for i in range(3)], partition="p").status, 201)
+        answer = c.pop("jobs", partition="p").json()
+        seen = []
+        # The worker's whole loop is one call: ack, state, next event, and the next message.
+        while answer["messages"]:
+            message = answer["messages"][0]
+            seen.append(message["data"]["n"])
+            r = c.post("/api/v1/transaction", {
+                "operations": [
+                    {"type": "ack", "transactionId": message["transactionId"],
+                     "partitionId": message["partitionId"], "leaseId": answer["leaseId"]},
+                    {"type": "kv.set", "bucket": "progress", "key": "jobs", "value": message["data"]["n"]},
+                    {"type": "push", "items": [{"queue": "done", "payload": message["data"]}]},
+                ],
+                "next": {"queue": "jobs", "partition": "p"},
+            })
+            self.assertEqual(r.status, 200, r)
+            self.assertTrue(r.json()["success"], r)
+            answer = r.json()["next"]
+            self.assertLessEqual(len(answer["messages"]), 1)
+        self.assertEqual(seen, [0, 1, 2])
+        self.assertEqual(answer["leaseId"], "")  # the last next found nothing and leased nothing
+        self.assertEqual(c.get("/api/v1/kv/progress/jobs").json()["value"], 2)
+        detail = c.get("/api/v1/resources/queues/jobs").json()["totals"]
+        self.assertEqual((detail["pending"], detail["processing"], detail["completed"]), (0, 0, 3))
+        self.assertEqual(c.get("/api/v1/resources/queues/done").json()["totals"]["pending"], 3)
+
+    def test_a_refused_call_pops_nothing_and_a_bad_next_changes_nothing(self):
+        c = self.client
+        self.assertEqual(c.push("jobs", [{"n": 0}, {"n": 1}], partition="p").status, 201)
+        answer = c.pop("jobs", partition="p").json()
+        message = answer["messages"][0]
+        ack = {"type": "ack", "transactionId": message["transactionId"],
+               "partitionId": message["partitionId"], "leaseId": answer["leaseId"]}
+        before = c.get("/api/v1/resources/queues/jobs").json()["totals"]
+        self.assertEqual((before["processing"], before["completed"]), (1, 0))
+        refused = c.post("/api/v1/transaction", {
+            "operations": [ack, {"type": "kv.check", "bucket": "b", "key": "k", "expectedVersion": 9}],
+            "next": {"queue": "jobs", "partition": "p"}})
+        self.assertEqual(refused.status, 409, refused)
+        self.assertNotIn("next", refused.json())
+        for bad in ({"queue": ""}, {"partition": "p"}, {"queue": "jobs", "batch": 0}, [], "jobs",
+                    {"queue": "jobs", "consumerGroup": 3}):
+            r = c.post("/api/v1/transaction", {"operations": [ack], "next": bad})
+            self.assertEqual(r.status, 400, (bad, r))
+            self.assertIn("next", r.json()["error"], (bad, r))
+        # Nothing of those happened: the first message is still ours to ack, the second waits.
+        self.assertEqual(c.get("/api/v1/resources/queues/jobs").json()["totals"], before)
+        done = c.post("/api/v1/transaction", {"operations": [ack], "next": {"queue": "jobs"}})
+        self.assertEqual(done.status, 200, done)
+        self.assertEqual([m["data"]["n"] for m in done.json()["next"]["messages"]], [1])
+
     def test_delayed_push_is_invisible_until_due(self):
         c = self.client
         r = transaction(c, [{"type": "push", "items": [

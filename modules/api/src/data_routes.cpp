@@ -232,38 +232,48 @@ void handle_transaction(Context& context, const ContextPtr& shared, Request& req
     if (!parsed_or_reply(context, command, responder, tenant)) {
         return;
     }
-    encrypt_then(
-        shared, tenant, responder, std::move(*command),
-        [&context, shared, tenant, responder](engine::Transaction transaction) mutable {
-            context.metrics.transactions.fetch_add(1, relaxed);
-            submit_and_reply<engine::TransactionResult>(
-                shared, tenant, std::move(transaction), std::move(responder),
-                [&context, uuid = random_uuid(context.random)](engine::TransactionResult& result) {
-                    if (result.success) {
-                        std::uint64_t pushed = 0;
-                        std::uint64_t acked = 0;
-                        for (const engine::TransactionOpResult& op : result.results) {
-                            if (op.kind == engine::TransactionOp::Kind::push) {
-                                pushed += op.timer_id.empty() ? 1 : 0;  // delayed: not yet
-                            } else if (op.kind == engine::TransactionOp::Kind::ack) {
-                                ++acked;
-                                if (op.dlq) {
-                                    context.metrics.dlq_messages.fetch_add(1, relaxed);
-                                }
-                            }
-                        }
-                        const std::int64_t now = context.backend.wall_ms();
-                        context.metrics.push_messages.fetch_add(pushed, relaxed);
-                        context.metrics.ack_messages.fetch_add(acked, relaxed);
-                        context.metrics.ingested.add(now, pushed);
-                        context.metrics.processed.add(now, acked);
-                    } else {
-                        context.metrics.transactions_failed.fetch_add(1, relaxed);
-                    }
-                    return Response::json(transaction_status(result),
-                                          format_transaction(result, uuid));
-                });
-        });
+    encrypt_then(shared, tenant, responder, std::move(*command),
+                 [&context, shared, tenant, responder](engine::Transaction transaction) mutable {
+                     context.metrics.transactions.fetch_add(1, relaxed);
+                     submit_and_reply<engine::TransactionResult>(
+                         shared, tenant, std::move(transaction), std::move(responder),
+                         [&context, tenant,
+                          uuid = random_uuid(context.random)](engine::TransactionResult& result) {
+                             if (result.success) {
+                                 std::uint64_t pushed = 0;
+                                 std::uint64_t acked = 0;
+                                 for (const engine::TransactionOpResult& op : result.results) {
+                                     if (op.kind == engine::TransactionOp::Kind::push) {
+                                         pushed += op.timer_id.empty() ? 1 : 0;  // delayed: not yet
+                                     } else if (op.kind == engine::TransactionOp::Kind::ack) {
+                                         ++acked;
+                                         if (op.dlq) {
+                                             context.metrics.dlq_messages.fetch_add(1, relaxed);
+                                         }
+                                     }
+                                 }
+                                 const std::int64_t now = context.backend.wall_ms();
+                                 context.metrics.push_messages.fetch_add(pushed, relaxed);
+                                 context.metrics.ack_messages.fetch_add(acked, relaxed);
+                                 context.metrics.ingested.add(now, pushed);
+                                 context.metrics.processed.add(now, acked);
+                             } else {
+                                 context.metrics.transactions_failed.fetch_add(1, relaxed);
+                             }
+                             std::string next;
+                             if (result.next.has_value()) {
+                                 context.metrics.pop_messages.fetch_add(
+                                     result.next->messages.size(), relaxed);
+                                 auto popped = format_pop(*result.next, context.cipher_or_null());
+                                 if (!popped) {
+                                     return error_response(context, popped.error(), tenant);
+                                 }
+                                 next = std::move(*popped);
+                             }
+                             return Response::json(transaction_status(result),
+                                                   format_transaction(result, uuid, next));
+                         });
+                 });
 }
 
 void handle_extend_lease(Context& context, const ContextPtr& shared, Request& request,

@@ -244,7 +244,7 @@ std::string format_ack(const queues::AckResult& result) {
 }
 
 std::string format_transaction(const engine::TransactionResult& result,
-                               std::string_view transaction_uuid) {
+                               std::string_view transaction_uuid, std::string_view next_pop) {
     using Kind = engine::TransactionOp::Kind;
     JsonWriter out(128 + 256 * result.results.size());
     out.begin_object().field("transactionId", transaction_uuid).field("success", result.success);
@@ -301,7 +301,11 @@ std::string format_transaction(const engine::TransactionResult& result,
         }
         out.end_object();
     }
-    out.end_array().end_object();
+    out.end_array();
+    if (!next_pop.empty()) {
+        out.key("next").raw(next_pop);
+    }
+    out.end_object();
     return out.take();
 }
 

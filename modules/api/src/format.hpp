@@ -67,9 +67,10 @@ void write_queue_option_fields(JsonWriter& out, const queues::QueueOptions& opti
 [[nodiscard]] std::string format_ack(const queues::AckResult& result);
 
 /// 200 body of POST /api/v1/transaction (docs/http-api.md, transaction); `transaction_uuid` names
-/// this call.
+/// this call; `next_pop`, when not empty, is the "next" member (format_pop of result.next).
 [[nodiscard]] std::string format_transaction(const engine::TransactionResult& result,
-                                             std::string_view transaction_uuid);
+                                             std::string_view transaction_uuid,
+                                             std::string_view next_pop = {});
 /// The status of a transaction's answer: 200 when it committed and when a push or ack failed
 /// (the Queen v1 answer, success false), 409 for a KV version or lock guard conflict, 400 for a
 /// limit.

@@ -184,6 +184,11 @@ Result<std::int64_t> query_integer(const http::Request& request, std::string_vie
     return value;
 }
 
+queues::SubscriptionMode subscription_mode_named(std::string_view mode) noexcept {
+    return mode == "new" || mode == "new-only" ? queues::SubscriptionMode::new_only
+                                               : queues::SubscriptionMode::all;
+}
+
 Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
                               const ApiOptions& options, PopWait& wait) {
     queues::Pop out;
@@ -234,8 +239,7 @@ Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
     if (const auto given = request.query_value("subscriptionMode"); given && !given->empty()) {
         mode = *given;
     }
-    out.subscription_mode = mode == "new" || mode == "new-only" ? queues::SubscriptionMode::new_only
-                                                                : queues::SubscriptionMode::all;
+    out.subscription_mode = subscription_mode_named(mode);
     if (const auto from = request.query_value("subscriptionFrom"); from && !from->empty()) {
         if (*from == "now") {
             out.subscription_from = queues::SubscriptionFrom::now;

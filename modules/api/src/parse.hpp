@@ -101,6 +101,13 @@ struct PopWait {
 /// ISO 8601 time or epoch milliseconds) into out.delay_ms / out.at.
 [[nodiscard]] Status parse_push_delay(const nlohmann::json& object, engine::TimerOp& out);
 
+/// A transaction's "next" (docs/transactions.md, next): {"queue", "partition", "consumerGroup",
+/// "batch"}; the pop the entry makes once its operations committed. Errors name "next".
+[[nodiscard]] Result<queues::Pop> parse_next_pop(const nlohmann::json& object,
+                                                 const ApiOptions& options);
+/// The subscription mode a pop names ("new" or "new-only": new_only; anything else: all).
+[[nodiscard]] queues::SubscriptionMode subscription_mode_named(std::string_view mode) noexcept;
+
 /// POST /api/v1/transaction (docs/http-api.md, transaction), read as parse_push is. Push ops with
 /// `items` become one operation per item; a push op without `items` is one flat item.
 [[nodiscard]] Result<engine::Transaction> parse_transaction(std::string_view body,

@@ -871,6 +871,7 @@ Result<engine::Transaction> parse_transaction(std::string_view body, const ApiOp
     out.ops.reserve(expected_count(body.size(), 250, options.transaction_operations_max, 256));
     OperationReader reader(options, out);
     std::size_t count = 0;
+    Field next;
     const bool has_operations = read_list(
         cursor, "operations",
         [&] {
@@ -881,7 +882,13 @@ Result<engine::Transaction> parse_transaction(std::string_view body, const ApiOp
             ++count;
             reader.read(cursor);
         },
-        [](std::string_view) { return false; });
+        [&](std::string_view key) {
+            if (key != "next") {
+                return false;
+            }
+            cursor.read_raw(next.raw, next.is_plain);
+            return true;
+        });
     if (!is_whole_body(cursor, body, options)) {
         return body_error(body, options.json_depth_max);
     }
@@ -893,6 +900,11 @@ Result<engine::Transaction> parse_transaction(std::string_view body, const ApiOp
     }
     if (reader.error) {
         return std::move(*reader.error);
+    }
+    if (!next.is_absent_or_null()) {
+        // Not the hot path's cost: a few members, read again as a DOM.
+        QUEEN_TRY(auto object, parse_body(next.raw, options.json_depth_max));
+        QUEEN_TRY(out.next, parse_next_pop(object, options));
     }
     for (engine::TransactionOp& op : out.ops) {
         if (op.kind == engine::TransactionOp::Kind::push && op.push.transaction_id.empty()) {

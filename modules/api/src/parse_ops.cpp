@@ -232,4 +232,48 @@ Status parse_push_delay(const nlohmann::json& object, engine::TimerOp& out) {
     return {};
 }
 
+Result<queues::Pop> parse_next_pop(const json& object, const ApiOptions& options) {
+    const auto in_next = [](Error error) {
+        error.context = "next: " + error.context;
+        return error;
+    };
+    if (!object.is_object()) {
+        return bad("next must be an object");
+    }
+    queues::Pop out;
+    auto queue = required_string(object, "queue", options.name_bytes_max);
+    if (!queue) {
+        return in_next(std::move(queue).error());
+    }
+    out.queue = std::move(*queue);
+    if (Status name = check_name(out.queue, "queue", options); !name) {
+        return in_next(std::move(name).error());
+    }
+    if (const auto partition = object.find("partition");
+        partition != object.end() && !partition->is_null()) {
+        auto name = required_string(object, "partition", options.name_bytes_max);
+        if (!name) {
+            return in_next(std::move(name).error());
+        }
+        out.has_partition = true;
+        out.partition = std::move(*name);
+        if (Status checked = check_name(out.partition, "partition", options); !checked) {
+            return in_next(std::move(checked).error());
+        }
+    }
+    auto group = parse_group(object, "consumerGroup", options);
+    if (!group) {
+        return in_next(std::move(group).error());
+    }
+    out.group = std::move(*group);
+    auto batch = integer_field(object, "batch", options.pop_batch_default, 1,
+                               static_cast<std::int64_t>(options.pop_batch_max));
+    if (!batch) {
+        return in_next(std::move(batch).error());
+    }
+    out.batch = static_cast<std::uint32_t>(*batch);
+    out.subscription_mode = subscription_mode_named(options.pop_subscription_mode_default);
+    return out;
+}
+
 }  // namespace queen::api::detail

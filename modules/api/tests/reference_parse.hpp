@@ -267,6 +267,9 @@ inline Result<engine::Transaction> parse_transaction(std::string_view text,
             return too_many();
         }
     }
+    if (const auto next = body.find("next"); next != body.end() && !next->is_null()) {
+        QUEEN_TRY(out.next, detail::parse_next_pop(*next, options));
+    }
     return out;
 }
 
