@@ -242,6 +242,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     reference::operation_difference(got->ops[i], want->ops[i]);
                 QUEEN_ASSERT(difference.empty(), "operation ", i, " differs: ", difference);
             }
+            QUEEN_ASSERT(got->next.has_value() == want->next.has_value(), "next differs");
+            if (got->next.has_value()) {
+                const queues::Pop& a = *got->next;
+                const queues::Pop& b = *want->next;
+                QUEEN_ASSERT(a.queue == b.queue && a.has_partition == b.has_partition &&
+                                 a.partition == b.partition && a.group == b.group &&
+                                 a.batch == b.batch,
+                             "next pops differ");
+            }
         }
     }
     return 0;
