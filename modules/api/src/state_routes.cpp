@@ -404,6 +404,9 @@ private:
 
     void on_result(Result<engine::CommandResult> result) {
         if (!result) {
+            if (is_retryable(result.error()) && pause_before_retry(result.error())) {
+                return;
+            }
             finish(error_response(*context_, result.error(), tenant_));
             return;
         }
@@ -444,26 +447,82 @@ private:
         finish(lock_answer(*context_, *acquired));
     }
 
+    /// No leader, a busy one, or one replaced before it answered: while the wait lasts, acquire
+    /// again after a pause (an acquire is safe to repeat: the owner's own grant is renewed, not
+    /// granted twice). False when the wait is over (or there is none): the error is the answer.
+    bool pause_before_retry(const Error& error) {
+        if (!is_waiting()) {
+            return false;
+        }
+        const std::int64_t now = context_->backend.now_ms();
+        const std::int64_t resume = std::min(now + retry_pause_ms, deadline_ms_);
+        if (resume <= now) {
+            return false;
+        }
+        std::uint64_t generation = 0;
+        {
+            std::lock_guard lock(mutex_);
+            if (phase_ == Phase::done) {
+                return true;
+            }
+            generation = ++generation_;
+            phase_ = Phase::parked;
+            is_woken_ = false;
+            failure_ = error;
+        }
+        // A release seen meanwhile ends the pause early; otherwise its deadline does.
+        auto token = context_->backend.wait_for_change(
+            tenant_, wait_key_, resume, [self = shared_from_this(), generation](bool timed_out) {
+                self->on_wake(generation, timed_out);
+            });
+        std::unique_ptr<WaitToken> stale;
+        {
+            std::lock_guard lock(mutex_);
+            stale =
+                phase_ == Phase::done ? std::move(token) : std::exchange(token_, std::move(token));
+        }
+        if (stale) {
+            stale->cancel();
+        }
+        return true;
+    }
+
+    [[nodiscard]] static bool is_retryable(const Error& error) noexcept {
+        return error.is(Errc::not_leader) || error.is(Errc::busy) || error.is(Errc::timeout);
+    }
+
     void on_wake(std::uint64_t generation, bool timed_out) {
         std::optional<engine::LockResult> answer;
+        std::optional<Error> failed;
         bool retry = false;
         {
             std::lock_guard lock(mutex_);
             if (phase_ == Phase::done || generation != generation_) {
                 return;
             }
-            if (timed_out) {
+            if (timed_out && failure_.has_value() && phase_ == Phase::parked &&
+                context_->backend.now_ms() < deadline_ms_) {
+                failure_.reset();  // the pause after an error is over: acquire again
+                retry = true;
+            } else if (timed_out) {
                 is_timed_out_ = true;
                 if (phase_ == Phase::parked) {
-                    answer = held_;
+                    if (failure_.has_value()) {
+                        failed = std::exchange(failure_, std::nullopt);
+                    } else {
+                        answer = held_;
+                    }
                 }
             } else if (phase_ == Phase::parked) {
+                failure_.reset();
                 retry = true;
             } else {
                 is_woken_ = true;  // arming or acquiring: on_result retries once it sees it
             }
         }
-        if (answer.has_value()) {
+        if (failed.has_value()) {
+            finish(error_response(*context_, *failed, tenant_));
+        } else if (answer.has_value()) {
             finish(lock_answer(*context_, *answer));
         } else if (retry) {
             arm_and_acquire();
@@ -518,6 +577,11 @@ private:
     bool is_woken_ = false;
     bool is_timed_out_ = false;
     engine::LockResult held_;  ///< the last `held` answer, given at the deadline
+    /// The error of the last acquire while pausing before the next (pause_before_retry); the
+    /// answer if the deadline comes first.
+    std::optional<Error> failure_;
+    /// How long a waiting acquire pauses after an error before it acquires again.
+    static constexpr std::int64_t retry_pause_ms = 100;
     std::unique_ptr<WaitToken> token_;
 };
 

@@ -553,6 +553,42 @@ TEST_CASE("api: a waiting acquire answers 409 at its deadline", "[api][locks][wa
     CHECK(h.get("/api/v1/locks/L").json()["owner"] == "a");
 }
 
+TEST_CASE("api: a waiting acquire outlives a leader change: it acquires again after a pause",
+          "[api][locks][wait]") {
+    Harness h;
+    const json first = h.post("/api/v1/locks/L/acquire", {{"owner", "a"}}).json();
+    // No leader for a while: the acquire fails, pauses, tries again, until the deadline.
+    h.backend.fail_with(Error{Errc::not_leader, "no leader known"});
+    auto waiting = h.start(Method::post, "/api/v1/locks/L/acquire",
+                           json{{"owner", "b"}, {"waitMs", 5000}}.dump());
+    REQUIRE_FALSE(waiting.reply->is_done);
+    h.backend.advance(1000);
+    CHECK_FALSE(waiting.reply->is_done);
+    // A leader again: the next try finds the lock held and parks; the release wakes it.
+    h.backend.fail_with(std::nullopt);
+    h.backend.advance(200);
+    CHECK_FALSE(waiting.reply->is_done);
+    REQUIRE(h.post("/api/v1/locks/L/release", {{"token", first["token"]}}).status == 200);
+    REQUIRE(waiting.reply->is_done);
+    CHECK(waiting.reply->status == 200);
+    CHECK(waiting.reply->json()["owner"] == "b");
+
+    SECTION("an error that lasts past the deadline is the answer") {
+        h.backend.fail_with(Error{Errc::timeout, "the leader changed"});
+        auto late = h.start(Method::post, "/api/v1/locks/L/acquire",
+                            json{{"owner", "c"}, {"waitMs", 1000}}.dump());
+        REQUIRE_FALSE(late.reply->is_done);
+        h.backend.advance(1000);
+        REQUIRE(late.reply->is_done);
+        CHECK(late.reply->status == 503);
+        CHECK(h.backend.waiting() == 0);
+    }
+    SECTION("without waitMs the error is the answer at once") {
+        h.backend.fail_with(Error{Errc::not_leader, "no leader known"});
+        CHECK(h.post("/api/v1/locks/L/acquire", {{"owner", "c"}}).status == 503);
+    }
+}
+
 TEST_CASE("api: a waiting acquire is woken when the holder's grant expires", "[api][locks][wait]") {
     Harness h;
     REQUIRE(h.post("/api/v1/locks/L/acquire", {{"owner", "a"}, {"ttlMs", 1000}}).status == 200);

@@ -229,9 +229,9 @@ private:
             return Refusal{};
         }
         out.error = released.message;
-        return refuse(failure_of(released.status), "lock " + in_quotes(op.lock.name) + " token " +
-                                                       std::to_string(op.lock.token.value()) +
-                                                       " is not the current grant");
+        // As a guard's refusal: the lock named once, locks' reason (which token is current).
+        return refuse(failure_of(released.status),
+                      "lock " + in_quotes(op.lock.name) + ": " + released.message);
     }
 
     Machines& m_;
