@@ -1,5 +1,6 @@
 """The C++ client's end-to-end cases (client_tests "[.e2e]": push, dedupe, long polls, acks, the
-DLQ, transactions, transaction_then_pop, consumer groups) against a real `queen serve`.
+DLQ, transactions, transaction_then_pop, a transaction's next pop, consumer groups) against a real
+`queen serve`.
 
 QUEEN_CLIENT_TESTS names the client_tests binary (tests/CMakeLists.txt sets it)."""
 import os

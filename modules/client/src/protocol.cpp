@@ -364,6 +364,14 @@ std::string transaction_problem(const TransactionRequest& request, bool is_paylo
                std::to_string(request.operations.size()) +
                " operations (at most one guard per operation)";
     }
+    if (request.next) {
+        if (request.next->queue.empty()) {
+            return "next: the pop needs a queue";
+        }
+        if (request.next->batch < 1) {
+            return "next: batch must be >= 1";
+        }
+    }
     const auto check_json = [is_payload_validated](std::string_view text) {
         return !is_payload_validated || is_valid_json(text);
     };
@@ -475,7 +483,18 @@ queen::Status build_transaction(const TransactionRequest& request, bool is_paylo
     for (const std::string& lease : request.required_leases) {
         body.string(lease);
     }
-    body.end_array().end_object();
+    body.end_array();
+    if (const auto& next = request.next) {
+        body.key("next").begin_object().field("queue", next->queue);
+        if (!next->partition.empty()) {
+            body.field("partition", next->partition);
+        }
+        if (!next->consumer_group.empty()) {
+            body.field("consumerGroup", next->consumer_group);
+        }
+        body.field("batch", next->batch).end_object();
+    }
+    body.end_object();
     out.body = body.take();
     return {};
 }
@@ -547,6 +566,11 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
     result.results.clear();
     result.failed_index.reset();
     result.error.clear();
+    // Read into the result's own PopResult, so a loop reading answer after answer into one
+    // TransactionResult keeps the messages' storage; dropped below when the answer has none.
+    bool has_next = false;
+    detail::PopObjectRead next_read = detail::PopObjectRead::ok;
+    std::string next_why_bad;
     // A refused transaction answers 409 (conflict) or 400 (invalid) with the transaction's own
     // answer; any other error status is the HTTP error. A 409 is a conflict whatever its body
     // says; a 400 that is not a transaction answer is the HTTP error.
@@ -605,6 +629,16 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
                     }
                 }
             }
+        } else if (is_key(key, "next") && cursor.peek() == '{') {
+            has_next = true;
+            if (!result.next) {
+                result.next.emplace();
+            }
+            // The pop answer names its queue (the request's is not known here).
+            next_read = detail::read_pop_object(cursor, {}, *result.next, next_why_bad);
+            if (next_read == detail::PopObjectRead::malformed) {
+                break;
+            }
         } else if (!cursor.read_value(raw)) {
             break;
         } else if (is_key(key, "success")) {
@@ -612,17 +646,27 @@ queen::Status read_transaction_answer(const HttpRequest& http, const HttpRespons
             is_success = raw_to_bool(raw);
         }
     }
+    if (!has_next || !is_success || is_refusal || !cursor.is_ok() || !cursor.is_at_end()) {
+        // Only a committed transaction pops: whatever else came has no messages to hand out.
+        result.next.reset();
+    }
     if (!cursor.is_ok() || !cursor.is_at_end()) {
         if (is_refusal) {
             return refusal_error();
         }
-        return walk_error(http, response.body, "malformed transaction answer");
+        return walk_error(http, response.body,
+                          next_why_bad.empty() ? "malformed transaction answer"
+                                               : "malformed next: " + next_why_bad);
     }
     if (is_refusal && (!has_success || is_success)) {
         return refusal_error();  // not a transaction answer: {"error"} only
     }
     if (is_success) {
         result.error.clear();
+        if (result.next && next_read != detail::PopObjectRead::ok) {
+            result.next.reset();
+            return shape_error(http, std::string{"next: "} + detail::pop_object_problem(next_read));
+        }
         return {};
     }
     std::string why = describe(http) + ": rolled back";

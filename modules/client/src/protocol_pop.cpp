@@ -1,4 +1,5 @@
-// client/src/protocol_pop.cpp — the pop request target and the single-pass walk of its answer.
+// client/src/protocol_pop.cpp — the pop request target and the single-pass walk of its answer
+// (also of a transaction answer's "next", which is the same object).
 #include "protocol_util.hpp"
 #include "queen/client/client.hpp"
 #include "queen/client/errc.hpp"
@@ -201,9 +202,45 @@ queen::Status build_pop(const PopRequest& request, std::int64_t wait_margin_ms, 
     return {};
 }
 
-queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& response,
-                              const PopRequest& request, PopResult& result) {
-    QUEEN_TRY(check_http_status(http, response));
+namespace detail {
+
+namespace {
+
+// Every member of `result` but its messages back to an empty answer of `queue`.
+void reset_pop_members(std::string_view queue, PopResult& result) {
+    result.queue = queue;
+    for (std::string* field : {&result.partition, &result.partition_id, &result.lease_id,
+                               &result.consumer_group, &result.lease_expires_at}) {
+        field->clear();
+    }
+    result.partitions_claimed = 0;
+}
+
+}  // namespace
+
+const char* pop_object_problem(PopObjectRead read) noexcept {
+    switch (read) {
+        case PopObjectRead::ok: return "";
+        case PopObjectRead::malformed: return "malformed messages";
+        case PopObjectRead::no_messages: return "no messages array";
+        case PopObjectRead::message_without_ids:
+            return "a message without transactionId or partitionId";
+    }
+    return "";
+}
+
+void clear_pop_result(std::string_view queue, PopResult& result) {
+    reset_pop_members(queue, result);
+    // Messages go to the spares, not to the allocator: a later answer takes them back with
+    // their strings' storage.
+    for (Message& message : result.messages) {
+        result.spare_messages.push_back(std::move(message));
+    }
+    result.messages.clear();
+}
+
+PopObjectRead read_pop_object(Cursor& cursor, std::string_view queue, PopResult& result,
+                              std::string& why_bad) {
     // Reset the answer in place; messages keep their strings' storage for reuse.
     std::size_t message_count = 0;
     // Messages beyond this answer's count move to the spares, not to the allocator: a later,
@@ -214,29 +251,17 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
         }
         result.messages.resize(message_count);
     };
-    result.queue = request.queue;
-    for (std::string* field : {&result.partition, &result.partition_id, &result.lease_id,
-                               &result.consumer_group, &result.lease_expires_at}) {
-        field->clear();
-    }
-    result.partitions_claimed = 0;
-    if (response.status == 204 || response.body.empty()) {
+    reset_pop_members(queue, result);
+    if (!cursor.enter_object()) {
         finish();
-        return {};
+        return PopObjectRead::malformed;
     }
-    Cursor cursor{response.body};
-    if (cursor.peek() != '{') {
-        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
-        return shape_error(http, "expected an object");
-    }
-    cursor.enter_object();
     // Per message: whether it named its own lease and group (null counts as named).
     constexpr std::uint8_t has_lease_flag = 1;
     constexpr std::uint8_t has_group_flag = 2;
     std::vector<std::uint8_t> message_flags;
     bool has_messages = false;
     bool has_partitions_claimed = false;
-    std::string why_bad;
     bool is_first_member = true;
     std::string_view key;
     std::string_view raw;
@@ -330,13 +355,11 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
         }
     }
     finish();
-    if (!cursor.is_ok() || !cursor.is_at_end()) {
-        return walk_error(http, response.body, why_bad.empty() ? "malformed messages" : why_bad);
+    if (!cursor.is_ok()) {
+        return PopObjectRead::malformed;
     }
     if (!has_messages) {
-        QUEEN_TRY(auto answer, scan_body(http, response.body));
-        QUEEN_TRY(check_raw_not_rejected(http, answer));
-        return shape_error(http, "no messages array");
+        return PopObjectRead::no_messages;
     }
     // Fields a message leaves out come from the answer (the first claimed partition's).
     for (std::size_t i = 0; i < result.messages.size(); ++i) {
@@ -357,11 +380,43 @@ queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& respo
             message.partition = result.partition;
         }
         if (message.transaction_id.empty() || message.partition_id.empty()) {
-            return shape_error(http, "a message without transactionId or partitionId");
+            return PopObjectRead::message_without_ids;
         }
     }
     if (!has_partitions_claimed) {
         result.partitions_claimed = result.messages.empty() ? 0 : 1;
+    }
+    return PopObjectRead::ok;
+}
+
+}  // namespace detail
+
+queen::Status read_pop_answer(const HttpRequest& http, const HttpResponse& response,
+                              const PopRequest& request, PopResult& result) {
+    QUEEN_TRY(check_http_status(http, response));
+    if (response.status == 204 || response.body.empty()) {
+        detail::clear_pop_result(request.queue, result);
+        return {};
+    }
+    Cursor cursor{response.body};
+    if (cursor.peek() != '{') {
+        detail::clear_pop_result(request.queue, result);
+        QUEEN_TRY(scan_body(http, response.body));  // invalid JSON says so
+        return shape_error(http, "expected an object");
+    }
+    std::string why_bad;
+    const detail::PopObjectRead read =
+        detail::read_pop_object(cursor, request.queue, result, why_bad);
+    if (read == detail::PopObjectRead::malformed || !cursor.is_at_end()) {
+        return walk_error(http, response.body, why_bad.empty() ? "malformed messages" : why_bad);
+    }
+    if (read == detail::PopObjectRead::no_messages) {
+        // {"success": false, "error": ...} says why; anything else is the wrong shape.
+        QUEEN_TRY(auto answer, scan_body(http, response.body));
+        QUEEN_TRY(check_raw_not_rejected(http, answer));
+    }
+    if (read != detail::PopObjectRead::ok) {
+        return shape_error(http, detail::pop_object_problem(read));
     }
     return {};
 }

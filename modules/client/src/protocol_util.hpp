@@ -1,6 +1,6 @@
 // client/src/protocol_util.hpp — answer helpers shared by the protocol and Client sources: error
-// texts, rejection checks (nlohmann and the core reader), ack results and ack members written with
-// the core writer. Private to the client.
+// texts, rejection checks (nlohmann and the core reader), ack results, pop answer objects and ack
+// members written with the core writer. Private to the client.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -53,6 +53,21 @@ bool parse_ack_result(std::string_view raw, AckResult& result);
 void write_ack_fields(json::Writer& out, const Ack& ack, bool is_group_included);
 /// Writes the members of Ack::of(message, status) without building the Ack.
 void write_message_ack_fields(json::Writer& out, const Message& message, AckStatus status);
+
+/// How read_pop_object() found a pop answer.
+enum class PopObjectRead { ok, malformed, no_messages, message_without_ids };
+/// What is wrong with a pop answer read as `read` ("" for ok), for the error's text.
+[[nodiscard]] const char* pop_object_problem(PopObjectRead read) noexcept;
+/// Empties `result` to an answer of `queue` without messages (they go to its spares).
+void clear_pop_result(std::string_view queue, PopResult& result);
+/// Reads the pop answer object at `cursor` (GET /api/v1/pop's body, or a transaction answer's
+/// "next") into `result` in one pass, reusing its storage: every member is overwritten, `queue`
+/// when the answer names none. Leaves the cursor after the object. malformed: the cursor failed
+/// (invalid JSON, or `why_bad` says what was misplaced); no_messages and message_without_ids:
+/// valid JSON of the wrong shape. Messages take the answer's lease, group and partition when they
+/// leave them out.
+[[nodiscard]] PopObjectRead read_pop_object(json::Cursor& cursor, std::string_view queue,
+                                            PopResult& result, std::string& why_bad);
 
 /// Why a push item's delay cannot be sent (negative, or both delay_ms and visible_at_ms), or "".
 [[nodiscard]] std::string push_delay_problem(const PushItem& item);

@@ -148,6 +148,22 @@ TransactionBuilder& TransactionBuilder::guard(LockGuard lock) {
     return *this;
 }
 
+TransactionBuilder& TransactionBuilder::next(std::string_view queue, std::string_view partition,
+                                             std::int64_t batch) {
+    NextPop next;
+    next.queue = queue;
+    next.partition = partition;
+    next.batch = batch;
+    return this->next(std::move(next));
+}
+
+TransactionBuilder& TransactionBuilder::next(NextPop next) {
+    // An empty queue or a batch < 1 is refused when the request is built (build_transaction),
+    // for hand-built requests too.
+    request_.next = std::move(next);
+    return *this;
+}
+
 queen::Result<TransactionResult> TransactionBuilder::commit() const {
     if (!problem_.empty()) {
         return queen::Error{Errc::invalid_argument, "transaction: " + problem_};

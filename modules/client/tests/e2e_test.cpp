@@ -228,6 +228,81 @@ TEST_CASE("client e2e: transaction_then_pop commits and pops the next message in
     REQUIRE(client->delete_queue(queue));
 }
 
+TEST_CASE("client e2e: the builder's next pop takes the worker's next batch in the same call",
+          "[.e2e][client]") {
+    auto client = connect_or_skip();
+    if (!client) {
+        WARN("QUEEN_E2E_URL is not set: skipped");
+        return;
+    }
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed);
+    const std::string queue = "e2e-next-" + std::to_string(seed % 1'000'000'000);
+    REQUIRE(client->push(items_for(queue, "p", 3)));
+    REQUIRE(client->push(items_for(queue, "other", 1, 100)));
+    PopRequest pop;
+    pop.queue = queue;
+    pop.partition = "p";
+    auto input = client->pop(pop);
+    REQUIRE(input);
+    REQUIRE(input->messages.size() == 1);
+    CHECK(input->messages[0].data_json == "{\"n\":0}");
+
+    // Ack it, push n=3 and take the next two in FIFO order: one request.
+    auto done = client->transaction()
+                    .ack(input->messages[0])
+                    .queue(queue, "p")
+                    .push("{\"n\":3}")
+                    .next(queue, "p", 2)
+                    .commit();
+    REQUIRE(done);
+    CHECK(done->results.size() == 2);
+    REQUIRE(done->next.has_value());
+    REQUIRE(done->next->messages.size() == 2);
+    CHECK(done->next->messages[0].data_json == "{\"n\":1}");
+    CHECK(done->next->messages[1].data_json == "{\"n\":2}");
+    CHECK_FALSE(done->next->messages[0].lease_id.empty());
+
+    // A refused transaction pops nothing: the message of "other" is still there afterwards.
+    Ack missing = Ack::of(done->next->messages[0]);
+    missing.transaction_id = "no-such-message";
+    auto refused = client->transaction().ack(missing).next(queue, "other").commit();
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().is(Errc::rejected));
+    PopRequest other = pop;
+    other.partition = "other";
+    auto left = client->pop(other);
+    REQUIRE(left);
+    REQUIRE(left->messages.size() == 1);
+    CHECK(left->messages[0].data_json == "{\"n\":100}");
+
+    // The batch's acks end the partition's lease, so next takes what the first call pushed;
+    // then nothing is left: an empty next, at once.
+    auto tx = client->transaction();
+    for (const Message& message : done->next->messages) {
+        tx.ack(message);
+    }
+    auto last = tx.next(queue, "p", 10).commit();
+    REQUIRE(last);
+    REQUIRE(last->next.has_value());
+    REQUIRE(last->next->messages.size() == 1);
+    CHECK(last->next->messages[0].data_json == "{\"n\":3}");
+    auto empty = client->transaction().ack(last->next->messages[0]).next(queue, "p").commit();
+    REQUIRE(empty);
+    REQUIRE(empty->next.has_value());
+    CHECK(empty->next->messages.empty());
+
+    // A batch over the broker's limit is its 400, and the ack with it was not applied.
+    auto too_many =
+        client->transaction().ack(left->messages[0]).next(queue, "other", 1'000'000).commit();
+    REQUIRE_FALSE(too_many);
+    CHECK(http_status_of(too_many.error()) == 400);
+    auto acked = client->ack(Ack::of(left->messages[0]));
+    REQUIRE(acked);
+    CHECK(acked->is_success);
+    REQUIRE(client->delete_queue(queue));
+}
+
 TEST_CASE("client e2e: consumer groups fan out and seek", "[.e2e][client]") {
     auto client = connect_or_skip();
     if (!client) {

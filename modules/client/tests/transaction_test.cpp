@@ -4,9 +4,11 @@
 // invalid transactions (400), directly and through a Client against the recording server.
 #include "queen/client/transaction.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "queen/client/client.hpp"
@@ -78,6 +80,56 @@ const char* const committed_answer = R"({"transactionId":"tx-9","success":true,"
  {"index":6,"type":"kv.delete","success":true,"deleted":true},
  {"index":7,"type":"timer.cancel","success":true,"timerId":"old","cancelled":true},
  {"index":8,"type":"lock.release","success":true}]})";
+
+/// A pop answer in the broker's shape (api format_pop_answer): what GET /api/v1/pop answers and
+/// what a committed transaction's "next" holds.
+const char* const popped_answer = R"({"success":true,"queue":"orders","partition":"p-7",
+ "partitionId":"00000000-0000-8200-0000-000000000007","leaseId":"lease-9",
+ "consumerGroup":"__QUEUE_MODE__","leaseExpiresAt":"2026-01-01T00:05:00.000Z","messages":[
+ {"id":"m-1","transactionId":"in-2","traceId":null,"data":{"order":18, "lines":[1,2]},
+  "producerSub":null,"createdAt":"2026-01-01T00:00:00.001000Z",
+  "partitionId":"00000000-0000-8200-0000-000000000007","partition":"p-7","leaseId":"lease-9",
+  "consumerGroup":"__QUEUE_MODE__","queue":"orders","retryCount":0},
+ {"id":"m-2","transactionId":"in-3","traceId":"tr-3","data":"x\u00e9",
+  "producerSub":"svc","createdAt":"2026-01-01T00:00:00.002000Z",
+  "partitionId":"00000000-0000-8200-0000-000000000007","partition":"p-7","leaseId":"lease-9",
+  "consumerGroup":"__QUEUE_MODE__","queue":"orders","retryCount":2}],"partitionsClaimed":1})";
+
+/// A committed transaction's answer carrying `next` (JSON text) after its results.
+std::string committed_with_next(const std::string& next) {
+    return R"({"transactionId":"tx-10","success":true,"results":[
+        {"index":0,"type":"ack","success":true,"transactionId":"in-1","error":null,"dlq":false}],
+        "next":)" +
+           next + "}";
+}
+
+/// Every field of two pop results, for "reads the same".
+void check_same_pop(const PopResult& a, const PopResult& b) {
+    CHECK(a.queue == b.queue);
+    CHECK(a.partition == b.partition);
+    CHECK(a.partition_id == b.partition_id);
+    CHECK(a.lease_id == b.lease_id);
+    CHECK(a.consumer_group == b.consumer_group);
+    CHECK(a.lease_expires_at == b.lease_expires_at);
+    CHECK(a.partitions_claimed == b.partitions_claimed);
+    REQUIRE(a.messages.size() == b.messages.size());
+    for (std::size_t i = 0; i < a.messages.size(); ++i) {
+        const Message& x = a.messages[i];
+        const Message& y = b.messages[i];
+        CHECK(x.id == y.id);
+        CHECK(x.transaction_id == y.transaction_id);
+        CHECK(x.trace_id == y.trace_id);
+        CHECK(x.data_json == y.data_json);
+        CHECK(x.producer_sub == y.producer_sub);
+        CHECK(x.created_at == y.created_at);
+        CHECK(x.partition_id == y.partition_id);
+        CHECK(x.partition == y.partition);
+        CHECK(x.lease_id == y.lease_id);
+        CHECK(x.consumer_group == y.consumer_group);
+        CHECK(x.queue == y.queue);
+        CHECK(x.retry_count == y.retry_count);
+    }
+}
 
 }  // namespace
 
@@ -434,5 +486,274 @@ TEST_CASE("client: commit sends the builder's transaction once and reads its res
         REQUIRE_FALSE(done);
         CHECK(http_status_of(done.error()) == 400);
         CHECK(server.requests().size() == 1);
+    }
+}
+
+TEST_CASE("client: a transaction's next pop is written as \"next\" after the operations",
+          "[client][transaction][next]") {
+    TransactionBuilder tx;
+    tx.ack(popped_message()).queue("shipping").push("1").next("orders", "p-7", 10);
+    json body = body_of(tx.request());
+    CHECK(body["next"] == json::parse(R"({"queue":"orders","partition":"p-7","batch":10})"));
+    CHECK(body["operations"].size() == 2);  // next is no operation
+
+    // The defaults: any partition, queue mode, batch 1 (partition and group are left out).
+    tx.next("orders");
+    body = body_of(tx.request());
+    CHECK(body["next"] == json::parse(R"({"queue":"orders","batch":1})"));
+
+    // A later call replaces the pop: a transaction has one.
+    NextPop group;
+    group.queue = "events";
+    group.partition = "eu";
+    group.consumer_group = "billing";
+    group.batch = 100;
+    tx.next(group);
+    body = body_of(tx.request());
+    CHECK(body["next"] == json::parse(R"({"queue":"events","partition":"eu",
+        "consumerGroup":"billing","batch":100})"));
+
+    // Without next() the body has no "next" (the first test compares a whole body too).
+    TransactionBuilder plain;
+    plain.kv_check("b", "k", 0);
+    CHECK_FALSE(body_of(plain.request()).contains("next"));
+
+    SECTION("a next pop without a queue or with a batch < 1 is refused before sending") {
+        TestServer server;
+        ClientOptions options;
+        options.endpoint = Endpoint{"127.0.0.1", server.port()};
+        options.retry_attempts = 0;
+        Client client{options};
+        for (const auto& [built, why] :
+             {std::pair{client.transaction().kv_check("b", "k", 0).next(""), "needs a queue"},
+              std::pair{client.transaction().kv_check("b", "k", 0).next("q", "", 0),
+                        "batch must be >= 1"},
+              std::pair{client.transaction().kv_check("b", "k", 0).next("q", "p", -5),
+                        "batch must be >= 1"}}) {
+            auto result = built.commit();
+            REQUIRE_FALSE(result);
+            CHECK(result.error().is(Errc::invalid_argument));
+            INFO(result.error().context);
+            CHECK(result.error().context.find(why) != std::string::npos);
+        }
+        // A next pop alone is no transaction: the operations are still required.
+        TransactionRequest only_next;
+        only_next.next = NextPop{"q", "", "", 1};
+        auto result = client.transaction(only_next);
+        REQUIRE_FALSE(result);
+        CHECK(result.error().context.find("no operations") != std::string::npos);
+        CHECK(server.requests().empty());
+    }
+}
+
+TEST_CASE("client: a committed answer's next reads exactly like the pop answer it is",
+          "[client][transaction][next]") {
+    PopRequest pop;
+    pop.queue = "orders";
+    PopResult popped;
+    REQUIRE(read_pop_answer(transaction_request, response_of(200, popped_answer), pop, popped));
+    REQUIRE(popped.messages.size() == 2);
+
+    TransactionResult result;
+    REQUIRE(read_transaction_answer(transaction_request,
+                                    response_of(200, committed_with_next(popped_answer)), result));
+    CHECK(result.transaction_id == "tx-10");
+    REQUIRE(result.results.size() == 1);
+    CHECK((result.results[0].type == "ack" && result.results[0].is_success));
+    REQUIRE(result.next.has_value());
+    check_same_pop(*result.next, popped);
+    const Message& first = result.next->messages[0];
+    CHECK(first.transaction_id == "in-2");
+    CHECK(first.partition_id == "00000000-0000-8200-0000-000000000007");
+    CHECK(first.lease_id == "lease-9");
+    CHECK(first.data_json == R"({"order":18, "lines":[1,2]})");  // byte for byte
+    CHECK(first.queue == "orders");
+    CHECK(first.trace_id.empty());
+    CHECK(result.next->messages[1].data_json == R"("x\u00e9")");
+    CHECK(result.next->messages[1].retry_count == 2);
+    CHECK(result.next->lease_expires_at == "2026-01-01T00:05:00.000Z");
+    // The popped messages ack like any pop's: Ack::of takes their ids, lease and group.
+    const Ack ack = Ack::of(first);
+    CHECK((ack.transaction_id == "in-2" && ack.lease_id == "lease-9"));
+
+    SECTION("an empty next: nothing was there, and the pop did not wait") {
+        REQUIRE(read_transaction_answer(transaction_request,
+                                        response_of(200, committed_with_next(R"({"messages":[]})")),
+                                        result));
+        REQUIRE(result.next.has_value());
+        CHECK(result.next->messages.empty());
+        CHECK(result.next->partitions_claimed == 0);
+        CHECK(result.next->lease_id.empty());
+        // The broker's own empty answer shape reads the same.
+        REQUIRE(read_transaction_answer(
+            transaction_request,
+            response_of(200, committed_with_next(R"({"success":true,"queue":"orders",
+                "partition":"","partitionId":"","leaseId":"","consumerGroup":"__QUEUE_MODE__",
+                "leaseExpiresAt":null,"messages":[],"partitionsClaimed":0})")),
+            result));
+        REQUIRE(result.next.has_value());
+        CHECK(result.next->messages.empty());
+        CHECK(result.next->queue == "orders");
+    }
+    SECTION("an answer without next (or a null one) leaves none, whatever came before") {
+        REQUIRE(read_transaction_answer(transaction_request, response_of(200, committed_answer),
+                                        result));
+        CHECK_FALSE(result.next.has_value());
+        REQUIRE(read_transaction_answer(
+            transaction_request, response_of(200, committed_with_next(popped_answer)), result));
+        REQUIRE(read_transaction_answer(transaction_request,
+                                        response_of(200, committed_with_next("null")), result));
+        CHECK_FALSE(result.next.has_value());
+    }
+    SECTION("answer after answer into one result: no message of an earlier one stays") {
+        const std::string one = committed_with_next(R"({"queue":"orders","messages":[
+            {"id":"m-9","transactionId":"in-9","partitionId":"pid-9","data":9}]})");
+        REQUIRE(read_transaction_answer(transaction_request, response_of(200, one), result));
+        REQUIRE(result.next->messages.size() == 1);
+        CHECK(result.next->messages[0].transaction_id == "in-9");
+        CHECK(result.next->messages[0].lease_id.empty());  // not the earlier answer's lease
+        CHECK(result.next->messages[0].trace_id.empty());
+        CHECK(result.next->lease_expires_at.empty());
+        REQUIRE(read_transaction_answer(
+            transaction_request, response_of(200, committed_with_next(popped_answer)), result));
+        check_same_pop(*result.next, popped);
+    }
+}
+
+TEST_CASE("client: next reads the same wherever it stands among the answer's members",
+          "[client][transaction][next]") {
+    PopRequest pop;
+    pop.queue = "orders";
+    PopResult popped;
+    REQUIRE(read_pop_answer(transaction_request, response_of(200, popped_answer), pop, popped));
+    std::vector<std::string> members = {
+        R"("transactionId":"tx-10")", R"("success":true)",
+        R"("results":[{"index":0,"type":"kv.set","success":true,"version":3}])",
+        std::string(R"("next":)") + popped_answer};
+    std::sort(members.begin(), members.end());
+    int orders = 0;
+    do {
+        std::string text = "{";
+        for (std::size_t i = 0; i < members.size(); ++i) {
+            text += (i == 0 ? "" : " ,\n") + members[i];
+        }
+        text += "}";
+        INFO(text);
+        TransactionResult result;
+        REQUIRE(read_transaction_answer(transaction_request, response_of(200, text), result));
+        CHECK(result.transaction_id == "tx-10");
+        REQUIRE(result.results.size() == 1);
+        CHECK(result.results[0].version == 3);
+        REQUIRE(result.next.has_value());
+        check_same_pop(*result.next, popped);
+        ++orders;
+    } while (std::next_permutation(members.begin(), members.end()));
+    CHECK(orders == 24);
+}
+
+TEST_CASE("client: a refused transaction has no next; a next that is no pop answer is an error",
+          "[client][transaction][next]") {
+    TransactionResult result;
+    // Start from a result that holds a next, so each refusal must clear it.
+    const auto primed = [&result] {
+        REQUIRE(read_transaction_answer(
+            transaction_request, response_of(200, committed_with_next(popped_answer)), result));
+        REQUIRE(result.next.has_value());
+    };
+    // Refusals as the broker sends them (no next) and with one a broker should not send: the
+    // messages of a refused transaction were never popped, so none are handed out.
+    for (const bool has_next : {false, true}) {
+        const std::string next = has_next ? std::string(R"(,"next":)") + popped_answer : "";
+        INFO("with next: " << has_next);
+        primed();
+        auto read = read_transaction_answer(
+            transaction_request,
+            response_of(200, R"({"transactionId":"t","success":false,"error":"Message not found",
+                "failedIndex":0,"reason":"operation","results":[])" +
+                                 next + "}"),
+            result);
+        REQUIRE_FALSE(read);
+        CHECK(read.error().is(Errc::rejected));
+        CHECK_FALSE(result.next.has_value());
+        primed();
+        read = read_transaction_answer(
+            transaction_request,
+            response_of(409, R"({"transactionId":"t","success":false,"error":"version 3 != 4",
+                "failedIndex":0,"reason":"conflict","results":[])" +
+                                 next + "}"),
+            result);
+        REQUIRE_FALSE(read);
+        CHECK(read.error().is(Errc::conflict));
+        CHECK_FALSE(result.next.has_value());
+        primed();
+        read = read_transaction_answer(
+            transaction_request,
+            response_of(400, R"({"transactionId":"t","success":false,"error":"next: batch must be )"
+                             R"(in [1, 1000]","failedIndex":null,"reason":"invalid","results":[])" +
+                                 next + "}"),
+            result);
+        REQUIRE_FALSE(read);
+        CHECK(http_status_of(read.error()) == 400);
+        CHECK(read.error().context.find("batch must be in [1, 1000]") != std::string::npos);
+        CHECK_FALSE(result.next.has_value());
+    }
+    primed();
+    auto plain = read_transaction_answer(
+        transaction_request, response_of(400, R"({"error":"next.queue must be a string"})"),
+        result);
+    REQUIRE_FALSE(plain);
+    CHECK(http_status_of(plain.error()) == 400);
+    CHECK(plain.error().context.find("next.queue must be a string") != std::string::npos);
+    CHECK_FALSE(result.next.has_value());
+
+    // A committed answer whose next is not a pop answer: a bad response, and no next.
+    const std::pair<const char*, const char*> bad_nexts[] = {
+        {R"({})", "next: no messages array"},
+        {R"({"messages":[{"id":"m","data":1}]})", "without transactionId or partitionId"},
+        {R"({"messages":[1]})", "a message that is not an object"},
+        {R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p","retryCount":1.}]})",
+         "invalid JSON"},
+        {R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p"}],"leaseId":nul})",
+         "invalid JSON"},
+        {R"({"messages":[{"id":"m","transactionId":"t","partitionId":"p"})", "invalid JSON"}};
+    for (const auto& [next, why] : bad_nexts) {
+        INFO(next);
+        primed();
+        auto read = read_transaction_answer(transaction_request,
+                                            response_of(200, committed_with_next(next)), result);
+        REQUIRE_FALSE(read);
+        CHECK(read.error().is(Errc::bad_response));
+        INFO(read.error().context);
+        CHECK(read.error().context.find(why) != std::string::npos);
+        CHECK_FALSE(result.next.has_value());
+    }
+}
+
+TEST_CASE("client: commit with next sends one request and hands back the popped messages",
+          "[client][transaction][next]") {
+    TestServer server;
+    ClientOptions options;
+    options.endpoint = Endpoint{"127.0.0.1", server.port()};
+    options.retry_attempts = 2;
+    options.retry_delay_ms = 1;
+    Client client{options};
+    server.reply_always(json_reply(200, committed_with_next(popped_answer)));
+    auto done = client.transaction().ack(popped_message()).next("orders", "p-7", 2).commit();
+    REQUIRE(done);
+    REQUIRE(done->next.has_value());
+    REQUIRE(done->next->messages.size() == 2);
+    CHECK(done->next->messages[0].transaction_id == "in-2");
+    CHECK(done->next->messages[1].transaction_id == "in-3");
+    REQUIRE(server.requests().size() == 1);  // no pop of its own
+    const json body = json::parse(server.last_request().body);
+    CHECK(body["next"] == json::parse(R"({"queue":"orders","partition":"p-7","batch":2})"));
+
+    SECTION("a refused commit with next is not retried and hands out nothing") {
+        server.reply_always(json_reply(409, R"({"transactionId":"t","success":false,
+            "error":"version 3 != 4","failedIndex":0,"reason":"conflict","results":[]})"));
+        auto refused = client.transaction().kv_check("b", "k", 3).next("orders", "p-7", 2).commit();
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().is(Errc::conflict));
+        CHECK(server.requests().size() == 2);
     }
 }

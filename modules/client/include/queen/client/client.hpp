@@ -112,7 +112,9 @@ public:
     /// POST /api/v1/transaction: all operations or none. A transaction the server rolled back
     /// is Errc::rejected with the server's reason. Never retried (it is not idempotent).
     /// Errors also: Errc::conflict (409: a KV version, lock guard or release, or timer id did
-    /// not hold; the context names the operation), HTTP 400 (an operation outside the limits).
+    /// not hold; the context names the operation), HTTP 400 (an operation outside the limits,
+    /// or a next pop's queue or batch). With request.next, the committed transaction's pop comes
+    /// back in TransactionResult::next (no second request; see TransactionBuilder::next).
     [[nodiscard]] queen::Result<TransactionResult> transaction(const TransactionRequest& request);
     /// A TransactionBuilder bound to this client: `client.transaction().ack(m).queue("q")
     /// .push(json).kv_set(...).commit()` (see queen/client/transaction.hpp).

@@ -96,14 +96,18 @@ void build_ack_batch(std::span<const Message> messages, AckStatus status,
                                                   std::size_t ack_count,
                                                   std::vector<AckResult>& results);
 
-/// Builds POST /api/v1/transaction (not idempotent: never resent). Pushed items without a
-/// transaction_id get one from `ids`. Errors: Errc::invalid_argument (no operations; with
+/// Builds POST /api/v1/transaction (not idempotent: never resent), with its "next" pop when
+/// request.next is set. Pushed items without a transaction_id get one from `ids`. Errors:
+/// Errc::invalid_argument (no operations; a next pop without a queue or with a batch < 1; with
 /// is_payload_validated, a push item whose payload is not JSON).
 [[nodiscard]] queen::Status build_transaction(const TransactionRequest& request,
                                               bool is_payload_validated, IdSource& ids,
                                               OwnedRequest& out);
-/// Reads a transaction answer into `result` (its results are replaced). Errors: as
-/// read_push_answer; a rolled-back transaction is Errc::rejected with the server's reason.
+/// Reads a transaction answer into `result` (its results are replaced). A committed answer's
+/// "next" is read like a pop answer into result.next (one pass over the body, reusing the
+/// storage of an earlier result.next); without one, or on any error, result.next is empty.
+/// Errors: as read_push_answer (also a "next" that is not a pop answer); a rolled-back
+/// transaction is Errc::rejected with the server's reason.
 [[nodiscard]] queen::Status read_transaction_answer(const HttpRequest& request,
                                                     const HttpResponse& response,
                                                     TransactionResult& result);

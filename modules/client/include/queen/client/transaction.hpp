@@ -25,7 +25,9 @@ class Client;
 ///                     .push(message.data_json)
 ///                     .timer("remind-" + id, std::chrono::minutes(5), "reminders", "{}")
 ///                     .guard(lock)
-///                     .commit();  // Result<TransactionResult>: one result per operation
+///                     .next("orders", partition, 10)  // and pop the next batch, same entry
+///                     .commit();  // Result<TransactionResult>: one result per operation, and
+///                                 // the popped messages in ->next->messages
 ///
 /// A call that cannot make its operation (a push before any queue()) is remembered and
 /// commit() returns it as Errc::invalid_argument, sending nothing; everything else (names,
@@ -85,6 +87,16 @@ public:
     /// TransactionRequest::guards: the first guard is checked before the first operation).
     TransactionBuilder& guard(const LockGrant& grant);
     TransactionBuilder& guard(LockGuard lock);
+
+    /// Once every operation committed, the same log entry pops up to `batch` messages of
+    /// `queue` (only of `partition` when not empty) in queue mode: the worker's next batch comes
+    /// back with the commit, in TransactionResult::next (its messages empty when nothing was
+    /// there: the pop never waits). A transaction has one next pop: a later call replaces it.
+    /// A refused transaction pops nothing.
+    TransactionBuilder& next(std::string_view queue, std::string_view partition = {},
+                             std::int64_t batch = 1);
+    /// The same with every field (a consumer group).
+    TransactionBuilder& next(NextPop next);
 
     /// Client::transaction(request()). Errors: Errc::invalid_argument (an unbound builder, or
     /// the first mistake recorded above, or those of Client::transaction); otherwise those of

@@ -233,6 +233,17 @@ struct LockRelease {
 using TransactionOperation = std::variant<TransactionPush, Ack, KvSet, KvDelete, KvCheck, TimerSet,
                                           TimerCancel, LockRelease>;
 
+/// A transaction's next pop (TransactionRequest::next): once every operation committed, the same
+/// log entry pops up to `batch` messages of `queue`, as GET /api/v1/pop/queue/:queue[/partition/
+/// :partition] would, but never waiting. A worker's whole loop (ack, state, push, reminder, take
+/// the next message) is then one request.
+struct NextPop {
+    std::string queue;
+    std::string partition;       ///< empty: any partition
+    std::string consumer_group;  ///< empty: the queue-mode group
+    std::int64_t batch = 1;      ///< 1..the broker's pop batch limit
+};
+
 struct TransactionRequest {
     std::vector<TransactionOperation> operations;  ///< executed in order, all or nothing
     std::vector<std::string> required_leases;  ///< sent like the JS client; the server ignores it
@@ -242,6 +253,9 @@ struct TransactionRequest {
     /// A transaction that releases a guarded lock releases it after the guard's operation. At
     /// most one guard per operation.
     std::vector<LockGuard> guards;
+    /// Sent as "next": the pop the broker runs after the operations, in the same entry; its
+    /// messages come back in TransactionResult::next. A refused transaction pops nothing.
+    std::optional<NextPop> next;
 };
 
 /// One per operation the broker ran, in order; a push of n items counts as n operations.
@@ -274,6 +288,11 @@ struct TransactionResult {
     /// `results` then holds the operations before it.
     std::optional<std::int64_t> failed_index;
     std::string error;
+    /// The answer's "next": the messages TransactionRequest::next popped, read like a pop answer
+    /// (empty messages: nothing was there). std::nullopt when the answer has none: no next pop
+    /// was asked for, the transaction was refused, or the broker predates `next` (it ignores the
+    /// member and pops nothing). Reading another answer into the same result reuses its storage.
+    std::optional<PopResult> next;
 };
 
 // ---- KV, locks and timers (docs/http-api.md) ----
