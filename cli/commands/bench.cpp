@@ -45,7 +45,9 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
                         "transaction: what a worker does per popped batch: ack-push (ack it and "
                         "push the next batch in one transaction), one-call (also a KV write and a "
                         "reminder timer, in the same transaction), four-requests (the four effects "
-                        "of one-call as four requests)");
+                        "of one-call as four requests), one-call-next (one-call whose transaction "
+                        "also pops the worker's next batch: one request a loop; an empty next pop "
+                        "falls back to a waiting pop)");
     command->add_option("--consumer-group", options->consumer_group,
                         "Consume as this consumer group (default: queue mode)");
     command

@@ -124,9 +124,10 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(report["missing"], 0)
         self.assertIn("fill_msgs_per_s", report["metrics"])
 
-    def check_transaction_counts(self, queue_name, workers, batch, transactions, pipelined=False):
+    def check_transaction_counts(self, queue_name, workers, batch, transactions, pipelined=False, steps=None):
         report = self.bench("transaction", "--queue", queue_name, "--consumers", str(workers), "--batch",
-                            str(batch), "--messages", str(transactions), *(["--pipeline"] if pipelined else []))
+                            str(batch), "--messages", str(transactions), *(["--pipeline"] if pipelined else []),
+                            *(["--steps", steps] if steps else []))
         self.check_common(report, "transaction")
         self.assertEqual(report["conditions"]["pipelined"], pipelined)
         # Workers claim a transaction after their pop, so the count is exact at any concurrency.
@@ -144,6 +145,17 @@ class BenchTest(unittest.TestCase):
             self.assertEqual(stats["total"] - stats["completed"], batch, p)
         completed = sum(p["stats"].get("completed", 0) for p in partitions)
         self.assertEqual(completed, batch * transactions, queue)
+        return report
+
+    def prometheus_counter(self, name):
+        client = self.server.client()
+        try:
+            text = client.get("/metrics/prometheus").body
+        finally:
+            client.close()
+        m = re.search(rf"^{name} ([0-9.e+]+)$", text, re.M)
+        self.assertIsNotNone(m, f"{name} not in /metrics/prometheus")
+        return float(m.group(1))
 
     def test_transaction_loop_moves_messages_atomically(self):
         self.check_transaction_counts("b-tx", workers=2, batch=2, transactions=100)
@@ -157,6 +169,35 @@ class BenchTest(unittest.TestCase):
         self.check_transaction_counts("b-tx-pipe-64", workers=64, batch=1, transactions=500, pipelined=True)
         out = self.bench("e2e", "--pipeline", expect_code=2)
         self.assertIn("pipelining applies to the transaction workload only", out.stderr)
+
+    def test_one_call_next_loop_is_one_request_and_stays_exact(self):
+        # The transaction pops the worker's next batch itself (its "next", in the same entry as the
+        # push of that batch): after each worker's first waiting pop, a loop is one request.
+        for queue_name, workers, batch, transactions in (("b-tx-next", 2, 3, 100), ("b-tx-next-64", 64, 1, 500)):
+            pops = self.prometheus_counter("queen_pop_requests_total")
+            committed = self.prometheus_counter("queen_transactions_total")
+            state_version = self.get_json("/api/v1/kv/bench/t0").get("version", 0)  # 0: absent (404)
+            report = self.check_transaction_counts(queue_name, workers, batch, transactions, steps="one-call-next")
+            self.assertIn("one request a loop", report["latency_ms"]["of"])
+            self.assertEqual(report["latency_ms"]["count"], transactions)
+            # Every next pop found the batch its own transaction pushed: no worker fell back.
+            self.assertEqual(report["metrics"]["empty_next_pops"], 0)
+            self.assertEqual(report["metrics"]["empty_pops"], 0)
+            self.assertLessEqual(self.prometheus_counter("queen_pop_requests_total") - pops, workers)
+            self.assertEqual(self.prometheus_counter("queen_transactions_total") - committed, transactions)
+            # The four steps ran: each worker's state key and its reminder timer exist.
+            state = self.get_json("/api/v1/kv/bench/t0")
+            self.assertGreater(state["version"], state_version)
+            self.assertIn("seq", state["value"])
+            self.assertEqual(self.get_json("/api/v1/timers/bench-t0")["queue"], f"{queue_name}-reminders")
+        # The next pop replaces the pipelined one; four requests have no transaction to follow.
+        for steps in ("one-call-next", "four-requests"):
+            out = self.bench("transaction", "--steps", steps, "--pipeline", expect_code=2)
+            self.assertIn(f"pipelining applies to the steps ack-push and one-call only, not {steps}", out.stderr)
+        out = self.bench("e2e", "--steps", "one-call-next", expect_code=2)
+        self.assertIn("steps apply to the transaction workload only", out.stderr)
+        out = self.bench("transaction", "--steps", "one-call-after", expect_code=2)
+        self.assertIn("unknown steps 'one-call-after' (ack-push, one-call, four-requests, one-call-next)", out.stderr)
 
     def test_partitions_fills_and_drains_one_message_per_partition(self):
         report = self.bench("partitions", "--queue", "b-parts", "--producers", "2", "--consumers", "2",

@@ -101,6 +101,7 @@ struct Run {
     std::atomic<std::uint64_t> transactions{0};
     std::atomic<std::uint64_t> transactions_claimed{0};  // a worker claims one before committing
     std::atomic<std::uint64_t> empty_pops{0};            // pops answered 204 (nothing delivered)
+    std::atomic<std::uint64_t> empty_next_pops{0};       // transactions' next pops that were empty
     std::atomic<bool> is_producing_over{false};
     std::atomic<std::int64_t> producers_live{0};  // producer agents not stopped yet
     std::int64_t produce_end_ns = 0;              // when the last producer stopped

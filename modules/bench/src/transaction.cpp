@@ -1,6 +1,8 @@
 // bench/src/transaction.cpp — the transaction workload: workers that pop a batch and finish it
-// in one transaction (ack + push, or the four-step worker), or in four requests.
+// in one transaction (ack + push, or the four-step worker, which may also pop the next batch), or
+// in four requests.
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "run.hpp"
@@ -12,6 +14,9 @@ namespace {
 /// in one transaction. Pipelined (options.is_pipelined), the pop of the next batch goes with the
 /// transaction, right behind it on the connection: the server handles them in that order, so the
 /// pop finds the batch the transaction pushed, and a loop is one round trip instead of two.
+/// With one_call_next the transaction pops the next batch itself (its `next`, applied in the same
+/// log entry after the push), so a loop is one request; an empty next pop sends the worker back
+/// to its waiting pop.
 class TransactionAgent final : public Agent {
 public:
     TransactionAgent(Run& run, Lane& lane, std::int64_t worker, std::int64_t deadline_ns)
@@ -23,6 +28,10 @@ public:
         pop_.timeout_ms = run.options.pop_wait_ms;
         const queen::Status built = client::build_pop(pop_, run.pop_wait_margin_ms, pop_request_);
         QUEEN_ASSERT(built.has_value(), "validated options build a pop");
+        next_pop_.queue = pop_.queue;
+        next_pop_.partition = pop_.partition;
+        next_pop_.consumer_group = pop_.consumer_group;
+        next_pop_.batch = pop_.batch;
     }
 
     Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t&) override {
@@ -31,11 +40,18 @@ public:
             return Next::send;
         }
         if (is_commit_due_) {
+            // The last transaction (count or deadline reached) pops nothing.
+            is_next_asked_ = run_.options.steps == Steps::one_call_next && is_pop_wanted(now_ns);
+            if (!is_next_asked_) {
+                transaction_.next.reset();
+            } else if (!transaction_.next) {
+                transaction_.next = next_pop_;
+            }
             const queen::Status built =
                 client::build_transaction(transaction_, false, lane_.ids, request);
             QUEEN_ASSERT(built.has_value(), "a popped batch builds a transaction");
             is_pop_following_ = run_.options.is_pipelined && is_pop_wanted(now_ns);
-            if (is_pop_following_) {
+            if (is_pop_following_ || is_next_asked_) {
                 pop_start_ns_ = now_ns;
             }
             return Next::send;
@@ -94,6 +110,9 @@ public:
             run_.bytes_consumed.fetch_add(bytes_, relaxed);
             run_.progress.consumed.fetch_add(moved_, relaxed);
             run_.progress.produced.fetch_add(moved_, relaxed);
+            if (is_next_asked_) {
+                take_next();
+            }
             return;
         }
         if (const queen::Status read = read_answer(
@@ -106,6 +125,31 @@ public:
             run_.empty_pops.fetch_add(1, relaxed);
             return;  // a lease still held (a failed commit): it comes back after its expiry
         }
+        take_batch();
+    }
+
+private:
+    /// one_call_next, after a committed transaction: its next pop's messages are the batch in
+    /// hand (swapped in, so both results keep their storage); an empty one leaves the worker to
+    /// its waiting pop.
+    void take_next() {
+        if (!committed_.next) {
+            // A broker without next pops ignores the member: the loop would silently be
+            // one_call with a waiting pop, which is not what this run measures.
+            run_.count_error("transaction: the answer has no next (does the broker take next?)");
+            return;
+        }
+        if (committed_.next->messages.empty()) {
+            run_.empty_next_pops.fetch_add(1, relaxed);
+            return;
+        }
+        std::swap(popped_, *committed_.next);
+        take_batch();
+    }
+
+    /// The batch in popped_ (sent at pop_start_ns_) is the worker's: claim its transaction and
+    /// build it.
+    void take_batch() {
         loop_start_ns_ = pop_start_ns_;
         // Claiming after the pop (not before) keeps the count exact however many workers run:
         // exactly `target` transactions are attempted, and an empty pop claims nothing.
@@ -155,7 +199,6 @@ public:
         is_commit_due_ = true;
     }
 
-private:
     /// four_requests: request `step_` of the loop (ack, kv.set, push, timer.set), each alone.
     void build_step(client::OwnedRequest& request) {
         const auto& operations = transaction_.operations;
@@ -204,6 +247,7 @@ private:
     std::int64_t deadline_ns_;
     PopRequest pop_;
     client::OwnedRequest pop_request_;  // built once: every pop of this agent is the same
+    client::NextPop next_pop_;          // one_call_next: the transaction's pop, the same as pop_
     client::PopResult popped_;
     client::TransactionRequest transaction_;
     client::TransactionResult committed_;
@@ -213,6 +257,7 @@ private:
     std::size_t step_ = 0;                    // four_requests: the request of the loop
     bool is_commit_due_ = false;              // popped a batch; its transaction goes next
     bool is_pop_following_ = false;   // the transaction being sent carries the next pop behind it
+    bool is_next_asked_ = false;      // the transaction being sent pops the next batch itself
     bool is_claim_refused_ = false;   // the count was reached: stop
     std::int64_t pop_start_ns_ = 0;   // when the last pop was sent
     std::int64_t loop_start_ns_ = 0;  // when the pop of the batch in hand was sent
@@ -258,7 +303,7 @@ queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
         QUEEN_TRY(flush());
     }
     Report report;
-    report.latency_of = "pop + transaction (ack and push)";
+    report.latency_of = describe_transaction_loop(run.options.steps, run.options.is_pipelined);
     run.progress.phase.store("run");
     const CpuWindow cpu(run.options);
     const std::int64_t start_ns = run.clock.monotonic_ns();
@@ -275,6 +320,12 @@ queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns) {
     report.metrics.push_back({"transactions", transactions});
     report.metrics.push_back(
         {"transactions_per_s", report.elapsed_s > 0 ? transactions / report.elapsed_s : 0.0});
+    if (run.options.steps == Steps::one_call_next) {
+        // How often a worker fell back to its waiting pop (0 while each transaction finds the
+        // batch it pushed).
+        report.metrics.push_back(
+            {"empty_next_pops", static_cast<double>(run.empty_next_pops.load())});
+    }
     cpu.add_to(report);
     return report;
 }

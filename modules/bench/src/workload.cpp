@@ -606,17 +606,42 @@ std::string_view to_string(Steps steps) noexcept {
         case Steps::ack_push: return "ack-push";
         case Steps::one_call: return "one-call";
         case Steps::four_requests: return "four-requests";
+        case Steps::one_call_next: return "one-call-next";
     }
     return "unknown";
 }
 
 queen::Result<Steps> parse_steps(std::string_view name) {
-    for (const Steps steps : {Steps::ack_push, Steps::one_call, Steps::four_requests}) {
+    for (const Steps steps :
+         {Steps::ack_push, Steps::one_call, Steps::four_requests, Steps::one_call_next}) {
         if (name == to_string(steps)) {
             return steps;
         }
     }
-    return invalid("unknown steps '" + std::string(name) + "' (ack-push, one-call, four-requests)");
+    return invalid("unknown steps '" + std::string(name) +
+                   "' (ack-push, one-call, four-requests, one-call-next)");
+}
+
+std::string_view describe_transaction_loop(Steps steps, bool is_pipelined) noexcept {
+    // A sample starts when the request that popped the batch is sent and ends with the answer
+    // of the last request that finishes it; pipelined and one-call-next pop the next batch with
+    // the previous loop's transaction, so their sample starts there.
+    switch (steps) {
+        case Steps::ack_push:
+            return is_pipelined ? "pop pipelined behind the previous transaction + transaction "
+                                  "(ack and push)"
+                                : "pop + transaction (ack and push)";
+        case Steps::one_call:
+            return is_pipelined ? "pop pipelined behind the previous transaction + transaction "
+                                  "(ack, kv.set, push, timer.set)"
+                                : "pop + transaction (ack, kv.set, push, timer.set)";
+        case Steps::four_requests:
+            return "pop + ack + kv.set transaction + push + timer.set transaction (five requests)";
+        case Steps::one_call_next:
+            return "transaction (ack, kv.set, push, timer.set) + next pop, one request a loop: "
+                   "from the request that popped a batch to the one that finished it";
+    }
+    return "unknown";
 }
 
 queen::Result<void> WorkloadOptions::validate() const {
@@ -655,6 +680,15 @@ queen::Result<void> WorkloadOptions::validate() const {
     }
     if (is_pipelined && workload != Workload::transaction) {
         return invalid("pipelining applies to the transaction workload only");
+    }
+    if (steps != Steps::ack_push && workload != Workload::transaction) {
+        return invalid("steps apply to the transaction workload only");
+    }
+    if (is_pipelined && (steps == Steps::four_requests || steps == Steps::one_call_next)) {
+        // four-requests has no transaction for the pop to follow; one-call-next pops inside
+        // its transaction already.
+        return invalid("pipelining applies to the steps ack-push and one-call only, not " +
+                       std::string(to_string(steps)));
     }
     if (drain_idle_ms < 0 || pop_wait_ms < 0) {
         return invalid("drain_idle_ms and pop_wait_ms must not be negative");

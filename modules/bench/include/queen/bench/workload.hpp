@@ -28,11 +28,17 @@ enum class Workload { produce, consume, e2e, transaction, partitions };
 ///   and sets (replaces) a reminder timer a minute out, in one transaction;
 /// - four_requests: the same four effects as four requests, one after another: POST /ack,
 ///   a one-operation transaction of kv.set, POST /push, a one-operation transaction of
-///   timer.set (so each is its own log entry, as with four systems).
-enum class Steps { ack_push, one_call, four_requests };
+///   timer.set (so each is its own log entry, as with four systems);
+/// - one_call_next: one_call whose transaction also pops the worker's next batch from its own
+///   partition (the transaction's `next`, in the same log entry), so a loop is one request; when
+///   that pop comes back empty the worker falls back to its waiting pop.
+enum class Steps { ack_push, one_call, four_requests, one_call_next };
 [[nodiscard]] std::string_view to_string(Steps steps) noexcept;
 /// Errors: queen::Errc::invalid_argument (not a steps name).
 [[nodiscard]] queen::Result<Steps> parse_steps(std::string_view name);
+/// What one latency sample of the transaction workload covers with these steps (its report's
+/// latency_of): the requests of a worker's loop.
+[[nodiscard]] std::string_view describe_transaction_loop(Steps steps, bool is_pipelined) noexcept;
 
 struct WorkloadOptions {
     Workload workload = Workload::produce;
@@ -52,7 +58,9 @@ struct WorkloadOptions {
     std::int64_t partitions = 1;
     std::int64_t pop_partitions = 1;  ///< pops claim up to this many partitions (one lease)
     /// Transaction workers send the next pop right behind their transaction on the same
-    /// connection (HTTP/1.1 pipelining): one round trip per loop instead of two.
+    /// connection (HTTP/1.1 pipelining): one round trip per loop instead of two. Steps ack_push
+    /// and one_call only (four_requests has no transaction to pipeline behind; one_call_next
+    /// pops inside its transaction).
     bool is_pipelined = false;
     Steps steps = Steps::ack_push;  ///< transaction workload only
     std::string consumer_group;     ///< empty: queue mode
@@ -111,7 +119,9 @@ struct Progress {
 ///   and missing counted; the consumers' lag when producing ended in metrics. Unpaced, the
 ///   latency includes the backlog producers build ahead of consumers;
 /// - transaction: each worker pops a batch and, in one transaction, acks it and pushes the next
-///   batch; latency of pop + transaction; rate of messages moved (transactions in metrics);
+///   batch (more with `steps`); latency of a worker's loop (describe_transaction_loop); rate of
+///   messages moved (transactions in metrics; with one_call_next, next pops that came back
+///   empty as empty_next_pops);
 /// - partitions: fills `partitions` partitions with one message each, then drains them; rate
 ///   of the drain; fill rate and server RSS in metrics.
 /// Every loop stops at its count, at its time bound, after errors_max errors, or when
