@@ -1,10 +1,10 @@
 // tests/roundtrip/transaction_roundtrip_test.cpp — the one call through the whole path: the
 // client's TransactionBuilder body -> the API's transaction parser -> the engine (queues, KV,
 // timers and locks in one entry) -> the API's answer -> the client's reading of it, for a commit
-// with every operation kind, and for each way a transaction is refused (rollback 200, conflict
-// 409, invalid 400). The broker side is the api module's test harness (its Router over a real
-// Engine), the client side a real queen::client::Client talking to a recording server that
-// replays the broker's answers.
+// with every operation kind, for each way a transaction is refused (rollback 200, conflict 409,
+// invalid 400), and for the next pop a transaction carries. The broker side is the api module's
+// test harness (its Router over a real Engine), the client side a real queen::client::Client
+// talking to a recording server that replays the broker's answers.
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -177,5 +177,103 @@ TEST_CASE("roundtrip: a builder transaction of every kind commits on the broker 
         CHECK(status == 400);
         CHECK(qc::http_status_of(done.error()) == 400);
         CHECK(done.error().context.find("intervalMs") != std::string::npos);
+    }
+}
+
+TEST_CASE("roundtrip: a builder transaction's next pop comes back as the broker's pop answer",
+          "[roundtrip][transaction][next]") {
+    queen::api::testing::Harness broker;
+    TestServer wire;
+    qc::Client client{options_for(wire)};
+    broker.push("work", "p",
+                {nlohmann::json{{"n", 0}}, nlohmann::json{{"n", 1}}, nlohmann::json{{"n", 2}}});
+    const qc::Message first = pop_one(broker, wire, client, "work");
+    CHECK(first.data_json == R"({"n":0})");
+
+    // The ack ends the partition's lease, so next takes the following two, in order.
+    int status = 0;
+    auto done = through_broker(
+        broker, wire,
+        client.transaction().ack(first).queue("work", "p").push(R"({"n":3})").next("work", "p", 2),
+        status);
+    REQUIRE(done);
+    CHECK(status == 200);
+    CHECK(done->results.size() == 2);
+    REQUIRE(done->next.has_value());
+    const qc::PopResult batch = *done->next;
+    REQUIRE(batch.messages.size() == 2);
+    CHECK(batch.messages[0].data_json == R"({"n":1})");
+    CHECK(batch.messages[1].data_json == R"({"n":2})");
+    CHECK(batch.queue == "work");
+    CHECK(batch.partition == "p");
+    for (const qc::Message& message : batch.messages) {
+        CHECK(message.queue == "work");
+        CHECK(message.partition == "p");
+        CHECK(message.lease_id == batch.lease_id);
+        CHECK_FALSE(message.lease_id.empty());
+        CHECK_FALSE(message.transaction_id.empty());
+        CHECK(message.partition_id == first.partition_id);
+    }
+
+    // The popped messages ack like any pop's; the next one is what the first call pushed.
+    auto tx = client.transaction();
+    for (const qc::Message& message : batch.messages) {
+        tx.ack(message);
+    }
+    done = through_broker(broker, wire, tx.next("work", "p", 10), status);
+    REQUIRE(done);
+    REQUIRE(done->next.has_value());
+    REQUIRE(done->next->messages.size() == 1);
+    const qc::Message pushed = done->next->messages[0];
+    CHECK(pushed.data_json == R"({"n":3})");
+
+    SECTION("nothing left: an empty next, not a wait") {
+        done = through_broker(broker, wire, client.transaction().ack(pushed).next("work", "p"),
+                              status);
+        REQUIRE(done);
+        REQUIRE(done->next.has_value());
+        CHECK(done->next->messages.empty());
+        CHECK(done->next->partitions_claimed == 0);
+    }
+    SECTION("a refused transaction pops nothing and its answer has no next") {
+        broker.push("work", "other", {nlohmann::json{{"n", 100}}});
+        done = through_broker(broker, wire,
+                              client.transaction().ack(batch.messages[0]).next("work", "other"),
+                              status);  // acked already: rolled back
+        REQUIRE_FALSE(done);
+        CHECK(status == 200);
+        CHECK(done.error().is(qc::Errc::rejected));
+        const qc::Message left = pop_one(broker, wire, client, "work");
+        CHECK(left.data_json == R"({"n":100})");
+    }
+    SECTION("a batch over the broker's limit refuses the whole call with 400") {
+        done = through_broker(
+            broker, wire, client.transaction().ack(pushed).next("work", "p", 1'000'000), status);
+        REQUIRE_FALSE(done);
+        CHECK(status == 400);
+        CHECK(qc::http_status_of(done.error()) == 400);
+        CHECK(done.error().context.find("next") != std::string::npos);
+        // The ack was not applied: it still goes through.
+        done = through_broker(broker, wire, client.transaction().ack(pushed), status);
+        CHECK(done);
+    }
+    SECTION("a consumer group's next pop is the group's own") {
+        qc::NextPop group;
+        group.queue = "work";
+        group.partition = "p";
+        group.consumer_group = "audit";
+        group.batch = 10;
+        done = through_broker(broker, wire, client.transaction().ack(pushed).next(group), status);
+        REQUIRE(done);
+        REQUIRE(done->next.has_value());
+        CHECK(done->next->consumer_group == "audit");
+        // The group has its own cursor: the messages queue mode acked are still the group's
+        // (a new group reads from the partition's first message by default).
+        REQUIRE(done->next->messages.size() == 4);
+        CHECK(done->next->messages[0].data_json == R"({"n":0})");
+        CHECK(done->next->messages[3].data_json == R"({"n":3})");
+        for (const qc::Message& message : done->next->messages) {
+            CHECK(message.consumer_group == "audit");
+        }
     }
 }
