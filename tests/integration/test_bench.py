@@ -124,10 +124,11 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(report["missing"], 0)
         self.assertIn("fill_msgs_per_s", report["metrics"])
 
-    def check_transaction_counts(self, queue_name, workers, batch, transactions, pipelined=False, steps=None):
+    def check_transaction_counts(self, queue_name, workers, batch, transactions, pipelined=False, steps=None,
+                                 extra=()):
         report = self.bench("transaction", "--queue", queue_name, "--consumers", str(workers), "--batch",
                             str(batch), "--messages", str(transactions), *(["--pipeline"] if pipelined else []),
-                            *(["--steps", steps] if steps else []))
+                            *(["--steps", steps] if steps else []), *extra)
         self.check_common(report, "transaction")
         self.assertEqual(report["conditions"]["pipelined"], pipelined)
         # Workers claim a transaction after their pop, so the count is exact at any concurrency.
@@ -169,6 +170,16 @@ class BenchTest(unittest.TestCase):
         self.check_transaction_counts("b-tx-pipe-64", workers=64, batch=1, transactions=500, pipelined=True)
         out = self.bench("e2e", "--pipeline", expect_code=2)
         self.assertIn("pipelining applies to the transaction workload only", out.stderr)
+
+    def test_one_call_and_four_requests_loops_stay_exact(self):
+        report = self.check_transaction_counts("b-tx-one", workers=2, batch=2, transactions=50, steps="one-call")
+        self.assertEqual(report["latency_ms"]["of"], "pop + transaction (ack, kv.set, push, timer.set)")
+        # With a consumer group named: the workers pop in queue mode, and each ack carries the
+        # group its message was popped for (a batch-wide group made every ack fail its lease, and
+        # the run ended at its time bound with no error counted).
+        report = self.check_transaction_counts("b-tx-four", workers=2, batch=2, transactions=30,
+                                               steps="four-requests", extra=("--consumer-group", "g"))
+        self.assertIn("(five requests)", report["latency_ms"]["of"])
 
     def test_one_call_next_loop_is_one_request_and_stays_exact(self):
         # The transaction pops the worker's next batch itself (its "next", in the same entry as the

@@ -84,6 +84,14 @@ public:
                 run_.count_error(failure("step", read));
                 return;
             }
+            // An ack or push item the server did not take leaves the loop unfinished: an error,
+            // like a failed request, not a silently shorter run.
+            if (const std::string failed = step_item_failure(); !failed.empty()) {
+                is_commit_due_ = false;
+                step_ = 0;
+                run_.count_error(failed);
+                return;
+            }
             if (++step_ < 4) {
                 return;  // the next request of the loop
             }
@@ -206,8 +214,10 @@ private:
         single_.operations.resize(1);
         switch (step_) {
             case 0:
-                client::build_ack_batch(popped_.messages, client::AckStatus::completed,
-                                        run_.options.consumer_group, request);
+                // Each ack names the group the message was popped for (as Ack::of does in the
+                // one-call transaction); a batch-wide group would override it.
+                client::build_ack_batch(popped_.messages, client::AckStatus::completed, {},
+                                        request);
                 break;
             case 1: single_.operations[0] = operations[count + 1]; break;  // kv.set
             case 2: {
@@ -232,6 +242,26 @@ private:
             case 2: return client::read_push_answer(request, response, moved_, pushed_);
             default: return client::read_transaction_answer(request, response, committed_);
         }
+    }
+
+    /// four_requests, after step_'s answer was read: the first ack or push item of it that
+    /// failed, as an error text, or "".
+    std::string step_item_failure() const {
+        if (step_ == 0) {
+            for (const client::AckResult& result : acked_) {
+                if (!result.is_success) {
+                    return "ack: " +
+                           (result.error.empty() ? std::string("not acked") : result.error);
+                }
+            }
+        } else if (step_ == 2) {
+            for (const client::PushResult& result : pushed_) {
+                if (result.status != PushStatus::queued) {
+                    return item_failure(result);
+                }
+            }
+        }
+        return {};
     }
 
     /// Whether another batch should be popped: not stopping, before the deadline and the count.
