@@ -89,14 +89,22 @@ void encode_record(Bytes& out, Term term, LogIndex index, RecordType type, ByteS
     out.insert(out.end(), payload.begin(), payload.end());
 }
 
-RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max) {
+namespace {
+
+/// decode_record() of the record at the start of `bytes`, which begins the `bytes_left` bytes
+/// that remain in the segment: all of them when fewer than a record header, and all of the
+/// record's when its length is within the limit and the segment. A window of a segment decodes
+/// like the whole rest of it (same status, same detail).
+RecordDecode decode_record_at(ByteSpan bytes, std::uint64_t bytes_left,
+                              std::uint32_t payload_size_max) {
     RecordDecode out;
-    if (bytes.size() < record_header_size) {
+    if (bytes_left < record_header_size) {
         out.status = StopReason::truncated_header;
-        out.detail = "only " + std::to_string(bytes.size()) + " bytes left, a record header is " +
+        out.detail = "only " + std::to_string(bytes_left) + " bytes left, a record header is " +
                      std::to_string(record_header_size);
         return out;
     }
+    QUEEN_ASSERT(bytes.size() >= record_header_size, "a record header is in the window");
     const Byte* p = bytes.data();
     const auto payload_size = load_le<std::uint32_t>(p + 4);
     if (payload_size > payload_size_max || payload_size > record_payload_size_limit) {
@@ -105,12 +113,13 @@ RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max) {
                      std::to_string(payload_size_max);
         return out;
     }
-    if (bytes.size() - record_header_size < payload_size) {
+    if (bytes_left - record_header_size < payload_size) {
         out.status = StopReason::bad_length;
         out.detail = "payload_size " + std::to_string(payload_size) + " but only " +
-                     std::to_string(bytes.size() - record_header_size) + " bytes follow";
+                     std::to_string(bytes_left - record_header_size) + " bytes follow";
         return out;
     }
+    QUEEN_ASSERT(bytes.size() >= encoded_record_size(payload_size), "the record is in the window");
     const auto stored_crc = load_le<std::uint32_t>(p);
     const std::uint32_t actual_crc = crc32c(bytes.subspan(
         record_crc_covered_from, record_header_size - record_crc_covered_from + payload_size));
@@ -133,10 +142,44 @@ RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max) {
     return out;
 }
 
+/// True when bytes [from, size) of the segment are all zero, read a window at a time.
+Result<bool> is_all_zero_from(std::uint64_t size, const SegmentView& view, std::uint64_t from) {
+    for (std::uint64_t at = from; at < size;) {
+        QUEEN_TRY(const ByteSpan window, view(at, 1));
+        QUEEN_ASSERT(!window.empty(), "a segment view gives at least the bytes asked for");
+        if (!is_all_zero(window)) {
+            return false;
+        }
+        at += window.size();
+    }
+    return true;
+}
+
+/// The whole buffer as the view of every window.
+SegmentView whole(ByteSpan bytes) {
+    return [bytes](std::uint64_t offset, std::uint64_t) -> Result<ByteSpan> {
+        return bytes.subspan(offset);
+    };
+}
+
+}  // namespace
+
+RecordDecode decode_record(ByteSpan bytes, std::uint32_t payload_size_max) {
+    return decode_record_at(bytes, bytes.size(), payload_size_max);
+}
+
 SegmentScan scan_segment(ByteSpan bytes, std::uint32_t payload_size_max,
                          const std::function<void(const RecordView&, std::uint64_t)>& on_record) {
+    // A buffer's view never fails.
+    return scan_segment_windowed(bytes.size(), whole(bytes), payload_size_max, on_record).value();
+}
+
+Result<SegmentScan> scan_segment_windowed(
+    std::uint64_t size, const SegmentView& view, std::uint32_t payload_size_max,
+    const std::function<void(const RecordView&, std::uint64_t)>& on_record) {
     SegmentScan scan;
-    scan.header = decode_segment_header(bytes, &scan.detail);
+    QUEEN_TRY(const ByteSpan head, view(0, segment_header_size));
+    scan.header = decode_segment_header(head, &scan.detail);
     if (!scan.header) {
         scan.stop = StopReason::bad_header;
         return scan;
@@ -145,8 +188,20 @@ SegmentScan scan_segment(ByteSpan bytes, std::uint32_t payload_size_max,
     scan.last_index = scan.header->first_index.prev();
     scan.last_term = scan.header->prev_term;
     std::uint64_t at = segment_header_size;
-    while (at < bytes.size()) {
-        RecordDecode decoded = decode_record(bytes.subspan(at), payload_size_max);
+    while (at < size) {
+        const std::uint64_t left = size - at;
+        QUEEN_TRY(ByteSpan rest, view(at, record_header_size));
+        if (rest.size() >= record_header_size) {
+            // The whole record only when its length is plausible: a damaged length field must
+            // not make the view read (and hold) up to 4 GiB.
+            const auto payload_size = load_le<std::uint32_t>(rest.data() + 4);
+            const std::uint64_t record_size = encoded_record_size(payload_size);
+            if (payload_size <= payload_size_max && record_size <= left &&
+                rest.size() < record_size) {
+                QUEEN_TRY(rest, view(at, record_size));
+            }
+        }
+        RecordDecode decoded = decode_record_at(rest, left, payload_size_max);
         if (decoded.status == StopReason::end_of_data) {
             if (decoded.record.index != scan.last_index.next()) {
                 decoded.status = StopReason::bad_field;
@@ -160,11 +215,13 @@ SegmentScan scan_segment(ByteSpan bytes, std::uint32_t payload_size_max,
                                  std::to_string(scan.last_term.value());
             }
         }
-        if (decoded.status != StopReason::end_of_data && is_all_zero(bytes.subspan(at))) {
-            scan.zero_tail_bytes = bytes.size() - at;
-            break;
-        }
         if (decoded.status != StopReason::end_of_data) {
+            // `rest` (and decoded.record) may be stale from here on: the check reads on.
+            QUEEN_TRY(const bool zero_tail, is_all_zero_from(size, view, at));
+            if (zero_tail) {
+                scan.zero_tail_bytes = left;
+                break;
+            }
             scan.stop = decoded.status;
             scan.stop_offset = at;
             scan.detail = std::move(decoded.detail);
@@ -203,30 +260,59 @@ bool is_all_zero(ByteSpan bytes) noexcept {
 std::optional<std::uint64_t> find_next_record(ByteSpan bytes, std::uint64_t from,
                                               LogIndex after_index, Term term_min,
                                               std::uint32_t payload_size_max) {
+    // A buffer's view never fails.
+    return find_next_record_windowed(bytes.size(), whole(bytes), from, after_index, term_min,
+                                     payload_size_max)
+        .value();
+}
+
+Result<std::optional<std::uint64_t>> find_next_record_windowed(std::uint64_t size,
+                                                               const SegmentView& view,
+                                                               std::uint64_t from,
+                                                               LogIndex after_index, Term term_min,
+                                                               std::uint32_t payload_size_max) {
     constexpr std::uint64_t index_window = 1ULL << 32;
-    for (std::uint64_t at = from; at + record_header_size <= bytes.size(); ++at) {
-        const Byte* p = bytes.data() + at;
-        // Cheap plausibility filters first, so garbage costs no CRC computation.
-        if (p[25] != 0 || p[26] != 0 || p[27] != 0) {
-            continue;
-        }
-        const auto payload_size = load_le<std::uint32_t>(p + 4);
-        if (payload_size > payload_size_max ||
-            bytes.size() - at - record_header_size < static_cast<std::uint64_t>(payload_size)) {
-            continue;
-        }
-        const auto index = load_le<std::uint64_t>(p + 16);
-        if (index <= after_index.value() || index - after_index.value() >= index_window) {
-            continue;
-        }
-        if (load_le<std::uint64_t>(p + 8) < term_min.value()) {
-            continue;
-        }
-        if (decode_record(bytes.subspan(at), payload_size_max).status == StopReason::end_of_data) {
-            return at;
+    std::uint64_t at = from;
+    while (at + record_header_size <= size) {
+        const std::uint64_t window_start = at;
+        QUEEN_TRY(const ByteSpan window, view(at, record_header_size));
+        QUEEN_ASSERT(window.size() >= record_header_size,
+                     "a segment view gives at least the bytes asked for");
+        const std::uint64_t window_end = window_start + window.size();
+        // Every candidate whose header is in this window; a longer candidate record is asked for
+        // whole, which moves the view (then `window` is stale and a new one is taken).
+        bool moved = false;
+        for (; !moved && at + record_header_size <= window_end; ++at) {
+            const Byte* p = window.data() + (at - window_start);
+            // Cheap plausibility filters first, so garbage costs no CRC computation.
+            if (p[25] != 0 || p[26] != 0 || p[27] != 0) {
+                continue;
+            }
+            const auto payload_size = load_le<std::uint32_t>(p + 4);
+            if (payload_size > payload_size_max ||
+                size - at - record_header_size < static_cast<std::uint64_t>(payload_size)) {
+                continue;
+            }
+            const auto index = load_le<std::uint64_t>(p + 16);
+            if (index <= after_index.value() || index - after_index.value() >= index_window) {
+                continue;
+            }
+            if (load_le<std::uint64_t>(p + 8) < term_min.value()) {
+                continue;
+            }
+            const std::uint64_t record_size = encoded_record_size(payload_size);
+            ByteSpan candidate = window.subspan(at - window_start);
+            if (candidate.size() < record_size) {
+                QUEEN_TRY(candidate, view(at, record_size));
+                moved = true;
+            }
+            if (decode_record_at(candidate, size - at, payload_size_max).status ==
+                StopReason::end_of_data) {
+                return std::optional<std::uint64_t>{at};
+            }
         }
     }
-    return std::nullopt;
+    return std::optional<std::uint64_t>{};
 }
 
 std::string segment_file_name(LogIndex first_index) {

@@ -1,33 +1,31 @@
 // modules/log/src/recovery.cpp — Log::open(): lists and scans the segments, cuts a torn tail,
 // drops torn or empty later segments, refuses damage to synced data, starts the writer thread.
+// Segments are decoded through a SegmentWindow: open holds a chunk of a segment, not the segment.
 #include <algorithm>
 #include <thread>
 
 #include "log_impl.hpp"
 #include "queen/core/assert.hpp"
+#include "segment_window.hpp"
 
 namespace queen::log {
 
 namespace {
 
-Result<Bytes> read_whole(const File& file) {
-    QUEEN_TRY(const std::uint64_t size, file.size());
-    Bytes bytes(static_cast<std::size_t>(size));
-    QUEEN_TRY(const std::size_t got, detail::read_fully(file, 0, bytes));
-    bytes.resize(got);
-    return bytes;
-}
-
 /// True when a later segment file holds at least one record with a valid CRC.
 Result<bool> holds_valid_record(FileSystem& file_system, const std::filesystem::path& path,
                                 std::uint32_t payload_size_max) {
     QUEEN_TRY(std::unique_ptr<File> file, file_system.open(path, OpenMode::read_only));
-    QUEEN_TRY(const Bytes bytes, read_whole(*file));
-    const SegmentScan scan = scan_segment(bytes, payload_size_max);
+    QUEEN_TRY(const std::uint64_t size, file->size());
+    detail::SegmentWindow window(*file, path, size);
+    const SegmentView view = window.as_view();
+    QUEEN_TRY(const SegmentScan scan, scan_segment_windowed(size, view, payload_size_max));
     if (scan.record_count > 0) {
         return true;
     }
-    return find_next_record(bytes, 0, LogIndex{0}, Term{0}, payload_size_max).has_value();
+    QUEEN_TRY(const std::optional<std::uint64_t> next,
+              find_next_record_windowed(size, view, 0, LogIndex{0}, Term{0}, payload_size_max));
+    return next.has_value();
 }
 
 }  // namespace
@@ -91,7 +89,10 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
         const auto path = dir / found[k].second;
         const bool is_last = k + 1 == found.size();
         QUEEN_TRY(std::unique_ptr<File> file, fs.open(path, OpenMode::read_write));
-        QUEEN_TRY(const Bytes bytes, read_whole(*file));
+        QUEEN_TRY(const std::uint64_t file_size, file->size());
+        // Refers to the File, which the segment owns from here on.
+        detail::SegmentWindow window(*file, path, file_size);
+        const SegmentView view = window.as_view();
         ++rep.segments_scanned;
 
         auto segment = std::make_shared<detail::Segment>();
@@ -102,54 +103,60 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
         const LogIndex expected_first = previous ? previous->last_index.next() : found[k].first;
         const Term expected_prev_term = previous ? previous->last_term : Term{0};
 
-        SegmentScan scan = scan_segment(bytes, options.record_size_bytes_max);
-        if (!scan.header) {
-            const bool later_records =
-                find_next_record(bytes, 0, expected_first.prev(), expected_prev_term,
-                                 options.record_size_bytes_max)
-                    .has_value();
-            if (is_last && !later_records && (previous != nullptr || found[k].first.value() == 1)) {
+        // The header first: records are decoded (and indexed) only once it is consistent.
+        QUEEN_TRY(const ByteSpan header_bytes, view(0, segment_header_size));
+        std::string header_detail;
+        const std::optional<SegmentHeader> header =
+            decode_segment_header(header_bytes, &header_detail);
+        if (!header) {
+            QUEEN_TRY(const std::optional<std::uint64_t> later_record,
+                      find_next_record_windowed(file_size, view, 0, expected_first.prev(),
+                                                expected_prev_term, options.record_size_bytes_max));
+            if (is_last && !later_record && (previous != nullptr || found[k].first.value() == 1)) {
                 // A crash while the segment was being created: its header never reached disk.
-                torn_header_detail = path.string() + ": " + scan.detail;
+                torn_header_detail = path.string() + ": " + header_detail;
                 segment->file.reset();
                 remove_from = k;
                 break;
             }
-            return Error{Errc::corruption, path.string() + ": " + scan.detail};
+            return Error{Errc::corruption, path.string() + ": " + header_detail};
         }
-        if (scan.header->first_index != found[k].first) {
+        if (header->first_index != found[k].first) {
             return Error{Errc::corruption, path.string() + ": header first_index " +
-                                               std::to_string(scan.header->first_index.value()) +
+                                               std::to_string(header->first_index.value()) +
                                                " does not match the file name"};
         }
-        if (previous != nullptr && (scan.header->first_index != expected_first ||
-                                    scan.header->prev_term != expected_prev_term)) {
+        if (previous != nullptr &&
+            (header->first_index != expected_first || header->prev_term != expected_prev_term)) {
             return Error{Errc::corruption,
                          path.string() + ": starts at index " +
-                             std::to_string(scan.header->first_index.value()) + " (prev term " +
-                             std::to_string(scan.header->prev_term.value()) + ") but " +
+                             std::to_string(header->first_index.value()) + " (prev term " +
+                             std::to_string(header->prev_term.value()) + ") but " +
                              previous->path.string() + " ends at " +
                              std::to_string(previous->last_index.value()) + " (term " +
                              std::to_string(previous->last_term.value()) + ")"};
         }
-        segment->header = *scan.header;
-        segment->last_index = scan.header->first_index.prev();
-        segment->last_term = scan.header->prev_term;
+        segment->header = *header;
+        segment->last_index = header->first_index.prev();
+        segment->last_term = header->prev_term;
         segment->size_bytes = segment_header_size;
-        // Decode again with the callback now that the header is known to be consistent.
         detail::Segment& seg = *segment;
-        scan = scan_segment(bytes, options.record_size_bytes_max,
-                            [&](const RecordView& record, std::uint64_t offset) {
-                                seg.note_record(record.index, record.term, offset,
+        QUEEN_TRY(const SegmentScan scan,
+                  scan_segment_windowed(file_size, view, options.record_size_bytes_max,
+                                        [&](const RecordView& record, std::uint64_t offset) {
+                                            seg.note_record(
+                                                record.index, record.term, offset,
                                                 encoded_record_size(record.payload.size()),
                                                 options.index_interval_bytes);
-                                impl->note_term_locked(record.index, record.term);
-                            });
+                                            impl->note_term_locked(record.index, record.term);
+                                        }));
         rep.records_recovered += scan.record_count;
         if (scan.stop != StopReason::end_of_data) {
-            const bool valid_after = find_next_record(bytes, scan.stop_offset + 1, scan.last_index,
-                                                      scan.last_term, options.record_size_bytes_max)
-                                         .has_value();
+            QUEEN_TRY(
+                const std::optional<std::uint64_t> record_after,
+                find_next_record_windowed(file_size, view, scan.stop_offset + 1, scan.last_index,
+                                          scan.last_term, options.record_size_bytes_max));
+            const bool valid_after = record_after.has_value();
             bool later_valid = false;
             for (std::size_t later = k + 1; later < found.size() && !later_valid; ++later) {
                 QUEEN_TRY(later_valid, holds_valid_record(fs, dir / found[later].second,
@@ -165,7 +172,7 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
             rep.tail_truncated = true;
             rep.truncated_segment = path;
             rep.truncated_at_offset = scan.valid_bytes;
-            rep.bytes_cut = bytes.size() - scan.valid_bytes;
+            rep.bytes_cut = file_size - scan.valid_bytes;
             rep.truncation_reason = scan.stop;
             rep.truncation_detail = scan.detail;
             rep.valid_record_after_cut = valid_after;
@@ -176,7 +183,7 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
             break;
         }
         // A zero-filled tail (scan.zero_tail_bytes) stays: the writer appends over it.
-        segment->file_bytes = bytes.size();
+        segment->file_bytes = file_size;
         impl->segments.push_back(std::move(segment));
     }
 

@@ -1,5 +1,6 @@
 // modules/log/tests/faulty_file_system.hpp — a FileSystem that forwards to POSIX and injects
-// failures on demand: write errors, short writes, ENOSPC, fdatasync errors, directory errors.
+// failures on demand: write errors, short writes, ENOSPC, fdatasync errors, directory errors,
+// read errors; and measures reads.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +29,8 @@ struct Faults {
     std::atomic<int> writes{0};                     ///< write_at calls seen
     std::atomic<int> direct_writes{0};              ///< of them, on files from open_direct
     std::atomic<int> syncs{0};                      ///< sync_data calls seen
+    std::atomic<int> fail_read_after{0};            ///< read_at
+    std::atomic<std::uint64_t> largest_read{0};     ///< the longest read_at asked for, in bytes
 };
 
 namespace detail {
@@ -71,6 +74,13 @@ public:
         return inner_->write_at(offset, data);
     }
     Result<std::size_t> read_at(std::uint64_t offset, MutableByteSpan out) const override {
+        std::uint64_t largest = faults_.largest_read.load();
+        while (out.size() > largest &&
+               !faults_.largest_read.compare_exchange_weak(largest, out.size())) {
+        }
+        if (detail::fires(faults_.fail_read_after)) {
+            return errno_error(EIO, "pread (injected)");
+        }
         return inner_->read_at(offset, out);
     }
     Status sync_data() override {

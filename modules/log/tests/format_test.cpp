@@ -5,6 +5,7 @@
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "random_segment.hpp"
 
 using namespace queen;
 using namespace queen::log;
@@ -195,4 +196,99 @@ TEST_CASE("log: segment file names are 20 digits and parse back", "[log][format]
     CHECK_FALSE(parse_segment_file_name("0000000000000000000a.seg"));
     CHECK_FALSE(parse_segment_file_name("00000000000000000001.tmp"));
     CHECK_FALSE(parse_segment_file_name("99999999999999999999.seg"));
+}
+
+namespace {
+
+/// A SegmentView of `bytes` that gives as few bytes as the contract allows (or, when `generous`
+/// says so, a random number more), each window a new copy with the previous one overwritten by
+/// garbage: a decoder that reads past a window or keeps using an old one answers differently
+/// (and, under ASan, reads freed memory).
+class StingyView {
+public:
+    StingyView(ByteSpan bytes, Rng& rng, bool generous)
+        : bytes_(bytes), rng_(rng), generous_(generous) {}
+
+    Result<ByteSpan> operator()(std::uint64_t offset, std::uint64_t want) {
+        REQUIRE(offset <= bytes_.size());
+        const std::uint64_t rest = bytes_.size() - offset;
+        std::uint64_t length = std::min(want, rest);
+        if (generous_ && rng_.below(2) == 0) {
+            length += rng_.below(rest - length + 1);
+        }
+        largest_want_ = std::max(largest_want_, want);
+        std::fill(current_.begin(), current_.end(), Byte{0xEE});
+        previous_ = std::move(current_);
+        const auto from = bytes_.begin() + static_cast<std::ptrdiff_t>(offset);
+        current_.assign(from, from + static_cast<std::ptrdiff_t>(length));
+        return ByteSpan{current_};
+    }
+    [[nodiscard]] std::uint64_t largest_want() const noexcept { return largest_want_; }
+
+private:
+    ByteSpan bytes_;
+    Rng& rng_;
+    bool generous_;
+    Bytes current_;
+    Bytes previous_;
+    std::uint64_t largest_want_ = 0;
+};
+
+struct SeenRecord {
+    std::uint64_t offset;
+    std::uint64_t index;
+    std::uint64_t term;
+    RecordType type;
+    Bytes payload;
+    bool operator==(const SeenRecord&) const = default;
+};
+
+}  // namespace
+
+TEST_CASE("log: a segment decoded through small windows decodes as the whole buffer",
+          "[log][format]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    constexpr std::uint32_t payload_max = 1024;
+    for (int round = 0; round < 1500; ++round) {
+        INFO("round " << round);
+        const Bytes bytes = queen::log::testing::random_segment(rng, payload_max);
+        StingyView stingy(bytes, rng, round % 2 == 1);
+        const SegmentView view = std::ref(stingy);
+
+        std::vector<SeenRecord> whole_records;
+        const SegmentScan whole =
+            scan_segment(bytes, payload_max, [&](const RecordView& r, std::uint64_t offset) {
+                whole_records.push_back({offset, r.index.value(), r.term.value(), r.type,
+                                         Bytes(r.payload.begin(), r.payload.end())});
+            });
+        std::vector<SeenRecord> windowed_records;
+        auto windowed = scan_segment_windowed(
+            bytes.size(), view, payload_max, [&](const RecordView& r, std::uint64_t offset) {
+                windowed_records.push_back({offset, r.index.value(), r.term.value(), r.type,
+                                            Bytes(r.payload.begin(), r.payload.end())});
+            });
+        REQUIRE(windowed);
+        queen::log::testing::check_same_scan(whole, *windowed);
+        CHECK(whole_records == windowed_records);
+
+        // Where the recovery looks for valid records: after the stop, from the start (a bad
+        // header), and from anywhere.
+        std::vector<std::tuple<std::uint64_t, LogIndex, Term>> searches;
+        searches.emplace_back(0, LogIndex{0}, Term{0});
+        searches.emplace_back(rng.below(bytes.size() + 1), LogIndex{rng.below(1000)}, Term{0});
+        if (whole.header) {
+            searches.emplace_back(0, whole.header->first_index.prev(), whole.header->prev_term);
+            searches.emplace_back(whole.stop_offset + 1, whole.last_index, whole.last_term);
+        }
+        for (const auto& [from, after, term_min] : searches) {
+            auto found =
+                find_next_record_windowed(bytes.size(), view, from, after, term_min, payload_max);
+            REQUIRE(found);
+            CHECK(*found == find_next_record(bytes, from, after, term_min, payload_max));
+        }
+        // No window asked for is longer than one record: the memory bound of the decoder.
+        CHECK(stingy.largest_want() <= encoded_record_size(payload_max));
+    }
 }

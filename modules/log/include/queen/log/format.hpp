@@ -1,5 +1,6 @@
-// queen/log/format.hpp — the on-disk segment format (v1): constants, encoders and a buffer decoder.
-// Pure functions over bytes: no files, no threads. docs/log-format.md describes the same layout.
+// queen/log/format.hpp — the on-disk segment format (v1): constants, encoders and a decoder of a
+// buffer or of a segment given in windows. Pure functions over bytes: no files, no threads.
+// docs/log-format.md describes the same layout.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/ids.hpp"
+#include "queen/core/result.hpp"
 
 namespace queen::log {
 
@@ -140,6 +142,28 @@ struct RecordDecode {
 [[nodiscard]] std::optional<std::uint64_t> find_next_record(ByteSpan bytes, std::uint64_t from,
                                                             LogIndex after_index, Term term_min,
                                                             std::uint32_t payload_size_max);
+
+/// A segment's bytes, a window at a time: view(offset, want), for offset <= the segment's size,
+/// returns the bytes from `offset` on, at least min(want, size - offset) of them and at most
+/// size - offset; the span stays valid until the next call. Lets the decoder below work on a
+/// segment read from a file in bounded chunks (recovery) as it does on a buffer.
+using SegmentView = std::function<Result<ByteSpan>(std::uint64_t offset, std::uint64_t want)>;
+
+/// scan_segment() of a segment of `size` bytes given by `view` (same result, same order of
+/// callbacks). It asks for one record at a time (its header, then the whole record when its
+/// length is within `payload_size_max` and the segment), and for the rest of the segment a
+/// window at a time when it checks for an all-zero tail: what the view holds at once is up to
+/// it. The payload `on_record` sees is valid during the call only. Errors: those of `view`.
+[[nodiscard]] Result<SegmentScan> scan_segment_windowed(
+    std::uint64_t size, const SegmentView& view, std::uint32_t payload_size_max,
+    const std::function<void(const RecordView&, std::uint64_t offset)>& on_record = {});
+
+/// find_next_record() of a segment of `size` bytes given by `view` (same result). It walks the
+/// windows the view gives and asks for a whole candidate record only when its length field is
+/// within `payload_size_max` and the segment. Errors: those of `view`.
+[[nodiscard]] Result<std::optional<std::uint64_t>> find_next_record_windowed(
+    std::uint64_t size, const SegmentView& view, std::uint64_t from, LogIndex after_index,
+    Term term_min, std::uint32_t payload_size_max);
 
 /// "00000000000000000001.seg" for index 1.
 [[nodiscard]] std::string segment_file_name(LogIndex first_index);

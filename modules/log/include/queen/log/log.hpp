@@ -116,7 +116,8 @@ public:
     /// first. `keep_through` is the highest index the caller knows was acknowledged (applied to
     /// its state, or counted toward a raft commit): a cut that would drop it is damage to synced
     /// data (a bit flipped after a clean fdatasync looks like a torn write), and open fails
-    /// without changing any file.
+    /// without changing any file. Segments are read a 1 MiB window at a time (a longer record
+    /// whole): open never holds a whole segment in memory.
     /// Errors: Errc::invalid_argument (options), Errc::corruption (a bad record followed by valid
     /// records in a segment that is not the last, a bad segment header that is not a torn last
     /// segment, a gap between segments, a file name that does not match its header, a cut below

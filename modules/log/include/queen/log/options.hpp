@@ -22,7 +22,9 @@ struct Options {
     /// Reads (recovery, read()) always go through the page cache.
     bool direct_io = true;
     /// Largest payload of one record; appends above it fail with Errc::invalid_argument, and
-    /// recovery treats a longer length field as damage.
+    /// recovery treats a longer length field as damage. Recovery reads a segment 1 MiB at a time,
+    /// or one whole record when longer: this, not segment_size_bytes_max, bounds what opening a
+    /// log holds in memory.
     std::uint32_t record_size_bytes_max = 16u << 20;
     /// Encoded bytes waiting for the writer; appenders block while this much is pending
     /// (backpressure instead of unbounded growth). It also bounds one group: the writer takes
