@@ -217,7 +217,8 @@ TEST_CASE("http: a listed origin is echoed with Vary: Origin on answers and pref
     CHECK(plain.header("Access-Control-Allow-Origin") == "https://admin.example");
     CHECK(plain.header("Vary") == "Origin");
     CHECK(plain.header("Access-Control-Allow-Methods") == "GET, POST, PUT, DELETE, OPTIONS");
-    CHECK(plain.header("Access-Control-Allow-Headers") == "Content-Type, Authorization, If-Match, If-None-Match, X-Queen-TTL-Ms, X-Queen-Tenant");
+    CHECK(plain.header("Access-Control-Allow-Headers") ==
+          "Content-Type, Authorization, If-Match, If-None-Match, X-Queen-TTL-Ms, X-Queen-Tenant");
     CHECK_FALSE(plain.header("Access-Control-Max-Age").has_value());
 
     // Errors the router or the server give to that origin carry the grant too.
@@ -231,7 +232,8 @@ TEST_CASE("http: a listed origin is echoed with Vary: Origin on answers and pref
     CHECK(preflight.status == 204);
     CHECK(preflight.header("Access-Control-Allow-Origin") == "http://localhost:3000");
     CHECK(preflight.header("Access-Control-Allow-Methods") == "GET, POST, PUT, DELETE, OPTIONS");
-    CHECK(preflight.header("Access-Control-Allow-Headers") == "Content-Type, Authorization, If-Match, If-None-Match, X-Queen-TTL-Ms, X-Queen-Tenant");
+    CHECK(preflight.header("Access-Control-Allow-Headers") ==
+          "Content-Type, Authorization, If-Match, If-None-Match, X-Queen-TTL-Ms, X-Queen-Tenant");
     CHECK(preflight.header("Access-Control-Max-Age") == "86400");
     CHECK(preflight.header("Vary") == "Origin");
 

@@ -23,7 +23,8 @@ struct CorsOptions {
     /// cross-origin access.
     std::vector<std::string> allowed_origins;
     std::string allow_methods = "GET, POST, PUT, DELETE, OPTIONS";
-    std::string allow_headers = "Content-Type, Authorization, If-Match, If-None-Match, X-Queen-TTL-Ms, X-Queen-Tenant";
+    std::string allow_headers =
+        "Content-Type, Authorization, If-Match, If-None-Match, X-Queen-TTL-Ms, X-Queen-Tenant";
     std::uint32_t max_age_seconds = 86400;  ///< sent on preflight answers only
 
     /// The `Access-Control-Allow-Origin` value for a request whose `Origin` header is `origin`
