@@ -175,7 +175,9 @@ Status Tenant::replay(LogIndex last, bool may_state_lead) {
     std::uint64_t replayed = 0;
     LogIndex next = applied.next();
     while (next <= last) {
-        QUEEN_TRY(auto records, log_->read(next, last.next()));
+        // At most a writer batch's bytes at a time, as the applier takes them: the tail since
+        // the last checkpoint can be large, and one read of all of it stayed in RAM.
+        QUEEN_TRY(auto records, log_->read(next, last.next(), config_.tenant.batch_bytes_max));
         std::vector<raft::Entry> batch;  // holds the bytes the engine entries view
         batch.reserve(records.size());
         for (auto& record : records) {
