@@ -279,8 +279,11 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Committed commands taken into one apply at most.", 1);
     schema.add_integer("tenant.batch_bytes_max", &t.batch_bytes_max,
                        "Entry bytes taken into one apply at most.", 1);
-    schema.add_integer("tenant.sweep_interval_ms", &t.sweep_interval_ms,
-                       "Period of the retention / ttl / eviction sweep.", 1);
+    schema.add_integer(
+        "tenant.sweep_interval_ms", &t.sweep_interval_ms,
+        "Period of the retention / ttl / eviction sweep (proposed only while a queue has "
+        "one of those options).",
+        1);
     schema.add_integer("tenant.state_commit_interval_us", &t.state_commit_interval_us,
                        "How long applied entries may wait in an open LMDB write txn for more to "
                        "share its commit (answers do not wait; 0 = commit every apply batch).");

@@ -8,6 +8,7 @@
 #include "data_dir.hpp"
 #include "entry.hpp"
 #include "queen/core/thread_name.hpp"
+#include "queen/queues/queries.hpp"
 #include "queen/raft/codec.hpp"
 #include "queen/raft/errc.hpp"
 
@@ -787,9 +788,16 @@ void Tenant::run_maintenance() {
         if (now >= next_sweep) {
             next_sweep = now + sweep_interval;
             lock.unlock();
-            engine::Command sweep;
-            sweep.body = queues::Sweep{};
-            submit(std::move(sweep), {});
+            // A tenant without a queue a sweep acts on proposes none: an idle group stays quiet.
+            // (A read error proposes it: the sweep's apply then reports what is wrong.)
+            auto swept = engine_->read([](const queues::Tables& tables, const store::Txn& txn) {
+                return queues::has_swept_queue(tables, txn);
+            });
+            if (!swept || *swept) {
+                engine::Command sweep;
+                sweep.body = queues::Sweep{};
+                submit(std::move(sweep), {});
+            }
             lock.lock();
             continue;
         }

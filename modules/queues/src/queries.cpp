@@ -267,6 +267,16 @@ Result<std::vector<GroupCursorInfo>> cursors_of_partition(const Tables& t, const
 
 }  // namespace
 
+Result<bool> has_swept_queue(const Tables& tables, const store::Txn& txn) {
+    bool found = false;
+    QUEEN_TRY(scan_prefix(txn, tables.queues, {}, [&](ByteSpan, ByteSpan value) -> Result<bool> {
+        QUEEN_TRY(auto record, detail::decode_queue(value));
+        found = is_swept(record.options);
+        return !found;  // stop at the first
+    }));
+    return found;
+}
+
 Result<std::vector<QueueSummary>> list_queues(const Tables& tables, const store::Txn& txn,
                                               TimestampMs now) {
     std::vector<QueueSummary> out;

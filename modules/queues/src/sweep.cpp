@@ -89,7 +89,7 @@ Result<SweepResult> QueueState::apply(store::WriteTxn& txn, const Sweep& command
             options.is_retention_enabled && options.completed_retention_s > 0;
         const bool has_ttl = options.ttl_s > 0;
         const bool has_max_wait = options.max_wait_time_s > 0;
-        if (!has_retention && !has_completed && !has_ttl && !has_max_wait) {
+        if (!is_swept(options)) {
             continue;
         }
         std::vector<GroupId> gids;

@@ -653,6 +653,38 @@ TEST_CASE("queues: retention, completed retention, ttl and maxWaitTimeSeconds sw
     REQUIRE(h.pop("keep").messages.size() == 1);
 }
 
+TEST_CASE("queues: has_swept_queue is true exactly while a queue has options a sweep acts on",
+          "[queues][sweep]") {
+    Harness h;
+    const auto swept = [&] {
+        return h.read(
+            [](const Tables& t, const store::Txn& txn) { return has_swept_queue(t, txn); });
+    };
+    CHECK_FALSE(swept());  // no queue
+    h.push("plain", "Default", "1");
+    h.configure("defaults", QueueOptions{});
+    CHECK_FALSE(swept());  // default options: a sweep changes nothing
+    QueueOptions retention_off;
+    retention_off.retention_s = 10;  // retention_s without is_retention_enabled does nothing
+    h.configure("off", retention_off);
+    CHECK_FALSE(swept());
+    for (int kind = 0; kind < 4; ++kind) {
+        QueueOptions o;
+        switch (kind) {
+            case 0: o.is_retention_enabled = true, o.retention_s = 10; break;
+            case 1: o.is_retention_enabled = true, o.completed_retention_s = 10; break;
+            case 2: o.ttl_s = 10; break;
+            default: o.max_wait_time_s = 10; break;
+        }
+        INFO("kind " << kind);
+        CHECK(is_swept(o));
+        h.configure("swept", o);
+        CHECK(swept());
+        REQUIRE(h.run(DeleteQueue{"swept"}).existed);
+        CHECK_FALSE(swept());
+    }
+}
+
 TEST_CASE("queues: a failed transaction changes nothing, a good one applies every op",
           "[queues][transaction]") {
     Harness h;

@@ -157,6 +157,11 @@ struct MaintenanceState {
     std::uint64_t buffered_messages = 0;
 };
 
+/// Whether any queue has options a Sweep acts on (is_swept): without one, a Sweep entry would
+/// change nothing, and the leader does not propose it. Reads the queue records only.
+/// Errors: as list_queues.
+[[nodiscard]] Result<bool> has_swept_queue(const Tables& tables, const store::Txn& txn);
+
 /// Every queue, newest first. Errors: store errors; Errc::corruption (undecodable record).
 [[nodiscard]] Result<std::vector<QueueSummary>> list_queues(const Tables& tables,
                                                             const store::Txn& txn, TimestampMs now);

@@ -162,6 +162,13 @@ struct SetMaintenance {
 struct Sweep {
     std::uint32_t messages_max = 100'000;  ///< bound on deletions per entry; the rest waits
 };
+/// Whether a Sweep acts on a queue with these options: retention, completed retention, ttl or
+/// maxWaitTimeSeconds. A Sweep leaves the other queues alone.
+[[nodiscard]] constexpr bool is_swept(const QueueOptions& options) noexcept {
+    return (options.is_retention_enabled &&
+            (options.retention_s > 0 || options.completed_retention_s > 0)) ||
+           options.ttl_s > 0 || options.max_wait_time_s > 0;
+}
 
 /// DELETE /api/v1/messages/:partitionId/:transactionId.
 struct DeleteMessage {
