@@ -171,15 +171,29 @@ void SnapshotSource::on_request(NodeId from, ByteSpan body) {
         answer(from, chunk);
         return;
     }
-    // A copied session: read the chunk (the file is immutable now; pread from the page cache).
-    chunk.total = session->size;
-    chunk.offset = std::min(request->offset, session->size);
-    const std::uint64_t length = std::min(chunk_bytes, session->size - chunk.offset);
+    // A copied session: the thread reads the chunk and answers.
+    {
+        std::lock_guard lock(mutex_);
+        if (is_stopping_) {
+            return;
+        }
+        reads_.push_back(Read{from, std::move(session), request->offset});
+    }
+    wakeup_.notify_all();
+}
+
+void SnapshotSource::serve(NodeId from, Session& session, std::uint64_t offset) {
+    // The copy is immutable now: a pread, usually from the page cache.
+    SnapshotChunk chunk;
+    chunk.session = session.id;
+    chunk.total = session.size;
+    chunk.offset = std::min(offset, session.size);
+    const std::uint64_t length = std::min(chunk_bytes, session.size - chunk.offset);
     Bytes data(length);
     std::uint64_t done = 0;
     while (done < length) {
-        auto read = session->file->read_at(chunk.offset + done,
-                                           std::span<Byte>(data.data() + done, length - done));
+        auto read = session.file->read_at(chunk.offset + done,
+                                          std::span<Byte>(data.data() + done, length - done));
         if (!read || *read == 0) {
             QUEEN_LOG(logger_, Level::error, "snapshot.read_failed",
                       "peer=" << from << " error=\""
@@ -195,18 +209,27 @@ void SnapshotSource::on_request(NodeId from, ByteSpan body) {
     answer(from, chunk);
     std::lock_guard lock(mutex_);
     sent_bytes_total_ += length;
-    if (chunk.offset + length == session->size && !session->is_sent) {
-        session->is_sent = true;  // a last chunk asked for again is not another snapshot
+    if (chunk.offset + length == session.size && !session.is_sent) {
+        session.is_sent = true;  // a last chunk asked for again is not another snapshot
         ++sent_total_;
         QUEEN_LOG(logger_, Level::info, "snapshot.sent",
                   "dir=" << dir_.parent_path().filename().string() << " peer=" << from
-                         << " session=" << session->id << " bytes=" << session->size);
+                         << " session=" << session.id << " bytes=" << session.size);
     }
 }
 
 void SnapshotSource::run() {
     std::unique_lock lock(mutex_);
     while (!is_stopping_) {
+        // Chunks asked for first: a follower waits for each.
+        if (!reads_.empty()) {
+            Read read = std::move(reads_.front());
+            reads_.pop_front();
+            lock.unlock();
+            serve(read.from, *read.session, read.offset);
+            lock.lock();
+            continue;
+        }
         // Copy the sessions waiting for one, one at a time.
         std::shared_ptr<Session> next;
         for (const auto& [peer, session] : sessions_) {
@@ -280,7 +303,7 @@ void SnapshotSource::run() {
         lock.lock();
         // A request that came while the files were removed is not missed.
         wakeup_.wait_for(lock, std::chrono::seconds(5), [&] {
-            return is_stopping_ ||
+            return is_stopping_ || !reads_.empty() ||
                    std::any_of(sessions_.begin(), sessions_.end(), [](const auto& entry) {
                        return !entry.second->is_copied && !entry.second->is_failed;
                    });
@@ -306,6 +329,7 @@ void SnapshotSource::stop() {
         }
         is_stopping_ = true;
         sessions_.clear();
+        reads_.clear();
     }
     wakeup_.notify_all();
     if (thread_.joinable()) {

@@ -11,14 +11,17 @@
 //   applied >= S? copy LMDB (a read txn, on the
 //   snapshot thread) into snapshot.out/; until
 //   done, answer "preparing"                     retries every 100 ms
-//   answer chunks (pread, chunk_bytes each)      writes them to snapshot.incoming/, one
-//                                                request per chunk (pull: the follower paces)
+//   answer chunks (pread on the snapshot         writes them to snapshot.incoming/, one
+//   thread, chunk_bytes each)                    request per chunk (pull: the follower paces)
 //                                                fsync, rename to snapshot.install/ (the commit
 //                                                point), swap its LMDB for the copy, reset its
 //                                                log to start after S, let raft go on
 //
 // The copy was taken at the leader's applied index A >= S, so the follower's state is at A
 // and the entries S+1..A that raft then sends are already in it (the tenant skips them).
+// The snapshot thread does the copies and the chunk reads, chunks first: a chunk asked for
+// while another follower's copy is being made waits for that copy (the follower asks again after
+// 2 s without an answer). The transport thread only queues the request.
 // A leader that changes mid-transfer does not know the session: the follower starts over with
 // the new leader. A follower that crashes keeps what it committed: snapshot.install/ is
 // completed at the next start, snapshot.incoming/ is dropped (raft sends the snapshot again).
@@ -39,6 +42,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -105,7 +109,10 @@ public:
     SnapshotSource(const SnapshotSource&) = delete;
     SnapshotSource& operator=(const SnapshotSource&) = delete;
 
-    /// A follower's request (transport thread): answers at once, never waits for a copy.
+    /// A follower's request (transport thread): never waits for a copy or a disk read.
+    /// "behind", "preparing" and the refusals are answered at once; a chunk of a finished copy
+    /// is read and answered by the source's thread (a pread of up to chunk_bytes must not hold
+    /// up the transport thread, which carries every group's raft traffic).
     void on_request(NodeId from, ByteSpan body);
     [[nodiscard]] std::uint64_t sent_total() const;
     [[nodiscard]] std::uint64_t sent_bytes_total() const;
@@ -114,8 +121,16 @@ public:
 
 private:
     struct Session;
+    /// A chunk the thread reads and answers.
+    struct Read {
+        NodeId from;
+        std::shared_ptr<Session> session;
+        std::uint64_t offset = 0;
+    };
     void run();
     void answer(NodeId to, const SnapshotChunk& chunk);
+    /// Reads the chunk at `offset` of a copied session and answers it (the source's thread).
+    void serve(NodeId from, Session& session, std::uint64_t offset);
 
     std::filesystem::path dir_;
     Copy copy_;
@@ -127,10 +142,11 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable wakeup_;
     std::map<NodeId, std::shared_ptr<Session>> sessions_;  // one per follower
+    std::deque<Read> reads_;                               // chunks asked for, oldest first
     bool is_stopping_ = false;
     std::uint64_t sent_total_ = 0;
     std::uint64_t sent_bytes_total_ = 0;
-    std::thread thread_;  // copies and removes idle sessions; started with the first request
+    std::thread thread_;  // copies, reads chunks, removes idle sessions; started on demand
 };
 
 /// The follower's side: pulls one snapshot into a directory. Thread-safety: fetch() on one

@@ -320,7 +320,14 @@ TEST_CASE("snapshot: the source answers behind, preparing, chunks and unknown se
     TestClock clock;
     const std::string contents = "hello world";
     std::atomic<int> copies{0};
-    std::vector<std::pair<NodeId, Bytes>> answers;  // on_request answers on the caller's thread
+    // Answers come on the caller's thread (behind, preparing, refusals) or on the source's
+    // thread (chunks of a finished copy).
+    std::mutex answers_mutex;
+    std::vector<std::pair<NodeId, Bytes>> answers;
+    const auto answer_count = [&] {
+        std::lock_guard lock(answers_mutex);
+        return answers.size();
+    };
     SnapshotSource source(
         out,
         [&](const fs::path& to) -> queen::Status {
@@ -329,15 +336,17 @@ TEST_CASE("snapshot: the source answers behind, preparing, chunks and unknown se
         },
         [] { return LogIndex{10}; },
         [&](NodeId to, ByteSpan body) {
+            std::lock_guard lock(answers_mutex);
             answers.emplace_back(to, Bytes(body.begin(), body.end()));
         },
         clock, queen::NullLogger::instance());
     CHECK_FALSE(fs::exists(out));  // copies of an earlier run are removed
 
     const auto ask = [&](NodeId from, SnapshotRequest request) -> SnapshotChunk {
-        const std::size_t before = answers.size();
+        const std::size_t before = answer_count();
         source.on_request(from, encode(request));
-        REQUIRE(answers.size() == before + 1);
+        REQUIRE(eventually([&] { return answer_count() == before + 1; }));
+        std::lock_guard lock(answers_mutex);
         CHECK(answers.back().first == from);
         const SnapshotChunk chunk = must(detail::decode_snapshot_chunk(answers.back().second));
         CHECK(chunk.session == request.session);
@@ -346,7 +355,7 @@ TEST_CASE("snapshot: the source answers behind, preparing, chunks and unknown se
 
     // A malformed request gets no answer.
     source.on_request(follower_id, Bytes(23, 0));
-    CHECK(answers.empty());
+    CHECK(answer_count() == 0);
     // offset > 0 of a session the source never started: a new leader's answer.
     CHECK(ask(follower_id, {42, LogIndex{5}, 7}).status == ChunkStatus::unknown_session);
     // The state has not reached the index yet.
@@ -407,9 +416,9 @@ TEST_CASE("snapshot: the source answers behind, preparing, chunks and unknown se
 
     source.stop();
     CHECK_FALSE(fs::exists(out));
-    const std::size_t before = answers.size();
+    const std::size_t before = answer_count();
     source.on_request(follower_id, encode(SnapshotRequest{44, LogIndex{10}, 0}));
-    CHECK(answers.size() == before);  // a stopped source is silent
+    CHECK(answer_count() == before);  // a stopped source is silent
     source.stop();                    // idempotent
 }
 
