@@ -57,6 +57,31 @@ class ClusterOneCallTest(ClusterTestCase):
         self.assertEqual(reminder["transactionId"], "remind-7#1")
         self.assertIsNone(self.take_one(other, "reminders", 1000))
 
+    def test_next_through_a_follower(self):
+        # The follower forwards the call; the answer (format 4, with the popped messages) comes
+        # back from the leader's apply, and every node applies the same pop.
+        leader, _ = self.cluster.leader()
+        follower = next(i for i in self.cluster.nodes if i != leader)
+        r = self.request(follower, "POST", "/api/v1/push",
+                         body={"items": [{"queue": "jobs", "partition": "p", "payload": {"n": n}}
+                                         for n in range(2)]})
+        self.assertEqual(r.status, 201, r)
+        first = self.take_one_leased(follower, "jobs")
+        self.assertEqual(first["data"], {"n": 0})
+        r = self.request(follower, "GET", "/api/v1/pop/queue/jobs")
+        self.assertEqual(r.status, 204, r)  # the pop above leased the partition
+        answer = self.request(follower, "POST", "/api/v1/transaction", body={
+            "operations": [{"type": "ack", "transactionId": first["transactionId"],
+                            "partitionId": first["partitionId"], "leaseId": first["leaseId"]}],
+            "next": {"queue": "jobs", "partition": "p"}})
+        self.assertEqual(answer.status, 200, answer)
+        taken = answer.json()["next"]["messages"]
+        self.assertEqual([m["data"] for m in taken], [{"n": 1}])
+        self.cluster.wait_applied(leader)
+        for i in self.cluster.nodes:  # the same state everywhere: one message left, leased
+            totals = self.request(i, "GET", "/api/v1/resources/queues/jobs").json()["totals"]
+            self.assertEqual((totals["processing"], totals["completed"]), (1, 1), f"node {i}")
+
     def take_one_leased(self, i, queue):
         r = self.request(i, "GET", f"/api/v1/pop/queue/{queue}?wait=true&timeout=5000")
         self.assertEqual(r.status, 200, r)
