@@ -141,6 +141,15 @@ class BenchTest(unittest.TestCase):
         queue = self.get_json(f"/api/v1/resources/queues/{queue_name}")
         partitions = [p for p in queue["partitions"] if p["name"] != "Default"]
         self.assertEqual(len(partitions), workers)
+        if "--consumer-group" in extra:
+            # The group's own cursor: it consumed every acked message, workers x batch are left.
+            group = extra[list(extra).index("--consumer-group") + 1]
+            found = [g for g in self.get_json("/api/v1/consumer-groups")
+                     if g["name"] == group and g["queueName"] == queue_name]
+            self.assertEqual(len(found), 1, found)
+            self.assertEqual(found[0]["totalLag"], workers * batch, found)
+            self.assertEqual(sum(p["stats"]["total"] for p in partitions), batch * (transactions + workers))
+            return report
         for p in partitions:
             stats = p["stats"]
             self.assertEqual(stats["total"] - stats["completed"], batch, p)
@@ -174,9 +183,9 @@ class BenchTest(unittest.TestCase):
     def test_one_call_and_four_requests_loops_stay_exact(self):
         report = self.check_transaction_counts("b-tx-one", workers=2, batch=2, transactions=50, steps="one-call")
         self.assertEqual(report["latency_ms"]["of"], "pop + transaction (ack, kv.set, push, timer.set)")
-        # With a consumer group named: the workers pop in queue mode, and each ack carries the
-        # group its message was popped for (a batch-wide group made every ack fail its lease, and
-        # the run ended at its time bound with no error counted).
+        # With a consumer group named, the workers pop as that group and each ack carries the
+        # group its message was popped for (a batch-wide group once made every ack fail its
+        # lease, and the run ended at its time bound with no error counted).
         report = self.check_transaction_counts("b-tx-four", workers=2, batch=2, transactions=30,
                                                steps="four-requests", extra=("--consumer-group", "g"))
         self.assertIn("(five requests)", report["latency_ms"]["of"])

@@ -23,6 +23,7 @@ public:
         : run_(run), lane_(lane), deadline_ns_(deadline_ns) {
         pop_.queue = run.options.queue;
         pop_.partition = "t" + std::to_string(worker);
+        pop_.consumer_group = run.options.consumer_group;  // empty: queue mode
         pop_.batch = run.options.batch;
         pop_.is_wait = true;
         pop_.timeout_ms = run.options.pop_wait_ms;
