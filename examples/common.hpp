@@ -13,6 +13,7 @@
 #include <string_view>
 #include <thread>
 
+#include "queen/client/client.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace examples {
@@ -57,6 +58,19 @@ inline long number_flag(const std::map<std::string, std::string>& flags, const s
         std::exit(2);
     }
     return value;
+}
+
+/// The client options for `--url` (default: the broker of `make serve`); a malformed URL exits 2.
+inline queen::client::ClientOptions client_options(
+    const std::map<std::string, std::string>& flags) {
+    auto endpoint = queen::client::parse_url(flag(flags, "url", "http://127.0.0.1:6632"));
+    if (!endpoint) {
+        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
+        std::exit(2);
+    }
+    queen::client::ClientOptions options;
+    options.endpoint = *endpoint;
+    return options;
 }
 
 /// Member `name` of the JSON object `object` (payloads and stored values come from the SDK as

@@ -23,11 +23,7 @@ constexpr const char* usage =
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string queue = examples::flag(flags, "queue", "orders");
     const std::string next_queue = examples::flag(flags, "next-queue", "shipping");
     const std::string bucket = examples::flag(flags, "bucket", "orders");
@@ -35,8 +31,6 @@ int main(int argc, char** argv) {
     const long reminder_ms = examples::number_flag(flags, "reminder-ms", 86'400'000);
     const long count = examples::number_flag(flags, "count", 10);
     const long seed_count = examples::number_flag(flags, "seed-count", count);
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
 
     std::vector<queen::client::PushItem> orders(static_cast<std::size_t>(seed_count));

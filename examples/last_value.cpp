@@ -111,11 +111,7 @@ int read_all(queen::client::Client& client, const std::string& bucket, const std
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string role = examples::flag(flags, "role", "");
     const std::string bucket = examples::flag(flags, "bucket", "prices");
     const std::string prefix = examples::flag(flags, "prefix", "SYM");
@@ -127,8 +123,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--role producer|reader, --symbols 1..100, --page >= 1\n%s", usage);
         return 2;
     }
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
     return role == "producer" ? produce(client, bucket, prefix, symbols, ticks, seed)
                               : read_all(client, bucket, prefix, page);

@@ -17,14 +17,8 @@ constexpr const char* usage =
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string target = examples::flag(flags, "to", "demo.out");
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
 
     queen::client::ConsumerOptions consume;

@@ -14,11 +14,7 @@ constexpr const char* usage =
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string queue = examples::flag(flags, "queue", "demo");
     const long count = examples::number_flag(flags, "count", 1000);
     const long batch = examples::number_flag(flags, "batch", 100);
@@ -28,8 +24,6 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
 
     long queued = 0;

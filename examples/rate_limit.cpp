@@ -26,11 +26,7 @@ struct Window {
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string bucket = examples::flag(flags, "bucket", "ratelimit");
     const std::string name = examples::flag(flags, "client", "alice");
     const long limit = examples::number_flag(flags, "limit", 5);
@@ -45,8 +41,6 @@ int main(int argc, char** argv) {
                      usage);
         return 2;
     }
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
 
     std::map<std::string, Window> windows;

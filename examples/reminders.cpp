@@ -32,11 +32,7 @@ std::int64_t now_us() {
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string queue = examples::flag(flags, "queue", "reminders");
     const long delay_ms = examples::number_flag(flags, "delay-ms", 500);
     const long interval_ms = examples::number_flag(flags, "interval-ms", 300);
@@ -45,8 +41,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--interval-ms must be at least 10, --repeats at least 1\n%s", usage);
         return 2;
     }
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
 
     // Ids and payloads carry a tag of this run, so a rerun is not confused by an earlier one.

@@ -97,11 +97,7 @@ int request(queen::client::Client& client, const std::string& queue, long count,
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string role = examples::flag(flags, "role", "");
     const std::string queue = examples::flag(flags, "queue", "rpc.add");
     const long count = examples::number_flag(flags, "count", role == "worker" ? 0 : 10);
@@ -110,8 +106,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--role must be worker or requester\n%s", usage);
         return 2;
     }
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
     return role == "worker" ? serve(client, queue, count)
                             : request(client, queue, count, timeout_ms);

@@ -83,18 +83,12 @@ int stale_demo(queen::client::Client& client, Ledger& ledger, const std::string&
 
 int main(int argc, char** argv) {
     const auto flags = examples::parse_flags(argc, argv, usage);
-    auto endpoint = queen::client::parse_url(examples::flag(flags, "url", "http://127.0.0.1:6632"));
-    if (!endpoint) {
-        std::fprintf(stderr, "%s\n", endpoint.error().message().c_str());
-        return 2;
-    }
+    const queen::client::ClientOptions options = examples::client_options(flags);
     const std::string lock = examples::flag(flags, "lock", "ledger");
     const std::string owner = examples::flag(flags, "owner", "worker-" + std::to_string(getpid()));
     const long rounds = examples::number_flag(flags, "rounds", 5);
     const auto ttl = std::chrono::milliseconds(examples::number_flag(flags, "ttl-ms", 10'000));
     const auto work = std::chrono::milliseconds(examples::number_flag(flags, "work-ms", 20));
-    queen::client::ClientOptions options;
-    options.endpoint = *endpoint;
     queen::client::Client client{options};
     Ledger ledger{client, examples::flag(flags, "bucket", "single_worker"),
                   examples::flag(flags, "key", "ledger")};

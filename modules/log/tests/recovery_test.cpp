@@ -7,9 +7,11 @@
 #include "queen/log/log.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "segment_files.hpp"
 
 using namespace queen;
 using namespace queen::log;
+using namespace queen::log::testing;
 
 namespace {
 
@@ -37,26 +39,6 @@ void write_log(const std::filesystem::path& dir, std::uint64_t count) {
     }
     REQUIRE((*log)->flush());
     REQUIRE((*log)->close());
-}
-
-std::vector<std::filesystem::path> segment_files(const std::filesystem::path& dir) {
-    std::vector<std::filesystem::path> files;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        files.push_back(entry.path());
-    }
-    std::sort(files.begin(), files.end());
-    return files;
-}
-
-Bytes read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_file(const std::filesystem::path& path, const Bytes& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
 }
 
 /// Offsets of the records of a segment file.

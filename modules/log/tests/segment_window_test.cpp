@@ -12,33 +12,15 @@
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
 #include "random_segment.hpp"
+#include "segment_files.hpp"
 
 using namespace queen;
 using namespace queen::log;
+using namespace queen::log::testing;
 
 namespace {
 
 constexpr std::uint64_t chunk = queen::log::detail::recovery_chunk_bytes;
-
-Bytes read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_file(const std::filesystem::path& path, const Bytes& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<std::filesystem::path> segment_files(const std::filesystem::path& dir) {
-    std::vector<std::filesystem::path> files;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        files.push_back(entry.path());
-    }
-    std::sort(files.begin(), files.end());
-    return files;
-}
 
 /// Segments 3.5 windows long that take records up to 2 windows long.
 Options large_segments() {
