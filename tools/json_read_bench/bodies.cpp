@@ -6,6 +6,7 @@
 
 #include "format.hpp"
 #include "parse.hpp"
+#include "queen/client/protocol.hpp"
 #include "queen/core/rng.hpp"
 #include "queen/queues/types.hpp"
 
@@ -95,6 +96,49 @@ std::string transaction_body() {
            push_item(order_payload(7, false)) + "]}]}";
 }
 
+/// The four-step worker's transaction as `queen bench transaction --steps one-call-next` sends
+/// it (batch 1, 256-byte payload): ack, push, kv.set, timer.set and the next pop.
+std::string worker_body() {
+    /// The client's ids, the same for every run.
+    class FixedIds final : public client::IdSource {
+    public:
+        void append_uuid_v7(std::string& out) override {
+            out += api::detail::time_uuid(ids(), now_ms);
+        }
+    };
+    client::TransactionRequest request;
+    client::Ack ack;
+    ack.transaction_id = api::detail::time_uuid(ids(), now_ms);
+    ack.partition_id = queues::format_partition_id(queues::PartitionId{17});
+    ack.lease_id = queues::format_lease_id(queues::LeaseId{123456});
+    request.operations.emplace_back(ack);
+    client::TransactionPush push;
+    client::PushItem& item = push.items.emplace_back();
+    item.queue = "bench";
+    item.partition = "p-17";
+    item.payload_json = bench_payload(7);
+    request.operations.emplace_back(push);
+    client::KvSet kv;
+    kv.bucket = "bench";
+    kv.key = "p-17";
+    kv.value_json = R"({"seq":123457})";
+    request.operations.emplace_back(kv);
+    client::TimerSet timer;
+    timer.id = "bench-p-17";
+    timer.queue = "bench-reminders";
+    timer.payload_json = "{}";
+    timer.delay_ms = 60'000;
+    timer.is_replace = true;
+    request.operations.emplace_back(timer);
+    request.next = client::NextPop{"bench", "p-17", "", 1};
+    FixedIds fixed;
+    client::OwnedRequest out;
+    if (!client::build_transaction(request, false, fixed, out)) {
+        return {};
+    }
+    return out.body;
+}
+
 std::string pop_answer(std::size_t count, bool is_bench_payload) {
     queues::PopResult popped;
     popped.outcome = queues::PopResult::Outcome::delivered;
@@ -153,6 +197,7 @@ std::vector<Body> make_bodies() {
     out.push_back({"push-1", BodyKind::push, padded(push_body(1, 0))});
     out.push_back({"ack-100", BodyKind::ack_batch, padded(ack_batch(100))});
     out.push_back({"txn-1+1", BodyKind::transaction, padded(transaction_body())});
+    out.push_back({"txn-worker", BodyKind::transaction, padded(worker_body())});
     out.push_back({"pop-100", BodyKind::pop_answer, padded(pop_answer(100, false))});
     out.push_back({"pop-100-bench", BodyKind::pop_answer, padded(pop_answer(100, true))});
     return out;

@@ -8,7 +8,7 @@ bench=${1:-build/release/tools/json_read_bench/json_read_bench}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 printf '%-16s %-9s %14s %10s\n' body reader 'instr/body' 'instr/byte'
-for body in push-100 push-100-spaced push-100-bench push-1 ack-100 txn-1+1 pop-100 pop-100-bench; do
+for body in push-100 push-100-spaced push-100-bench push-1 ack-100 txn-1+1 txn-worker pop-100 pop-100-bench; do
   case $body in
     *-100*) iterations=20 ;;
     *) iterations=1000 ;;

@@ -261,38 +261,54 @@ bool is_uuid_text(std::string_view text) noexcept {
     return true;
 }
 
+Result<std::int64_t> checked_integer(std::string_view name, const Number& number, std::int64_t min,
+                                     std::int64_t max) {
+    const auto out_of_range = [&] {
+        return Error{Errc::invalid_argument, std::string(name) + " must be between " +
+                                                 std::to_string(min) + " and " +
+                                                 std::to_string(max)};
+    };
+    std::int64_t value = 0;
+    switch (number.kind) {
+        case Number::Kind::integer: value = number.integer; break;
+        case Number::Kind::above_int64: return out_of_range();
+        case Number::Kind::real: {
+            const double real = number.real;
+            // 300.0 is an integer written by a client that only has doubles (JavaScript).
+            if (!std::isfinite(real) || std::trunc(real) != real || real < -9.0e18 ||
+                real > 9.0e18) {
+                return Error{Errc::invalid_argument, std::string(name) + " must be an integer"};
+            }
+            value = static_cast<std::int64_t>(real);
+            break;
+        }
+        case Number::Kind::none:
+            return Error{Errc::invalid_argument, std::string(name) + " must be an integer"};
+    }
+    if (value < min || value > max) {
+        return out_of_range();
+    }
+    return value;
+}
+
 Result<std::int64_t> integer_field(const nlohmann::json& object, std::string_view name,
                                    std::int64_t fallback, std::int64_t min, std::int64_t max) {
     const auto found = object.find(name);
     if (found == object.end() || found->is_null()) {
         return fallback;
     }
-    std::int64_t value = 0;
-    if (found->is_number_integer()) {
-        if (found->is_number_unsigned() &&
-            found->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
-            return Error{Errc::invalid_argument, std::string(name) + " must be between " +
-                                                     std::to_string(min) + " and " +
-                                                     std::to_string(max)};
-        }
-        value = found->get<std::int64_t>();
+    Number number;
+    if (found->is_number_unsigned() &&
+        found->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+        number.kind = Number::Kind::above_int64;
+    } else if (found->is_number_integer()) {
+        number.kind = Number::Kind::integer;
+        number.integer = found->get<std::int64_t>();
     } else if (found->is_number_float()) {
-        const double number = found->get<double>();
-        // 300.0 is an integer written by a client that only has doubles (JavaScript).
-        if (!std::isfinite(number) || std::trunc(number) != number || number < -9.0e18 ||
-            number > 9.0e18) {
-            return Error{Errc::invalid_argument, std::string(name) + " must be an integer"};
-        }
-        value = static_cast<std::int64_t>(number);
-    } else {
-        return Error{Errc::invalid_argument, std::string(name) + " must be an integer"};
+        number.kind = Number::Kind::real;
+        number.real = found->get<double>();
     }
-    if (value < min || value > max) {
-        return Error{Errc::invalid_argument, std::string(name) + " must be between " +
-                                                 std::to_string(min) + " and " +
-                                                 std::to_string(max)};
-    }
-    return value;
+    return checked_integer(name, number, min, max);
 }
 
 Result<bool> boolean_field(const nlohmann::json& object, std::string_view name, bool fallback) {

@@ -50,6 +50,19 @@ using JsonKey = json::Key;
 /// True when `text` is 8-4-4-4-12 hex digits (any version), the shape of every UUID.
 [[nodiscard]] bool is_uuid_text(std::string_view text) noexcept;
 
+/// A JSON number as the DOM holds it: an integer that fits int64, one above it (up to 2^64-1),
+/// a real (a fraction or exponent, or an integer beyond uint64), or not a number at all.
+struct Number {
+    enum class Kind : std::uint8_t { none, integer, above_int64, real };
+    Kind kind = Kind::none;
+    std::int64_t integer = 0;
+    double real = 0;
+};
+/// The integer rule of every integer member (integer_field, and the raw members of
+/// object_view.hpp): an integer, or a real without a fraction within +-9e18, in [min, max].
+/// Errors as integer_field's.
+[[nodiscard]] Result<std::int64_t> checked_integer(std::string_view name, const Number& number,
+                                                   std::int64_t min, std::int64_t max);
 /// Reads an integer field. Absent or null -> `fallback`. A non-integer number or another type
 /// -> Errc::invalid_argument "<name> must be an integer". Outside [min, max] ->
 /// Errc::invalid_argument "<name> must be between <min> and <max>".

@@ -103,16 +103,6 @@ Result<queues::PartitionId> parse_client_partition_id(std::string_view text,
     return queues::parse_partition_id(text);
 }
 
-Result<std::string> parse_group(const nlohmann::json& object, std::string_view key,
-                                const ApiOptions& options) {
-    QUEEN_TRY(auto group, string_field(object, key, std::string(key) + " must be a string"));
-    if (!group.has_value() || group->empty()) {
-        return std::string(queues::queue_mode_group);
-    }
-    QUEEN_TRY(check_name(*group, key, options));
-    return std::move(*group);
-}
-
 Result<queues::ConfigureQueue> parse_configure(const nlohmann::json& body,
                                                const ApiOptions& options) {
     if (!body.is_object()) {

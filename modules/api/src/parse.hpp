@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "object_view.hpp"
 #include "queen/api/api.hpp"
 #include "queen/core/result.hpp"
 #include "queen/engine/transaction.hpp"
@@ -82,8 +83,13 @@ struct PopWait {
 /// bucket, key, expectedVersion (kv.check: required), and kv.set value and ttlMs; timer.set
 /// id, queue, partition, payload, transactionId, traceId, at | delayMs, intervalMs, endAt,
 /// replace; timer.cancel id; lock.release name and token. Any may carry "lock": {name, token},
-/// the operation's guard.
+/// the operation's guard. Each of these readers takes a DOM (the routes) or the raw members the
+/// streaming transaction reader walked (object_view.hpp): one rule, two views.
 [[nodiscard]] Status parse_extended_operation(const nlohmann::json& object,
+                                              engine::TransactionOp::Kind kind,
+                                              const ApiOptions& options,
+                                              engine::TransactionOp& out);
+[[nodiscard]] Status parse_extended_operation(const RawObject& object,
                                               engine::TransactionOp::Kind kind,
                                               const ApiOptions& options,
                                               engine::TransactionOp& out);
@@ -97,13 +103,17 @@ struct PopWait {
 [[nodiscard]] Result<FencingToken> required_token(const nlohmann::json& object);
 /// Reads {"name": ..., "token": ...} (a guard, a lock release).
 [[nodiscard]] Result<locks::Guard> parse_lock_grant(const nlohmann::json& object);
+[[nodiscard]] Result<locks::Guard> parse_lock_grant(const RawObject& object);
 /// Reads the delay of a pushed message: "delayMs" (from the entry's time) or "visibleAt" (an
 /// ISO 8601 time or epoch milliseconds) into out.delay_ms / out.at.
 [[nodiscard]] Status parse_push_delay(const nlohmann::json& object, engine::TimerOp& out);
+[[nodiscard]] Status parse_push_delay(const RawObject& object, engine::TimerOp& out);
 
 /// A transaction's "next" (docs/transactions.md, next): {"queue", "partition", "consumerGroup",
 /// "batch"}; the pop the entry makes once its operations committed. Errors name "next".
 [[nodiscard]] Result<queues::Pop> parse_next_pop(const nlohmann::json& object,
+                                                 const ApiOptions& options);
+[[nodiscard]] Result<queues::Pop> parse_next_pop(const RawObject& object,
                                                  const ApiOptions& options);
 /// The subscription mode a pop names ("new" or "new-only": new_only; anything else: all).
 [[nodiscard]] queues::SubscriptionMode subscription_mode_named(std::string_view mode) noexcept;

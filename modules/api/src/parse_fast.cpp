@@ -11,6 +11,7 @@
 #include <span>
 
 #include "json.hpp"
+#include "object_view.hpp"
 #include "parse.hpp"
 #include "queen/core/hex.hpp"
 #include "queen/core/json_cursor.hpp"
@@ -546,15 +547,11 @@ public:
                 return;
             }
         } else if (const auto kind = extended_operation_kind(type)) {
-            // Not the hot path: the operation's object text read again as a DOM.
-            auto object =
-                parse_body(cursor.text().substr(object_start, cursor.offset() - object_start),
-                           options_.json_depth_max);
-            if (!object) {
-                error = std::move(object).error();
-                return;
-            }
-            if (Status read = parse_extended_operation(*object, *kind, options_, add(*kind));
+            // The operation's members read again from its text (validated above), by the rules
+            // the routes' DOM bodies go through (parse_ops.cpp).
+            object_.read(cursor.text().substr(object_start, cursor.offset() - object_start),
+                         options_.json_depth_max);
+            if (Status read = parse_extended_operation(object_, *kind, options_, add(*kind));
                 !read) {
                 error = std::move(read).error();
                 return;
@@ -587,19 +584,19 @@ private:
     }
 
     /// The delay of a pushed message ("delayMs" / "visibleAt"), when it has one.
-    Status read_delay(const Members& members, engine::TimerOp& out) const {
+    Status read_delay(const Members& members, engine::TimerOp& out) {
         const Field& delay = members[Member::delay_ms];
         const Field& at = members[Member::visible_at];
         if (delay.is_absent_or_null() && at.is_absent_or_null()) {
             return {};
         }
-        nlohmann::json object = nlohmann::json::object();
+        object_.start(options_.json_depth_max);
         for (const auto& [field, name] : {std::pair{&delay, "delayMs"}, {&at, "visibleAt"}}) {
-            if (!field->is_absent_or_null()) {
-                QUEEN_TRY(object[name], parse_body(field->raw, options_.json_depth_max));
+            if (!field->raw.empty()) {
+                object_.add(name, field->raw, field->is_plain);
             }
         }
-        return parse_push_delay(object, out);
+        return parse_push_delay(object_, out);
     }
 
     /// Gives the "lock" guard of a push or ack operation, when it has one, to each operation it
@@ -614,8 +611,8 @@ private:
     }
 
     Status read_guard(const Field& lock, std::size_t first_op) {
-        QUEEN_TRY(auto object, parse_body(lock.raw, options_.json_depth_max));
-        QUEEN_TRY(auto guard, parse_lock_grant(object));
+        object_.read(lock.raw, options_.json_depth_max);
+        QUEEN_TRY(auto guard, parse_lock_grant(object_));
         for (std::size_t i = first_op; i < out_.ops.size(); ++i) {
             out_.ops[i].guard = guard;
         }
@@ -650,6 +647,8 @@ private:
     IdMemo memo_;
     std::string storage_;
     std::string type_storage_;
+    /// An extended operation's members, a delay's or a guard's (reused: keeps its storage).
+    RawObject object_;
 };
 
 /// Reads the body at the cursor as an object whose member `list_key` is an array: element()
@@ -902,8 +901,8 @@ Result<engine::Transaction> parse_transaction(std::string_view body, const ApiOp
         return std::move(*reader.error);
     }
     if (!next.is_absent_or_null()) {
-        // Not the hot path's cost: a few members, read again as a DOM.
-        QUEEN_TRY(auto object, parse_body(next.raw, options.json_depth_max));
+        RawObject object;
+        object.read(next.raw, options.json_depth_max);
         QUEEN_TRY(out.next, parse_next_pop(object, options));
     }
     for (engine::TransactionOp& op : out.ops) {

@@ -2,8 +2,9 @@
 // against (api tests, the api_parse fuzzer, tools/json_read_bench): push, ack, ack batch and
 // transaction read as the api read them before parse_fast.cpp did it alone, through an nlohmann
 // DOM (parse_body) with the same checks and words. Test code only: the api has no DOM path for
-// these bodies any more. One known difference: the payload limit applies here to nlohmann's
-// re-serialized text (numbers and escapes rewritten), there to the client's text.
+// these bodies any more. One known difference: the limits on stored JSON texts (push payloads, KV
+// values, timer payloads) apply here to nlohmann's re-serialized text (numbers and escapes
+// rewritten), there to the client's text without its whitespace.
 #pragma once
 
 #include <string>
@@ -22,9 +23,11 @@ inline Error bad(std::string message) {
     return Error{Errc::invalid_argument, std::move(message)};
 }
 
-/// True when `error` is the payload limit, the one check whose numbers may differ (see above).
+/// True when `error` is a limit on a stored JSON text (a push payload; a KV value or a timer
+/// payload, "... is larger than"), the one check whose numbers may differ (see above).
 inline bool is_payload_limit(const Error& error) {
-    return error.context.starts_with("payload is ");
+    return error.context.starts_with("payload is ") ||
+           error.context.find(" is larger than ") != std::string::npos;
 }
 
 inline Result<queues::PushItem> push_item(const nlohmann::json& item, const ApiOptions& options,
