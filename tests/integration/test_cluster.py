@@ -1,7 +1,8 @@
 """tests/integration/test_cluster.py — three real `queen serve` processes form a cluster: the
 default tenant is one raft group over them, one leader commits writes (a follower forwards them
 to it and relays the answer), followers apply the same entries, and after a SIGKILL of the
-leader a new one holds every acknowledged push.
+leader a new one holds every acknowledged push; a long poll parked on a follower rides through
+the leader's death.
 
 Each node binds its peer listener on its own loopback address (127.0.0.1-3); the HTTP listeners
 pick free ports."""
@@ -15,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import QUEEN_BIN, ClusterProcesses, metric, seed_from_env, wait_until
+from harness import QUEEN_BIN, ClusterProcesses, ClusterTestCase, metric, seed_from_env, wait_until
 
 
 class ClusterReplication(unittest.TestCase):
@@ -238,6 +239,66 @@ class ClusterReplication(unittest.TestCase):
             for i in others:
                 cluster.nodes[i].process.send_signal(signal.SIGCONT)
 
+
+
+class LongPollFailover(ClusterTestCase):
+    # A write waits at most 300 ms for a leader: a pop that finds none fails fast, so the poll
+    # below meets that error several times while no leader can be elected.
+    settings = {"cluster.leader_wait_ms": "300"}
+
+    def test_a_long_poll_parked_on_a_follower_gets_a_push_made_after_the_leader_was_killed(self):
+        leader, _ = self.cluster.leader()
+        poller, other = [i for i in self.cluster.nodes if i != leader]
+        # A message of another partition of the queue that becomes visible 2 s after its push
+        # (the pop that finds it delayed has every replica schedule that): then the follower
+        # wakes the pops parked on the queue by its own clock, with no leader, and the poll
+        # below, which pops partition "main" only, pops again and finds no leader.
+        r = self.request(leader, "POST", "/api/v1/configure",
+                         body={"queue": "ride", "options": {"delayedProcessing": 2}})
+        self.assertEqual(r.status, 200, r)
+        r = self.request(leader, "POST", "/api/v1/push",
+                         body={"items": [{"queue": "ride", "partition": "late", "payload": {}}]})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(self.request(leader, "GET", "/api/v1/pop/queue/ride/partition/late").status, 204)
+        result = {}
+
+        def poll():
+            client = self.cluster.nodes[poller].client(timeout=60)
+            try:
+                result["r"] = client.pop("ride", partition="main", wait=True, timeout=30000)
+            except Exception as error:  # reported below
+                result["r"] = error
+            finally:
+                client.close()
+
+        poller_thread = threading.Thread(target=poll)
+        poller_thread.start()
+        wait_until(lambda: metric(self.metrics(poller), "queen_long_polls_waiting") >= 1,
+                   timeout=10, what="the pop parked on the follower")
+        self.cluster.wait_applied(leader, nodes=[poller])
+        # No leader can be elected meanwhile: the leader dies and the third node is stopped.
+        self.cluster.nodes[other].process.send_signal(signal.SIGSTOP)
+        try:
+            self.cluster.nodes[leader].kill()
+            # Each try waits 300 ms for a leader and fails; the poll pauses and tries again
+            # (before the long-poll driver, it answered that 503).
+            wait_until(lambda: "r" in result or
+                       metric(self.metrics(poller), "queen_long_poll_retries_total") >= 2,
+                       timeout=15, what="the woken pop to try again without a leader")
+        finally:
+            self.cluster.nodes[other].process.send_signal(signal.SIGCONT)
+        self.assertNotIn("r", result, "the long poll ended while no leader could be elected")
+
+        self.cluster.leader(among=[poller, other])
+        r = self.request(other, "POST", "/api/v1/push", body={"items": [
+            {"queue": "ride", "partition": "main", "transactionId": "after-kill", "payload": {"n": 1}}]})
+        self.assertEqual(r.status, 201, r)
+        poller_thread.join(30)
+        answer = result.get("r")
+        self.assertIsNotNone(answer, "the long poll did not end")
+        self.assertNotIsInstance(answer, Exception)
+        self.assertEqual(answer.status, 200, answer)
+        self.assertEqual([m["transactionId"] for m in answer.json()["messages"]], ["after-kill"])
 
 
 class RaftSnapshots(unittest.TestCase):

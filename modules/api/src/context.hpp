@@ -69,6 +69,8 @@ struct Metrics {
     std::atomic<std::uint64_t> transactions_failed{0};
     std::atomic<std::uint64_t> lease_extends{0};
     std::atomic<std::uint64_t> long_polls_waiting{0};  ///< gauge
+    /// Long-poll tries submitted again after a pause for a leader (LongPoll).
+    std::atomic<std::uint64_t> long_poll_retries{0};
     std::atomic<std::uint64_t> encrypted_payloads{0};
     RateMeter ingested;   ///< messages queued per second
     RateMeter processed;  ///< messages acked (completed or dead-lettered) per second

@@ -282,6 +282,8 @@ void handle_prometheus(Context& context, const ContextPtr&, Request&, Responder 
     counter("queen_encrypted_payloads_total", "Payloads encrypted at rest.", m.encrypted_payloads);
     out.add("queen_long_polls_waiting", "Pop requests parked in a long poll.", "gauge", {},
             static_cast<double>(m.long_polls_waiting.load(relaxed)));
+    counter("queen_long_poll_retries_total",
+            "Long-poll tries submitted again after a pause for a leader.", m.long_poll_retries);
 
     for (const TenantHealth& tenant : status.tenants) {
         const Labels labels = {{"tenant", tenant.name}};

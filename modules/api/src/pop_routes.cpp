@@ -1,8 +1,9 @@
 // api/src/pop_routes.cpp — the pop routes (docs/http-api.md, pop, and GET /api/v1/pop of a
-// namespace/task) and long polling: park on Backend::wait_for_change, retry the pop when woken, 204
-// at the deadline, stop on disconnect.
+// namespace/task) and POST /api/v1/request; their waits are long polls (long_poll.hpp): retry
+// the pop when woken, 204 (504 for a request) at the deadline, stop on disconnect.
 #include "format.hpp"
 #include "json.hpp"
+#include "long_poll.hpp"
 #include "parse.hpp"
 #include "queen/queues/queues.hpp"
 #include "routes.hpp"
@@ -10,249 +11,62 @@
 namespace queen::api::detail {
 namespace {
 
-/// One pop request from arrival to answer. The mutex guards the phase; backend calls are made
-/// outside it because they may call back synchronously.
-///
-/// Phases: arming (registering the wait, then submitting the pop), popping (a pop entry is in
-/// flight), parked (waiting for a wake-up), done. The wait is registered before each pop is
-/// submitted, so a push applied after that pop cannot be missed: its wake-up arrives while we
-/// are popping (remembered in `is_woken`) or parked (we pop again).
-class PopPoll : public std::enable_shared_from_this<PopPoll> {
-public:
-    /// How the poll answers: `delivered` formats the messages of a pop that got some (on the
-    /// I/O thread), `nothing` is the answer when it got none by the deadline. Unset: the pop
-    /// routes' answers (200 with the messages, 204).
-    struct Answers {
-        std::function<Response(Context&, const std::string& tenant, queues::PopResult&)> delivered;
-        std::function<Response(Context&)> nothing;
-    };
-
-    PopPoll(ContextPtr context, std::string tenant, queues::Pop pop, PopWait wait,
-            Responder responder, Answers answers = {})
-        : context_(std::move(context)),
-          tenant_(std::move(tenant)),
-          pop_(std::move(pop)),
-          wait_key_(pop_.queue.empty() ? queues::matching_wait_key(pop_.namespace_name, pop_.task)
-                                       : pop_.queue),
-          wait_(wait),
-          responder_(std::move(responder)),
-          answers_(std::move(answers)) {}
-
-    void start() {
-        if (wait_.is_enabled) {
-            deadline_ms_ = context_->backend.now_ms() + wait_.timeout_ms;
-            context_->metrics.long_polls_waiting.fetch_add(1, relaxed);
-            std::weak_ptr<PopPoll> weak = weak_from_this();
-            responder_.on_cancel([weak] {
-                if (auto self = weak.lock()) {
-                    self->on_client_gone();
-                }
-            });
-        }
-        arm_and_pop();
-    }
-
-private:
-    enum class Phase : std::uint8_t { arming, popping, parked, done };
-
-    void arm_and_pop() {
-        std::uint64_t generation = 0;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            phase_ = Phase::arming;
-            generation = ++generation_;
-        }
-        std::unique_ptr<WaitToken> token;
-        if (wait_.is_enabled) {
-            // The registration holds the poll alive while it is parked; finish() and a
-            // disconnect cancel it, which releases the poll.
-            token = context_->backend.wait_for_change(
-                tenant_, wait_key_, deadline_ms_,
-                [self = shared_from_this(), generation](bool timed_out) {
-                    self->on_wake(generation, timed_out);
-                });
-        }
-        std::unique_ptr<WaitToken> stale;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                stale = std::move(token);
-            } else {
-                stale = std::exchange(token_, std::move(token));
-                phase_ = Phase::popping;
-            }
-        }
-        if (stale) {
-            stale->cancel();
-        }
-        if (phase_is_done()) {
-            return;
-        }
-        engine::Command command;
-        command.body = pop_;
-        auto self = shared_from_this();
-        context_->backend.submit(
-            tenant_, std::move(command),
-            [self](Result<engine::CommandResult> result) { self->on_pop(std::move(result)); });
-    }
-
-    bool phase_is_done() {
-        std::lock_guard lock(mutex_);
-        return phase_ == Phase::done;
-    }
-
-    void on_pop(Result<engine::CommandResult> result) {
-        if (!result) {
-            finish(error_response(*context_, result.error(), tenant_));
-            return;
-        }
-        if (const auto* failed = std::get_if<engine::ErrorResult>(&*result)) {
-            finish(error_result_response(*context_, *failed));
-            return;
-        }
-        auto* popped = std::get_if<queues::PopResult>(&*result);
-        if (popped == nullptr) {
-            finish(error_response(*context_, 500, "unexpected result type from apply"));
-            return;
-        }
-        if (popped->outcome == queues::PopResult::Outcome::delivered && !popped->messages.empty()) {
-            if (!close()) {
-                return;
-            }
-            context_->metrics.pop_messages.fetch_add(popped->messages.size(), relaxed);
-            // Formatting (and decrypting) the messages is the I/O thread's job.
-            responder_.complete_with([context = context_, tenant = tenant_,
-                                      popped = std::move(*popped),
-                                      delivered = answers_.delivered]() mutable {
-                if (delivered) {
-                    return delivered(*context, tenant, popped);
-                }
-                auto body = format_pop(popped, context->cipher_or_null());
-                if (!body) {
-                    return error_response(*context, body.error(), tenant);
-                }
-                return Response::json(200, std::move(*body));
-            });
-            return;
-        }
-        // Empty, or paused by pop maintenance (which answers 204 at once, docs/http-api.md,
-        // maintenance modes).
-        const bool is_paused = popped->outcome == queues::PopResult::Outcome::paused;
-        bool retry = false;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            if (!wait_.is_enabled || is_paused || is_timed_out_) {
-                // fall through to the 204 below
-            } else if (is_woken_) {
-                is_woken_ = false;
-                retry = true;
-            } else {
-                phase_ = Phase::parked;
-                return;
-            }
-        }
-        if (retry) {
-            arm_and_pop();
-            return;
-        }
-        finish_empty();
-    }
-
-    void finish_empty() {
-        context_->metrics.pop_empty.fetch_add(1, relaxed);
-        finish(answers_.nothing ? answers_.nothing(*context_) : Response::empty(204));
-    }
-
-    void on_wake(std::uint64_t generation, bool timed_out) {
-        bool answer_now = false;
-        bool retry = false;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done || generation != generation_) {
-                return;
-            }
-            if (timed_out) {
-                is_timed_out_ = true;
-                answer_now = phase_ == Phase::parked;
-            } else if (phase_ == Phase::parked) {
-                retry = true;
-            } else {
-                is_woken_ = true;  // arming or popping: on_pop retries once it sees it
-            }
-        }
-        if (answer_now) {
-            finish_empty();
-        } else if (retry) {
-            arm_and_pop();
-        }
-    }
-
-    void on_client_gone() {
-        std::unique_ptr<WaitToken> token;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            phase_ = Phase::done;
-            token = std::move(token_);
-        }
-        if (token) {
-            token->cancel();
-        }
-        context_->metrics.long_polls_waiting.fetch_sub(1, relaxed);
-        // A pop already in flight may still take a lease; its messages are redelivered after the
-        // lease expires, as with any consumer that vanishes.
-    }
-
-    /// Ends the poll (cancels its wait); false when it had already ended. The caller answers.
-    bool close() {
-        std::unique_ptr<WaitToken> token;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return false;
-            }
-            phase_ = Phase::done;
-            token = std::move(token_);
-        }
-        if (token) {
-            token->cancel();
-        }
-        if (wait_.is_enabled) {
-            context_->metrics.long_polls_waiting.fetch_sub(1, relaxed);
-        }
-        return true;
-    }
-
-    void finish(Response response) {
-        if (close()) {
-            responder_.complete(std::move(response));
-        }
-    }
-
-    ContextPtr context_;
-    std::string tenant_;
-    queues::Pop pop_;
-    std::string wait_key_;  ///< the queue, or the wait key of a namespace/task pop
-    PopWait wait_;
-    Responder responder_;
-    Answers answers_;
-    std::int64_t deadline_ms_ = 0;
-
-    std::mutex mutex_;
-    Phase phase_ = Phase::arming;
-    std::uint64_t generation_ = 0;
-    bool is_woken_ = false;
-    bool is_timed_out_ = false;
-    std::unique_ptr<WaitToken> token_;
+/// How a pop's long poll answers: `delivered` formats the messages of a pop that got some (on
+/// the I/O thread), `nothing` is the answer when it got none by the deadline. Unset: the pop
+/// routes' answers (200 with the messages, 204).
+struct PopAnswers {
+    std::function<Response(Context&, const std::string& tenant, queues::PopResult&)> delivered;
+    std::function<Response(Context&)> nothing;
 };
+
+/// Pops, and with `wait` long-polls (LongPoll): parks until a change of the queue (or of a
+/// queue the namespace/task matches), pops again, answers `nothing` at the deadline.
+///
+/// A pop that met no leader or a busy one never reached the log, so popping again is safe.
+/// One whose leader was replaced before it answered (Errc::timeout) may have been applied and
+/// taken a lease: its messages are then delivered again once the lease expires (with autoAck
+/// they are consumed), as when a client pops again after that 503; acceptable for the same
+/// reason.
+void start_pop(const ContextPtr& context, std::string tenant, queues::Pop pop, PopWait wait,
+               Responder responder, PopAnswers answers = {}) {
+    LongPoll::Spec spec;
+    spec.wait_key =
+        pop.queue.empty() ? queues::matching_wait_key(pop.namespace_name, pop.task) : pop.queue;
+    spec.is_waiting = wait.is_enabled;
+    spec.wait_ms = wait.timeout_ms;
+    spec.is_counted = true;
+    spec.at_deadline = [context, nothing = std::move(answers.nothing)] {
+        context->metrics.pop_empty.fetch_add(1, relaxed);
+        return nothing ? nothing(*context) : Response::empty(204);
+    };
+    spec.classify = [context, tenant, delivered = std::move(answers.delivered),
+                     empty = spec.at_deadline](engine::CommandResult& result) {
+        auto* popped = std::get_if<queues::PopResult>(&result);
+        if (popped == nullptr) {
+            return Verdict::final([context] { return unexpected_result(*context); });
+        }
+        if (popped->outcome == queues::PopResult::Outcome::paused) {
+            return Verdict::final(empty);  // pop maintenance answers 204 at once
+        }
+        if (popped->outcome != queues::PopResult::Outcome::delivered || popped->messages.empty()) {
+            return Verdict::wait();
+        }
+        return Verdict::final([context, tenant, delivered, popped = std::move(*popped)]() mutable {
+            context->metrics.pop_messages.fetch_add(popped.messages.size(), relaxed);
+            if (delivered) {
+                return delivered(*context, tenant, popped);
+            }
+            auto body = format_pop(popped, context->cipher_or_null());
+            if (!body) {
+                return error_response(*context, body.error(), tenant);
+            }
+            return Response::json(200, std::move(*body));
+        });
+    };
+    spec.tenant = std::move(tenant);
+    spec.command = std::move(pop);
+    LongPoll::start(context, std::move(spec), std::move(responder));
+}
 
 void handle_pop(Context& context, const ContextPtr& shared, Request& request, Responder responder,
                 bool has_partition) {
@@ -267,14 +81,14 @@ void handle_pop(Context& context, const ContextPtr& shared, Request& request, Re
         return;
     }
     context.metrics.pop_requests.fetch_add(1, relaxed);
-    auto poll = std::make_shared<PopPoll>(shared, std::move(tenant), std::move(*pop), wait,
-                                          std::move(responder));
-    poll->start();
+    start_pop(shared, std::move(tenant), std::move(*pop), wait, std::move(responder));
 }
 
 /// POST /api/v1/request (docs/request-reply.md): makes an ephemeral reply queue, pushes the
 /// request to `queue` with {"replyTo","requestId","body"} as its payload, and waits (a long
 /// poll of the reply queue, bounded by timeoutMs) for the first message a worker pushes there.
+/// Only the wait rides through a leader change (start_pop); an error of the queue's creation or
+/// of the push is the answer (submitted again, the push would send a second request).
 class RequestCall : public std::enable_shared_from_this<RequestCall> {
 public:
     RequestCall(ContextPtr context, std::string tenant, Responder responder)
@@ -360,6 +174,9 @@ private:
         });
     }
 
+    /// The reply pop is auto-acked: when the leader of a pop is replaced after applying it
+    /// (Errc::timeout, which the wait retries on), the reply left with that pop and the wait
+    /// ends 504 as if no reply had come; without the retry it would answer the 503 at once.
     void wait_for_reply() {
         queues::Pop pop;
         pop.queue = reply_to_;
@@ -369,7 +186,7 @@ private:
         wait.is_enabled = true;
         wait.timeout_ms =
             std::max<std::int64_t>(1, timeout_ms_ - (context_->backend.now_ms() - started_ms_));
-        PopPoll::Answers answers;
+        PopAnswers answers;
         answers.delivered = [request_id = request_id_, reply_to = reply_to_](
                                 Context& context, const std::string& tenant,
                                 queues::PopResult& popped) {
@@ -393,9 +210,8 @@ private:
                 context, 504,
                 "no reply to request " + request_id + " within " + std::to_string(timeout) + " ms");
         };
-        auto poll = std::make_shared<PopPoll>(context_, tenant_, std::move(pop), wait,
-                                              std::move(responder_), std::move(answers));
-        poll->start();
+        start_pop(context_, tenant_, std::move(pop), wait, std::move(responder_),
+                  std::move(answers));
     }
 
     using Next = void (*)(RequestCall&, engine::CommandResult&);
@@ -421,7 +237,7 @@ private:
         responder_.complete(error_response(*context_, error, tenant_));
     }
     void reply_unexpected(const engine::CommandResult&) {
-        responder_.complete(error_response(*context_, 500, "unexpected result type from apply"));
+        responder_.complete(unexpected_result(*context_));
     }
 
     ContextPtr context_;

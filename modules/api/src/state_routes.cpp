@@ -1,11 +1,12 @@
 // api/src/state_routes.cpp — the KV, lock and timer routes (docs/http-api.md, KV, locks, timers):
 // writes as one-operation transactions (the write path of POST /api/v1/transaction), lock
-// acquire and renew as lock commands, a waiting acquire parked on Backend::wait_for_change, and
+// acquire and renew as lock commands, a waiting acquire as a long poll (long_poll.hpp), and
 // linearizable reads of the applied state.
 #include <algorithm>
 
 #include "admin_common.hpp"
 #include "format.hpp"
+#include "long_poll.hpp"
 #include "parse_state.hpp"
 #include "queen/engine/command.hpp"
 #include "routes.hpp"
@@ -323,267 +324,30 @@ Response lock_answer(Context& context, const engine::LockResult& result) {
     return error_response(context, 400, result.message);
 }
 
-/// One acquire from arrival to answer: acquire, and while the lock is held by another owner and
-/// waitMs has not passed, park until a release or an expiry of the lock wakes it, then acquire
-/// again. The mutex guards the phase; backend calls are made outside it (they may call back
-/// synchronously). As the pop's long poll (pop_routes.cpp): the wait is registered before each
-/// acquire is submitted, so a release applied after that acquire cannot be missed.
-class AcquirePoll : public std::enable_shared_from_this<AcquirePoll> {
-public:
-    AcquirePoll(ContextPtr context, std::string tenant, LockAcquire acquire, Responder responder)
-        : context_(std::move(context)),
-          tenant_(std::move(tenant)),
-          command_(std::move(acquire.command)),
-          wait_key_(engine::lock_wait_key(command_.name)),
-          wait_ms_(acquire.wait_ms),
-          responder_(std::move(responder)) {}
-
-    void start() {
-        if (is_waiting()) {
-            deadline_ms_ = context_->backend.now_ms() + wait_ms_;
-            std::weak_ptr<AcquirePoll> weak = weak_from_this();
-            responder_.on_cancel([weak] {
-                if (auto self = weak.lock()) {
-                    self->on_client_gone();
-                }
-            });
-        }
-        arm_and_acquire();
-    }
-
-private:
-    enum class Phase : std::uint8_t { arming, acquiring, parked, done };
-
-    [[nodiscard]] bool is_waiting() const noexcept { return wait_ms_ > 0; }
-
-    void arm_and_acquire() {
-        std::uint64_t generation = 0;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            phase_ = Phase::arming;
-            generation = ++generation_;
-        }
-        std::unique_ptr<WaitToken> token;
-        if (is_waiting()) {
-            // The registration holds the poll alive while it is parked; finish() and a
-            // disconnect cancel it, which releases the poll.
-            token = context_->backend.wait_for_change(
-                tenant_, wait_key_, deadline_ms_,
-                [self = shared_from_this(), generation](bool timed_out) {
-                    self->on_wake(generation, timed_out);
-                });
-        }
-        std::unique_ptr<WaitToken> stale;
-        bool is_done = false;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                stale = std::move(token);
-                is_done = true;
-            } else {
-                stale = std::exchange(token_, std::move(token));
-                phase_ = Phase::acquiring;
-            }
-        }
-        if (stale) {
-            stale->cancel();
-        }
-        if (is_done) {
-            return;
-        }
-        engine::Command command;
-        command.body = command_;
-        context_->backend.submit(tenant_, std::move(command),
-                                 [self = shared_from_this()](Result<engine::CommandResult> result) {
-                                     self->on_result(std::move(result));
-                                 });
-    }
-
-    void on_result(Result<engine::CommandResult> result) {
-        if (!result) {
-            if (is_retryable(result.error()) && pause_before_retry(result.error())) {
-                return;
-            }
-            finish(error_response(*context_, result.error(), tenant_));
-            return;
-        }
-        if (const auto* failed = std::get_if<engine::ErrorResult>(&*result)) {
-            finish(error_result_response(*context_, *failed));
-            return;
-        }
-        auto* acquired = std::get_if<engine::LockResult>(&*result);
+/// Acquires, and with waitMs long-polls (LongPoll): while the lock is held by another owner,
+/// parks until a release or an expiry of the lock wakes it, acquires again, and answers the
+/// holder's 409 if waitMs passes first. Acquiring again after a leader change is safe even when
+/// the first acquire was applied unseen: the owner's own grant is renewed, not granted twice.
+void start_acquire(const ContextPtr& context, std::string tenant, LockAcquire acquire,
+                   Responder responder) {
+    LongPoll::Spec spec;
+    spec.tenant = std::move(tenant);
+    spec.wait_key = engine::lock_wait_key(acquire.command.name);
+    spec.is_waiting = acquire.wait_ms > 0;
+    spec.wait_ms = acquire.wait_ms;
+    spec.classify = [context](engine::CommandResult& result) {
+        const auto* acquired = std::get_if<engine::LockResult>(&result);
         if (acquired == nullptr) {
-            finish(error_response(*context_, 500, "unexpected result type from apply"));
-            return;
+            return Verdict::final([context] { return unexpected_result(*context); });
         }
-        if (acquired->status != locks::Status::held) {
-            finish(lock_answer(*context_, *acquired));
-            return;
-        }
-        bool retry = false;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            if (!is_waiting() || is_timed_out_) {
-                // fall through to the 409 below
-            } else if (is_woken_) {
-                is_woken_ = false;
-                retry = true;
-            } else {
-                held_ = *acquired;
-                phase_ = Phase::parked;
-                return;
-            }
-        }
-        if (retry) {
-            arm_and_acquire();
-            return;
-        }
-        finish(lock_answer(*context_, *acquired));
-    }
-
-    /// No leader, a busy one, or one replaced before it answered: while the wait lasts, acquire
-    /// again after a pause (an acquire is safe to repeat: the owner's own grant is renewed, not
-    /// granted twice). False when the wait is over (or there is none): the error is the answer.
-    bool pause_before_retry(const Error& error) {
-        if (!is_waiting()) {
-            return false;
-        }
-        const std::int64_t now = context_->backend.now_ms();
-        const std::int64_t resume = std::min(now + retry_pause_ms, deadline_ms_);
-        if (resume <= now) {
-            return false;
-        }
-        std::uint64_t generation = 0;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return true;
-            }
-            generation = ++generation_;
-            phase_ = Phase::parked;
-            is_woken_ = false;
-            failure_ = error;
-        }
-        // A release seen meanwhile ends the pause early; otherwise its deadline does.
-        auto token = context_->backend.wait_for_change(
-            tenant_, wait_key_, resume, [self = shared_from_this(), generation](bool timed_out) {
-                self->on_wake(generation, timed_out);
-            });
-        std::unique_ptr<WaitToken> stale;
-        {
-            std::lock_guard lock(mutex_);
-            stale =
-                phase_ == Phase::done ? std::move(token) : std::exchange(token_, std::move(token));
-        }
-        if (stale) {
-            stale->cancel();
-        }
-        return true;
-    }
-
-    [[nodiscard]] static bool is_retryable(const Error& error) noexcept {
-        return error.is(Errc::not_leader) || error.is(Errc::busy) || error.is(Errc::timeout);
-    }
-
-    void on_wake(std::uint64_t generation, bool timed_out) {
-        std::optional<engine::LockResult> answer;
-        std::optional<Error> failed;
-        bool retry = false;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done || generation != generation_) {
-                return;
-            }
-            if (timed_out && failure_.has_value() && phase_ == Phase::parked &&
-                context_->backend.now_ms() < deadline_ms_) {
-                failure_.reset();  // the pause after an error is over: acquire again
-                retry = true;
-            } else if (timed_out) {
-                is_timed_out_ = true;
-                if (phase_ == Phase::parked) {
-                    if (failure_.has_value()) {
-                        failed = std::exchange(failure_, std::nullopt);
-                    } else {
-                        answer = held_;
-                    }
-                }
-            } else if (phase_ == Phase::parked) {
-                failure_.reset();
-                retry = true;
-            } else {
-                is_woken_ = true;  // arming or acquiring: on_result retries once it sees it
-            }
-        }
-        if (failed.has_value()) {
-            finish(error_response(*context_, *failed, tenant_));
-        } else if (answer.has_value()) {
-            finish(lock_answer(*context_, *answer));
-        } else if (retry) {
-            arm_and_acquire();
-        }
-    }
-
-    void on_client_gone() {
-        std::unique_ptr<WaitToken> token;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            phase_ = Phase::done;
-            token = std::move(token_);
-        }
-        if (token) {
-            token->cancel();
-        }
-        // An acquire already in flight may still be granted; the grant ends at its TTL (or
-        // the owner's next acquire, which renews it, or its release).
-    }
-
-    /// Ends the poll (cancels its wait) and answers, unless it had ended already.
-    void finish(Response response) {
-        std::unique_ptr<WaitToken> token;
-        {
-            std::lock_guard lock(mutex_);
-            if (phase_ == Phase::done) {
-                return;
-            }
-            phase_ = Phase::done;
-            token = std::move(token_);
-        }
-        if (token) {
-            token->cancel();
-        }
-        responder_.complete(std::move(response));
-    }
-
-    ContextPtr context_;
-    std::string tenant_;
-    engine::LockCommand command_;
-    std::string wait_key_;
-    std::int64_t wait_ms_ = 0;
-    Responder responder_;
-    std::int64_t deadline_ms_ = 0;
-
-    std::mutex mutex_;
-    Phase phase_ = Phase::arming;
-    std::uint64_t generation_ = 0;
-    bool is_woken_ = false;
-    bool is_timed_out_ = false;
-    engine::LockResult held_;  ///< the last `held` answer, given at the deadline
-    /// The error of the last acquire while pausing before the next (pause_before_retry); the
-    /// answer if the deadline comes first.
-    std::optional<Error> failure_;
-    /// How long a waiting acquire pauses after an error before it acquires again.
-    static constexpr std::int64_t retry_pause_ms = 100;
-    std::unique_ptr<WaitToken> token_;
-};
+        auto answer = [context, outcome = *acquired] { return lock_answer(*context, outcome); };
+        // Held: the last holder seen is the answer if the wait ends first.
+        return acquired->status == locks::Status::held ? Verdict::wait(std::move(answer))
+                                                       : Verdict::final(std::move(answer));
+    };
+    spec.command = std::move(acquire.command);
+    LongPoll::start(context, std::move(spec), std::move(responder));
+}
 
 /// The lock name of the route and the body as a JSON object, or answers 400.
 std::optional<std::pair<std::string, nlohmann::json>> lock_request(Context& context,
@@ -617,9 +381,7 @@ void handle_lock_acquire(Context& context, const ContextPtr& shared, Request& re
         responder.complete(error_response(context, acquire.error(), tenant));
         return;
     }
-    auto poll = std::make_shared<AcquirePoll>(shared, std::move(tenant), std::move(*acquire),
-                                              std::move(responder));
-    poll->start();
+    start_acquire(shared, std::move(tenant), std::move(*acquire), std::move(responder));
 }
 
 void handle_lock_renew(Context& context, const ContextPtr& shared, Request& request,

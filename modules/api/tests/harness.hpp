@@ -29,7 +29,8 @@ namespace queen::api::testing {
 
 /// Applies every submitted command to an Engine at once (on the calling thread) and completes
 /// synchronously. Time is manual: advance() moves both clocks, fires due wait deadlines, and
-/// wakes every waiter once the engine's next_due passes (lease expiry, delays).
+/// wakes every waiter once the engine's next_due passes (lease expiry, delays). fail_with() and
+/// fail_next() make submits fail as a node's do during a leader change.
 class EngineBackend final : public Backend {
 public:
     explicit EngineBackend(const std::filesystem::path& dir) {
@@ -46,11 +47,25 @@ public:
             return;
         }
         if (fail_with_.has_value()) {
+            ++failed_;
             done(*fail_with_);
             return;
         }
+        const engine::CommandType type = engine::command_type(command.body);
+        const auto scripted =
+            std::find_if(fail_next_.begin(), fail_next_.end(),
+                         [type](const ScriptedFailure& failure) { return failure.type == type; });
+        if (scripted != fail_next_.end()) {
+            ++failed_;
+            const Error error = scripted->error;
+            if (--scripted->times == 0) {
+                fail_next_.erase(scripted);
+            }
+            done(error);
+            return;
+        }
         ++submitted_;
-        submitted_types_.push_back(engine::command_type(command.body));
+        submitted_types_.push_back(type);
         const Bytes bytes = engine::encode_command(command);
         const engine::Entry entry{LogIndex{engine_->applied_index().value() + 1},
                                   TimestampMs{wall_ms_}, bytes};
@@ -387,10 +402,23 @@ public:
         return submitted_types_;
     }
     void fail_with(std::optional<Error> error) { fail_with_ = std::move(error); }
+    /// The next `times` submits of a `type` command fail with `error`; the others apply: a
+    /// command that meets a leader change while the ones around it go through.
+    void fail_next(engine::CommandType type, Error error, int times = 1) {
+        REQUIRE(times > 0);
+        fail_next_.push_back(ScriptedFailure{type, std::move(error), times});
+    }
+    /// Submits that fail_with() or fail_next() failed (submitted() counts the applied ones).
+    [[nodiscard]] std::uint64_t failed() const { return failed_; }
     void set_poisoned(bool is_poisoned) { is_poisoned_ = is_poisoned; }
     [[nodiscard]] engine::Engine& engine() { return *engine_; }
 
 private:
+    struct ScriptedFailure {
+        engine::CommandType type;
+        Error error;
+        int times = 0;
+    };
     struct Wait {
         std::string queue;
         std::int64_t deadline_ms;
@@ -435,6 +463,8 @@ private:
     std::uint64_t submitted_ = 0;
     std::vector<engine::CommandType> submitted_types_;
     std::optional<Error> fail_with_;
+    std::vector<ScriptedFailure> fail_next_;
+    std::uint64_t failed_ = 0;
     bool is_poisoned_ = false;
     bool is_deferring_reads_ = false;
     std::vector<ReadReady> deferred_reads_;
