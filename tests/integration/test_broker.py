@@ -141,6 +141,28 @@ class LongPoll(ServerTestCase):
         self.assertGreaterEqual(time.monotonic() - start, 0.25)
 
 
+    def test_a_due_partition_nobody_pops_does_not_spin_parked_pops(self):
+        # A lease that expires on a queue nobody pops leaves that partition due; the parked pops
+        # of the tenant are woken once for it, not again by every pop they make (which used to
+        # write thousands of pop entries a second until the polls ended).
+        from harness import metric
+        self.client.post("/api/v1/configure", {"queue": "tick", "options": {"leaseTime": 1}})
+        self.client.push("tick", ["t"])
+        self.assertEqual(self.client.pop("tick", wait=False).status, 200)  # leased for 1 s
+        applied = lambda: metric(self.client.get("/metrics/prometheus").body, "queen_entries_applied_total")
+        before = applied()
+        r = self.client.pop("ride", wait=True, timeout=2500)  # parked across the expiry
+        self.assertEqual(r.status, 204)
+        self.assertLess(applied() - before, 100)
+        # A later due time of another queue still wakes its parked pop.
+        self.client.post("/api/v1/configure", {"queue": "tock", "options": {"leaseTime": 1}})
+        self.client.push("tock", ["k"])
+        self.assertEqual(self.client.pop("tock", wait=False).status, 200)
+        again = self.client.pop("tock", wait=True, timeout=20000)  # woken at the expiry
+        self.assertEqual(again.status, 200)
+        self.assertEqual(names(again), ["k"])
+
+
 class Leases(ServerTestCase):
     def test_unacked_messages_are_redelivered_after_the_lease_expires(self):
         self.client.post("/api/v1/configure", {"queue": "lease", "options": {"leaseTime": 1}})

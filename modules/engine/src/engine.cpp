@@ -769,8 +769,8 @@ std::vector<std::string> Engine::queues_due(TimestampMs now) const {
     return impl_->queues.queues_due(now);
 }
 
-std::optional<TimestampMs> Engine::next_due() const {
-    return impl_->queues.next_due();
+std::optional<TimestampMs> Engine::next_due(std::optional<TimestampMs> after) const {
+    return impl_->queues.next_due(after);
 }
 const queues::Tables& Engine::queue_tables() const noexcept {
     return impl_->queues.tables();

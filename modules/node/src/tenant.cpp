@@ -708,11 +708,29 @@ void Tenant::apply_ready(std::vector<Applying>& ready, bool is_poisoned) {
             last_queue = wakeup.queue;
         }
     }
-    if (const auto due = outcome.next_due) {
-        std::lock_guard lock(mutex_);
-        if (!next_due_wall_ms_ || due->value() < *next_due_wall_ms_) {
-            next_due_wall_ms_ = due->value();
-            maintenance_wakeup_.notify_one();
+    if (auto due = outcome.next_due) {
+        // The earliest deferred partition stays the earliest until a pop takes it. Once its
+        // time was announced (every parked pop woken) and the log's clock has passed it, it is
+        // not armed again: the pops it woke would report it once more and be woken again, a
+        // loop of pop entries for as long as nobody pops that queue. The next one after it is.
+        // (By the log's clock, not the wall's: a pop stamped before a due time by a leader whose
+        // clock lags still gets its wake-up.)
+        std::int64_t announced = 0;
+        {
+            std::lock_guard lock(mutex_);
+            announced = announced_due_ms_;
+        }
+        const std::int64_t after =
+            entries_.empty() ? 0 : std::min(announced, entries_.back().timestamp.value());
+        if (due->value() <= after) {
+            due = engine_->next_due(TimestampMs{after});
+        }
+        if (due) {
+            std::lock_guard lock(mutex_);
+            if (!next_due_wall_ms_ || due->value() < *next_due_wall_ms_) {
+                next_due_wall_ms_ = due->value();
+                maintenance_wakeup_.notify_one();
+            }
         }
     }
     if (outcome.is_due_changed) {
@@ -770,6 +788,7 @@ void Tenant::run_maintenance() {
         }
         if (next_due_wall_ms_ && *next_due_wall_ms_ <= clock_.wall_ms()) {
             // A lease expired or a delayed message became visible: parked pops retry.
+            announced_due_ms_ = std::max(announced_due_ms_, *next_due_wall_ms_);
             next_due_wall_ms_.reset();
             lock.unlock();
             waiters_.wake_tenant(name_);

@@ -278,6 +278,8 @@ private:
     bool is_applier_waiting_ = false;
     bool is_replicator_stopped_ = false;  // nothing more will be committed
     std::optional<std::int64_t> next_due_wall_ms_;
+    /// The latest next_due_wall_ms_ the maintenance thread has woken the parked pops for.
+    std::int64_t announced_due_ms_ = 0;
     /// When a Due entry has work (a timer due, a KV key or lock grant expiring): the
     /// maintenance thread proposes one once the wall clock passes it (the leader's proposal
     /// commits; a follower's is dropped). due_proposed_at_ms_: the wall time of the last such

@@ -108,12 +108,16 @@ Result<void> reseed_candidates(State& s, const store::Txn& txn, QueueId qid, Gro
 
 namespace queen::queues {
 
-std::optional<TimestampMs> QueueState::next_due() const {
+std::optional<TimestampMs> QueueState::next_due(std::optional<TimestampMs> after) const {
     std::optional<TimestampMs> due;
     for (const auto& [qid, q] : state_->queues) {
         for (const auto& [gid, gc] : q.groups) {
-            if (!gc.deferred.empty()) {
-                const TimestampMs t{gc.deferred.begin()->first};
+            // The first (due, partition) later than `after`: every partition of due `after`
+            // sorts before (after + 1, 0).
+            const auto first = after ? gc.deferred.lower_bound({after->value() + 1, PartitionId{0}})
+                                     : gc.deferred.begin();
+            if (first != gc.deferred.end()) {
+                const TimestampMs t{first->first};
                 if (!due || t < *due) {
                     due = t;
                 }

@@ -81,7 +81,17 @@ TEST_CASE("queues: an expired lease redelivers the unacked messages without a re
     REQUIRE(payloads(first) == "a,");
     REQUIRE(h.state->next_due().has_value());
     REQUIRE(h.state->next_due()->value() == h.now_ms + 1000);
-    h.advance_ms(999);
+    // A second lease, of another queue, half a second later: next_due(after) skips the first.
+    const std::int64_t leased_at = h.now_ms;
+    h.configure("r", options);
+    h.push("r", "Default", "t1", "b");
+    h.advance_ms(500);
+    REQUIRE(payloads(h.pop("r")) == "b,");
+    REQUIRE(h.state->next_due()->value() == leased_at + 1000);
+    REQUIRE(h.state->next_due(TimestampMs{leased_at + 999})->value() == leased_at + 1000);
+    REQUIRE(h.state->next_due(TimestampMs{leased_at + 1000})->value() == leased_at + 1500);
+    REQUIRE_FALSE(h.state->next_due(TimestampMs{leased_at + 1500}).has_value());
+    h.advance_ms(499);
     REQUIRE(h.state->queues_due(TimestampMs{h.now_ms}).empty());
     REQUIRE(h.pop("q").outcome == PopResult::Outcome::empty);
     h.advance_ms(1);

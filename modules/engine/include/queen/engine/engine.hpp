@@ -146,7 +146,8 @@ public:
     [[nodiscard]] Result<void> start_writeback();
 
     /// The earliest time a pop may find something it cannot find now (see QueueState).
-    [[nodiscard]] std::optional<TimestampMs> next_due() const;
+    [[nodiscard]] std::optional<TimestampMs> next_due(
+        std::optional<TimestampMs> after = std::nullopt) const;
 
     /// Queues with a deferred partition due at or before `now` (see QueueState::queues_due):
     /// wake their parked pops when the next_due() timer fires. Applier thread.

@@ -137,8 +137,10 @@ public:
     /// With the wait keys of namespace/task pops (matching_wait_key) once such a pop ran.
     [[nodiscard]] std::vector<Wakeup> take_wakeups();
     /// The earliest time after which a pop may find something it could not find now (a lease
-    /// expiry, delayed visibility, window buffer, retry delay), if any.
-    [[nodiscard]] std::optional<TimestampMs> next_due() const;
+    /// expiry, delayed visibility, window buffer, retry delay), if any; with `after`, the
+    /// earliest such time later than it.
+    [[nodiscard]] std::optional<TimestampMs> next_due(
+        std::optional<TimestampMs> after = std::nullopt) const;
 
     /// Queues (sorted names) with a deferred partition due at or before `now`: when the timer
     /// set from next_due() fires, wake the pops parked on these. next_due() may lie in the past
