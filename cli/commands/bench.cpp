@@ -47,7 +47,8 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
                         "reminder timer, in the same transaction), four-requests (the four effects "
                         "of one-call as four requests), one-call-next (one-call whose transaction "
                         "also pops the worker's next batch: one request a loop; an empty next pop "
-                        "falls back to a waiting pop)");
+                        "falls back to a waiting pop); several, comma-separated, run one "
+                        "after the other and compare their rates (one-call-next,four-requests)");
     command->add_option("--consumer-group", options->consumer_group,
                         "Consume as this consumer group (default: queue mode)");
     command

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <string_view>
 #include <thread>
+#include <variant>
+#include <vector>
 
 #include "commands/bench.hpp"
 #include "exit_codes.hpp"
@@ -201,7 +203,10 @@ double server_cpu_us(client::Client& client, int server_pid) {
 
 }  // namespace
 
-int run_bench_workload(const BenchOptions& options) {
+namespace {
+
+/// One workload run with its report printed; the report, or the exit code of a failure.
+std::variant<bench::Report, int> run_one(const BenchOptions& options) {
     std::string profile;
     bench::Goal goal;
     auto resolved = resolve(options, profile, goal);
@@ -268,7 +273,57 @@ int run_bench_workload(const BenchOptions& options) {
     } else {
         std::cout << bench::format_table(*report);
     }
-    return report->errors == 0 ? exit_ok : exit_failed;
+    return std::move(*report);
+}
+
+}  // namespace
+
+int run_bench_workload(const BenchOptions& options) {
+    // `--steps a,b`: the transaction workload once per steps, back to back against the same
+    // broker, then how the first compares with each other (the one call against four requests,
+    // measured in one run).
+    std::vector<std::string> steps;
+    for (std::size_t from = 0; from <= options.steps.size();) {
+        const std::size_t comma = std::min(options.steps.find(',', from), options.steps.size());
+        steps.push_back(options.steps.substr(from, comma - from));
+        from = comma + 1;
+    }
+    if (steps.size() == 1) {
+        const auto ran = run_one(options);
+        if (const int* code = std::get_if<int>(&ran)) {
+            return *code;
+        }
+        return std::get<bench::Report>(ran).errors == 0 ? exit_ok : exit_failed;
+    }
+    if (options.workload != "transaction") {
+        std::cerr << "queen bench: several --steps apply to the transaction workload only\n";
+        return exit_usage;
+    }
+    for (const std::string& each : steps) {
+        if (auto parsed = bench::parse_steps(each); !parsed) {
+            std::cerr << "queen bench: " << parsed.error().message() << "\n";
+            return exit_usage;
+        }
+    }
+    std::vector<bench::Report> reports;
+    reports.reserve(steps.size());
+    for (const std::string& each : steps) {
+        BenchOptions one = options;
+        one.steps = each;
+        auto ran = run_one(one);
+        if (const int* code = std::get_if<int>(&ran)) {
+            return *code;
+        }
+        reports.push_back(std::move(std::get<bench::Report>(ran)));
+    }
+    std::vector<bench::NamedReport> runs;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        runs.push_back({steps[i], &reports[i]});
+    }
+    std::cout << bench::format_comparison(runs, options.json);
+    const bool is_clean = std::all_of(reports.begin(), reports.end(),
+                                      [](const bench::Report& r) { return r.errors == 0; });
+    return is_clean ? exit_ok : exit_failed;
 }
 
 }  // namespace queen::cli

@@ -219,6 +219,33 @@ class BenchTest(unittest.TestCase):
         out = self.bench("transaction", "--steps", "one-call-after", expect_code=2)
         self.assertIn("unknown steps 'one-call-after' (ack-push, one-call, four-requests, one-call-next)", out.stderr)
 
+    def test_several_steps_run_in_turn_and_compare(self):
+        # The one call against four requests in one run: each steps' own report, then the ratio.
+        cmd = [QUEEN_BIN, "bench", "transaction", "--steps", "one-call-next,four-requests", "--queue", "b-cmp",
+               "--consumers", "2", "--messages", "40", "--url", self.url, "--json",
+               "--server-pid", str(self.server.process.pid)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.strip().split("\n")
+        self.assertEqual(len(lines), 3, out.stdout)
+        runs = [json.loads(line) for line in lines[:2]]
+        for report, of in zip(runs, ("one request a loop", "(five requests)")):
+            self.check_common(report, "transaction")
+            self.assertEqual(report["metrics"]["transactions"], 40)
+            self.assertIn(of, report["latency_ms"]["of"])
+        compare = json.loads(lines[2])
+        self.assertEqual([r["name"] for r in compare["compare"]], ["one-call-next", "four-requests"])
+        rates = [r["metrics"]["transactions_per_s"] for r in runs]
+        self.assertEqual([r["per_s"] for r in compare["compare"]], rates)
+        self.assertAlmostEqual(compare["ratios"]["one-call-next/four-requests"], rates[0] / rates[1])
+        # Every name is checked before anything runs.
+        out = self.bench("transaction", "--steps", "one-call-next,four-request", "--queue", "b-cmp-bad",
+                         expect_code=2)
+        self.assertIn("unknown steps 'four-request'", out.stderr)
+        self.assertEqual(self.server.client().get("/api/v1/resources/queues/b-cmp-bad").status, 404)
+        out = self.bench("e2e", "--steps", "one-call,ack-push", expect_code=2)
+        self.assertIn("several --steps apply to the transaction workload only", out.stderr)
+
     def test_partitions_fills_and_drains_one_message_per_partition(self):
         report = self.bench("partitions", "--queue", "b-parts", "--producers", "2", "--consumers", "2",
                             "--batch", "50", "--pop-partitions", "20", "--partitions", "300")

@@ -126,6 +126,55 @@ std::string format_table(const Report& report) {
     return out.str();
 }
 
+namespace {
+
+/// The value of metric `name`, or `fallback`.
+double metric_or(const Report& report, std::string_view name, double fallback) {
+    for (const Metric& metric : report.metrics) {
+        if (metric.name == name) {
+            return metric.value;
+        }
+    }
+    return fallback;
+}
+
+}  // namespace
+
+std::string format_comparison(const std::vector<NamedReport>& runs, bool json) {
+    const auto rate = [](const Report& r) {
+        return metric_or(r, "transactions_per_s", r.msgs_per_s());
+    };
+    const auto cpu = [](const Report& r) { return metric_or(r, "server_cpu_us_per_msg", -1); };
+    if (json) {
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        nlohmann::ordered_json ratios = nlohmann::ordered_json::object();
+        for (const NamedReport& run : runs) {
+            list.push_back({{"name", run.name},
+                            {"per_s", rate(*run.report)},
+                            {"server_cpu_us", cpu(*run.report)}});
+            if (&run != &runs.front() && rate(*run.report) > 0) {
+                ratios[runs.front().name + "/" + run.name] =
+                    rate(*runs.front().report) / rate(*run.report);
+            }
+        }
+        return nlohmann::ordered_json{{"compare", list}, {"ratios", ratios}}.dump() + "\n";
+    }
+    std::string out = "compare\n";
+    char line[256];
+    for (const NamedReport& run : runs) {
+        std::snprintf(line, sizeof line, "  %-20s %12.2f /s  server %.2f us each", run.name.c_str(),
+                      rate(*run.report), cpu(*run.report));
+        out += line;
+        if (&run != &runs.front() && rate(*run.report) > 0) {
+            std::snprintf(line, sizeof line, "  %s/%s %.2f", runs.front().name.c_str(),
+                          run.name.c_str(), rate(*runs.front().report) / rate(*run.report));
+            out += line;
+        }
+        out += "\n";
+    }
+    return out;
+}
+
 std::string format_json(const Report& report) {
     const Histogram& h = report.latency_ns;
     nlohmann::ordered_json metrics = nlohmann::ordered_json::object();

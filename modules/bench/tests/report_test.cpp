@@ -145,3 +145,22 @@ TEST_CASE("bench: a report checks its profile's goal on rate, p99 and errors", "
     CHECK(json["goal"]["p99_ms_max"].get<double>() == Approx(150));
     CHECK(json["goal"]["met"] == false);
 }
+
+TEST_CASE("bench: a comparison gives each run's rate and the first's ratio to the others",
+          "[bench][report]") {
+    Report fast = sample_report();
+    fast.metrics.push_back({"transactions_per_s", 3000});
+    fast.metrics.push_back({"server_cpu_us_per_msg", 40});
+    Report slow = sample_report();  // no transactions_per_s: its msgs_per_s (50,000)
+    const std::vector<queen::bench::NamedReport> runs = {{"one-call-next", &fast},
+                                                         {"four-requests", &slow}};
+    const std::string text = queen::bench::format_comparison(runs, false);
+    CHECK_THAT(text, Catch::Contains("one-call-next") && Catch::Contains("3000.00 /s") &&
+                         Catch::Contains("server 40.00 us each") &&
+                         Catch::Contains("one-call-next/four-requests 0.06"));
+    const auto json = nlohmann::json::parse(queen::bench::format_comparison(runs, true));
+    CHECK(json["compare"][0]["per_s"] == 3000);
+    CHECK(json["compare"][1]["per_s"] == 50'000);
+    CHECK(json["compare"][1]["server_cpu_us"] == -1);
+    CHECK(json["ratios"]["one-call-next/four-requests"].get<double>() == Approx(0.06));
+}

@@ -93,6 +93,17 @@ struct Report {
 /// newline.
 [[nodiscard]] std::string format_json(const Report& report);
 
+/// One run of several compared (`queen bench transaction --steps a,b`): its name and report.
+struct NamedReport {
+    std::string name;
+    const Report* report = nullptr;
+};
+/// How the runs compare: each run's rate (its transactions_per_s metric, else msgs_per_s) and
+/// server CPU per loop, and the first run's rate as a multiple of each other's. Text: a
+/// "compare" block ending in a newline; json: one object {"compare": [{name, per_s,
+/// server_cpu_us}], "ratios": {"<first>/<other>": x}} and a newline.
+[[nodiscard]] std::string format_comparison(const std::vector<NamedReport>& runs, bool json);
+
 /// ">= 300,000 msgs/s, p99 < 50.0 ms" (the parts that are set).
 [[nodiscard]] std::string describe_goal(const Goal& goal);
 
