@@ -5,8 +5,20 @@
 
 namespace queen::queues::detail {
 
+namespace {
+
+/// Drops (due, pid) of `gc` from the tenant's index.
+void unindex(GroupCandidates& gc, std::int64_t due_ms, PartitionId pid) {
+    if (gc.due_index != nullptr) {
+        gc.due_index->erase({due_ms, gc.queue, gc.group, pid});
+    }
+}
+
+}  // namespace
+
 void make_ready(GroupCandidates& gc, PartitionId pid) {
     if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
+        unindex(gc, it->second, pid);
         gc.deferred.erase({it->second, pid});
         gc.deferred_due.erase(it);
     }
@@ -15,6 +27,7 @@ void make_ready(GroupCandidates& gc, PartitionId pid) {
 
 void make_idle(GroupCandidates& gc, PartitionId pid) {
     if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
+        unindex(gc, it->second, pid);
         gc.deferred.erase({it->second, pid});
         gc.deferred_due.erase(it);
     }
@@ -25,11 +38,15 @@ void defer(GroupCandidates& gc, PartitionId pid, std::int64_t due_ms) {
     make_idle(gc, pid);
     gc.deferred.emplace(due_ms, pid);
     gc.deferred_due.emplace(pid, due_ms);
+    if (gc.due_index != nullptr) {
+        gc.due_index->emplace(due_ms, gc.queue, gc.group, pid);
+    }
 }
 
 void promote_due(GroupCandidates& gc, std::int64_t now_ms) {
     while (!gc.deferred.empty() && gc.deferred.begin()->first <= now_ms) {
-        const PartitionId pid = gc.deferred.begin()->second;
+        const auto [due_ms, pid] = *gc.deferred.begin();
+        unindex(gc, due_ms, pid);
         gc.deferred.erase(gc.deferred.begin());
         gc.deferred_due.erase(pid);
         gc.ready.insert(pid);
@@ -108,36 +125,54 @@ Result<void> reseed_candidates(State& s, const store::Txn& txn, QueueId qid, Gro
 
 namespace queen::queues {
 
-std::optional<TimestampMs> QueueState::next_due(std::optional<TimestampMs> after) const {
-    std::optional<TimestampMs> due;
-    for (const auto& [qid, q] : state_->queues) {
-        for (const auto& [gid, gc] : q.groups) {
-            // The first (due, partition) later than `after`: every partition of due `after`
-            // sorts before (after + 1, 0).
-            const auto first = after ? gc.deferred.lower_bound({after->value() + 1, PartitionId{0}})
-                                     : gc.deferred.begin();
-            if (first != gc.deferred.end()) {
-                const TimestampMs t{first->first};
-                if (!due || t < *due) {
-                    due = t;
-                }
-            }
-        }
+namespace {
+
+/// True when (due, qid, gid, pid) of the index is still deferred there (not left behind by a
+/// queue or group erased whole).
+bool is_indexed_live(const detail::State& s, std::int64_t due_ms, QueueId qid, GroupId gid,
+                     PartitionId pid) {
+    const auto q = s.queues.find(qid);
+    if (q == s.queues.end()) {
+        return false;
     }
-    return due;
+    const auto g = q->second.groups.find(gid);
+    if (g == q->second.groups.end()) {
+        return false;
+    }
+    const auto due = g->second.deferred_due.find(pid);
+    return due != g->second.deferred_due.end() && due->second == due_ms;
+}
+
+}  // namespace
+
+std::optional<TimestampMs> QueueState::next_due(std::optional<TimestampMs> after) const {
+    detail::DueIndex& index = *state_->due_index;
+    // The first (due, ...) later than `after`: every entry of due `after` sorts before
+    // (after + 1, 0, 0, 0).
+    auto it = after
+                  ? index.lower_bound({after->value() + 1, QueueId{0}, GroupId{0}, PartitionId{0}})
+                  : index.begin();
+    while (it != index.end()) {
+        const auto& [due_ms, qid, gid, pid] = *it;
+        if (is_indexed_live(*state_, due_ms, qid, gid, pid)) {
+            return TimestampMs{due_ms};
+        }
+        it = index.erase(it);
+    }
+    return std::nullopt;
 }
 
 std::vector<std::string> QueueState::queues_due(TimestampMs now) const {
     std::vector<std::string> out;
-    for (const auto& [qid, q] : state_->queues) {
-        for (const auto& [gid, gc] : q.groups) {
-            if (!gc.deferred.empty() && gc.deferred.begin()->first <= now.value()) {
-                out.push_back(q.name);
-                break;
-            }
+    const detail::DueIndex& index = *state_->due_index;
+    for (auto it = index.begin(); it != index.end() && std::get<0>(*it) <= now.value(); ++it) {
+        const auto& [due_ms, qid, gid, pid] = *it;
+        if (is_indexed_live(*state_, due_ms, qid, gid, pid)) {
+            out.push_back(state_->queues.at(qid).name);
         }
     }
     std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
 

@@ -173,6 +173,7 @@ Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, QueueI
     }
     created = true;
     GroupCandidates gc;
+    s.index_candidates(gc, qid, gid);
     QUEEN_TRY(const auto pids, partitions_with_messages(s, txn, qid));
     for (const PartitionId pid : pids) {
         gc.ready.insert(gc.ready.end(), pid);

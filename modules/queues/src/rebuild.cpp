@@ -136,6 +136,7 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
             auto q = s.queues.find(qid);
             if (q != s.queues.end()) {
                 GroupCandidates& gc = q->second.groups[gid];
+                s.index_candidates(gc, qid, gid);
                 gc.round_robin_position = record.round_robin_position;
             }
             QUEEN_TRY(entry, cursor.next());

@@ -277,6 +277,34 @@ TEST_CASE("queues: autoAck consumes on delivery without a lease", "[queues][pop]
     REQUIRE(h.run(pop).outcome == PopResult::Outcome::empty);
 }
 
+TEST_CASE("queues: next_due follows leases across queues, acks and deleted queues",
+          "[queues][lease]") {
+    Harness h;
+    QueueOptions options;
+    options.lease_time_s = 1;
+    const std::int64_t start = h.now_ms;
+    for (const char* name : {"a", "b", "c"}) {
+        h.configure(name, options);
+        h.push(name, "Default", "t1", name);
+        REQUIRE(h.pop(name).messages.size() == 1);  // leased until now + 1000
+        h.advance_ms(100);
+    }
+    REQUIRE(h.state->next_due()->value() == start + 1000);
+    REQUIRE(h.state->queues_due(TimestampMs{start + 1100}) == std::vector<std::string>{"a", "b"});
+    // A deleted queue's lease is no longer due; a later one of another queue is.
+    REQUIRE(h.run(DeleteQueue{"a"}).existed);
+    REQUIRE(h.state->next_due()->value() == start + 1100);
+    REQUIRE(h.state->queues_due(TimestampMs{start + 1100}) == std::vector<std::string>{"b"});
+    REQUIRE(h.state->next_due(TimestampMs{start + 1100})->value() == start + 1200);
+    // An expired lease popped again moves its queue's due time to the new lease.
+    h.advance_ms(1000);  // start + 1300: b's and c's leases are over
+    REQUIRE(h.pop("b").messages.size() == 1);
+    REQUIRE(h.state->next_due()->value() == start + 1200);  // c: still deferred until popped
+    REQUIRE(h.pop("c").messages.size() == 1);
+    REQUIRE(h.state->next_due()->value() == start + 2300);
+    REQUIRE(h.state->queues_due(TimestampMs{start + 2300}) == std::vector<std::string>{"b", "c"});
+}
+
 TEST_CASE("queues: delayedProcessing and windowBuffer hold messages back", "[queues][options]") {
     Harness h;
     QueueOptions delayed;
