@@ -10,6 +10,7 @@
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
 #include "queen/core/rng.hpp"
+#include "queen/raft/errc.hpp"
 #include "queen/raft/options.hpp"
 #include "queen/raft/types.hpp"
 
