@@ -317,7 +317,8 @@ class RaftSnapshots(unittest.TestCase):
             self.assertEqual(r.status, 201, r.body)
             cluster.wait_applied(leader_id)  # every node holds the first push
 
-            # Phase 1: a replaced node needs everything from index 1.
+            # Phase 1: a replaced node needs everything from index 1: a snapshot (the leader
+            # never replays its whole log from index 1 to a peer with an empty one).
             cluster.nodes[wiped].stop()
             shutil.rmtree(cluster.nodes[wiped].data_dir)
             sent = [f"m{n}" for n in range(20)]
@@ -353,7 +354,8 @@ class RaftSnapshots(unittest.TestCase):
                 self.assertEqual(r.status, 201, r.body)
             cluster.nodes[down].start()
             cluster.wait_applied(leader_id, [down])  # the node that was down catches up
-            # (By a snapshot, or by the appends the leader's transport queued while it was away.)
+            # (By appends the leader reads back from its log, or by those its transport queued
+            # while the node was away; RaftLogCatchUp checks that no snapshot is needed then.)
             self.assertFalse(cluster.tenant_health(down)["poisoned"])
 
             # The leader dies: the two nodes that caught up by snapshot elect one of them, which
