@@ -78,8 +78,8 @@ std::optional<Term> RawNode::Impl::term_with_source(LogIndex index) {
     if (!found) {
         if (!found.error().is(Errc::compacted)) {
             QUEEN_LOG(logger, Level::warn, "raft.entry_source_failed",
-                      "node=" << id << " index=" << index << " error=\""
-                              << found.error().message() << "\"");
+                      "node=" << id << " index=" << index << " error=\"" << found.error().message()
+                              << "\"");
         }
         return std::nullopt;
     }
