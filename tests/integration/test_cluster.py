@@ -317,7 +317,8 @@ class RaftSnapshots(unittest.TestCase):
             self.assertEqual(r.status, 201, r.body)
             cluster.wait_applied(leader_id)  # every node holds the first push
 
-            # Phase 1: a replaced node needs everything from index 1.
+            # Phase 1: a replaced node needs everything from index 1: a snapshot (the leader
+            # never replays its whole log from index 1 to a peer with an empty one).
             cluster.nodes[wiped].stop()
             shutil.rmtree(cluster.nodes[wiped].data_dir)
             sent = [f"m{n}" for n in range(20)]
@@ -353,7 +354,8 @@ class RaftSnapshots(unittest.TestCase):
                 self.assertEqual(r.status, 201, r.body)
             cluster.nodes[down].start()
             cluster.wait_applied(leader_id, [down])  # the node that was down catches up
-            # (By a snapshot, or by the appends the leader's transport queued while it was away.)
+            # (By appends the leader reads back from its log, or by those its transport queued
+            # while the node was away; RaftLogCatchUp checks that no snapshot is needed then.)
             self.assertFalse(cluster.tenant_health(down)["poisoned"])
 
             # The leader dies: the two nodes that caught up by snapshot elect one of them, which
@@ -386,6 +388,61 @@ class RaftSnapshots(unittest.TestCase):
                 self.assertFalse(cluster.tenant_health(i)["poisoned"])
         finally:
             cluster.cleanup()
+
+
+class RaftLogCatchUp(ClusterTestCase):
+    # Raft keeps few applied entries in memory (20 kB), the tenant's log keeps them all (its
+    # checkpoint keeps tenant.log_retain_entries, 100,000 by default).
+    settings = {"cluster.raft_memory_bytes_max": "20000"}
+
+    def test_a_follower_behind_the_leaders_memory_catches_up_from_its_log(self):
+        # A follower that was down while the leader took ~200 kB of writes is behind the
+        # leader's memory but not its log: the leader reads the entries back from disk and the
+        # follower catches up by appends, without a snapshot of the state.
+        leader_id, _ = self.cluster.leader()
+        down = next(i for i in self.cluster.nodes if i != leader_id)
+        r = self.request(leader_id, "POST", "/api/v1/push", body={"items": [
+            {"queue": "lag", "partition": "p", "transactionId": "first", "payload": {}}]})
+        self.assertEqual(r.status, 201, r)
+        self.cluster.wait_applied(leader_id)
+        leader_metrics = self.metrics(leader_id)
+        sent_before = metric(leader_metrics, 'queen_raft_snapshots_sent_total{tenant="default"}')
+        from_log_before = metric(leader_metrics, 'queen_raft_entries_from_log_total{tenant="default"}')
+        self.assertEqual(from_log_before, 0)
+
+        self.cluster.nodes[down].stop()
+        # One proposal each, more than the leader's 64 appends in flight to the stopped node
+        # (the transport holds those for it): the rest must come from the leader's raft memory,
+        # which holds about ten of them, or its log.
+        client = self.cluster.nodes[leader_id].client()
+        sent = ["first"] + [f"m{n}" for n in range(100)]
+        for t in sent[1:]:
+            r = client.post("/api/v1/push", {"items": [
+                {"queue": "lag", "partition": "p", "transactionId": t, "payload": {"pad": "x" * 2000}}]})
+            self.assertEqual(r.status, 201, r.body)
+        client.close()
+
+        self.cluster.nodes[down].start()
+        self.cluster.wait_applied(leader_id, [down])
+        health = self.cluster.tenant_health(down)
+        self.assertFalse(health["poisoned"])
+        leader_metrics = self.metrics(leader_id)
+        self.assertEqual(metric(leader_metrics, 'queen_raft_snapshots_sent_total{tenant="default"}'), sent_before)
+        self.assertGreater(metric(leader_metrics, 'queen_raft_entries_from_log_total{tenant="default"}'), 0)
+        self.assertGreater(metric(leader_metrics, 'queen_raft_entry_bytes_from_log_total{tenant="default"}'), 2000)
+        follower_metrics = self.metrics(down)
+        self.assertEqual(metric(follower_metrics, 'queen_raft_snapshots_installed_total{tenant="default"}'), 0)
+        # Its own state holds every message (a read on a follower is served from its state at
+        # the leader's read index); with the leader gone, the group it now forms with the third
+        # node still pops every message, in order.
+        r = self.request(down, "GET", "/api/v1/resources/queues/lag")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["totals"]["total"], len(sent), r.body)
+        self.cluster.nodes[leader_id].kill()
+        self.cluster.leader()
+        r = self.request(down, "GET", "/api/v1/pop/queue/lag?batch=200&wait=false&consumerGroup=g")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([m["transactionId"] for m in r.json()["messages"]], sent)
 
 
 if __name__ == "__main__":

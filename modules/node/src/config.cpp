@@ -175,7 +175,8 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        0, 1'000'000);
     schema.add_integer("cluster.raft_memory_bytes_max", &cl.raft_memory_bytes_max,
                        "Applied entries (payload bytes) each tenant keeps in memory for lagging "
-                       "peers; a peer further behind gets a snapshot of the leader's state.",
+                       "peers; a peer further behind gets them from the leader's log on disk, "
+                       "and a snapshot of the leader's state past that.",
                        1);
     schema.add_integer("cluster.leader_wait_ms", &cl.leader_wait_ms,
                        "A write that finds no leader (an election) waits this long for one, "
@@ -297,7 +298,8 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Between LMDB checkpoints, how often writeback of dirty pages is started "
                        "(spreads the disk writes; 0 = never).");
     schema.add_integer("tenant.log_retain_entries", &t.log_retain_entries,
-                       "Log entries kept below the last durably applied one.");
+                       "Log entries kept below the last durably applied one (a lagging "
+                       "peer catches up from them without a snapshot).");
 
     schema.add_section("security",
                        "Payload encryption for queues with encryptionEnabled (docs/security.md). "

@@ -15,6 +15,68 @@ namespace {
 bool is_alone(const raft::ConfState& conf, NodeId self) {
     return conf.voters.size() == 1 && conf.voters.front() == self && conf.learners.empty();
 }
+
+/// The tenant's log as raft's entry source: a leader reads the entries compact_memory() dropped
+/// from raft's memory back from disk (the log is the raft log: a record per entry, with its
+/// term), so a follower behind the memory catches up by appends while the log still holds them
+/// (until the checkpoint's drop_prefix); below that, a snapshot. Called under the replicator's
+/// lock on the thread driving raft; each read is bounded by raft's append_bytes_max.
+class LogEntrySource final : public raft::EntrySource {
+public:
+    explicit LogEntrySource(log::Log& log) : log_(log) {}
+
+    Result<std::vector<raft::Entry>> entries(LogIndex low, LogIndex high,
+                                             std::uint64_t max_bytes) override {
+        auto read = log_.read(low, high, max_bytes);
+        if (!read) {
+            return unavailable(low, read.error());
+        }
+        std::vector<raft::Entry> out;
+        out.reserve(read->size());
+        std::uint64_t bytes = 0;
+        for (log::Record& record : *read) {
+            // The log stops after the record that reaches max_bytes; raft wants it before.
+            if (!out.empty() && bytes + record.payload.size() > max_bytes) {
+                break;
+            }
+            bytes += record.payload.size();
+            out.push_back(raft::Entry{record.term, record.index, entry_type_of(record.type),
+                                      std::move(record.payload)});
+        }
+        entries_total_.fetch_add(out.size(), std::memory_order_relaxed);
+        bytes_total_.fetch_add(bytes, std::memory_order_relaxed);
+        return out;
+    }
+
+    Result<Term> term(LogIndex index) override {
+        auto term = log_.term_at(index);
+        if (!term) {
+            return unavailable(index.next(), term.error());
+        }
+        return *term;
+    }
+
+    [[nodiscard]] std::uint64_t entries_total() const noexcept {
+        return entries_total_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] std::uint64_t bytes_total() const noexcept {
+        return bytes_total_.load(std::memory_order_relaxed);
+    }
+
+private:
+    /// Below the log's first index (its prefix was dropped): compacted, raft sends a snapshot;
+    /// any other failure is unavailable (raft logs it and sends a snapshot too).
+    Error unavailable(LogIndex low, const Error& error) const {
+        if (error.is(Errc::out_of_range) && low < log_.first_index()) {
+            return Error{raft::Errc::compacted, "tenant log: " + error.message()};
+        }
+        return Error{raft::Errc::unavailable, "tenant log: " + error.message()};
+    }
+
+    log::Log& log_;
+    std::atomic<std::uint64_t> entries_total_{0};
+    std::atomic<std::uint64_t> bytes_total_{0};
+};
 }  // namespace
 
 struct Replicator::Impl {
@@ -30,7 +92,8 @@ struct Replicator::Impl {
     Rng rng;
 
     mutable std::mutex mutex;
-    std::condition_variable idle;  // no Ready outstanding (stop() waits for it)
+    std::condition_variable idle;      // no Ready outstanding (stop() waits for it)
+    LogEntrySource entry_source{log};  // raft's; declared before `node`, which uses it
     std::optional<raft::RawNode> node;
     bool is_outstanding = false;         // a Ready's entries are being made durable
     std::optional<raft::Ready> pending;  // that Ready: the rest of it runs once durable
@@ -253,8 +316,8 @@ void Replicator::Impl::compact_memory() {
                 LogIndex{through.value() > follower_margin ? through.value() - follower_margin : 0};
         }
         // Whatever a peer may need, applied entries beyond memory_bytes_max go: a peer that far
-        // behind needs a snapshot (and gets a clear error) rather than the leader running out of
-        // memory while it is away.
+        // behind gets them read back from the log (LogEntrySource) or, once the log dropped
+        // them too, a snapshot, rather than the leader running out of memory while it is away.
         std::uint64_t bytes = held_bytes;
         for (const auto& [index, size] : held) {
             if (bytes <= memory_bytes_max || index > applied.value()) {
@@ -499,7 +562,8 @@ Result<std::unique_ptr<Replicator>> Replicator::open(log::Log& log, ReplicatorSt
     impl->quiesce_ticks = start.quiesce_ticks;
     // Below the log's pending bytes, so appending a leader's Ready never blocks on them.
     options.uncommitted_bytes_max = std::max<std::uint64_t>(1, start.log_pending_bytes_max / 2);
-    QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger));
+    QUEEN_TRY(auto node, raft::RawNode::open(options, std::move(restore), impl->rng, logger,
+                                             &impl->entry_source));
     impl->node.emplace(std::move(node));
     impl->self = start.self;
     impl->is_single_voter = is_alone(start.conf_state, start.self);
@@ -655,6 +719,14 @@ bool Replicator::is_quiet() const noexcept {
 
 std::uint64_t Replicator::messages_sent() const noexcept {
     return impl_->messages_sent.load(std::memory_order_relaxed);
+}
+
+std::uint64_t Replicator::entries_from_log() const noexcept {
+    return impl_->entry_source.entries_total();
+}
+
+std::uint64_t Replicator::entry_bytes_from_log() const noexcept {
+    return impl_->entry_source.bytes_total();
 }
 
 void Replicator::read_index(ReadIndexed done) {

@@ -8,6 +8,10 @@
 // (queen/log/hard_state.hpp), saved only when they change and only after the entries written
 // before them are durable, so the file is never ahead of the log it covers.
 //
+// Raft keeps applied entries in memory only while a peer may need them (memory_bytes_max); a
+// leader reads older ones back from the log (raft::EntrySource) for a peer behind that, so a
+// peer needs a snapshot only once the log's checkpoint dropped them too.
+//
 // There is no driver thread: the Ready of the raft state machine is taken by whichever thread
 // changed it (a proposing I/O thread, the transport thread with a peer's message, the ticker,
 // or the log's writer thread when an append became durable; a follower's Ready, which may
@@ -89,7 +93,8 @@ struct ReplicatorStart {
     std::uint32_t election_ticks = 10;
     std::uint32_t heartbeat_ticks = 1;
     /// Applied entries raft keeps in memory for peers (groups of several nodes), in payload
-    /// bytes at most; a peer further behind needs a snapshot.
+    /// bytes at most; a peer further behind gets them read back from the log while it still
+    /// holds them (raft::EntrySource), and a snapshot after that.
     std::uint64_t memory_bytes_max = 64u << 20;
     /// A read that finds no leader (an election) waits this many ticks for one.
     std::uint64_t leader_wait_ticks = 0;
@@ -171,6 +176,10 @@ public:
     [[nodiscard]] bool is_quiet() const noexcept;
     /// Raft messages this member handed to ReplicatorEvents::send since it opened. Lock-free.
     [[nodiscard]] std::uint64_t messages_sent() const noexcept;
+    /// Entries (and their payload bytes) this member, leading, read back from its log for
+    /// peers behind raft's memory (raft::EntrySource) since it opened. Lock-free.
+    [[nodiscard]] std::uint64_t entries_from_log() const noexcept;
+    [[nodiscard]] std::uint64_t entry_bytes_from_log() const noexcept;
     /// Runs the Readies left for another thread (ReplicatorEvents::wake).
     void run_pending();
 

@@ -1094,6 +1094,14 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
             "Bytes of state snapshots received from leaders", api::MetricSample::Kind::counter,
             static_cast<double>(snapshot_bytes_received_total_.load(std::memory_order_relaxed)));
     }
+    if (replicator_ && snapshot_source_) {
+        add("queen_raft_entries_from_log_total",
+            "Entries this node (leading) read back from its log for followers behind raft's memory",
+            api::MetricSample::Kind::counter, static_cast<double>(replicator_->entries_from_log()));
+        add("queen_raft_entry_bytes_from_log_total",
+            "Payload bytes of queen_raft_entries_from_log_total", api::MetricSample::Kind::counter,
+            static_cast<double>(replicator_->entry_bytes_from_log()));
+    }
     if (replicator_) {
         for (const auto& [peer, lag] : replicator_->follower_lag()) {
             samples.push_back(api::MetricSample{

@@ -1,5 +1,6 @@
 // modules/raft/sim/disk.cpp — the disk model (writes reach a page cache; a sync or a kill makes
 // them durable, a power loss a random prefix of them) and the state machine's snapshot encoding.
+#include <algorithm>
 #include <utility>
 
 #include "simulation_impl.hpp"
@@ -14,9 +15,19 @@ void apply_write(DiskImage& image, const PendingWrite& w) {
         case PendingWrite::Kind::snapshot:
             image.snapshot = w.snapshot;
             image.entries.clear();
+            image.retained.clear();  // the log was replaced
             break;
         case PendingWrite::Kind::compact:
             if (w.snapshot.meta.index > image.snapshot.meta.index) {
+                // The log keeps the newest `retain` of the entries raft let go of.
+                for (const Entry& e : image.entries) {
+                    if (e.index <= w.snapshot.meta.index) {
+                        image.retained.push_back(e);
+                    }
+                }
+                const std::size_t keep = std::min<std::size_t>(w.retain, image.retained.size());
+                image.retained.erase(image.retained.begin(),
+                                     image.retained.end() - static_cast<std::ptrdiff_t>(keep));
                 std::erase_if(image.entries,
                               [&](const Entry& e) { return e.index <= w.snapshot.meta.index; });
                 image.snapshot = w.snapshot;
@@ -42,6 +53,11 @@ void apply_write(DiskImage& image, const PendingWrite& w) {
 }
 
 }  // namespace
+
+void Disk::write(PendingWrite w) {
+    apply_write(cache, w);
+    pending.push_back(std::move(w));
+}
 
 void Disk::sync() {
     for (const PendingWrite& w : pending) {
@@ -83,6 +99,43 @@ bool Disk::damage(Rng& rng, LogIndex applied) {
     durable.entries.resize(kept_min + rng.below(durable.entries.size() - kept_min));
     durable.is_recovering = true;
     return true;
+}
+
+const Entry* DiskSource::find(LogIndex index) const {
+    for (const auto* list : {&disk_.cache.retained, &disk_.cache.entries}) {
+        if (!list->empty() && list->front().index <= index && index <= list->back().index) {
+            return &(*list)[index.value() - list->front().index.value()];
+        }
+    }
+    return nullptr;
+}
+
+Result<std::vector<Entry>> DiskSource::entries(LogIndex low, LogIndex high,
+                                               std::uint64_t max_bytes) {
+    std::vector<Entry> out;
+    std::uint64_t bytes = 0;
+    for (LogIndex i = low; i < high; i = i.next()) {
+        const Entry* e = find(i);
+        if (e == nullptr || (!out.empty() && bytes + e->data.size() > max_bytes)) {
+            break;
+        }
+        served_(*e);
+        bytes += e->data.size();
+        out.push_back(*e);
+    }
+    if (out.empty()) {
+        return Error{raft::Errc::compacted, "sim source: compacted"};
+    }
+    return out;
+}
+
+Result<Term> DiskSource::term(LogIndex index) {
+    const Entry* e = find(index);
+    if (e == nullptr) {
+        return Error{raft::Errc::compacted, "sim source: compacted"};
+    }
+    served_(*e);
+    return e->term;
 }
 
 Bytes StateMachine::encode() const {

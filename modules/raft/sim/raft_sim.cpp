@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     std::uint64_t damages = 0;
     std::uint64_t quiesces = 0;
     std::uint64_t wakes = 0;
+    std::uint64_t from_source = 0;
     std::uint64_t stalled = 0;
     // A random range starts above 2^32, disjoint from the fixed ranges CI starts at 1.
     const std::uint64_t first =
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
         damages += result.damages;
         quiesces += result.quiesces;
         wakes += result.wakes;
+        from_source += result.entries_from_source;
         stalled += result.is_stalled ? 1 : 0;
         if (args.seed) {
             std::cout << "seed=" << config.seed << " nodes=" << config.nodes
@@ -154,8 +156,9 @@ int main(int argc, char** argv) {
                       << " snapshots=" << result.snapshots_installed
                       << " conf_changes=" << result.conf_changes
                       << " transfers=" << result.transfers << " quiesces=" << result.quiesces
-                      << " wakes=" << result.wakes << " trace_hash=" << std::hex
-                      << result.trace_hash << std::dec << "\n";
+                      << " wakes=" << result.wakes
+                      << " entries_from_source=" << result.entries_from_source
+                      << " trace_hash=" << std::hex << result.trace_hash << std::dec << "\n";
         }
         if (!result.is_ok) {
             std::cout << "FAIL seed=" << config.seed << " nodes=" << config.nodes << ": "
@@ -176,8 +179,9 @@ int main(int argc, char** argv) {
               << " crashes=" << crashes << " snapshots=" << snapshots
               << " conf_changes=" << conf_changes << " timeout_now=" << transfers
               << " damages=" << damages << " quiesces=" << quiesces << " wakes=" << wakes
-              << " stalled=" << stalled << " elapsed_ms=" << ms
-              << " events_per_s=" << events * 1000 / ms << " seeds_per_min=" << seeds * 60000 / ms;
+              << " entries_from_source=" << from_source << " stalled=" << stalled
+              << " elapsed_ms=" << ms << " events_per_s=" << events * 1000 / ms
+              << " seeds_per_min=" << seeds * 60000 / ms;
     // CPU time too: on a shared machine wall time undercounts what one core can do.
     const auto cpu_ms = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(1000.0 * static_cast<double>(std::clock() - cpu_started) /

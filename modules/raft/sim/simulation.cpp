@@ -11,7 +11,10 @@ namespace queen::raft::sim {
 namespace detail {
 
 Simulation::Simulation(const SimConfig& config)
-    : config_(config), rng_(config.seed), quiet_rng_(mix(config.seed, 0x717569657363ULL)) {
+    : config_(config),
+      rng_(config.seed),
+      quiet_rng_(mix(config.seed, 0x717569657363ULL)),
+      source_rng_(mix(config.seed, 0x736f75726365ULL)) {
     draw_swarm();
 }
 
@@ -64,6 +67,7 @@ SimResult Simulation::run() {
     result.damages = damages_;
     result.quiesces = quiesces_;
     result.wakes = wakes_;
+    result.entries_from_source = entries_from_source_;
     return result;
 }
 
@@ -87,6 +91,16 @@ void Simulation::draw_swarm() {
     quiesce_p_ = 0.1 + quiet_rng_.unit() * 0.9;
     detect_p_ = 0.05 + quiet_rng_.unit() * 0.45;
     false_wake_p_ = quiet_rng_.unit() * 0.01;
+    // Half the seeds give raft an entry source; its log keeps nothing past a compaction now and
+    // then, a few entries, or many (a lagging peer then mostly catches up by appends).
+    is_entry_source_ = source_rng_.chance(0.5);
+    if (config_.is_entry_source.has_value()) {
+        is_entry_source_ = *config_.is_entry_source;
+    }
+    const std::uint64_t retain_kind = source_rng_.below(3);
+    retain_max_ = retain_kind == 0   ? 0
+                  : retain_kind == 1 ? source_rng_.between(1, 20)
+                                     : source_rng_.between(20, 400);
 }
 
 void Simulation::setup() {
@@ -149,12 +163,25 @@ void Simulation::start(SimNode& n) {
     n.pending_reads.clear();
     n.pending_writes.clear();
     const DiskImage& image = n.disk.durable;
+    n.disk.cache = image;  // what a power loss or damage left is all a read sees now
     n.sm = image.snapshot.meta.index > LogIndex{0} ? StateMachine::decode(image.snapshot.data)
                                                    : n.initial_sm;
     RestoreState state{image.hard_state, image.snapshot, image.entries, n.sm.applied,
                        image.is_recovering};
-    auto opened =
-        RawNode::open(node_options(n.id), std::move(state), *n.rng, NullLogger::instance());
+    if (is_entry_source_ && !n.source) {
+        // Entries raft reads below its memory are committed (it applied them): each must be the
+        // ledger's entry at its index.
+        n.source = std::make_unique<DiskSource>(n.disk, [this, id = n.id](const Entry& e) {
+            entries_from_source_ += 1;
+            if (e.index.value() == 0 || e.index.value() > ledger_.size() ||
+                ledger_[e.index.value() - 1] != entry_hash(e)) {
+                fail("entry source: node " + std::to_string(id.value()) + " served entry " +
+                     std::to_string(e.index.value()) + " that is not the committed one");
+            }
+        });
+    }
+    auto opened = RawNode::open(node_options(n.id), std::move(state), *n.rng,
+                                NullLogger::instance(), n.source.get());
     if (!opened) {
         fail("node " + std::to_string(n.id.value()) +
              " cannot restart: " + opened.error().message());
@@ -456,13 +483,23 @@ void Simulation::run_node_layer(SimNode& n) {
 
 void Simulation::maybe_compact(SimNode& n) {
     const NodeStatus s = n.raw->status();
-    if (s.applied.value() < s.snapshot.index.value() + compact_every_ ||
-        n.sm.applied != s.applied) {
+    if (n.sm.applied != s.applied || s.applied <= s.snapshot.index) {
+        return;
+    }
+    if (is_entry_source_) {
+        // At random points (about every compact_every_ applies): raft's memory lets go at any
+        // time, the log keeps what it keeps.
+        if (!source_rng_.chance(1.0 / static_cast<double>(compact_every_))) {
+            return;
+        }
+    } else if (s.applied.value() < s.snapshot.index.value() + compact_every_) {
         return;
     }
     Bytes data = n.sm.encode();
     if (n.raw->compact(s.applied, data).has_value()) {
-        n.disk.write(PendingWrite{PendingWrite::Kind::compact, {}, n.raw->snapshot(), {}});
+        PendingWrite w{PendingWrite::Kind::compact, {}, n.raw->snapshot(), {}};
+        w.retain = retain_max_ == 0 ? 0 : source_rng_.below(retain_max_ + 1);
+        n.disk.write(std::move(w));
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace queen::raft::sim {
@@ -18,6 +19,9 @@ struct SimConfig {
     /// is_stalled), not required: a recovering node abstains, and where the others cannot
     /// elect a leader without its vote the group waits (docs/raft.md, protocol-aware recovery).
     bool is_damage = false;
+    /// Leaders read entries below their memory from the node's log (raft::EntrySource), which
+    /// keeps some past each compaction. Unset: drawn from the seed (half of them).
+    std::optional<bool> is_entry_source;
     /// Receives one line per event when set (the replay trace).
     std::function<void(const std::string&)> trace;
 };
@@ -39,6 +43,7 @@ struct SimResult {
     std::uint64_t damages = 0;              ///< restarts with a damaged log (is_damage)
     std::uint64_t quiesces = 0;             ///< leaders that went quiet (seeds with quiescence on)
     std::uint64_t wakes = 0;                ///< wake() calls by the modelled node layer
+    std::uint64_t entries_from_source = 0;  ///< entries leaders read from a log's EntrySource
     bool is_stalled = false;  ///< is_damage: no convergence after the heal, safety intact
 };
 

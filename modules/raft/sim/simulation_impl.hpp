@@ -2,6 +2,7 @@
 // disk, client and event types, and the Simulation class with its parts grouped by file.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,6 +65,9 @@ struct DiskImage {
     Snapshot snapshot;
     std::vector<Entry> entries;  // after snapshot.meta.index, contiguous
     bool is_recovering = false;  // the node's durable "log was damaged" marker
+    // Entries a compaction dropped from raft that the log still holds (seeds with an entry
+    // source): contiguous, ending at snapshot.meta.index; a received snapshot clears them.
+    std::vector<Entry> retained;
 };
 
 // One write that reached the page cache (hard state, snapshot, entries or a compaction).
@@ -72,19 +76,38 @@ struct PendingWrite {
     HardState hard_state;
     Snapshot snapshot;
     std::vector<Entry> entries;
+    std::uint64_t retain = 0;  // compact: how many of the dropped entries the log keeps
 };
 
 struct Disk {
     DiskImage durable;
+    DiskImage cache;  // what reads see: durable plus the pending writes (the page cache)
     std::vector<PendingWrite> pending;
 
-    void write(PendingWrite w) { pending.push_back(std::move(w)); }
+    void write(PendingWrite w);
     void sync();
     void power_loss(Rng& rng);  // see disk.cpp
     // Storage damage found at restart: a synced suffix of the log is lost (see disk.cpp).
     bool damage(Rng& rng, LogIndex applied);  // false when nothing could be cut
     // Process kill: the page cache survives.
     void kill() { sync(); }
+};
+
+// The node's log as raft's EntrySource: the entries compaction dropped from raft's memory that
+// the log still holds (DiskImage::retained, read through the page cache). `served` sees every
+// entry handed out (the simulator checks it against the committed ledger).
+class DiskSource final : public EntrySource {
+public:
+    DiskSource(const Disk& disk, std::function<void(const Entry&)> served)
+        : disk_(disk), served_(std::move(served)) {}
+    Result<std::vector<Entry>> entries(LogIndex low, LogIndex high,
+                                       std::uint64_t max_bytes) override;
+    Result<Term> term(LogIndex index) override;
+
+private:
+    const Entry* find(LogIndex index) const;
+    const Disk& disk_;
+    std::function<void(const Entry&)> served_;
 };
 
 struct PendingRead {
@@ -96,8 +119,9 @@ struct PendingRead {
 struct SimNode {
     NodeId id;
     std::unique_ptr<Rng> rng;
-    std::optional<RawNode> raw;
     Disk disk;
+    std::unique_ptr<DiskSource> source;  // seeds with an entry source; outlives raw
+    std::optional<RawNode> raw;
     StateMachine sm;
     StateMachine initial_sm;  // what the state machine holds before any snapshot
     LogIndex initial_applied;
@@ -269,6 +293,13 @@ private:
     double false_wake_p_ = 0;     // per tick: the node layer wrongly believes a peer is gone
     std::uint64_t quiesces_ = 0;
     std::uint64_t wakes_ = 0;
+    // Entry source: raft reads entries below its memory from the node's log, which keeps up to
+    // retain_max_ of them past each compaction; compactions come at random points. Its own
+    // stream, so a seed without it replays as it did before it existed.
+    Rng source_rng_;
+    bool is_entry_source_ = false;
+    std::uint64_t retain_max_ = 0;
+    std::uint64_t entries_from_source_ = 0;
 
     // Invariant state.
     std::map<Term, NodeId> leaders_;

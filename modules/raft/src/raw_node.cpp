@@ -63,11 +63,12 @@ RawNode::RawNode(RawNode&&) noexcept = default;
 RawNode& RawNode::operator=(RawNode&&) noexcept = default;
 RawNode::~RawNode() = default;
 
-Result<RawNode> RawNode::open(const Options& options, RestoreState state, Rng& rng,
-                              Logger& logger) {
+Result<RawNode> RawNode::open(const Options& options, RestoreState state, Rng& rng, Logger& logger,
+                              EntrySource* source) {
     QUEEN_TRY(options.validate());
     auto impl = std::make_unique<Impl>(options, rng, logger);
     Impl& r = *impl;
+    r.source = source;
     r.snapshot = std::move(state.snapshot);
     LogIndex expected = r.snapshot.meta.index.next();
     for (Entry& entry : state.entries) {

@@ -76,6 +76,11 @@ struct RawNode::Impl {
     Rng& rng;
     Logger& logger;
     NodeId id;
+    // Entries below the memory (compact()), for a leader's appends; may be null.
+    EntrySource* source = nullptr;
+    // The source holds nothing at or below this index: a snapshot from a leader replaced the
+    // caller's log up to it (until that Ready is written, the log there is the old one).
+    LogIndex source_floor;
 
     Term term;
     NodeId vote = no_node;
@@ -211,6 +216,13 @@ struct RawNode::Impl {
     [[nodiscard]] std::pair<LogIndex, Term> find_conflict_by_term(LogIndex index,
                                                                   Term log_term) const;
     LogIndex append_local(EntryType type, Bytes data);
+    /// Term at `index` from memory, or else (below the memory) from the source; nullopt when
+    /// neither has it.
+    std::optional<Term> term_with_source(LogIndex index);
+    /// Appends to `m.entries` the source's entries from `low` (below the memory) within the
+    /// append limits; false when the source cannot serve `low` (the peer needs a snapshot).
+    bool append_from_source(LogIndex low, Message& m, std::uint64_t& bytes);
+    void start_snapshot(NodeId to, Progress& pr);
     bool maybe_send_append(NodeId to, bool send_if_empty);
     void broadcast_append(bool send_if_empty);
     void broadcast_heartbeat();

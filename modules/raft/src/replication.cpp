@@ -67,7 +67,78 @@ LogIndex RawNode::Impl::append_local(EntryType type, Bytes data) {
     return index;
 }
 
+std::optional<Term> RawNode::Impl::term_with_source(LogIndex index) {
+    if (const auto in_memory = term_of(index); in_memory.has_value()) {
+        return in_memory;
+    }
+    if (source == nullptr || index >= snapshot.meta.index || index <= source_floor) {
+        return std::nullopt;
+    }
+    auto found = source->term(index);
+    if (!found) {
+        if (!found.error().is(Errc::compacted)) {
+            QUEEN_LOG(logger, Level::warn, "raft.entry_source_failed",
+                      "node=" << id << " index=" << index << " error=\"" << found.error().message()
+                              << "\"");
+        }
+        return std::nullopt;
+    }
+    return *found;
+}
+
+bool RawNode::Impl::append_from_source(LogIndex low, Message& m, std::uint64_t& bytes) {
+    if (source == nullptr || low <= source_floor) {
+        return false;
+    }
+    // Never more than one append's worth, and only what memory no longer holds.
+    const LogIndex high{std::min(first_index().value(), low.value() + options.append_entries_max)};
+    auto read = source->entries(low, high, options.append_bytes_max);
+    if (!read) {
+        if (!read.error().is(Errc::compacted)) {
+            QUEEN_LOG(logger, Level::warn, "raft.entry_source_failed",
+                      "node=" << id << " low=" << low << " high=" << high << " error=\""
+                              << read.error().message() << "\"");
+        }
+        return false;
+    }
+    // Checked, not trusted: a gap or an entry from elsewhere would corrupt the peer's log.
+    LogIndex expected = low;
+    for (Entry& entry : *read) {
+        if (entry.index != expected || entry.index >= high) {
+            QUEEN_LOG(logger, Level::error, "raft.entry_source_failed",
+                      "node=" << id << " low=" << low << " high=" << high << " error=\"entry "
+                              << entry.index << " where " << expected << " was expected\"");
+            m.entries.clear();
+            bytes = 0;
+            return false;
+        }
+        if (!m.entries.empty() && bytes + entry.data.size() > options.append_bytes_max) {
+            break;  // the per-message limit holds whatever the source returned
+        }
+        bytes += entry.data.size();
+        m.entries.push_back(std::move(entry));
+        expected = expected.next();
+    }
+    if (m.entries.empty()) {
+        QUEEN_LOG(
+            logger, Level::error, "raft.entry_source_failed",
+            "node=" << id << " low=" << low << " high=" << high << " error=\"no entry returned\"");
+        return false;
+    }
+    return true;
+}
+
+void RawNode::Impl::start_snapshot(NodeId to, Progress& pr) {
+    pr.become_snapshot(snapshot.meta.index);
+    QUEEN_LOG(logger, Level::info, "raft.sending_snapshot",
+              "node=" << id << " to=" << to << " index=" << snapshot.meta.index
+                      << " bytes=" << snapshot.data.size());
+    send_snapshot_chunk(to, pr);
+}
+
 // Sends the next append (or snapshot chunk) to `to`. Returns true if something was sent.
+// Entries come from memory, or from the entry source below it; a snapshot only when neither
+// holds what the peer needs.
 bool RawNode::Impl::maybe_send_append(NodeId to, bool send_if_empty) {
     auto found = progress.find(to);
     if (found == progress.end() || to == id) {
@@ -78,14 +149,10 @@ bool RawNode::Impl::maybe_send_append(NodeId to, bool send_if_empty) {
         return false;
     }
     const LogIndex prev = pr.next.prev();
-    const auto prev_term = term_of(prev);
+    const auto prev_term = term_with_source(prev);
     if (!prev_term.has_value()) {
         // The entries this peer needs are compacted: send the snapshot, chunk by chunk.
-        pr.become_snapshot(snapshot.meta.index);
-        QUEEN_LOG(logger, Level::info, "raft.sending_snapshot",
-                  "node=" << id << " to=" << to << " index=" << snapshot.meta.index
-                          << " bytes=" << snapshot.data.size());
-        send_snapshot_chunk(to, pr);
+        start_snapshot(to, pr);
         return true;
     }
     Message m;
@@ -96,7 +163,16 @@ bool RawNode::Impl::maybe_send_append(NodeId to, bool send_if_empty) {
     m.commit = commit;
     m.recovery_index = pr.recovery_index;
     std::uint64_t bytes = 0;
-    for (LogIndex i = pr.next; i <= last_index(); i = i.next()) {
+    LogIndex from = pr.next;
+    if (from < first_index()) {
+        if (!append_from_source(from, m, bytes)) {
+            start_snapshot(to, pr);
+            return true;
+        }
+        from = m.entries.back().index.next();
+    }
+    // Memory continues where the source stopped (only when it reached the memory: no gap).
+    for (LogIndex i = from; from >= first_index() && i <= last_index(); i = i.next()) {
         const Entry& entry = entry_at(i);
         if (!m.entries.empty() && (m.entries.size() >= options.append_entries_max ||
                                    bytes + entry.data.size() > options.append_bytes_max)) {

@@ -102,6 +102,9 @@ bool RawNode::Impl::restore(const SnapshotMeta& meta, Bytes data) {
               "node=" << id << " term=" << term << " index=" << meta.index
                       << " snapshot_term=" << meta.term << " bytes=" << data.size());
     log.clear();
+    // The caller's log up to meta.index is replaced by the snapshot (once this Ready is
+    // written); what it holds there until then may be entries that were never committed.
+    source_floor = std::max(source_floor, meta.index);
     snapshot.meta = meta;
     snapshot.data = std::move(data);
     commit = meta.index;

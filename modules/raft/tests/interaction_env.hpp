@@ -127,11 +127,71 @@ public:
         LogIndex applied;
         std::vector<std::string> state;  // applied normal entries (the "state machine")
         bool is_recovering = false;      // restarted with a damaged log, not caught up yet
+        // Entries `compact` dropped from raft's memory that the log on disk still holds
+        // (add-nodes source=true); `compact-source` drops them (the log's own compaction).
+        std::vector<Entry> retained;
+    };
+    /// The node's log on disk as an EntrySource: `retained`, then the entries after the
+    /// snapshot. Each call is printed, so a scenario shows what came from the disk.
+    class DiskSource final : public EntrySource {
+    public:
+        DiskSource(NodeId id, const Disk& disk, std::ostringstream& out)
+            : id_(id), disk_(disk), out_(out) {}
+        Result<std::vector<Entry>> entries(LogIndex low, LogIndex high,
+                                           std::uint64_t max_bytes) override {
+            std::vector<Entry> found;
+            std::uint64_t bytes = 0;
+            for (LogIndex i = low; i < high; i = i.next()) {
+                const Entry* entry = find(i);
+                if (entry == nullptr) {
+                    break;
+                }
+                if (!found.empty() && bytes + entry->data.size() > max_bytes) {
+                    break;
+                }
+                bytes += entry->data.size();
+                found.push_back(*entry);
+            }
+            out_ << "source " << id_ << ": entries [" << low << ", " << high
+                 << ") max_bytes=" << max_bytes;
+            if (found.empty()) {
+                out_ << " compacted\n";
+                return Error{Errc::compacted, "source: compacted"};
+            }
+            out_ << " -> " << found.front().index << ".." << found.back().index << "\n";
+            return found;
+        }
+        Result<Term> term(LogIndex index) override {
+            const Entry* entry = find(index);
+            out_ << "source " << id_ << ": term " << index;
+            if (entry == nullptr) {
+                out_ << " compacted\n";
+                return Error{Errc::compacted, "source: compacted"};
+            }
+            out_ << " -> " << entry->term << "\n";
+            return entry->term;
+        }
+
+    private:
+        const Entry* find(LogIndex index) const {
+            for (const auto* list : {&disk_.retained, &disk_.entries}) {
+                for (const Entry& e : *list) {
+                    if (e.index == index) {
+                        return &e;
+                    }
+                }
+            }
+            return nullptr;
+        }
+        NodeId id_;
+        const Disk& disk_;
+        std::ostringstream& out_;
     };
     struct Node {
         std::unique_ptr<Rng> rng;
-        std::optional<RawNode> raw;
         Disk disk;
+        std::unique_ptr<DiskSource> source;  // outlives raw (declared before it)
+        std::optional<RawNode> raw;
         Options options;
     };
 
@@ -172,6 +232,10 @@ public:
             print_status(status);
         } else if (command == "compact") {
             compact(arg_id(args, 0), LogIndex{std::stoull(args.at(1))});
+        } else if (command == "compact-source") {
+            const LogIndex through{std::stoull(args.at(1))};
+            std::erase_if(node(arg_id(args, 0)).disk.retained,
+                          [&](const Entry& e) { return e.index <= through; });
         } else if (command == "read-index") {
             print_status(node(arg_id(args, 0)).raw->read_index(to_bytes(args.at(1))));
         } else if (command == "can-quiesce") {
@@ -248,12 +312,18 @@ private:
         options.check_quorum = option_value(args, "checkquorum").value_or("true") == "true";
         options.read_lease_based = option_value(args, "lease").value_or("false") == "true";
         options.snapshot_chunk_bytes_max = std::stoull(option_value(args, "chunk").value_or("8"));
+        options.append_entries_max = static_cast<std::uint32_t>(
+            std::stoull(option_value(args, "append-max").value_or("256")));
+        const bool has_source = option_value(args, "source").value_or("false") == "true";
         for (std::size_t i = 0; i < count; ++i) {
             const NodeId id{nodes_.size() + 1};
             Node& n = nodes_[id];
             n.rng = std::make_unique<Rng>(id.value());
             n.options = options;
             n.options.id = id;
+            if (has_source) {
+                n.source = std::make_unique<DiskSource>(id, n.disk, out_);
+            }
             if (!conf.voters.empty()) {
                 RestoreState boot = bootstrap_state(conf.voters);
                 n.disk.hard_state = boot.hard_state;
@@ -268,7 +338,7 @@ private:
         Node& n = nodes_.at(id);
         RestoreState state{n.disk.hard_state, n.disk.snapshot, n.disk.entries, n.disk.applied,
                            n.disk.is_recovering};
-        auto opened = RawNode::open(n.options, std::move(state), *n.rng, logger_);
+        auto opened = RawNode::open(n.options, std::move(state), *n.rng, logger_, n.source.get());
         QUEEN_ASSERT(opened.has_value(), opened.error().message());
         n.raw.emplace(std::move(opened).value());
     }
@@ -385,6 +455,11 @@ private:
         print_status(status);
         if (status) {
             n.disk.snapshot = n.raw->snapshot();
+            for (const Entry& e : n.disk.entries) {
+                if (n.source && e.index <= index) {
+                    n.disk.retained.push_back(e);
+                }
+            }
             std::erase_if(n.disk.entries, [&](const Entry& e) { return e.index <= index; });
         }
     }
@@ -398,6 +473,7 @@ private:
         if (rd.snapshot.has_value()) {
             n.disk.snapshot = *rd.snapshot;
             n.disk.entries.clear();
+            n.disk.retained.clear();
             n.disk.state = decode_state(rd.snapshot->data);
             n.disk.applied = rd.snapshot->meta.index;
         }

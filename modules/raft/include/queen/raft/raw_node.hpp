@@ -10,6 +10,7 @@
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
 #include "queen/core/rng.hpp"
+#include "queen/raft/errc.hpp"
 #include "queen/raft/options.hpp"
 #include "queen/raft/types.hpp"
 
@@ -40,6 +41,31 @@ struct RestoreState {
 /// snapshot. Precondition: voters is not empty and has no 0 or duplicate.
 [[nodiscard]] RestoreState bootstrap_state(std::vector<NodeId> voters);
 
+/// Where a leader reads log entries it no longer holds in memory (etcd's Storage.Entries and
+/// Storage.Term): the caller's durable log, which usually keeps entries longer than the caller
+/// keeps them in raft (compact()). A follower that fell behind the leader's memory then catches
+/// up by appends read from it instead of a whole snapshot. Raft asks only for entries below its
+/// first in-memory index and above the last snapshot it received from a leader (restore: the
+/// caller's log was replaced there), that is for committed entries this node wrote to its log;
+/// the source must hold them as written or say Errc::compacted.
+///
+/// Synchronous: raft calls it inside step() / tick() / propose() on the thread that drives the
+/// node, so it must be deterministic for the simulator and quick for the node (bounded by
+/// max_bytes). It must outlive the RawNode it is given to.
+class EntrySource {
+public:
+    virtual ~EntrySource() = default;
+    /// Entries in [low, high), in index order from `low`: all of them, or a prefix that stops
+    /// before an entry that would take the data bytes past `max_bytes` (at least one entry,
+    /// even a larger one). Errors: Errc::compacted (the source no longer holds `low`: the peer
+    /// gets a snapshot), Errc::unavailable (anything else: a read failed; the peer gets a
+    /// snapshot too, and raft logs it).
+    [[nodiscard]] virtual Result<std::vector<Entry>> entries(LogIndex low, LogIndex high,
+                                                             std::uint64_t max_bytes) = 0;
+    /// Term of the entry at `index`. Errors: as entries().
+    [[nodiscard]] virtual Result<Term> term(LogIndex index) = 0;
+};
+
 /// Replication state of one peer as the leader sees it (for status and tests).
 struct PeerProgress {
     NodeId id;
@@ -60,11 +86,13 @@ struct PeerProgress {
 /// step/tick/propose (the persist may be asynchronous), but not ready() again.
 class RawNode {
 public:
-    /// Builds a node from its durable state.
+    /// Builds a node from its durable state. `source` (may be null: a peer behind the memory
+    /// always gets a snapshot) serves the entries compact() dropped from memory; it must
+    /// outlive the node.
     /// Errors: queen::Errc::invalid_argument (bad options, entries not contiguous after the
     /// snapshot, applied beyond the log or commit).
     [[nodiscard]] static Result<RawNode> open(const Options& options, RestoreState state, Rng& rng,
-                                              Logger& logger);
+                                              Logger& logger, EntrySource* source = nullptr);
     RawNode(RawNode&&) noexcept;
     RawNode& operator=(RawNode&&) noexcept;
     ~RawNode();
@@ -163,7 +191,8 @@ public:
     [[nodiscard]] bool is_quiescent() const noexcept;
 
     /// Compacts the log: the caller has durably snapshotted its state machine at `index`
-    /// (data = that snapshot, used for InstallSnapshot). Entries up to `index` are dropped.
+    /// (data = that snapshot, used for InstallSnapshot). Entries up to `index` are dropped from
+    /// memory; a peer that needs them gets them from the EntrySource, or else the snapshot.
     /// Errors: Errc::compacted (index <= current snapshot), Errc::unavailable (index > applied).
     [[nodiscard]] queen::Status compact(LogIndex index, Bytes data);
 
@@ -184,10 +213,10 @@ public:
     [[nodiscard]] bool is_transferring() const noexcept;
     /// Leader only: one row per peer; empty elsewhere.
     [[nodiscard]] std::vector<PeerProgress> progress() const;
-    /// Term of the entry at `index` (the snapshot index included).
-    /// Errors: Errc::compacted, Errc::unavailable.
+    /// Term of the entry at `index` (the snapshot index included), from memory (never the
+    /// EntrySource). Errors: Errc::compacted, Errc::unavailable.
     [[nodiscard]] Result<Term> term_at(LogIndex index) const;
-    /// Entries in [low, high). Errors: Errc::compacted, Errc::unavailable.
+    /// Entries in [low, high), from memory. Errors: Errc::compacted, Errc::unavailable.
     [[nodiscard]] Result<std::vector<Entry>> entries(LogIndex low, LogIndex high) const;
     /// The newest snapshot this node holds (meta and data).
     [[nodiscard]] const Snapshot& snapshot() const;
