@@ -263,7 +263,7 @@ TEST_CASE("streams: row commands outside the Options limits are invalid and writ
     CHECK(keys_of(h.rows("id", 0)) == Keys{std::string("\0\xff", 2)});
 }
 
-TEST_CASE("streams: list_rows pages in key byte order with prefix and after; get_rows by keys",
+TEST_CASE("streams: list_rows pages in key byte order with prefix and after, get_rows by keys",
           "[streams][rows][list]") {
     Harness h;
     CHECK(h.reg("q", "h", "id").status == Status::fresh);
@@ -332,7 +332,7 @@ TEST_CASE("streams: list_queries pages in name order", "[streams][list]") {
     CHECK(h.queries(std::string(600, 'b')).queries.at(0).name == "c");
 }
 
-TEST_CASE("streams: a reset hides the old rows at once; collect removes them in bounded steps",
+TEST_CASE("streams: a reset hides the old rows at once, collect removes them in bounded steps",
           "[streams][reset][collect]") {
     Harness h;
     CHECK(h.reg("q", "h1", "id").status == Status::fresh);
@@ -410,7 +410,7 @@ TEST_CASE("streams: collect walks several dead epochs across queries in order",
     CHECK(h.dump().garbage.empty());
 }
 
-TEST_CASE("streams: ClearState keeps the query and empties it; Remove deletes the query",
+TEST_CASE("streams: ClearState keeps the query and empties it, Remove deletes the query",
           "[streams][clear][remove]") {
     Harness h;
     CHECK(h.reg("q", "h", "id", false, "src", "sink").status == Status::fresh);
