@@ -2,7 +2,9 @@
 """tools/check_style.py — the bans of docs/development.md "Layering rules", outside core/ and cli/.
 
 Library code must not read clocks, draw randomness or sleep on its own (time and randomness are
-injected), and must not print to stdout/stderr (it logs through a Logger&). Tests, tools and simulators (sim/) may."""
+injected), and must not print to stdout/stderr (it logs through a Logger&). Tests, tools and simulators (sim/) may.
+A test case's name must not hold ';': catch_discover_tests splits the name there, and ctest then
+runs two names that match no test case, which Catch answers with success (the test never runs)."""
 import pathlib
 import re
 import sys
@@ -27,6 +29,16 @@ for path in sorted((root / "modules").rglob("*")):
         for pattern, why in banned:
             if pattern.search(code):
                 errors.append(f"{rel}:{lineno}: {why}: {line.strip()}")
+test_case = re.compile(r'TEST_CASE\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', re.S)
+for path in sorted(root.glob("**/tests/**/*.cpp")):
+    if "build" in path.relative_to(root).parts:
+        continue
+    text = path.read_text(errors="replace")
+    for match in test_case.finditer(text):
+        name = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', match.group(1)))
+        if ";" in name:
+            lineno = text.count("\n", 0, match.start()) + 1
+            errors.append(f"{path.relative_to(root)}:{lineno}: a test case name with ';' never runs under ctest: {name}")
 for e in errors:
     print(e)
 print(f"check_style: {len(errors)} violations")

@@ -83,7 +83,7 @@ TEST_CASE("client: a version conflict is Errc::conflict with the current version
     CHECK(server.requests().size() == 2);  // conflicts are never retried
 }
 
-TEST_CASE("client: writes with an expected version are not retried; the others are",
+TEST_CASE("client: writes with an expected version are not retried, the others are",
           "[client][kv]") {
     TestServer server;
     server.reply_always(json_reply(503, R"({"error":"unavailable"})"));
@@ -110,7 +110,7 @@ TEST_CASE("client: writes with an expected version are not retried; the others a
     CHECK(server.requests().size() == 14);
 }
 
-TEST_CASE("client: kv_get returns the stored value byte for byte; absent is HTTP 404",
+TEST_CASE("client: kv_get returns the stored value byte for byte, absent is HTTP 404",
           "[client][kv]") {
     TestServer server;
     Client client{options_for(server)};
@@ -149,7 +149,7 @@ TEST_CASE("client: kv_get returns the stored value byte for byte; absent is HTTP
     }
 }
 
-TEST_CASE("client: kv_delete reads deleted; kv_list pages; kv_buckets counts", "[client][kv]") {
+TEST_CASE("client: kv_delete reads deleted, kv_list pages, kv_buckets counts", "[client][kv]") {
     TestServer server;
     Client client{options_for(server)};
     server.reply_always(json_reply(200, R"({"deleted":true})"));
@@ -272,7 +272,7 @@ TEST_CASE("client: lock acquire, renew, release, get and list", "[client][locks]
     }
 }
 
-TEST_CASE("client: a held lock is a conflict naming the owner; a stale token too",
+TEST_CASE("client: a held lock is a conflict naming the owner, a stale token too",
           "[client][locks]") {
     TestServer server;
     server.reply_always(json_reply(
@@ -392,7 +392,7 @@ TEST_CASE("client: timer set, cancel, get and list", "[client][timers]") {
     }
 }
 
-TEST_CASE("client: request posts the payload and returns the reply's payload; 504 is a timeout",
+TEST_CASE("client: request posts the payload and returns the reply's payload, 504 is a timeout",
           "[client][request]") {
     TestServer server;
     Client client{options_for(server)};

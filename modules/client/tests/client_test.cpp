@@ -399,7 +399,7 @@ TEST_CASE("client: lease extend posts seconds to the lease route", "[client][api
     CHECK(client.extend_lease("").error().is(Errc::invalid_argument));
 }
 
-TEST_CASE("client: transaction sends ordered operations; a rollback is rejected",
+TEST_CASE("client: transaction sends ordered operations, a rollback is rejected",
           "[client][api][transaction]") {
     TestServer server;
     Client client{options_for(server)};

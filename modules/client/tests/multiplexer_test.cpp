@@ -86,7 +86,7 @@ TEST_CASE("multiplexer: many slots carry requests at once over kept-alive connec
     CHECK(server.requests().size() == 3 * slots);
 }
 
-TEST_CASE("multiplexer: requests carry method, headers and body; a busy slot refuses another",
+TEST_CASE("multiplexer: requests carry method, headers and body, a busy slot refuses another",
           "[client][multiplexer]") {
     TestServer server;
     server.reply_always(json_reply(201, R"([{"status":"queued"}])"));

@@ -234,7 +234,7 @@ TEST_CASE("client: every field of the KV, timer and push operations is sent when
     CHECK(body["requiredLeases"] == json::array({"lease-1"}));
 }
 
-TEST_CASE("client: pushes follow the current queue and partition; an item keeps its own",
+TEST_CASE("client: pushes follow the current queue and partition, an item keeps its own",
           "[client][transaction]") {
     PushItem own;
     own.queue = "elsewhere";
@@ -651,7 +651,7 @@ TEST_CASE("client: next reads the same wherever it stands among the answer's mem
     CHECK(orders == 24);
 }
 
-TEST_CASE("client: a refused transaction has no next; a next that is no pop answer is an error",
+TEST_CASE("client: a refused transaction has no next, a next that is no pop answer is an error",
           "[client][transaction][next]") {
     TransactionResult result;
     // Start from a result that holds a next, so each refusal must clear it.

@@ -207,7 +207,7 @@ TEST_CASE("engine transaction: for every operation kind, a later failure leaves 
     CHECK(f.drain("later", t0).empty());  // delayed
 }
 
-TEST_CASE("engine transaction: the four-step worker is one entry; the reminder fires once",
+TEST_CASE("engine transaction: the four-step worker is one entry, the reminder fires once",
           "[engine][transaction][one-call]") {
     Fixture f;
     REQUIRE(f.transact({push_op("orders", "o1", "{\"id\":1}")}).success);
@@ -304,7 +304,7 @@ TEST_CASE("engine transaction: next pops in the same entry once the operations c
     }
 }
 
-TEST_CASE("engine transaction: a delayed push is invisible until due; Due reports its time",
+TEST_CASE("engine transaction: a delayed push is invisible until due, Due reports its time",
           "[engine][transaction][timers]") {
     Fixture f;
     TransactionOp delayed = push_op("q", "d1", "\"later\"");
@@ -407,7 +407,7 @@ TEST_CASE("engine transaction: state after a restart is the same, tokens keep gr
     CHECK(f.engine.due_at().value() == TimestampMs{t0 + 3'000});  // b's grant expires first
 }
 
-TEST_CASE("engine: an ephemeral queue is deleted once idle for its TTL; use restarts it",
+TEST_CASE("engine: an ephemeral queue is deleted once idle for its TTL, use restarts it",
           "[engine][ephemeral]") {
     Fixture f;
     ConfigureEphemeral make;

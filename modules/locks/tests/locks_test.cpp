@@ -58,7 +58,7 @@ TEST_CASE("locks: Options::validate refuses limits outside their ranges", "[lock
     CHECK(must(env.table_names()).empty());
 }
 
-TEST_CASE("locks: acquire grants a free lock; the token is the entry's log index",
+TEST_CASE("locks: acquire grants a free lock, the token is the entry's log index",
           "[locks][acquire]") {
     Harness h;
     h.next_index = 42;
@@ -298,7 +298,7 @@ TEST_CASE("locks: limits are checked in apply and check: invalid, nothing writte
     CHECK(h.get(std::string(600, 'x')) == std::nullopt);
 }
 
-TEST_CASE("locks: names are bytes; list and expire order them as std::string does",
+TEST_CASE("locks: names are bytes, list and expire order them as std::string does",
           "[locks][names]") {
     Harness h;
     const std::vector<std::string> names = {

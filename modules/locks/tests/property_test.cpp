@@ -210,7 +210,7 @@ struct GrantHistory {
     }
 };
 
-TEST_CASE("locks: random commands match a std::map model; exclusion and fencing hold",
+TEST_CASE("locks: random commands match a std::map model, exclusion and fencing hold",
           "[locks][property]") {
     const auto seed = queen::testing::seed_from_env();
     INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");

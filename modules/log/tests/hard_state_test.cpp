@@ -103,7 +103,7 @@ TEST_CASE("log: a hard state save torn at any byte leaves the previous state",
     CHECK(file->current() == state_of(4));
 }
 
-TEST_CASE("log: a torn first hard state save is no save; damage to both slots is corruption",
+TEST_CASE("log: a torn first hard state save is no save, damage to both slots is corruption",
           "[log][hard_state]") {
     queen::testing::TempDir dir;
     const auto path = dir.path() / hard_state_file_name;

@@ -330,7 +330,7 @@ TEST_CASE("log: a missing middle segment or a mismatched name is corruption", "[
     CHECK(log.error().is(Errc::corruption));
 }
 
-TEST_CASE("log: the writer zero-fills ahead; a zero tail reopens cleanly and is written over",
+TEST_CASE("log: the writer zero-fills ahead, a zero tail reopens cleanly and is written over",
           "[log][recovery]") {
     queen::testing::TempDir dir;
     Options options = small_segments();

@@ -53,7 +53,7 @@ TEST_CASE("catalogue: a new cluster's catalogue is its founders and the default 
     CHECK_FALSE(catalogue.is_replica(default_tenant_name, NodeId{4}));
 }
 
-TEST_CASE("catalogue: records and operations round-trip; damaged bytes are refused",
+TEST_CASE("catalogue: records and operations round-trip, damaged bytes are refused",
           "[node][catalogue]") {
     Catalogue catalogue = founding_catalogue(members(5));
     catalogue = applied(catalogue, create("acme", 3), 11);

@@ -287,7 +287,7 @@ TEST_CASE("node: a fresh cluster creates one key at its smallest node, the other
     CHECK_FALSE(nodes.logger(1).has("cluster.key_mismatch"));
 }
 
-TEST_CASE("node: no key is created while a peer has not answered; a peer's key is handed over",
+TEST_CASE("node: no key is created while a peer has not answered, a peer's key is handed over",
           "[node][key_exchange]") {
     Nodes nodes(3);
     nodes.start(1);
@@ -324,7 +324,7 @@ TEST_CASE("node: no key is created while a peer has not answered; a peer's key i
     CHECK(nodes.logger(3).has("cluster.key_sent"));
 }
 
-TEST_CASE("node: a peer with encryption off does not count; the next smallest node creates",
+TEST_CASE("node: a peer with encryption off does not count, the next smallest node creates",
           "[node][key_exchange]") {
     Nodes nodes(3);
     nodes.start(1, false);

@@ -95,7 +95,7 @@ LogIndex propose(Replicator& replicator, std::uint8_t tag) {
 
 }  // namespace
 
-TEST_CASE("replicator: alone, proposals commit in order once durable; the term grows per start",
+TEST_CASE("replicator: alone, proposals commit in order once durable, the term grows per start",
           "[node][replicator]") {
     queen::testing::TempDir dir;
     const auto log_dir = dir.path() / "log";
@@ -147,7 +147,7 @@ TEST_CASE("replicator: alone, proposals commit in order once durable; the term g
 }
 
 TEST_CASE(
-    "replicator: a lost hard state is rebuilt from the log's newest term; nothing "
+    "replicator: a lost hard state is rebuilt from the log's newest term, nothing "
     "committed is lost",
     "[node][replicator]") {
     queen::testing::TempDir dir;

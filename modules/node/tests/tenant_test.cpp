@@ -218,7 +218,7 @@ TEST_CASE("node: concurrent submits stamp entries in log order, never going back
     waiters.stop();
 }
 
-TEST_CASE("node: a read brings the LMDB commit of answered entries forward; a reopen has them all",
+TEST_CASE("node: a read brings the LMDB commit of answered entries forward, a reopen has them all",
           "[node][tenant]") {
     queen::testing::TempDir dir;
     queen::node::detail::Waiters waiters(queen::SystemClock::instance());

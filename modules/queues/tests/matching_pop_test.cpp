@@ -127,7 +127,7 @@ TEST_CASE("queues: namespace-only, task-only and both match as the queues were n
     CHECK(served("", "invoice") == std::vector<std::string>{"plain"});
 }
 
-TEST_CASE("queues: a matching pop with nothing to match is empty; a partition needs a queue",
+TEST_CASE("queues: a matching pop with nothing to match is empty, a partition needs a queue",
           "[queues][pop][matching]") {
     Harness h;
     CHECK(h.run(matching("ns", "")).outcome == PopResult::Outcome::empty);

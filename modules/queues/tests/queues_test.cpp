@@ -130,7 +130,7 @@ TEST_CASE("queues: lease extend moves the expiry of every partition under the le
     REQUIRE(h.pop("q", 10, std::string(queue_mode_group), 2).messages.size() == 2);
 }
 
-TEST_CASE("queues: consumer groups fan out; each group is exclusive inside", "[queues][groups]") {
+TEST_CASE("queues: consumer groups fan out, each group is exclusive inside", "[queues][groups]") {
     Harness h;
     for (int i = 0; i < 4; ++i) {
         h.push("q", "Default", "t" + std::to_string(i), std::to_string(i));
@@ -440,7 +440,7 @@ TEST_CASE("queues: seek to end, to a timestamp and one partition to end", "[queu
     REQUIRE_FALSE(h.run(SeekPartition{"g", "q", "nope"}).found);
 }
 
-TEST_CASE("queues: deleting a group restarts it; deleting a queue removes everything",
+TEST_CASE("queues: deleting a group restarts it, deleting a queue removes everything",
           "[queues][groups][delete]") {
     Harness h;
     h.push("q", "Default", "t1", "a");

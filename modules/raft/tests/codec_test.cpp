@@ -152,7 +152,7 @@ TEST_CASE("raft: the heartbeat example of docs/raft.md is byte-exact", "[raft][c
     CHECK(to_hex(wire) == "010700010207000028000000");
 }
 
-TEST_CASE("raft: quiesce (type 15) round-trips; the next type is refused", "[raft][codec]") {
+TEST_CASE("raft: quiesce (type 15) round-trips, the next type is refused", "[raft][codec]") {
     Message m;
     m.type = MessageType::quiesce;
     m.from = NodeId{1};

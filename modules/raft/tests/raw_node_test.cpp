@@ -75,7 +75,7 @@ TEST_CASE("raft: a single voter commits only after its own write is durable", "[
     node.advance();
 }
 
-TEST_CASE("raft: votes and append responses wait for persistence; leader appends do not",
+TEST_CASE("raft: votes and append responses wait for persistence, leader appends do not",
           "[raft][node]") {
     Rng rng(2);
     RawNode follower = open_node(2, bootstrap_state({NodeId{1}, NodeId{2}, NodeId{3}}), rng);
@@ -215,7 +215,7 @@ TEST_CASE("raft: compaction bounds and restart from durable state", "[raft][node
               .is(queen::Errc::invalid_argument));
 }
 
-TEST_CASE("raft: reads wait for the leader's first commit; lease reads answer at once",
+TEST_CASE("raft: reads wait for the leader's first commit, lease reads answer at once",
           "[raft][node][read]") {
     for (const bool lease : {false, true}) {
         INFO("lease=" << lease);
@@ -289,7 +289,7 @@ TEST_CASE("raft: reads wait for the leader's first commit; lease reads answer at
     }
 }
 
-TEST_CASE("raft: an idle single voter goes quiet; a proposal wakes it", "[raft][node]") {
+TEST_CASE("raft: an idle single voter goes quiet, a proposal wakes it", "[raft][node]") {
     Rng rng(1);
     RawNode node = open_node(1, bootstrap_state({NodeId{1}}), rng);
     CHECK_FALSE(node.can_quiesce());  // a follower never may
