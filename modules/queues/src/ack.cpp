@@ -178,7 +178,9 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
         record.last_consumed_ms = now_ms;
         if (is_leased) {
             record.acked_count++;
-            if (record.acked_count >= record.batch_size) {
+            const bool is_batch_done = record.acked_count >= record.batch_size;
+            if (context.release == LeaseRelease::always ||
+                (context.release == LeaseRelease::by_count && is_batch_done)) {
                 release();
             }
         }

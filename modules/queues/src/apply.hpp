@@ -147,6 +147,7 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
 
 struct AckContext {
     bool is_transaction = false;
+    LeaseRelease release = LeaseRelease::by_count;  ///< atomic entries only
     std::string failure;  ///< set when a transaction must abort
 };
 

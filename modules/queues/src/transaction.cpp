@@ -84,10 +84,11 @@ Result<PushItemResult> QueueState::push_atomic(store::WriteTxn& txn, const PushI
 }
 
 Result<AtomicAck> QueueState::ack_atomic(store::WriteTxn& txn, const AckItem& item,
-                                         TimestampMs now) {
+                                         TimestampMs now, LeaseRelease release) {
     QUEEN_ASSERT(state_->journal.is_active, "ack_atomic outside begin_atomic");
     AckContext context;
     context.is_transaction = true;
+    context.release = release;
     QUEEN_TRY(auto acked, ack_item_by_id(*state_, txn, item, now, context));
     AtomicAck out;
     if (!acked.success) {

@@ -844,6 +844,62 @@ TEST_CASE("queues: state and index are identical after a reopen", "[queues][rest
     REQUIRE(redelivered.messages[0].transaction_id == "t0");
 }
 
+TEST_CASE("queues: an atomic ack releases the lease by count, at once or never, as asked",
+          "[queues][lease]") {
+    Harness h;
+    QueueOptions options;
+    options.lease_time_s = 10;
+    h.configure("s", options);
+    const auto run_ack = [&](const PoppedMessage& message, LeaseId lease, AckStatus status,
+                             LeaseRelease release) {
+        auto txn = h.env->begin_write();
+        REQUIRE(txn.has_value());
+        REQUIRE(h.state->begin_atomic(*txn).has_value());
+        AckItem item;
+        item.partition = message.id.partition;
+        item.transaction_id = message.transaction_id;
+        item.status = status;
+        item.lease = lease;
+        item.group = std::string(queue_mode_group);
+        auto acked = h.state->ack_atomic(*txn, item, TimestampMs{h.now_ms}, release);
+        REQUIRE(acked.has_value());
+        REQUIRE(acked->failure.empty());
+        REQUIRE(h.state->commit_atomic(*txn).has_value());
+        REQUIRE(h.state->end_batch(*txn).has_value());
+        REQUIRE(txn->commit().has_value());
+        return acked->item;
+    };
+    for (const char* id : {"m1", "m2", "m3", "m4", "m5", "m6"}) {
+        h.push("s", "Default", id, std::string("\"") + id + "\"");
+    }
+    // By count (every ack's rule): the first of three keeps the lease.
+    auto batch = h.pop("s", 3);
+    REQUIRE(batch.messages.size() == 3);
+    auto first =
+        run_ack(batch.messages[0], batch.lease, AckStatus::completed, LeaseRelease::by_count);
+    CHECK(first.lease_released == LeaseReleased::no);
+    CHECK(h.pop("s", 3).outcome == PopResult::Outcome::empty);  // still leased
+    // At once: the cursor stays at the acked message and the rest come again, in order.
+    auto second =
+        run_ack(batch.messages[1], batch.lease, AckStatus::completed, LeaseRelease::always);
+    CHECK(second.lease_released == LeaseReleased::yes);
+    auto again = h.pop("s", 3);
+    REQUIRE(again.messages.size() == 3);
+    CHECK(payloads(again) == "\"m3\",\"m4\",\"m5\",");
+    // Never: the lease outlives the batch; a dead-lettered message still releases it.
+    auto kept = run_ack(again.messages[2], again.lease, AckStatus::completed, LeaseRelease::never);
+    CHECK(kept.lease_released == LeaseReleased::no);
+    CHECK(h.pop("s", 3).outcome == PopResult::Outcome::empty);
+    h.advance_s(11);  // the lease ran out: the rest after the cursor comes again
+    auto after = h.pop("s", 3);
+    REQUIRE(after.messages.size() == 1);
+    CHECK(payloads(after) == "\"m6\",");
+    auto failed = run_ack(after.messages[0], after.lease, AckStatus::failed, LeaseRelease::never);
+    CHECK(failed.dlq);
+    CHECK(failed.lease_released == LeaseReleased::yes);
+    CHECK(h.pop("s", 3).outcome == PopResult::Outcome::empty);  // consumed: nothing left
+}
+
 }  // namespace
 }  // namespace queen::queues
 

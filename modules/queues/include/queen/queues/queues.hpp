@@ -118,8 +118,10 @@ public:
     [[nodiscard]] Result<PushItemResult> push_atomic(store::WriteTxn& txn, const PushItem& item,
                                                      TimestampMs now);
     /// One ack of the entry; AtomicAck::failure says why the entry must roll back, if it must.
+    /// `release` says when it releases the partition's lease (LeaseRelease).
     [[nodiscard]] Result<AtomicAck> ack_atomic(store::WriteTxn& txn, const AckItem& item,
-                                               TimestampMs now);
+                                               TimestampMs now,
+                                               LeaseRelease release = LeaseRelease::by_count);
     /// Ends the entry, keeping its writes (and writes the partition records it changed).
     [[nodiscard]] Result<void> commit_atomic(store::WriteTxn& txn);
     /// Ends the entry, taking back every write since begin_atomic().

@@ -264,6 +264,20 @@ struct ExtendLeaseResult {
     TimestampMs expires_at{0};  ///< 0 = null
 };
 
+/// When an ack of an atomic entry releases its partition's lease (QueueState::ack_atomic).
+enum class LeaseRelease : std::uint8_t {
+    /// As every ack: once the lease's batch is all acked (its acked count reaches the batch
+    /// size), or at once for a failed or dead-lettered message.
+    by_count = 0,
+    /// At once, however many messages of the batch are left: they are delivered again from the
+    /// cursor, in order, by the next pop (a streams cycle with release_lease, the default).
+    always = 1,
+    /// Never for a completed message (the lease runs out and the rest of the batch is
+    /// redelivered: a streams cycle with release_lease false); a failed or dead-lettered one
+    /// still releases it.
+    never = 2,
+};
+
 /// One ack of an atomic entry (QueueState::ack_atomic).
 struct AtomicAck {
     AckItemResult item;
