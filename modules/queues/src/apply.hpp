@@ -148,7 +148,7 @@ Result<PushItemResult> push_item(State& s, store::WriteTxn& txn, const PushItem&
 struct AckContext {
     bool is_transaction = false;
     LeaseRelease release = LeaseRelease::by_count;  ///< atomic entries only
-    std::string failure;  ///< set when a transaction must abort
+    std::string failure;                            ///< set when a transaction must abort
 };
 
 /// Acks one item, looking its sequence up by its transaction id (a Transaction's ack ops).

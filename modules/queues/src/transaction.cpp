@@ -83,8 +83,8 @@ Result<PushItemResult> QueueState::push_atomic(store::WriteTxn& txn, const PushI
     return push_item(*state_, txn, item, now, true, state_->atomic_memo);
 }
 
-Result<AtomicAck> QueueState::ack_atomic(store::WriteTxn& txn, const AckItem& item,
-                                         TimestampMs now, LeaseRelease release) {
+Result<AtomicAck> QueueState::ack_atomic(store::WriteTxn& txn, const AckItem& item, TimestampMs now,
+                                         LeaseRelease release) {
     QUEEN_ASSERT(state_->journal.is_active, "ack_atomic outside begin_atomic");
     AckContext context;
     context.is_transaction = true;
