@@ -78,6 +78,8 @@ struct RawNode::Impl {
     NodeId id;
     // Entries below the memory (compact()), for a leader's appends; may be null.
     EntrySource* source = nullptr;
+    /// Appends in flight to a peer that catches up from `source` (maybe_send_append).
+    static constexpr std::uint32_t source_inflight_appends_max = 4;
     // The source holds nothing at or below this index: a snapshot from a leader replaced the
     // caller's log up to it (until that Ready is written, the log there is the old one).
     LogIndex source_floor;
@@ -223,6 +225,9 @@ struct RawNode::Impl {
     /// append limits; false when the source cannot serve `low` (the peer needs a snapshot).
     bool append_from_source(LogIndex low, Message& m, std::uint64_t& bytes);
     void start_snapshot(NodeId to, Progress& pr);
+    /// The appends `pr` may have in flight: inflight_appends_max, or fewer while it catches up
+    /// from the entry source (a read of the caller's log on the thread driving raft).
+    [[nodiscard]] std::uint32_t inflight_limit(const Progress& pr) const;
     bool maybe_send_append(NodeId to, bool send_if_empty);
     void broadcast_append(bool send_if_empty);
     void broadcast_heartbeat();

@@ -136,6 +136,17 @@ void RawNode::Impl::start_snapshot(NodeId to, Progress& pr) {
     send_snapshot_chunk(to, pr);
 }
 
+std::uint32_t RawNode::Impl::inflight_limit(const Progress& pr) const {
+    // Entries read back from the entry source are a read of the caller's log on the thread
+    // driving raft (for a node, the peer transport's, shared by every group): a peer that
+    // catches up from it gets a few appends in flight, not inflight_appends_max, so one step
+    // reads at most that many appends' worth (each acknowledgement then reads one more).
+    if (source != nullptr && pr.next < first_index()) {
+        return std::min(source_inflight_appends_max, options.inflight_appends_max);
+    }
+    return options.inflight_appends_max;
+}
+
 // Sends the next append (or snapshot chunk) to `to`. Returns true if something was sent.
 // Entries come from memory, or from the entry source below it; a snapshot only when neither
 // holds what the peer needs.
@@ -145,7 +156,7 @@ bool RawNode::Impl::maybe_send_append(NodeId to, bool send_if_empty) {
         return false;
     }
     Progress& pr = found->second;
-    if (pr.is_paused(options.inflight_appends_max)) {
+    if (pr.is_paused(inflight_limit(pr))) {
         return false;
     }
     const LogIndex prev = pr.next.prev();

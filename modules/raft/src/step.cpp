@@ -194,7 +194,7 @@ void RawNode::Impl::step_leader(const Message& m) {
                 // Appends or their acks may have been lost: with a full window, free one
                 // slot so an (empty) append goes out and the answer re-syncs match.
                 if (pr.state == ProgressState::replicate &&
-                    pr.inflights.size() >= options.inflight_appends_max) {
+                    pr.inflights.size() >= inflight_limit(pr)) {
                     pr.inflights.pop_front();
                 }
                 maybe_send_append(m.from, true);
