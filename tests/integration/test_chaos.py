@@ -54,18 +54,19 @@ def why_not_runnable():
     return None
 
 
-def run_in_namespace():
-    """Runs this test again inside a fresh network namespace; returns (exit code, skip reason)."""
-    name = f"queen-chaos-{os.getpid()}"
+def run_in_namespace(test_id="test_chaos", env_name=NETNS_ENV, prefix="queen-chaos"):
+    """Runs unittest `test_id` again inside a fresh network namespace, with `env_name` set to the
+    namespace's name (how the test knows it is inside); returns (exit code, skip reason)."""
+    name = f"{prefix}-{os.getpid()}"
     made = run(["ip", "netns", "add", name])
     if made.returncode != 0:
         return 0, f"ip netns add failed: {made.stdout.strip()}"
     try:
         run(["ip", "-n", name, "link", "set", "lo", "up"])
-        env = dict(os.environ, **{NETNS_ENV: name})
+        env = dict(os.environ, **{env_name: name})
         here = os.path.dirname(os.path.abspath(__file__))
         code = subprocess.call(["ip", "netns", "exec", name, sys.executable, "-u", "-m", "unittest", "-v",
-                                "test_chaos"], env=env, cwd=here)
+                                test_id], env=env, cwd=here)
         return code, None
     finally:
         run(["ip", "netns", "del", name])

@@ -14,13 +14,11 @@ acknowledged, and every acknowledged push is delivered exactly once.
 
 The test needs root, `ip netns` and iptables and is skipped (saying why) where it cannot run."""
 import os
-import subprocess
-import sys
 import time
 import unittest
 
 from harness import ClusterProcesses, metric, wait_until
-from test_chaos import Network, run, why_not_runnable
+from test_chaos import Network, run, run_in_namespace, why_not_runnable
 
 NETNS_ENV = "QUEEN_QUIET_CUT_NETNS"
 CLIENT_ADDRESS = ("127.0.0.100", 0)  # clients connect from here: the peer-link cuts never hit them
@@ -39,24 +37,6 @@ class DataCut(Network):
              "-m", "length", "--length", "53:65535", "-j", "DROP"])
 
 
-def run_in_namespace(test_id):
-    """Runs one test of this file again inside a fresh network namespace; returns (exit code,
-    skip reason)."""
-    name = f"queen-quietcut-{os.getpid()}"
-    made = run(["ip", "netns", "add", name])
-    if made.returncode != 0:
-        return 0, f"ip netns add failed: {made.stdout.strip()}"
-    try:
-        run(["ip", "-n", name, "link", "set", "lo", "up"])
-        env = dict(os.environ, **{NETNS_ENV: name})
-        here = os.path.dirname(os.path.abspath(__file__))
-        code = subprocess.call(["ip", "netns", "exec", name, sys.executable, "-u", "-m", "unittest", "-v",
-                                test_id], env=env, cwd=here)
-        return code, None
-    finally:
-        run(["ip", "netns", "del", name])
-
-
 class QuietCut(unittest.TestCase):
     # Quiet after 5 idle ticks (100 ms); ticks of 20 ms, an election timeout of 10 ticks (200 ms).
     settings = {"cluster.quiesce_ticks": "5", "tenant.sweep_interval_ms": "200"}
@@ -68,7 +48,7 @@ class QuietCut(unittest.TestCase):
         reason = why_not_runnable()
         if reason:
             self.skipTest(reason)
-        code, reason = run_in_namespace(self.id())
+        code, reason = run_in_namespace(self.id(), NETNS_ENV, "queen-quietcut")
         if reason:
             self.skipTest(reason)
         self.assertEqual(code, 0, "the test failed inside the namespace (output above)")

@@ -28,12 +28,6 @@ using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
 
-Error corrupt(const char* what, ByteSpan bytes) {
-    return Error{queen::Errc::corruption,
-                 std::string("kv: undecodable ") + what + " (" + std::to_string(bytes.size()) +
-                     " bytes: " + to_hex(bytes.first(bytes.size() < 32 ? bytes.size() : 32)) + ")"};
-}
-
 }  // namespace
 
 void encode_entry_into(Bytes& out, const EntryHeader& header, ByteSpan value) {
@@ -59,10 +53,10 @@ Result<EntryView> decode_entry(ByteSpan bytes) {
         view.value = reader.blob();
     }
     if (version != record_format_version || !reader.bytes().ok() || !reader.bytes().at_end()) {
-        return corrupt("kv.entries record", bytes);
+        return codec::undecodable("kv", "kv.entries record", bytes);
     }
     if (view.header.version == 0) {
-        return corrupt("kv.entries record (version 0)", bytes);
+        return codec::undecodable("kv", "kv.entries record (version 0)", bytes);
     }
     return view;
 }
@@ -74,7 +68,7 @@ Result<ExpiryKey> decode_expiry_key(ByteSpan bytes) {
     reader.str(out.bucket);
     const ByteSpan key = reader.rest();
     if (!reader.ok() || out.bucket.empty() || key.empty()) {
-        return corrupt("kv.expiry key", bytes);
+        return codec::undecodable("kv", "kv.expiry key", bytes);
     }
     out.key.assign(as_chars(key));
     return out;
@@ -86,7 +80,7 @@ Result<EntriesKeyBucket> decode_entries_key_bucket(ByteSpan bytes) {
     reader.str(out.bucket);
     const ByteSpan key = reader.rest();
     if (!reader.ok() || out.bucket.empty() || key.empty()) {
-        return corrupt("kv.entries key", bytes);
+        return codec::undecodable("kv", "kv.entries key", bytes);
     }
     out.bucket_field_bytes = bytes.size() - key.size();
     return out;

@@ -12,17 +12,15 @@
 #include "queen/testing/catch.hpp"
 #include "queen/testing/result.hpp"
 #include "queen/testing/support.hpp"
+#include "queen/testing/tables.hpp"
 
 namespace queen::kv::testing {
 
 using queen::testing::must;
 
-inline Bytes bytes(std::string_view s) {
-    return Bytes(s.begin(), s.end());
-}
-inline std::string text(ByteSpan b) {
-    return std::string(as_chars(b));
-}
+using queen::testing::bytes;
+using queen::testing::dump_table;
+using queen::testing::text;
 
 /// Every key and value of both kv tables (hex keys, so a failure prints readably).
 struct Dump {
@@ -30,15 +28,6 @@ struct Dump {
     std::map<std::string, std::string> expiry;
     friend bool operator==(const Dump&, const Dump&) = default;
 };
-
-inline std::map<std::string, std::string> dump_table(const store::Txn& txn, store::Table table) {
-    std::map<std::string, std::string> out;
-    auto cursor = must(txn.cursor(table));
-    for (auto at = must(cursor.first()); at.has_value(); at = must(cursor.next())) {
-        out.emplace(to_hex(at->key), to_hex(at->value));
-    }
-    return out;
-}
 
 inline Dump dump(const Tables& tables, const store::Txn& txn) {
     return Dump{dump_table(txn, tables.entries), dump_table(txn, tables.expiry)};

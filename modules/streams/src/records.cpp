@@ -34,12 +34,6 @@ using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
 
-Error corrupt(const char* what, ByteSpan bytes) {
-    return Error{queen::Errc::corruption,
-                 std::string("streams: undecodable ") + what + " (" + std::to_string(bytes.size()) +
-                     " bytes: " + to_hex(bytes.first(bytes.size() < 32 ? bytes.size() : 32)) + ")"};
-}
-
 }  // namespace
 
 void encode_query_into(Bytes& out, const QueryRecord& record) {
@@ -61,10 +55,11 @@ Result<QueryRecord> decode_query(ByteSpan bytes) {
         reader(record);
     }
     if (version != record_format_version || !reader.bytes().ok() || !reader.bytes().at_end()) {
-        return corrupt("streams.queries record", bytes);
+        return codec::undecodable("streams", "streams.queries record", bytes);
     }
     if (record.number == 0 || record.epoch == 0 || record.query_id.empty()) {
-        return corrupt("streams.queries record (number, epoch or query_id empty)", bytes);
+        return codec::undecodable(
+            "streams", "streams.queries record (number, epoch or query_id empty)", bytes);
     }
     return record;
 }
@@ -93,7 +88,7 @@ Result<RowView> decode_row(ByteSpan bytes) {
         view.value = reader.blob();
     }
     if (version != record_format_version || !reader.bytes().ok() || !reader.bytes().at_end()) {
-        return corrupt("streams.rows record", bytes);
+        return codec::undecodable("streams", "streams.rows record", bytes);
     }
     return view;
 }
@@ -106,7 +101,7 @@ Result<RowKey> decode_row_key(ByteSpan bytes) {
     out.partition = reader.u64be();
     out.key = reader.rest();
     if (!reader.ok() || out.key.empty() || out.number == 0 || out.epoch == 0) {
-        return corrupt("streams.rows key", bytes);
+        return codec::undecodable("streams", "streams.rows key", bytes);
     }
     return out;
 }
@@ -117,18 +112,18 @@ Result<EpochKey> decode_epoch_key(ByteSpan bytes) {
     out.number = reader.u64be();
     out.epoch = reader.u64be();
     if (!reader.ok() || !reader.at_end() || out.number == 0 || out.epoch == 0) {
-        return corrupt("streams.garbage key", bytes);
+        return codec::undecodable("streams", "streams.garbage key", bytes);
     }
     return out;
 }
 
 Result<std::uint64_t> decode_next_number(ByteSpan bytes) {
     if (bytes.size() != sizeof(std::uint64_t)) {
-        return corrupt("streams.meta next_number", bytes);
+        return codec::undecodable("streams", "streams.meta next_number", bytes);
     }
     const auto number = store::load_be<std::uint64_t>(bytes.data());
     if (number == 0) {
-        return corrupt("streams.meta next_number (0)", bytes);
+        return codec::undecodable("streams", "streams.meta next_number (0)", bytes);
     }
     return number;
 }

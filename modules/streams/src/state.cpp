@@ -37,6 +37,19 @@ WriteResult refused(Status status, std::string message) {
     return result;
 }
 
+/// The key of row (query_id, partition, key) in the query's current epoch, into `out`; false
+/// when no query has that id.
+Result<bool> current_row_key(const store::Txn& txn, const Tables& tables, std::string_view query_id,
+                             std::uint64_t partition, std::string_view key,
+                             store::KeyBuilder& out) {
+    QUEEN_TRY(const auto query, detail::read_query_by_id(txn, tables, query_id));
+    if (!query.has_value()) {
+        return false;
+    }
+    detail::row_key(out, query->record.number, query->record.epoch, partition, key);
+    return true;
+}
+
 RegisterResult register_invalid(std::string message) {
     RegisterResult result;
     result.status = Status::invalid;
@@ -216,12 +229,12 @@ Result<WriteResult> StreamsState::apply(store::WriteTxn& txn, store::UndoLog& un
             return refused(Status::invalid, std::move(*why));
         }
     }
-    QUEEN_TRY(const auto query, detail::read_query_by_id(txn, tables_, command.query_id));
-    if (!query.has_value()) {
+    store::KeyBuilder key;
+    QUEEN_TRY(const bool is_known,
+              current_row_key(txn, tables_, command.query_id, command.partition, command.key, key));
+    if (!is_known) {
         return refused(Status::unknown_query, "no query has query_id '" + command.query_id + "'");
     }
-    store::KeyBuilder key;
-    detail::row_key(key, query->record.number, query->record.epoch, command.partition, command.key);
     Bytes record;
     detail::encode_row_into(record, now, command.value);
     // One lookup tells both the undo log and the caller what was there.
@@ -243,12 +256,12 @@ Result<WriteResult> StreamsState::apply(store::WriteTxn& txn, store::UndoLog& un
             return refused(Status::invalid, std::move(*why));
         }
     }
-    QUEEN_TRY(const auto query, detail::read_query_by_id(txn, tables_, command.query_id));
-    if (!query.has_value()) {
+    store::KeyBuilder key;
+    QUEEN_TRY(const bool is_known,
+              current_row_key(txn, tables_, command.query_id, command.partition, command.key, key));
+    if (!is_known) {
         return refused(Status::unknown_query, "no query has query_id '" + command.query_id + "'");
     }
-    store::KeyBuilder key;
-    detail::row_key(key, query->record.number, query->record.epoch, command.partition, command.key);
     WriteResult result;
     QUEEN_TRY(result.existed, undo.del(txn, tables_.rows, key.span()));
     return result;

@@ -15,6 +15,7 @@
 #include "queen/testing/catch.hpp"
 #include "queen/testing/result.hpp"
 #include "queen/testing/support.hpp"
+#include "queen/testing/tables.hpp"
 #include "queen/timers/timers.hpp"
 
 namespace queen::timers::testing {
@@ -22,12 +23,8 @@ namespace queen::timers::testing {
 using queen::testing::must;
 using queen::testing::must_fail;
 
-inline Bytes bytes(std::string_view s) {
-    return Bytes(s.begin(), s.end());
-}
-inline std::string text(const Bytes& b) {
-    return std::string(b.begin(), b.end());
-}
+using queen::testing::bytes;
+using queen::testing::text;
 
 /// Every entry of both tables, as hex, keyed by table name then key.
 using Dump = std::map<std::string, std::map<std::string, std::string>>;
@@ -37,11 +34,7 @@ inline Dump dump_tables(const Tables& tables, const store::Txn& txn) {
     const std::pair<const char*, store::Table> named[] = {{"timers.timers", tables.timers},
                                                           {"timers.due", tables.due}};
     for (const auto& [name, table] : named) {
-        auto& entries = out[name];
-        auto cursor = must(txn.cursor(table));
-        for (auto entry = must(cursor.first()); entry.has_value(); entry = must(cursor.next())) {
-            entries.emplace(to_hex(entry->key), to_hex(entry->value));
-        }
+        out[name] = queen::testing::dump_table(txn, table);
     }
     return out;
 }

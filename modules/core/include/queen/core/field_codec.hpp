@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "queen/core/bytes.hpp"
+#include "queen/core/error.hpp"
 #include "queen/core/ids.hpp"
 #include "queen/core/small_string.hpp"
 
@@ -251,5 +252,15 @@ public:
     requires std::is_class_v<T>
     void operator()(T& value) { Fields::visit(*this, value); }
 };
+
+/// The Errc::corruption of a stored record or key of `module` that does not decode:
+/// "<module>: undecodable <what> (<size> bytes: <hex of the first 32 bytes>)".
+[[nodiscard]] inline Error undecodable(std::string_view module, std::string_view what,
+                                       ByteSpan bytes) {
+    return Error{queen::Errc::corruption,
+                 std::string(module) + ": undecodable " + std::string(what) + " (" +
+                     std::to_string(bytes.size()) +
+                     " bytes: " + to_hex(bytes.first(bytes.size() < 32 ? bytes.size() : 32)) + ")"};
+}
 
 }  // namespace queen::codec
