@@ -13,6 +13,7 @@
 #include "queen/locks/locks.hpp"
 #include "queen/queues/queues.hpp"
 #include "queen/store/undo.hpp"
+#include "queen/streams/streams.hpp"
 #include "queen/timers/timers.hpp"
 
 namespace queen::engine::detail {
@@ -24,6 +25,7 @@ struct Machines {
     kv::KvState kv;
     locks::LockState locks;
     timers::TimerState timers;
+    streams::StreamsState streams;
     /// The KV, lock and timer writes of the transaction being applied (the queues journal
     /// their own): taken back when an operation fails.
     store::UndoLog undo;

@@ -91,7 +91,17 @@ TransactionOp random_op(Rng& rng) {
 }
 
 CommandBody random_body(Rng& rng) {
-    switch (rng.below(18)) {
+    switch (rng.below(19)) {
+        case 18: {
+            StreamRegister r;
+            r.query.name = random_text(rng);
+            r.query.source_queue = random_text(rng);
+            r.query.sink_queue = random_text(rng);
+            r.query.config_hash = random_text(rng);
+            r.query.reset = rng.below(2) == 1;
+            r.query.new_query_id = random_text(rng);
+            return r;
+        }
         case 15: {
             LockCommand c;
             c.op = rng.below(2) == 0 ? LockCommand::Op::acquire : LockCommand::Op::renew;

@@ -407,6 +407,41 @@ TEST_CASE("engine transaction: state after a restart is the same, tokens keep gr
     CHECK(f.engine.due_at().value() == TimestampMs{t0 + 3'000});  // b's grant expires first
 }
 
+TEST_CASE("engine: a stream query registers fresh, is reused, conflicts and resets, and stays",
+          "[engine][streams]") {
+    Fixture f;
+    const auto reg = [&](const std::string& hash, bool reset, const std::string& id) {
+        StreamRegister command;
+        command.query = streams::Register{"totals", "events", "sums", hash, reset, id};
+        return f.run<StreamRegisterResult>(command, t0).result;
+    };
+    const auto fresh = reg("h1", false, "id-1");
+    CHECK(fresh.status == streams::Status::fresh);
+    CHECK(fresh.query_id == "id-1");
+    const auto reused = reg("h1", false, "id-2");  // the stored id, not the new one
+    CHECK(reused.status == streams::Status::reused);
+    CHECK(reused.query_id == "id-1");
+    const auto conflict = reg("h2", false, "id-3");
+    CHECK(conflict.status == streams::Status::conflict);
+    CHECK_THAT(conflict.message, Catch::Contains("config_hash mismatch"));
+    const auto reset = reg("h2", true, "id-4");
+    CHECK(reset.status == streams::Status::reset);
+    CHECK(reset.epoch == fresh.epoch + 1);
+    // A bad name is refused by the module and writes nothing.
+    StreamRegister bad;
+    bad.query = streams::Register{"", "events", "", "h", false, "id-5"};
+    CHECK(f.run<StreamRegisterResult>(bad, t0).result.status == streams::Status::invalid);
+    // After a restart the query is there with its hash and id.
+    f.engine = Engine::open(f.dir.path(), Options{}).value();
+    auto txn = f.engine.env().begin_read().value();
+    const auto found = streams::find_query(f.engine.stream_tables(), txn, "totals").value();
+    REQUIRE(found.has_value());
+    CHECK(found->query_id == "id-1");
+    CHECK(found->config_hash == "h2");
+    CHECK(found->sink_queue == "sums");
+    CHECK_FALSE(streams::find_query(f.engine.stream_tables(), txn, "").value().has_value());
+}
+
 TEST_CASE("engine: an ephemeral queue is deleted once idle for its TTL, use restarts it",
           "[engine][ephemeral]") {
     Fixture f;
