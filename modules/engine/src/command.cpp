@@ -190,6 +190,32 @@ void fields(A& a, StreamRegisterResult& v) {
     a(v.result.message);
 }
 template <class A>
+void fields(A& a, StreamStateOp& v) {
+    a.enumeration(v.kind, StreamStateOp::Kind::remove);
+    a(v.key);
+    a(v.value);
+}
+template <class A>
+void fields(A& a, StreamCycle& v) {
+    a(v.query_id);
+    a(v.partition);
+    a(v.state_ops);
+    a(v.push_items);
+    a(v.ack);
+    a(v.release_lease);
+}
+template <class A>
+void fields(A& a, StreamCycleResult& v) {
+    a(v.success);
+    a(v.error);
+    a(v.source_queue);
+    a(v.state_ops_applied);
+    a(v.push_results);
+    a(v.has_ack);
+    a(v.lease_released);
+    a(v.dlq);
+}
+template <class A>
 void fields(A& a, DeleteQueue& v) {
     a(v.queue);
 }
@@ -551,6 +577,7 @@ std::string_view command_name(CommandType type) noexcept {
         case CommandType::due: return "due";
         case CommandType::configure_ephemeral: return "configure_ephemeral";
         case CommandType::stream_register: return "stream_register";
+        case CommandType::stream_cycle: return "stream_cycle";
     }
     return "unknown";
 }

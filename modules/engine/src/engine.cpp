@@ -143,6 +143,14 @@ public:
     std::string check(const ConfigureEphemeral& c) const { return queue(c.configure.queue); }
     // StreamsState checks its limits (Status::invalid with the field's name).
     std::string check(const StreamRegister&) const { return {}; }
+    std::string check(const StreamCycle& c) const {
+        for (const queues::PushItem& item : c.push_items) {
+            if (auto why = queue(item.queue); !why.empty()) {
+                return why;
+            }
+        }
+        return {};
+    }
     std::string check(const PutSystem& c) const {
         if (c.key.size() < system_key_bytes_min) {
             return "system record key is empty";
@@ -263,6 +271,8 @@ struct Engine::Impl {
                         return detail::apply_ephemeral(machines, txn, command, now);
                     } else if constexpr (std::is_same_v<C, StreamRegister>) {
                         return apply_stream_register(txn, command, index, now);
+                    } else if constexpr (std::is_same_v<C, StreamCycle>) {
+                        return detail::apply_stream_cycle(machines, txn, command, index, now);
                     } else {
                         return queues.apply(txn, command, now);
                     }

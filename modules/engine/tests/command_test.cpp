@@ -91,7 +91,24 @@ TransactionOp random_op(Rng& rng) {
 }
 
 CommandBody random_body(Rng& rng) {
-    switch (rng.below(19)) {
+    switch (rng.below(20)) {
+        case 19: {
+            StreamCycle c;
+            c.query_id = random_text(rng);
+            c.partition = PartitionId{rng.next()};
+            c.state_ops.push_back({StreamStateOp::Kind::remove, random_text(rng), {}});
+            c.state_ops.push_back({StreamStateOp::Kind::upsert, random_text(rng), {'1'}});
+            PushItem item;
+            item.queue = random_text(rng);
+            c.push_items.push_back(item);
+            if (rng.below(2) == 1) {
+                AckItem ack;
+                ack.transaction_id = random_text(rng);
+                c.ack = ack;
+            }
+            c.release_lease = rng.below(2) == 1;
+            return c;
+        }
         case 18: {
             StreamRegister r;
             r.query.name = random_text(rng);
