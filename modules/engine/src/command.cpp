@@ -15,13 +15,14 @@ namespace {
 using namespace queen::queues;
 
 // Version 1 bytes decode through codec::Reader<FieldsV1>, version 2 through Reader<FieldsV2>,
-// version 3 through Reader<FieldsV3>.
-static_assert(command_format_version == 4 && result_format_version == 4,
+// version 3 through Reader<FieldsV3>, version 4 through Reader<FieldsV4>.
+static_assert(command_format_version == 5 && result_format_version == 5,
               "a new format version needs its own reader and format_of value");
 
 struct FieldsV1;
 struct FieldsV2;
 struct FieldsV3;
+struct FieldsV4;
 /// The format version a visitor writes or reads: the legacy readers read versions 1 to 3,
 /// every other visitor the current version.
 template <class A>
@@ -32,6 +33,8 @@ template <>
 constexpr std::uint8_t format_of<codec::Reader<FieldsV2>> = 2;
 template <>
 constexpr std::uint8_t format_of<codec::Reader<FieldsV3>> = 3;
+template <>
+constexpr std::uint8_t format_of<codec::Reader<FieldsV4>> = 4;
 
 template <class A>
 void fields(A& a, QueueOptions& v) {
@@ -168,6 +171,49 @@ template <class A>
 void fields(A& a, ConfigureEphemeral& v) {
     a(v.configure);
     a(v.idle_ttl_ms);
+}
+template <class A>
+void fields(A& a, StreamRegister& v) {
+    a(v.query.name);
+    a(v.query.source_queue);
+    a(v.query.sink_queue);
+    a(v.query.config_hash);
+    a(v.query.reset);
+    a(v.query.new_query_id);
+}
+template <class A>
+void fields(A& a, StreamRegisterResult& v) {
+    a.enumeration(v.result.status, streams::Status::unknown_query);
+    a(v.result.query_id);
+    a(v.result.config_hash);
+    a(v.result.epoch);
+    a(v.result.message);
+}
+template <class A>
+void fields(A& a, StreamStateOp& v) {
+    a.enumeration(v.kind, StreamStateOp::Kind::remove);
+    a(v.key);
+    a(v.value);
+}
+template <class A>
+void fields(A& a, StreamCycle& v) {
+    a(v.query_id);
+    a(v.partition);
+    a(v.state_ops);
+    a(v.push_items);
+    a(v.ack);
+    a(v.release_lease);
+}
+template <class A>
+void fields(A& a, StreamCycleResult& v) {
+    a(v.success);
+    a(v.error);
+    a(v.source_queue);
+    a(v.state_ops_applied);
+    a(v.push_results);
+    a(v.has_ack);
+    a(v.lease_released);
+    a(v.dlq);
 }
 template <class A>
 void fields(A& a, DeleteQueue& v) {
@@ -445,14 +491,22 @@ struct FieldsV3 {
         fields(a, value);
     }
 };
+/// And for format version 4.
+struct FieldsV4 {
+    template <class A, class T>
+    static void visit(A& a, T& value) {
+        fields(a, value);
+    }
+};
 using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
 using ReaderV1 = codec::Reader<FieldsV1>;
 using ReaderV2 = codec::Reader<FieldsV2>;
 using ReaderV3 = codec::Reader<FieldsV3>;
+using ReaderV4 = codec::Reader<FieldsV4>;
 static_assert(format_of<Reader> == command_format_version && format_of<ReaderV1> == 1 &&
-              format_of<ReaderV2> == 2 && format_of<ReaderV3> == 3);
+              format_of<ReaderV2> == 2 && format_of<ReaderV3> == 3 && format_of<ReaderV4> == 4);
 
 /// Whether `version` (a command's or a result's first byte) is one this file decodes.
 bool is_known_version(std::uint8_t version) {
@@ -461,15 +515,20 @@ bool is_known_version(std::uint8_t version) {
 
 /// Command types (and result indexes) are 1..types_of(version): bytes of an older version
 /// never held a type added after it, so they do not decode as one. Version 2 added PutSystem
-/// (16) after its first release; version 3 the lock and due commands.
+/// (16) after its first release; version 3 the lock, due and configure_ephemeral commands
+/// (19); version 5 the streams commands.
 constexpr std::size_t v1_command_types = 15;
 constexpr std::size_t v2_command_types = 16;
-static_assert(std::variant_size_v<CommandBody> > v2_command_types);
+constexpr std::size_t v4_command_types = 19;
+static_assert(std::variant_size_v<CommandBody> > v4_command_types);
 constexpr std::size_t types_of(std::uint8_t version) {
     if (version == legacy_format_version) {
         return v1_command_types;
     }
-    return version == 2 ? v2_command_types : std::variant_size_v<CommandBody>;
+    if (version == 2) {
+        return v2_command_types;
+    }
+    return version <= 4 ? v4_command_types : std::variant_size_v<CommandBody>;
 }
 
 /// The first byte of `bytes` (0, an unknown version, when empty).
@@ -517,6 +576,8 @@ std::string_view command_name(CommandType type) noexcept {
         case CommandType::lock: return "lock";
         case CommandType::due: return "due";
         case CommandType::configure_ephemeral: return "configure_ephemeral";
+        case CommandType::stream_register: return "stream_register";
+        case CommandType::stream_cycle: return "stream_cycle";
     }
     return "unknown";
 }
@@ -667,6 +728,7 @@ Result<void> decode_command_into(ByteSpan bytes, Command& out) {
         case legacy_format_version: return decode_command_with<ReaderV1>(bytes, out);
         case 2: return decode_command_with<ReaderV2>(bytes, out);
         case 3: return decode_command_with<ReaderV3>(bytes, out);
+        case 4: return decode_command_with<ReaderV4>(bytes, out);
         default: return decode_command_with<Reader>(bytes, out);
     }
 }
@@ -720,6 +782,7 @@ Result<CommandResult> decode_result(ByteSpan bytes) {
         case legacy_format_version: return decode_result_with<ReaderV1>(bytes);
         case 2: return decode_result_with<ReaderV2>(bytes);
         case 3: return decode_result_with<ReaderV3>(bytes);
+        case 4: return decode_result_with<ReaderV4>(bytes);
         default: return decode_result_with<Reader>(bytes);
     }
 }

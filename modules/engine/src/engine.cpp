@@ -141,6 +141,16 @@ public:
     std::string check(const LockCommand&) const { return {}; }  // LockState checks its limits
     std::string check(const Due&) const { return {}; }
     std::string check(const ConfigureEphemeral& c) const { return queue(c.configure.queue); }
+    // StreamsState checks its limits (Status::invalid with the field's name).
+    std::string check(const StreamRegister&) const { return {}; }
+    std::string check(const StreamCycle& c) const {
+        for (const queues::PushItem& item : c.push_items) {
+            if (auto why = queue(item.queue); !why.empty()) {
+                return why;
+            }
+        }
+        return {};
+    }
     std::string check(const PutSystem& c) const {
         if (c.key.size() < system_key_bytes_min) {
             return "system record key is empty";
@@ -259,6 +269,10 @@ struct Engine::Impl {
                         return detail::apply_due(machines, txn, command, now);
                     } else if constexpr (std::is_same_v<C, ConfigureEphemeral>) {
                         return detail::apply_ephemeral(machines, txn, command, now);
+                    } else if constexpr (std::is_same_v<C, StreamRegister>) {
+                        return apply_stream_register(txn, command, index, now);
+                    } else if constexpr (std::is_same_v<C, StreamCycle>) {
+                        return detail::apply_stream_cycle(machines, txn, command, index, now);
                     } else {
                         return queues.apply(txn, command, now);
                     }
@@ -291,6 +305,17 @@ struct Engine::Impl {
             QUEEN_TRY(detail::touch_ephemeral(machines, txn, command.queue, now));
         }
         return {};
+    }
+
+    /// Registers a stream query. One command of its own: its writes are the entry's, so the
+    /// undo records are dropped (a storage error aborts the whole txn anyway).
+    Result<StreamRegisterResult> apply_stream_register(store::WriteTxn& txn,
+                                                       const StreamRegister& command,
+                                                       LogIndex index, TimestampMs now) {
+        auto registered = machines.streams.apply(txn, machines.undo, command.query, index, now);
+        machines.undo.clear();
+        QUEEN_TRY(auto result, std::move(registered));
+        return StreamRegisterResult{std::move(result)};
     }
 
     /// Stores (or, for an empty value, deletes) a system record in `txn`; the caller checked
@@ -783,6 +808,9 @@ const locks::Tables& Engine::lock_tables() const noexcept {
 }
 const timers::Tables& Engine::timer_tables() const noexcept {
     return impl_->machines.timers.tables();
+}
+const streams::Tables& Engine::stream_tables() const noexcept {
+    return impl_->machines.streams.tables();
 }
 
 Result<std::optional<TimestampMs>> Engine::due_at() const {

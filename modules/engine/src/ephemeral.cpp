@@ -91,10 +91,12 @@ Result<Machines> open_machines(store::Env& env, const kv::Options& kv_options,
     QUEEN_TRY(auto kv, kv::KvState::open(env, kv_options));
     QUEEN_TRY(auto locks, locks::LockState::open(env, lock_options));
     QUEEN_TRY(auto timers, timers::TimerState::open(env, timer_options));
+    QUEEN_TRY(auto streams, streams::StreamsState::open(env, {}));
     Machines m{std::move(queues),
                std::move(kv),
                std::move(locks),
                std::move(timers),
+               std::move(streams),
                {},
                {},
                true,

@@ -13,6 +13,7 @@
 #include "queen/locks/locks.hpp"
 #include "queen/queues/queues.hpp"
 #include "queen/store/undo.hpp"
+#include "queen/streams/streams.hpp"
 #include "queen/timers/timers.hpp"
 
 namespace queen::engine::detail {
@@ -24,6 +25,7 @@ struct Machines {
     kv::KvState kv;
     locks::LockState locks;
     timers::TimerState timers;
+    streams::StreamsState streams;
     /// The KV, lock and timer writes of the transaction being applied (the queues journal
     /// their own): taken back when an operation fails.
     store::UndoLog undo;
@@ -72,6 +74,12 @@ struct Machines {
 [[nodiscard]] Result<void> touch_ephemeral(Machines& m, store::WriteTxn& txn,
                                            std::string_view queue, TimestampMs now);
 
+/// Applies a streams cycle: state ops, sink pushes and the ack, all or none
+/// (queen/engine/stream.hpp). A refused cycle is a result (success false). Errors: storage
+/// errors (then abort the txn and rebuild).
+[[nodiscard]] Result<StreamCycleResult> apply_stream_cycle(Machines& m, store::WriteTxn& txn,
+                                                           const StreamCycle& command,
+                                                           LogIndex index, TimestampMs now);
 /// Applies a transaction: every operation in order, all or none (queen/engine/transaction.hpp).
 /// A refused transaction is a result (success false), not an error. Errors: storage errors
 /// (then abort the txn and rebuild).

@@ -91,7 +91,34 @@ TransactionOp random_op(Rng& rng) {
 }
 
 CommandBody random_body(Rng& rng) {
-    switch (rng.below(18)) {
+    switch (rng.below(20)) {
+        case 19: {
+            StreamCycle c;
+            c.query_id = random_text(rng);
+            c.partition = PartitionId{rng.next()};
+            c.state_ops.push_back({StreamStateOp::Kind::remove, random_text(rng), {}});
+            c.state_ops.push_back({StreamStateOp::Kind::upsert, random_text(rng), {'1'}});
+            PushItem item;
+            item.queue = random_text(rng);
+            c.push_items.push_back(item);
+            if (rng.below(2) == 1) {
+                AckItem ack;
+                ack.transaction_id = random_text(rng);
+                c.ack = ack;
+            }
+            c.release_lease = rng.below(2) == 1;
+            return c;
+        }
+        case 18: {
+            StreamRegister r;
+            r.query.name = random_text(rng);
+            r.query.source_queue = random_text(rng);
+            r.query.sink_queue = random_text(rng);
+            r.query.config_hash = random_text(rng);
+            r.query.reset = rng.below(2) == 1;
+            r.query.new_query_id = random_text(rng);
+            return r;
+        }
         case 15: {
             LockCommand c;
             c.op = rng.below(2) == 0 ? LockCommand::Op::acquire : LockCommand::Op::renew;

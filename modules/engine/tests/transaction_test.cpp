@@ -407,6 +407,102 @@ TEST_CASE("engine transaction: state after a restart is the same, tokens keep gr
     CHECK(f.engine.due_at().value() == TimestampMs{t0 + 3'000});  // b's grant expires first
 }
 
+TEST_CASE("engine: a stream query registers fresh, is reused, conflicts and resets, and stays",
+          "[engine][streams]") {
+    Fixture f;
+    const auto reg = [&](const std::string& hash, bool reset, const std::string& id) {
+        StreamRegister command;
+        command.query = streams::Register{"totals", "events", "sums", hash, reset, id};
+        return f.run<StreamRegisterResult>(command, t0).result;
+    };
+    const auto fresh = reg("h1", false, "id-1");
+    CHECK(fresh.status == streams::Status::fresh);
+    CHECK(fresh.query_id == "id-1");
+    const auto reused = reg("h1", false, "id-2");  // the stored id, not the new one
+    CHECK(reused.status == streams::Status::reused);
+    CHECK(reused.query_id == "id-1");
+    const auto conflict = reg("h2", false, "id-3");
+    CHECK(conflict.status == streams::Status::conflict);
+    CHECK_THAT(conflict.message, Catch::Contains("config_hash mismatch"));
+    const auto reset = reg("h2", true, "id-4");
+    CHECK(reset.status == streams::Status::reset);
+    CHECK(reset.epoch == fresh.epoch + 1);
+    // A bad name is refused by the module and writes nothing.
+    StreamRegister bad;
+    bad.query = streams::Register{"", "events", "", "h", false, "id-5"};
+    CHECK(f.run<StreamRegisterResult>(bad, t0).result.status == streams::Status::invalid);
+    // After a restart the query is there with its hash and id.
+    f.engine = Engine::open(f.dir.path(), Options{}).value();
+    auto txn = f.engine.env().begin_read().value();
+    const auto found = streams::find_query(f.engine.stream_tables(), txn, "totals").value();
+    REQUIRE(found.has_value());
+    CHECK(found->query_id == "id-1");
+    CHECK(found->config_hash == "h2");
+    CHECK(found->sink_queue == "sums");
+    CHECK_FALSE(streams::find_query(f.engine.stream_tables(), txn, "").value().has_value());
+}
+
+TEST_CASE("engine: a streams cycle applies state, sink pushes and the ack together, or nothing",
+          "[engine][streams]") {
+    Fixture f;
+    StreamRegister reg;
+    reg.query = streams::Register{"totals", "events", "sums", "h1", false, "q-1"};
+    REQUIRE(f.run<StreamRegisterResult>(reg, t0).result.status == streams::Status::fresh);
+    REQUIRE(f.transact({push_op("events", "e1", "1"), push_op("events", "e2", "2"),
+                        push_op("events", "e3", "3")})
+                .success);
+    queues::Pop pop;
+    pop.queue = "events";
+    pop.batch = 3;
+    pop.group = "streams.totals";
+    const auto batch = f.run<queues::PopResult>(pop, t0 + 1);
+    REQUIRE(batch.messages.size() == 3);
+    const auto cycle = [&](queues::LeaseId lease, const std::string& key) {
+        StreamCycle c;
+        c.query_id = "q-1";
+        c.partition = batch.messages[0].id.partition;
+        c.state_ops.push_back({StreamStateOp::Kind::upsert, key, Bytes{'7'}});
+        c.push_items.push_back(item("sums", "s-" + key, "7"));
+        queues::AckItem ack;
+        ack.transaction_id = batch.messages[0].transaction_id;
+        ack.lease = lease;
+        ack.group = "streams.totals";
+        c.ack = ack;
+        return f.run<StreamCycleResult>(c, t0 + 2);
+    };
+    // A stale lease: nothing of the cycle is applied.
+    const auto refused = cycle(queues::LeaseId{batch.lease.value() + 1}, "k-bad");
+    CHECK_FALSE(refused.success);
+    CHECK(refused.error == "Invalid or expired lease");
+    CHECK(refused.source_queue == "events");
+    {
+        auto txn = f.engine.env().begin_read().value();
+        CHECK(streams::count_rows(f.engine.stream_tables(), txn, "q-1").value() == 0);
+    }
+    CHECK(f.drain("sums", t0 + 3).empty());
+    // The good one: the row, the sink message and the ack, with the lease released at once.
+    const auto done = cycle(batch.lease, "k");
+    REQUIRE(done.success);
+    CHECK(done.state_ops_applied == 1);
+    REQUIRE(done.push_results.size() == 1);
+    CHECK(done.push_results[0].status == queues::PushStatus::queued);
+    CHECK(done.lease_released);
+    CHECK_FALSE(done.dlq);
+    {
+        auto txn = f.engine.env().begin_read().value();
+        CHECK(streams::count_rows(f.engine.stream_tables(), txn, "q-1").value() == 1);
+    }
+    CHECK(f.drain("sums", t0 + 3) == std::vector<std::string>{"7"});
+    // The rest of the batch comes again, in order, for the group.
+    const auto again = f.run<queues::PopResult>(pop, t0 + 4);
+    REQUIRE(again.messages.size() == 2);
+    CHECK(as_chars(again.messages[0].payload) == "2");
+    // An unknown query is refused.
+    StreamCycle unknown;
+    unknown.query_id = "nope";
+    CHECK_FALSE(f.run<StreamCycleResult>(unknown, t0 + 5).success);
+}
+
 TEST_CASE("engine: an ephemeral queue is deleted once idle for its TTL, use restarts it",
           "[engine][ephemeral]") {
     Fixture f;

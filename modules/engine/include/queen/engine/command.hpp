@@ -11,6 +11,7 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/result.hpp"
+#include "queen/engine/stream.hpp"
 #include "queen/engine/transaction.hpp"
 #include "queen/queues/types.hpp"
 
@@ -24,8 +25,9 @@ namespace queen::engine {
 /// Version 3 added the transaction operations after push and ack (KV, timers, lock release),
 /// the delay of a push, operation guards, the fields of their results, and the command types lock,
 /// due and configure_ephemeral. Version 4 added a transaction's `next` pop and its result.
-inline constexpr std::uint8_t command_format_version = 4;
-inline constexpr std::uint8_t result_format_version = 4;
+/// Version 5 added the streams commands (stream_register, stream_cycle).
+inline constexpr std::uint8_t command_format_version = 5;
+inline constexpr std::uint8_t result_format_version = 5;
 /// The oldest version the decoders still read (commands in logs written before version 2, and
 /// results in client dedupe records); they read versions 2 and 3 too. What a later version added is
 /// left at its default (empty, 0).
@@ -52,6 +54,8 @@ enum class CommandType : std::uint8_t {
     lock = 17,
     due = 18,
     configure_ephemeral = 19,
+    stream_register = 20,
+    stream_cycle = 21,
 };
 
 /// PutSystem's limits. apply() checks them (the decoder does not): a command over one yields
@@ -82,7 +86,7 @@ using CommandBody =
                  queues::ExtendLease, Transaction, queues::DeleteQueue, queues::DeleteGroup,
                  queues::UpdateSubscription, queues::SeekGroup, queues::SeekPartition,
                  queues::SetMaintenance, queues::Sweep, queues::DeleteMessage, queues::AddTrace,
-                 PutSystem, LockCommand, Due, ConfigureEphemeral>;
+                 PutSystem, LockCommand, Due, ConfigureEphemeral, StreamRegister, StreamCycle>;
 
 /// One log entry's command. `client_id` != 0 turns on exactly-once apply: an entry whose
 /// client_seq is <= the last applied seq of that client is not applied again (the cached result
@@ -112,7 +116,7 @@ using CommandResult =
                  queues::UpdateSubscriptionResult, queues::SeekGroupResult,
                  queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
                  queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult, LockResult,
-                 DueResult, EphemeralResult>;
+                 DueResult, EphemeralResult, StreamRegisterResult, StreamCycleResult>;
 
 /// Limits the decoder enforces before allocating (a fuzzed entry cannot make it allocate more
 /// than the input size times a small constant).

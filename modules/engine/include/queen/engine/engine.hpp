@@ -180,6 +180,7 @@ public:
     [[nodiscard]] const kv::Tables& kv_tables() const noexcept;
     [[nodiscard]] const locks::Tables& lock_tables() const noexcept;
     [[nodiscard]] const timers::Tables& timer_tables() const noexcept;
+    [[nodiscard]] const streams::Tables& stream_tables() const noexcept;
     [[nodiscard]] const store::Env& env() const noexcept;
     [[nodiscard]] store::Env& env() noexcept;
     /// The queue state machine (tests: index statistics and dumps). Applier thread only.

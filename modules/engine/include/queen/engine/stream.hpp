@@ -1,0 +1,60 @@
+// queen/engine/stream.hpp — the engine's commands of the streams endpoints (docs/engine.md):
+// a query's registration now; the cycle (state ops + sink pushes + the ack of the source batch,
+// one entry) and the admin commands come next. The state lives in modules/streams.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "queen/core/bytes.hpp"
+#include "queen/queues/types.hpp"
+#include "queen/streams/streams.hpp"
+
+namespace queen::engine {
+
+/// POST /streams/v1/queries: registers (or finds, or resets) a stream query
+/// (streams::Register; `new_query_id` is generated at the HTTP edge so every replica stores the
+/// same). Its answer: StreamRegisterResult.
+struct StreamRegister {
+    streams::Register query;
+};
+struct StreamRegisterResult {
+    streams::RegisterResult result;
+};
+
+/// One state operation of a cycle, scoped to the cycle's (query_id, partition).
+struct StreamStateOp {
+    enum class Kind : std::uint8_t { upsert = 0, remove = 1 };
+    Kind kind = Kind::upsert;
+    std::string key;
+    Bytes value;  ///< upsert: the row's JSON text
+};
+
+/// POST /streams/v1/cycle, one entry applied all or nothing: the state ops, the sink pushes
+/// (a duplicate transaction id is not a failure: normal push semantics) and the ack of the
+/// source batch. The ack names a message of `partition` (its item's partition and group are
+/// the cycle's); completed moves the cursor to it and, with release_lease, releases the lease
+/// at once (queues::LeaseRelease::always; without: never); failed and dlq dead-letter it (the
+/// error by default "Streaming cycle reported failure"), move the cursor and release the lease.
+struct StreamCycle {
+    std::string query_id;
+    queues::PartitionId partition{0};
+    std::vector<StreamStateOp> state_ops;
+    std::vector<queues::PushItem> push_items;
+    std::optional<queues::AckItem> ack;
+    bool release_lease = true;
+};
+struct StreamCycleResult {
+    bool success = false;
+    std::string error;         ///< why, when !success (nothing was applied)
+    std::string source_queue;  ///< the query's source queue
+    std::uint64_t state_ops_applied = 0;
+    std::vector<queues::PushItemResult> push_results;
+    bool has_ack = false;
+    bool lease_released = false;
+    bool dlq = false;
+};
+
+}  // namespace queen::engine
