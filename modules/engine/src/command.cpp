@@ -198,6 +198,7 @@ void fields(A& a, StreamStateOp& v) {
 template <class A>
 void fields(A& a, StreamCycle& v) {
     a(v.query_id);
+    a(v.config_hash);
     a(v.partition);
     a(v.state_ops);
     a(v.push_items);
@@ -214,6 +215,17 @@ void fields(A& a, StreamCycleResult& v) {
     a(v.has_ack);
     a(v.lease_released);
     a(v.dlq);
+}
+template <class A>
+void fields(A& a, StreamAdmin& v) {
+    a.enumeration(v.op, StreamAdmin::Op::remove);
+    a(v.name);
+}
+template <class A>
+void fields(A& a, StreamAdminResult& v) {
+    a.enumeration(v.result.status, streams::Status::unknown_query);
+    a(v.result.existed);
+    a(v.result.message);
 }
 template <class A>
 void fields(A& a, DeleteQueue& v) {
@@ -406,6 +418,9 @@ void fields(A& a, DueResult& v) {
     a(v.kv_expired);
     a(v.locks_expired);
     a(v.queues_expired);
+    if constexpr (format_of<A> >= 5) {
+        a(v.stream_rows_collected);
+    }
     a(v.is_complete);
 }
 template <class A>

@@ -143,6 +143,7 @@ public:
     std::string check(const ConfigureEphemeral& c) const { return queue(c.configure.queue); }
     // StreamsState checks its limits (Status::invalid with the field's name).
     std::string check(const StreamRegister&) const { return {}; }
+    std::string check(const StreamAdmin&) const { return {}; }
     std::string check(const StreamCycle& c) const {
         for (const queues::PushItem& item : c.push_items) {
             if (auto why = queue(item.queue); !why.empty()) {
@@ -273,6 +274,8 @@ struct Engine::Impl {
                         return apply_stream_register(txn, command, index, now);
                     } else if constexpr (std::is_same_v<C, StreamCycle>) {
                         return detail::apply_stream_cycle(machines, txn, command, index, now);
+                    } else if constexpr (std::is_same_v<C, StreamAdmin>) {
+                        return apply_stream_admin(txn, command, index, now);
                     } else {
                         return queues.apply(txn, command, now);
                     }
@@ -315,7 +318,26 @@ struct Engine::Impl {
         auto registered = machines.streams.apply(txn, machines.undo, command.query, index, now);
         machines.undo.clear();
         QUEEN_TRY(auto result, std::move(registered));
+        if (result.status == streams::Status::reset) {
+            machines.is_due_dirty = true;  // dead rows for Due to collect
+        }
         return StreamRegisterResult{std::move(result)};
+    }
+
+    /// Clears or removes a stream query (one command of its own, like a registration).
+    Result<StreamAdminResult> apply_stream_admin(store::WriteTxn& txn, const StreamAdmin& command,
+                                                 LogIndex index, TimestampMs now) {
+        auto done = command.op == StreamAdmin::Op::clear
+                        ? machines.streams.apply(txn, machines.undo,
+                                                 streams::ClearState{command.name}, index, now)
+                        : machines.streams.apply(txn, machines.undo, streams::Remove{command.name},
+                                                 index, now);
+        machines.undo.clear();
+        QUEEN_TRY(auto result, std::move(done));
+        if (result.status == streams::Status::ok) {
+            machines.is_due_dirty = true;  // dead rows for Due to collect
+        }
+        return StreamAdminResult{std::move(result)};
     }
 
     /// Stores (or, for an empty value, deletes) a system record in `txn`; the caller checked

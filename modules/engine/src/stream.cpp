@@ -14,6 +14,11 @@ Result<StreamCycleResult> apply_stream_cycle(Machines& m, store::WriteTxn& txn,
         return result;
     }
     result.source_queue = query->source_queue;
+    if (!command.config_hash.empty() && command.config_hash != query->config_hash) {
+        result.error = "config_hash mismatch: query '" + query->name +
+                       "' was registered again with another operator chain; register it again";
+        return result;
+    }
     QUEEN_TRY(m.queues.begin_atomic(txn));
     m.undo.clear();
     const auto fail = [&](std::string why) -> Result<StreamCycleResult> {

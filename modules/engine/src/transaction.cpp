@@ -286,6 +286,10 @@ Result<std::optional<TimestampMs>> Machines::due_at(const store::Txn& txn) const
     consider(lock);
     QUEEN_TRY(auto queue, next_ephemeral_expiry(*this, txn));
     consider(queue);
+    QUEEN_TRY(const bool garbage, streams.has_garbage(txn));
+    if (garbage) {
+        consider(TimestampMs{0});  // due at once: Due entries delete the rows, `limit` each
+    }
     return earliest;
 }
 
@@ -392,6 +396,9 @@ Result<DueResult> apply_due(Machines& m, store::WriteTxn& txn, const Due& comman
     }
     result.is_complete = fired.is_complete && keys.is_complete && grants.is_complete;
     QUEEN_TRY(result.queues_expired, expire_ephemeral(m, txn, now, limit, result.is_complete));
+    QUEEN_TRY(auto collected, m.streams.collect(txn, limit));
+    result.stream_rows_collected = collected.deleted;
+    result.is_complete = result.is_complete && collected.is_complete;
     m.is_due_dirty = true;
     return result;
 }

@@ -91,10 +91,17 @@ TransactionOp random_op(Rng& rng) {
 }
 
 CommandBody random_body(Rng& rng) {
-    switch (rng.below(20)) {
+    switch (rng.below(21)) {
+        case 20: {
+            StreamAdmin a;
+            a.op = rng.below(2) == 0 ? StreamAdmin::Op::clear : StreamAdmin::Op::remove;
+            a.name = random_text(rng);
+            return a;
+        }
         case 19: {
             StreamCycle c;
             c.query_id = random_text(rng);
+            c.config_hash = random_text(rng);
             c.partition = PartitionId{rng.next()};
             c.state_ops.push_back({StreamStateOp::Kind::remove, random_text(rng), {}});
             c.state_ops.push_back({StreamStateOp::Kind::upsert, random_text(rng), {'1'}});
@@ -363,7 +370,9 @@ TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
                     "held"};
     SeekPartitionResult seek{true, true, MessageId{PartitionId{5}, Sequence{8}}, TimestampMs{99}};
     for (const CommandResult& result :
-         {CommandResult{lock}, CommandResult{DueResult{1, 2, 3, 4, false}}}) {
+         {CommandResult{lock}, CommandResult{DueResult{1, 2, 3, 4, 5, 6, false}},
+          CommandResult{StreamAdminResult{
+              streams::WriteResult{streams::Status::unknown_query, true, "no such query"}}}}) {
         const Bytes encoded = encode_result(result);
         auto decoded = decode_result(encoded);
         REQUIRE(decoded.has_value());

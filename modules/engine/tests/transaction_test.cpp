@@ -503,6 +503,71 @@ TEST_CASE("engine: a streams cycle applies state, sink pushes and the ack togeth
     CHECK_FALSE(f.run<StreamCycleResult>(unknown, t0 + 5).success);
 }
 
+TEST_CASE(
+    "engine: clearing a stream query's state leaves Due entries to delete the rows; a "
+    "cycle of another config_hash is refused; removal forgets the query",
+    "[engine][streams]") {
+    Fixture f;
+    StreamRegister reg;
+    reg.query = streams::Register{"totals", "events", "", "h1", false, "q-1"};
+    REQUIRE(f.run<StreamRegisterResult>(reg, t0).result.status == streams::Status::fresh);
+    StreamCycle c;
+    c.query_id = "q-1";
+    c.partition = queues::PartitionId{7};
+    c.config_hash = "h1";
+    for (int i = 0; i < 25; ++i) {
+        c.state_ops.push_back({StreamStateOp::Kind::upsert, "k" + std::to_string(i), Bytes{'1'}});
+    }
+    REQUIRE(f.run<StreamCycleResult>(c, t0 + 1).success);
+    CHECK_FALSE(f.engine.due_at().value().has_value());
+    const auto rows = [&] {
+        auto txn = f.engine.env().begin_read().value();
+        return streams::count_rows(f.engine.stream_tables(), txn, "q-1").value();
+    };
+    REQUIRE(rows() == 25);
+    // A cycle that names another hash writes nothing.
+    StreamCycle stale = c;
+    stale.config_hash = "h0";
+    stale.state_ops.resize(1);
+    stale.state_ops[0].key = "stale";
+    const auto refused = f.run<StreamCycleResult>(stale, t0 + 2);
+    CHECK_FALSE(refused.success);
+    CHECK_THAT(refused.error, Catch::Contains("config_hash mismatch"));
+    CHECK(rows() == 25);
+
+    StreamAdmin clear;
+    clear.name = "totals";
+    CHECK(f.run<StreamAdminResult>(clear, t0 + 3).result.status == streams::Status::ok);
+    CHECK(rows() == 0);  // gone for reads at once
+    // The dead rows make Due due at once; Due entries of 10 rows each delete them.
+    REQUIRE(f.engine.due_at().value().has_value());
+    std::uint64_t collected = 0;
+    int entries = 0;
+    while (f.engine.due_at().value().has_value()) {
+        Due due;
+        due.limit = 10;
+        const auto done = f.run<DueResult>(due, t0 + 4);
+        CHECK(done.stream_rows_collected <= 10);
+        collected += done.stream_rows_collected;
+        REQUIRE(++entries < 10);
+    }
+    CHECK(collected == 25);
+    CHECK(entries == 3);
+    // The query and its hash stay; cycles go on from empty state.
+    c.state_ops.resize(1);
+    REQUIRE(f.run<StreamCycleResult>(c, t0 + 5).success);
+    CHECK(rows() == 1);
+
+    StreamAdmin remove;
+    remove.op = StreamAdmin::Op::remove;
+    remove.name = "totals";
+    CHECK(f.run<StreamAdminResult>(remove, t0 + 6).result.status == streams::Status::ok);
+    CHECK(f.run<StreamAdminResult>(remove, t0 + 6).result.status == streams::Status::unknown_query);
+    CHECK_FALSE(f.run<StreamCycleResult>(c, t0 + 7).success);
+    CHECK(f.due(t0 + 8).stream_rows_collected == 1);
+    CHECK_FALSE(f.engine.due_at().value().has_value());
+}
+
 TEST_CASE("engine: an ephemeral queue is deleted once idle for its TTL, use restarts it",
           "[engine][ephemeral]") {
     Fixture f;

@@ -81,12 +81,12 @@ struct PutSystemResult {
 };
 
 /// The operation of one log entry. The variant index + 1 is the CommandType.
-using CommandBody =
-    std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
-                 queues::ExtendLease, Transaction, queues::DeleteQueue, queues::DeleteGroup,
-                 queues::UpdateSubscription, queues::SeekGroup, queues::SeekPartition,
-                 queues::SetMaintenance, queues::Sweep, queues::DeleteMessage, queues::AddTrace,
-                 PutSystem, LockCommand, Due, ConfigureEphemeral, StreamRegister, StreamCycle>;
+using CommandBody = std::variant<queues::ConfigureQueue, queues::Push, queues::Pop, queues::Ack,
+                                 queues::ExtendLease, Transaction, queues::DeleteQueue,
+                                 queues::DeleteGroup, queues::UpdateSubscription, queues::SeekGroup,
+                                 queues::SeekPartition, queues::SetMaintenance, queues::Sweep,
+                                 queues::DeleteMessage, queues::AddTrace, PutSystem, LockCommand,
+                                 Due, ConfigureEphemeral, StreamRegister, StreamCycle, StreamAdmin>;
 
 /// One log entry's command. `client_id` != 0 turns on exactly-once apply: an entry whose
 /// client_seq is <= the last applied seq of that client is not applied again (the cached result
@@ -109,14 +109,13 @@ struct ErrorResult {
 };
 
 /// The result of one entry. Index 0 is an ErrorResult; index i > 0 answers CommandBody index i-1.
-using CommandResult =
-    std::variant<ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult,
-                 queues::AckResult, queues::ExtendLeaseResult, TransactionResult,
-                 queues::DeleteQueueResult, queues::DeleteGroupResult,
-                 queues::UpdateSubscriptionResult, queues::SeekGroupResult,
-                 queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
-                 queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult, LockResult,
-                 DueResult, EphemeralResult, StreamRegisterResult, StreamCycleResult>;
+using CommandResult = std::variant<
+    ErrorResult, queues::ConfigureResult, queues::PushResult, queues::PopResult, queues::AckResult,
+    queues::ExtendLeaseResult, TransactionResult, queues::DeleteQueueResult,
+    queues::DeleteGroupResult, queues::UpdateSubscriptionResult, queues::SeekGroupResult,
+    queues::SeekPartitionResult, queues::MaintenanceResult, queues::SweepResult,
+    queues::DeleteMessageResult, queues::AddTraceResult, PutSystemResult, LockResult, DueResult,
+    EphemeralResult, StreamRegisterResult, StreamCycleResult, StreamAdminResult>;
 
 /// Limits the decoder enforces before allocating (a fuzzed entry cannot make it allocate more
 /// than the input size times a small constant).

@@ -1,6 +1,7 @@
-// queen/engine/stream.hpp — the engine's commands of the streams endpoints (docs/engine.md):
-// a query's registration now; the cycle (state ops + sink pushes + the ack of the source batch,
-// one entry) and the admin commands come next. The state lives in modules/streams.
+// queen/engine/stream.hpp — the engine's commands of the streams endpoints (docs/engine.md and
+// docs/streams.md): a query's registration, the cycle (state ops + sink pushes + the ack of the
+// source batch, one entry) and the admin commands (clear a query's state, remove a query). The
+// state lives in modules/streams; the rows of cleared epochs are deleted by Due entries.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,11 @@ struct StreamStateOp {
 /// error by default "Streaming cycle reported failure"), move the cursor and release the lease.
 struct StreamCycle {
     std::string query_id;
+    /// When not empty, the cycle is refused ("config_hash mismatch ...") unless the query's
+    /// stored hash is this one: a runner that registered an operator chain cannot write its
+    /// state into a query another runner has since reset to a different chain (an extension
+    /// of the v1 contract; the official clients do not send it).
+    std::string config_hash;
     queues::PartitionId partition{0};
     std::vector<StreamStateOp> state_ops;
     std::vector<queues::PushItem> push_items;
@@ -55,6 +61,18 @@ struct StreamCycleResult {
     bool has_ack = false;
     bool lease_released = false;
     bool dlq = false;
+};
+
+/// `queen admin streams reset|delete`: clear drops every state row of the query `name` (a new
+/// epoch; its id and hash stay, runners carry on from empty state); remove deletes the query
+/// (its rows go with the next Due entries). Its answer: StreamAdminResult (ok, or
+/// unknown_query).
+struct StreamAdmin {
+    enum class Op : std::uint8_t { clear = 0, remove = 1 } op = Op::clear;
+    std::string name;
+};
+struct StreamAdminResult {
+    streams::WriteResult result;
 };
 
 }  // namespace queen::engine

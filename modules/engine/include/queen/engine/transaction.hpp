@@ -149,7 +149,8 @@ using LockResult = locks::LockResult;
 
 /// What the leader proposes once next_due() (ApplyOutcome::due_at) has passed: fires the
 /// timers due at the entry's time, deletes expired KV keys and lock grants (waking the
-/// acquirers waiting on those locks) and idle ephemeral queues. At most `limit` of each per entry;
+/// acquirers waiting on those locks), idle ephemeral queues and the state rows of cleared or
+/// removed stream queries (streams::StreamsState::collect). At most `limit` of each per entry;
 /// what is left makes due_at stay in the past, so the leader proposes another.
 struct Due {
     std::uint32_t limit = 10'000;
@@ -159,7 +160,8 @@ struct DueResult {
     std::uint64_t messages_pushed = 0;  ///< firings whose message was queued (not duplicate)
     std::uint64_t kv_expired = 0;
     std::uint64_t locks_expired = 0;
-    std::uint64_t queues_expired = 0;  ///< idle ephemeral queues deleted
+    std::uint64_t queues_expired = 0;         ///< idle ephemeral queues deleted
+    std::uint64_t stream_rows_collected = 0;  ///< rows of dead stream epochs deleted
     bool is_complete = true;
 };
 
