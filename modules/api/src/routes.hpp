@@ -49,6 +49,8 @@ void register_tenant_routes(http::Router& router, const ContextPtr& context);
 void register_member_routes(http::Router& router, const ContextPtr& context);
 /// KV buckets, locks and timers (state_routes.cpp).
 void register_state_routes(http::Router& router, const ContextPtr& context);
+/// The Queen v1 streams endpoints: queries, cycle, state/get (streams_routes.cpp).
+void register_streams_routes(http::Router& router, const ContextPtr& context);
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);
 
