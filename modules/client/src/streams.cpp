@@ -343,6 +343,13 @@ void StreamRunner::bump(std::uint64_t StreamMetrics::*counter, std::uint64_t by)
     metrics_.*counter += by;
 }
 
+bool StreamRunner::pause(std::int64_t ms) {
+    // Nothing notifies: the wait ends after `ms`, or at once when run_until's stop is requested.
+    std::unique_lock lock{pause_mutex_};
+    pause_changed_.wait_for(lock, stop_, std::chrono::milliseconds{ms}, [] { return false; });
+    return !stop_.stop_requested();
+}
+
 queen::Result<std::string> StreamRunner::call(std::string_view target, const std::string& body) {
     // Every streams call may be repeated: a register is idempotent, state/get reads, and a
     // cycle is all or nothing (a repeat of a committed one is refused by its ack, or finds its
@@ -355,7 +362,9 @@ queen::Result<std::string> StreamRunner::call(std::string_view target, const std
         bump(&StreamMetrics::retries);
         const std::int64_t delay = std::min(
             options_.retry_delay_ms << std::min<std::uint32_t>(attempt, 16), retry_delay_max_ms);
-        std::this_thread::sleep_for(std::chrono::milliseconds{delay});
+        if (!pause(delay)) {
+            return answer;  // run_until's stop came during the backoff
+        }
     }
 }
 
@@ -742,8 +751,7 @@ queen::Result<std::size_t> StreamRunner::step() {
 }
 
 queen::Status StreamRunner::run_until(std::stop_token stop) {
-    std::mutex mutex;
-    std::condition_variable_any woken;
+    stop_ = stop;
     std::int64_t delay_ms = options_.retry_delay_ms;
     while (!stop.stop_requested()) {
         auto stepped = step();
@@ -755,8 +763,7 @@ queen::Status StreamRunner::run_until(std::stop_token stop) {
             return std::move(stepped).error();
         }
         // The broker is away (after the call's own retries): wait, then carry on.
-        std::unique_lock lock{mutex};
-        woken.wait_for(lock, stop, std::chrono::milliseconds{delay_ms}, [] { return false; });
+        pause(delay_ms);
         delay_ms = std::min(delay_ms * 2, retry_delay_max_ms);
     }
     return {};

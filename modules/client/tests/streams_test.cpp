@@ -499,3 +499,19 @@ TEST_CASE("streams: a throwing step stops the runner without a cycle, the batch 
     REQUIRE(broker.sink("out").size() == 1);
     CHECK(broker.sink("out")[0].payload_json == R"({"n":1})");
 }
+
+TEST_CASE("streams: run_for runs the loop and returns, run_until ends on a stop",
+          "[client][streams]") {
+    FakeStreamsBroker broker;
+    Client client{options_of(broker)};
+    broker.push("events", "p1", R"({"n":1})");
+    auto options = quick();
+    options.pop_timeout_ms = 10;
+    StreamRunner runner{client, Stream::from("events").to_queue("out"), options};
+    REQUIRE(runner.run_for(100ms));
+    CHECK(broker.sink("out").size() == 1);
+    CHECK(runner.metrics().pops >= 1);
+    std::stop_source stop;
+    stop.request_stop();
+    REQUIRE(runner.run_until(stop.get_token()));  // returns at once
+}

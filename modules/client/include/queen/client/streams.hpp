@@ -73,6 +73,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -273,6 +274,8 @@ private:
                      const CycleOutput& out, std::string_view salt, Cycle& cycle) const;
     void discover_partitions();
     void bump(std::uint64_t StreamMetrics::*counter, std::uint64_t by = 1);
+    /// Waits `ms` (a retry's backoff); false when run_until's stop was requested.
+    bool pause(std::int64_t ms);
 
     Client& client_;
     Stream stream_;
@@ -283,6 +286,9 @@ private:
     std::string group_;
     std::map<std::string, Partition> partitions_;  // by partition id
     std::int64_t last_flush_ns_ = 0;
+    std::stop_token stop_;  // run_until's, so a backoff ends when it is requested
+    std::mutex pause_mutex_;
+    std::condition_variable_any pause_changed_;
     mutable std::mutex metrics_mutex_;
     StreamMetrics metrics_;  // guarded by metrics_mutex_
 };
