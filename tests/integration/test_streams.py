@@ -59,7 +59,7 @@ class Registration(StreamsTestCase):
         first = self.register("q", source="src", sink="sink")
         self.assertEqual(first.status, 200, first)
         body = first.json()
-        self.assertEqual(set(body), {"success", "query_id", "name", "config_hash", "fresh", "reset"})
+        self.assertEqual(set(body), {"success", "query_id", "name", "config_hash", "fresh", "reset", "epoch"})
         self.assertEqual((body["success"], body["name"], body["config_hash"], body["fresh"], body["reset"]),
                          (True, "q", "h1", True, False))
         qid = body["query_id"]
@@ -73,7 +73,7 @@ class Registration(StreamsTestCase):
         again = self.register("q", source="src2", sink="sink2")
         self.assertEqual(again.status, 200, again)
         self.assertEqual(again.json(), {"success": True, "query_id": qid, "name": "q", "config_hash": "h1",
-                                        "fresh": False, "reset": False})
+                                        "fresh": False, "reset": False, "epoch": body["epoch"]})
         done = self.cycle({"query_id": qid, "partition_id": pid})
         self.assertEqual(done["queueName"], "src2")
         self.assertEqual(self.rows(qid, pid), [("k", 1)])
@@ -89,15 +89,15 @@ class Registration(StreamsTestCase):
         reset = self.register("q", config_hash="h2", reset=True)
         self.assertEqual(reset.status, 200, reset)
         self.assertEqual(reset.json(), {"success": True, "query_id": qid, "name": "q", "config_hash": "h2",
-                                        "fresh": False, "reset": True})
+                                        "fresh": False, "reset": True, "epoch": body["epoch"] + 1})
         self.assertEqual(self.rows(qid, pid), [])
-        # Our extension: a runner still on the old chain is fenced off by its config_hash.
-        stale = self.cycle({"query_id": qid, "partition_id": pid, "config_hash": "h1",
+        # Our extension: a runner whose state was read before the reset is fenced off by its epoch.
+        stale = self.cycle({"query_id": qid, "partition_id": pid, "epoch": body["epoch"],
                             "state_ops": [{"type": "upsert", "key": "old", "value": 1}]})
         self.assertFalse(stale["success"])
-        self.assertIn("config_hash mismatch", stale["error"])
+        self.assertIn("epoch mismatch", stale["error"])
         self.assertEqual(self.rows(qid, pid), [])
-        fenced_ok = self.cycle({"query_id": qid, "partition_id": pid, "config_hash": "h2",
+        fenced_ok = self.cycle({"query_id": qid, "partition_id": pid, "epoch": body["epoch"] + 1,
                                 "state_ops": [{"type": "upsert", "key": "new", "value": 2}]})
         self.assertTrue(fenced_ok["success"], fenced_ok)
         self.assertEqual(self.rows(qid, pid), [("new", 2)])
@@ -309,7 +309,8 @@ class BadInput(StreamsTestCase):
             (but(ack={"transactionId": tid, "count": "two"}), "ack.count must be an integer"),
             (but(release_lease="no"), "release_lease must be a boolean"),
             (but(consumer_group=7), "consumer_group must be a string"),
-            (but(config_hash=1), "config_hash must be a string"),
+            (but(epoch="1"), "epoch must be an integer"),
+            (but(epoch=-1), None),
         )
         for body, words in cases:
             r = self.client.post("/streams/v1/cycle", body)

@@ -213,9 +213,9 @@ Result<ParsedCycle> parse_stream_cycle(const json& body, const ApiOptions& optio
     QUEEN_TRY(cycle.partition, required_partition(body));
     // Read first so a bad group is refused even without an ack (it is the ack's group).
     QUEEN_TRY(std::string group, parse_group(body, "consumer_group", options));
-    QUEEN_TRY(const auto hash,
-              optional_string(body, "config_hash", "config_hash", limits.config_hash_bytes_max));
-    cycle.config_hash = hash.value_or("");
+    // Our fence (0 or absent: not checked): the epoch the runner's registration answered.
+    QUEEN_TRY(const std::int64_t epoch, integer_field(body, "epoch", 0, 0, INT64_MAX));
+    cycle.epoch = static_cast<std::uint64_t>(epoch);
     QUEEN_TRY(cycle.release_lease, boolean_field(body, "release_lease", true));
     QUEEN_TRY(parse_state_ops(body, options, cycle.state_ops));
     if (const auto items = body.find("push_items"); items != body.end() && !items->is_null()) {

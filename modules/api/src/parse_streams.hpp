@@ -37,7 +37,7 @@ struct ParsedCycle {
 };
 
 /// POST /streams/v1/cycle: query_id, partition_id, consumer_group, state_ops, push_items (read
-/// by parse_push_array: the push route's rules), ack, release_lease and config_hash (our fence).
+/// by parse_push_array: the push route's rules), ack, release_lease and epoch (our fence).
 [[nodiscard]] Result<ParsedCycle> parse_stream_cycle(const nlohmann::json& body,
                                                      const ApiOptions& options,
                                                      RandomSource& random, std::int64_t now_ms);

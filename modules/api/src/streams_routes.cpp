@@ -47,6 +47,7 @@ Response register_answer(Context& context, const std::string& name,
                 .field("config_hash", result.config_hash)
                 .field("fresh", result.status == Status::fresh)
                 .field("reset", result.status == Status::reset)
+                .field("epoch", result.epoch)
                 .end_object();
             return Response::json(200, out.take());
         }

@@ -369,11 +369,15 @@ queen::Result<std::string> StreamRunner::call(std::string_view target, const std
 }
 
 queen::Result<StreamQueryInfo> StreamRunner::start() {
+    return register_query(options_.is_reset);
+}
+
+queen::Result<StreamQueryInfo> StreamRunner::register_query(bool is_reset) {
     QUEEN_TRY(stream_.validate());
     Json body{{"name", stream_.name()},
               {"source_queue", stream_.source_queue()},
               {"config_hash", config_hash_},
-              {"reset", options_.is_reset}};
+              {"reset", is_reset}};
     if (!stream_.sink_queue().empty()) {
         body["sink_queue"] = stream_.sink_queue();
     }
@@ -390,11 +394,16 @@ queen::Result<StreamQueryInfo> StreamRunner::start() {
     info.config_hash = detail::text_of(json, "config_hash");
     info.is_fresh = detail::boolean_of(json, "fresh");
     info.is_reset = detail::boolean_of(json, "reset");
+    if (const auto epoch = json.find("epoch"); epoch != json.end() && epoch->is_number_unsigned()) {
+        info.epoch = epoch->get<std::uint64_t>();
+    }
     if (!detail::boolean_of(json, "success") || info.query_id.empty()) {
         return queen::Error{Errc::rejected,
                             "streams register: " + detail::text_of(json, "error") + " " + *answer};
     }
     query_id_ = info.query_id;
+    epoch_ = info.epoch;
+    epoch_text_ = std::to_string(info.epoch);
     return info;
 }
 
@@ -481,11 +490,11 @@ void StreamRunner::add_outputs(const std::string& partition_id, const Partition&
         const std::string end = std::to_string(result.window_end_ms);
         // A window's result is emitted once (its row goes in the same cycle); a window's
         // corrections may come in several cycles, so theirs name the batch's acked message.
-        output.transaction_id =
-            result.is_correction
-                ? derived_id(
-                      {query_id_, config_hash_, partition_id, "c", result.key, start, end, salt})
-                : derived_id({query_id_, config_hash_, partition_id, "w", result.key, start, end});
+        output.transaction_id = result.is_correction
+                                    ? derived_id({query_id_, config_hash_, epoch_text_,
+                                                  partition_id, "c", result.key, start, end, salt})
+                                    : derived_id({query_id_, config_hash_, epoch_text_,
+                                                  partition_id, "w", result.key, start, end});
         output.payload_json = result.to_json();
         output.window = result;
         cycle.late += result.is_correction ? 1 : 0;
@@ -495,8 +504,8 @@ void StreamRunner::add_outputs(const std::string& partition_id, const Partition&
         const auto& late = out.late_events[i];
         StreamOutput output;
         output.kind = StreamOutput::Kind::late;
-        output.transaction_id =
-            derived_id({query_id_, config_hash_, partition_id, "l", salt, std::to_string(i)});
+        output.transaction_id = derived_id(
+            {query_id_, config_hash_, epoch_text_, partition_id, "l", salt, std::to_string(i)});
         output.payload_json = Json{
             {"late", true},
             {"key", late.event.key},
@@ -535,8 +544,9 @@ queen::Status StreamRunner::process(const std::string& partition_id,
                 output.kind = StreamOutput::Kind::event;
                 output.partition = partition.name;
                 output.partition_id = partition_id;
-                output.transaction_id = derived_id({query_id_, config_hash_, partition_id, "e",
-                                                    message.transaction_id, std::to_string(i)});
+                output.transaction_id =
+                    derived_id({query_id_, config_hash_, epoch_text_, partition_id, "e",
+                                message.transaction_id, std::to_string(i)});
                 output.payload_json = std::move(item.json);
                 if (!stream_.sink_.empty()) {
                     cycle.push_items.push_back(Json{
@@ -618,7 +628,7 @@ queen::Status StreamRunner::send(const std::string& partition_id, Partition& par
               {"state_ops", std::move(ops)},
               {"push_items", std::move(cycle.push_items)},
               {"release_lease", true},
-              {"config_hash", config_hash_}};
+              {"epoch", epoch_}};
     if (!cycle.ack_transaction_id.empty()) {
         body["ack"] = Json{{"transactionId", cycle.ack_transaction_id},
                            {"leaseId", cycle.ack_lease_id},
@@ -643,8 +653,17 @@ queen::Status StreamRunner::send(const std::string& partition_id, Partition& par
     if (!detail::boolean_of(*json, "success")) {
         failed();
         const std::string error = detail::text_of(*json, "error");
-        if (error.find("config_hash mismatch") != std::string::npos) {
-            return queen::Error{Errc::conflict, "streams cycle: " + error};
+        if (error.starts_with("epoch mismatch")) {
+            // The query was reset or cleared since this runner read its state: register again,
+            // never with reset (two runners of different chains must not take turns wiping
+            // it: a 409 when it now runs another chain, Errc::conflict, the runner stops), and
+            // rebuild every operator from the new epoch's rows.
+            bump(&StreamMetrics::epoch_changes);
+            QUEEN_TRY(register_query(false));
+            for (auto& [id, known] : partitions_) {
+                known.op.reset();
+                known.has_name_row = false;
+            }
         }
         return {};  // e.g. a lease that ran out: the batch comes back, the operator is rebuilt
     }

@@ -118,6 +118,11 @@ void FakeStreamsBroker::expire_leases() {
     }
 }
 
+void FakeStreamsBroker::clear(const std::string& name) {
+    const std::lock_guard lock{mutex_};
+    ++queries_.at(name).epoch;
+}
+
 FakeStreamsBroker::Partition* FakeStreamsBroker::find_partition(const std::string& id,
                                                                 std::string* queue) {
     for (auto& [queue_name, partitions] : queues_) {
@@ -225,7 +230,8 @@ Reply FakeStreamsBroker::register_query(const std::string& body) {
                        {"name", name},
                        {"config_hash", hash},
                        {"fresh", is_fresh},
-                       {"reset", is_reset}});
+                       {"reset", is_reset},
+                       {"epoch", query->second.epoch}});
 }
 
 Reply FakeStreamsBroker::cycle(const std::string& body) {
@@ -245,8 +251,8 @@ Reply FakeStreamsBroker::cycle(const std::string& body) {
     if (query == nullptr) {
         return refuse("unknown query");
     }
-    if (request.contains("config_hash") && request.at("config_hash") != query->hash) {
-        return refuse("config_hash mismatch: the query was reset to another chain");
+    if (request.value("epoch", 0) != 0 && request.at("epoch") != query->epoch) {
+        return refuse("epoch mismatch: the query was reset or cleared");
     }
     std::string queue;
     Partition* partition = find_partition(request.at("partition_id"), &queue);

@@ -42,6 +42,8 @@ public:
     [[nodiscard]] std::size_t pending(const std::string& queue, const std::string& group) const;
     /// Every lease runs out now (a runner that died holding them).
     void expire_leases();
+    /// `queen admin streams reset name`: the query's state is gone, its epoch one more.
+    void clear(const std::string& name);
 
     int cycles_applied = 0;  ///< committed cycles
     int cycles_refused = 0;  ///< answered success false

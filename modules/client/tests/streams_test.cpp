@@ -398,6 +398,30 @@ TEST_CASE("streams: a changed chain is a 409 unless reset, and a reset fences th
     CHECK(broker.cycles_applied == 0);
 }
 
+TEST_CASE(
+    "streams: after a clear the runner's cycle is refused, it registers again and goes "
+    "on from empty state with new result ids",
+    "[client][streams]") {
+    FakeStreamsBroker broker;
+    Client client{options_of(broker)};
+    StreamRunner runner{client, sum_per_user(WindowSpec::tumbling(10s)), quick()};
+    broker.push("events", "p1", event("k", 1'000, 1));
+    broker.push("events", "p1", event("k", 12'000, 2));  // closes [0, 10 s): 1
+    drain(runner);
+    broker.clear("totals");
+    // The open window [10 s, 20 s) held 2 in the runner's memory: it must not come back.
+    broker.push("events", "p1", event("k", 13'000, 5));
+    broker.push("events", "p1", event("k", 21'000, 0));  // closes [10 s, 20 s)
+    CHECK(stepped(runner) == 2);                         // refused: another epoch
+    CHECK(runner.metrics().epoch_changes == 1);
+    CHECK(broker.cycles_refused == 1);
+    broker.expire_leases();  // the refused cycle's ack released nothing
+    drain(runner);
+    const Totals totals = totals_of(broker.sink("sums"));
+    CHECK(totals == Totals{{{"k", 0, 10'000, false}, 1}, {{"k", 10'000, 20'000, false}, 5}});
+    CHECK(runner.metrics().epoch_changes == 1);
+}
+
 TEST_CASE("streams: a windowless chain maps, filters and flat-maps into the sink once",
           "[client][streams]") {
     FakeStreamsBroker broker;

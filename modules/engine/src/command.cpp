@@ -198,7 +198,7 @@ void fields(A& a, StreamStateOp& v) {
 template <class A>
 void fields(A& a, StreamCycle& v) {
     a(v.query_id);
-    a(v.config_hash);
+    a(v.epoch);
     a(v.partition);
     a(v.state_ops);
     a(v.push_items);

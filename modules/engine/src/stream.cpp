@@ -14,9 +14,11 @@ Result<StreamCycleResult> apply_stream_cycle(Machines& m, store::WriteTxn& txn,
         return result;
     }
     result.source_queue = query->source_queue;
-    if (!command.config_hash.empty() && command.config_hash != query->config_hash) {
-        result.error = "config_hash mismatch: query '" + query->name +
-                       "' was registered again with another operator chain; register it again";
+    if (command.epoch != 0 && command.epoch != query->epoch) {
+        result.error = "epoch mismatch: query '" + query->name + "' is at epoch " +
+                       std::to_string(query->epoch) + ", the cycle's state was read at epoch " +
+                       std::to_string(command.epoch) +
+                       " (the query was reset or cleared since): register it again";
         return result;
     }
     QUEEN_TRY(m.queues.begin_atomic(txn));

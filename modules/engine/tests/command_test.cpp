@@ -101,7 +101,7 @@ CommandBody random_body(Rng& rng) {
         case 19: {
             StreamCycle c;
             c.query_id = random_text(rng);
-            c.config_hash = random_text(rng);
+            c.epoch = rng.next();
             c.partition = PartitionId{rng.next()};
             c.state_ops.push_back({StreamStateOp::Kind::remove, random_text(rng), {}});
             c.state_ops.push_back({StreamStateOp::Kind::upsert, random_text(rng), {'1'}});

@@ -505,7 +505,7 @@ TEST_CASE("engine: a streams cycle applies state, sink pushes and the ack togeth
 
 TEST_CASE(
     "engine: clearing a stream query's state leaves Due entries to delete the rows, a "
-    "cycle of another config_hash is refused, removal forgets the query",
+    "cycle of an older epoch is refused, removal forgets the query",
     "[engine][streams]") {
     Fixture f;
     StreamRegister reg;
@@ -514,7 +514,7 @@ TEST_CASE(
     StreamCycle c;
     c.query_id = "q-1";
     c.partition = queues::PartitionId{7};
-    c.config_hash = "h1";
+    c.epoch = 1;
     for (int i = 0; i < 25; ++i) {
         c.state_ops.push_back({StreamStateOp::Kind::upsert, "k" + std::to_string(i), Bytes{'1'}});
     }
@@ -527,12 +527,12 @@ TEST_CASE(
     REQUIRE(rows() == 25);
     // A cycle that names another hash writes nothing.
     StreamCycle stale = c;
-    stale.config_hash = "h0";
+    stale.epoch = 2;
     stale.state_ops.resize(1);
     stale.state_ops[0].key = "stale";
     const auto refused = f.run<StreamCycleResult>(stale, t0 + 2);
     CHECK_FALSE(refused.success);
-    CHECK_THAT(refused.error, Catch::Contains("config_hash mismatch"));
+    CHECK_THAT(refused.error, Catch::Contains("epoch mismatch"));
     CHECK(rows() == 25);
 
     StreamAdmin clear;
@@ -553,8 +553,12 @@ TEST_CASE(
     }
     CHECK(collected == 25);
     CHECK(entries == 3);
-    // The query and its hash stay; cycles go on from empty state.
+    // The query and its hash stay; a cycle of the old epoch is refused, the new one's go on
+    // from empty state.
     c.state_ops.resize(1);
+    CHECK_THAT(f.run<StreamCycleResult>(c, t0 + 5).error, Catch::Contains("epoch mismatch"));
+    CHECK(rows() == 0);
+    c.epoch = 2;
     REQUIRE(f.run<StreamCycleResult>(c, t0 + 5).success);
     CHECK(rows() == 1);
 

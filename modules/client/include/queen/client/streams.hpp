@@ -47,7 +47,7 @@
 // partition's WindowOperator (restored from POST /streams/v1/state/get the first time this
 // process sees the partition, and again after any failed cycle) and send ONE cycle (POST
 // /streams/v1/cycle) with the state ops, the sink pushes, the ack of the partition's last
-// message (its lease, completed, release_lease true) and the config_hash. Every idle_flush_ms
+// message (its lease, completed, release_lease true) and the query's epoch. Every idle_flush_ms
 // the runner flushes the partitions it knows (seen, or holding state per the admin route GET
 // /api/v1/streams/queries/:name when the broker has it): a cycle without ack carrying what
 // WindowOperator::flush(now) closed, when something closed.
@@ -67,8 +67,15 @@
 // kind and initial value, and the user's version() string. Lambdas cannot be hashed: change
 // version() when a lambda's meaning changes. Registering a changed chain under the same name
 // fails with the broker's 409 (Errc::conflict) unless StreamRunnerOptions::is_reset (which wipes
-// the query's state); a runner whose query was reset to another chain meanwhile has its cycles
-// refused (Errc::conflict) and stops.
+// the query's state).
+//
+// **Epochs.** Registration answers the query's epoch (1 at creation, +1 per reset and per
+// `queen admin streams reset`) and every cycle carries it: the broker refuses a cycle once the
+// epoch moved, so state read before a reset is never written after it. The runner then
+// registers again (without reset): the same chain carries on from the new, empty state (every
+// operator rebuilt from the rows; sink transactionIds include the epoch, so the new epoch's
+// windows are not taken for duplicates of the old one's); a query now running another chain
+// answers 409, and the runner stops with Errc::conflict.
 #pragma once
 
 #include <atomic>
@@ -216,6 +223,8 @@ struct StreamMetrics {
     std::uint64_t idle_flush_cycles = 0;
     std::uint64_t restores = 0;  ///< operators rebuilt from state/get
     std::uint64_t retries = 0;   ///< streams calls tried again after a retryable error
+    /// Cycles refused because the query was reset or cleared since (then registered again).
+    std::uint64_t epoch_changes = 0;
 };
 
 /// The answer of POST /streams/v1/queries.
@@ -224,6 +233,10 @@ struct StreamQueryInfo {
     std::string config_hash;
     bool is_fresh = false;
     bool is_reset = false;
+    /// The query's state generation (1 at creation, +1 per reset or `queen admin streams
+    /// reset`); the runner's cycles carry it, so the broker refuses them once it changed. 0
+    /// from a broker that does not send it (then cycles are not fenced).
+    std::uint64_t epoch = 0;
 };
 
 /// Runs one Stream. Not thread-safe, except metrics() (from any thread).
@@ -241,7 +254,8 @@ public:
     /// the number of source messages popped. A refused cycle is not an error (it is counted,
     /// its operator restored and its batch comes back by lease). Errors: start()'s, a pop's,
     /// a user function's (Errc::rejected), Errc::conflict (the query was reset to another
-    /// chain), a streams call that still failed after the retries.
+    /// chain: registering again after the refused cycle's epoch mismatch got the 409), a
+    /// streams call that still failed after the retries.
     queen::Result<std::size_t> step();
     /// Flushes every known partition now (a cycle for each with something to close).
     queen::Status flush_idle();
@@ -273,6 +287,7 @@ private:
     void add_outputs(const std::string& partition_id, const Partition& partition,
                      const CycleOutput& out, std::string_view salt, Cycle& cycle) const;
     void discover_partitions();
+    queen::Result<StreamQueryInfo> register_query(bool is_reset);
     void bump(std::uint64_t StreamMetrics::*counter, std::uint64_t by = 1);
     /// Waits `ms` (a retry's backoff); false when run_until's stop was requested.
     bool pause(std::int64_t ms);
@@ -283,6 +298,9 @@ private:
     const queen::Clock& clock_;
     std::string config_hash_;
     std::string query_id_;
+    std::uint64_t epoch_ = 0;
+    std::string epoch_text_;  // part of every sink transactionId: a cleared query's windows
+                              // are new results, not duplicates of the old epoch's
     std::string group_;
     std::map<std::string, Partition> partitions_;  // by partition id
     std::int64_t last_flush_ns_ = 0;

@@ -41,11 +41,11 @@ struct StreamStateOp {
 /// error by default "Streaming cycle reported failure"), move the cursor and release the lease.
 struct StreamCycle {
     std::string query_id;
-    /// When not empty, the cycle is refused ("config_hash mismatch ...") unless the query's
-    /// stored hash is this one: a runner that registered an operator chain cannot write its
-    /// state into a query another runner has since reset to a different chain (an extension
-    /// of the v1 contract; the official clients do not send it).
-    std::string config_hash;
+    /// When not 0, the cycle is refused ("epoch mismatch ...") unless the query is at this
+    /// epoch (the one its registration answered): a runner cannot write state computed before
+    /// a reset or a `queen admin streams reset` into the query's new, empty state (an
+    /// extension of the v1 contract; the official clients do not send it).
+    std::uint64_t epoch = 0;
     queues::PartitionId partition{0};
     std::vector<StreamStateOp> state_ops;
     std::vector<queues::PushItem> push_items;
