@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "queen/client/client.hpp"
+#include "queen/client/streams.hpp"
 #include "queen/core/json_scan.hpp"
 
 namespace examples {
@@ -132,6 +133,27 @@ inline std::thread on_interrupt(std::function<void()> on_signal) {
         sigwait(&signals, &received);
         on_signal();
     });
+}
+
+/// Runs a stream runner until its source has been quiet for `quiet_ms` (empty long polls of
+/// `runner`'s pop_timeout_ms in a row), then flushes its windows by the clock (the windows of
+/// past event times all close). Prints the error and returns false when a step fails.
+inline bool run_stream_until_quiet(queen::client::StreamRunner& runner, std::int64_t quiet_ms,
+                                   std::int64_t poll_ms) {
+    std::int64_t quiet = 0;
+    while (quiet < quiet_ms) {
+        auto stepped = runner.step();
+        if (!stepped) {
+            std::fprintf(stderr, "%s\n", stepped.error().message().c_str());
+            return false;
+        }
+        quiet = *stepped == 0 ? quiet + poll_ms : 0;
+    }
+    if (auto flushed = runner.flush_idle(); !flushed) {
+        std::fprintf(stderr, "%s\n", flushed.error().message().c_str());
+        return false;
+    }
+    return true;
 }
 
 }  // namespace examples

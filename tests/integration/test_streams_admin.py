@@ -1,5 +1,5 @@
 """tests/integration/test_streams_admin.py — the stream query admin routes, `queen admin streams`
-and the stream metrics against a real `queen serve` (docs/http-api.md §10, docs/metrics.md).
+and the stream metrics against a real `queen serve` (docs/http-api.md §11, docs/metrics.md).
 
 Queries and their state rows are made by the runners' endpoints (POST /streams/v1/queries and
 /streams/v1/cycle, built in routes of their own); the test that needs them is skipped, saying
@@ -35,6 +35,11 @@ class StreamsAdminCase(ServerTestCase):
         r = self.client.get("/metrics/prometheus")
         self.assertEqual(r.status, 200, r)
         return r.body
+
+    def wait_metric(self, series, value):
+        """Waits until the scrape shows `series` at `value`: a scrape reads the state as last
+        committed, without waiting for the entries answered before it (docs/metrics.md)."""
+        wait_until(lambda: metric(self.metrics(), series) == value, timeout=10, what=f"{series} == {value}")
 
 
 class WithoutQueries(StreamsAdminCase):
@@ -111,9 +116,8 @@ class WithQueries(StreamsAdminCase):
         query_id = first["query_id"]
         self.assertEqual(self.client.push("events", [1, 2, 3], partition="p1").status, 201)
         self.assertEqual(self.client.push("events", [4, 5], partition="p2").status, 201)
-        body = self.metrics()
-        self.assertEqual(metric(body, f"queen_stream_queries{{{TENANT}}}"), 2)
-        self.assertEqual(metric(body, f'queen_stream_lag_messages{{{TENANT},query="totals"}}'), 5)
+        self.wait_metric(f'queen_stream_lag_messages{{{TENANT},query="totals"}}', 5)
+        self.assertEqual(metric(self.metrics(), f"queen_stream_queries{{{TENANT}}}"), 2)
 
         p1 = self.pop_and_cycle(query_id, "p1", 2, ["a", "b"])
         p2 = self.pop_and_cycle(query_id, "p2", 1, ["c"])
@@ -134,10 +138,10 @@ class WithQueries(StreamsAdminCase):
         rows = [line.split() for line in self.admin("streams", "list").stdout.splitlines()]
         self.assertEqual(rows[2][:5], ["totals", "events", "sums", "1", "2"])
         self.assertIn(p1, self.admin("streams", "show", "totals").stdout)
+        self.wait_metric(f'queen_stream_lag_messages{{{TENANT},query="totals"}}', 2)
         body = self.metrics()
         self.assertEqual(metric(body, f"queen_stream_state_rows{{{TENANT}}}"), 3)
-        self.assertEqual(metric(body, f'queen_stream_lag_messages{{{TENANT},query="totals"}}'), 2)
-        self.assertEqual(metric(body, f'queen_stream_lag_messages{{{TENANT},query="alpha"}}'), 0)
+        self.assertIn(f'queen_stream_lag_messages{{{TENANT},query="alpha"}} 0\n', body)
 
         # Reset: a new epoch, the same id, no rows; the runner's next cycle writes again.
         reset = self.admin_json("streams", "reset", "totals")
@@ -147,9 +151,8 @@ class WithQueries(StreamsAdminCase):
         self.pop_and_cycle(query_id, "p1", 1, ["d"])
         self.assertEqual(self.client.get("/api/v1/streams/queries/totals").json()["rows"], 1)
         # The old epoch's rows count until the Due entries have deleted them.
-        wait_until(lambda: metric(self.metrics(), f"queen_stream_state_rows{{{TENANT}}}") == 1, timeout=10,
-                   what="the reset query's old rows to be collected")
-        self.assertEqual(metric(self.metrics(), f'queen_stream_lag_messages{{{TENANT},query="totals"}}'), 1)
+        self.wait_metric(f"queen_stream_state_rows{{{TENANT}}}", 1)
+        self.wait_metric(f'queen_stream_lag_messages{{{TENANT},query="totals"}}', 1)
         out = self.admin("streams", "reset", "alpha")
         self.assertIn("epoch 2", out.stdout)
 
@@ -162,7 +165,7 @@ class WithQueries(StreamsAdminCase):
         self.assertNotEqual(again["query_id"], query_id)
         fresh = self.client.get("/api/v1/streams/queries/totals").json()
         self.assertEqual((fresh["query_id"], fresh["epoch"], fresh["rows"]), (again["query_id"], 1, 0))
-        self.assertEqual(metric(self.metrics(), f"queen_stream_queries{{{TENANT}}}"), 2)
+        self.wait_metric(f"queen_stream_queries{{{TENANT}}}", 2)
 
 
 if __name__ == "__main__":

@@ -207,6 +207,16 @@ std::vector<queues::PushItem*> push_items(queues::Push& push) {
     return items;
 }
 
+std::vector<queues::PushItem*> push_items(engine::StreamCycle& cycle) {
+    // A cycle's sink messages are pushes: sealed for an encrypted queue.
+    std::vector<queues::PushItem*> items;
+    items.reserve(cycle.push_items.size());
+    for (queues::PushItem& item : cycle.push_items) {
+        items.push_back(&item);
+    }
+    return items;
+}
+
 std::vector<queues::PushItem*> push_items(engine::Transaction& transaction) {
     std::vector<queues::PushItem*> items;
     for (engine::TransactionOp& op : transaction.ops) {

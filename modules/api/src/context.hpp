@@ -72,7 +72,10 @@ struct Metrics {
     /// Long-poll tries submitted again after a pause for a leader (LongPoll).
     std::atomic<std::uint64_t> long_poll_retries{0};
     std::atomic<std::uint64_t> encrypted_payloads{0};
-    RateMeter ingested;   ///< messages queued per second
+    std::atomic<std::uint64_t> stream_cycles{0};         ///< cycles answered (either outcome)
+    std::atomic<std::uint64_t> stream_cycles_failed{0};  ///< answered success:false
+    std::atomic<std::uint64_t> stream_registrations{0};  ///< queries answered 200 or 409
+    RateMeter ingested;                                  ///< messages queued per second
     RateMeter processed;  ///< messages acked (completed or dead-lettered) per second
     RateMeter request_rate;
 };
@@ -188,6 +191,7 @@ using QueueFlags = std::map<std::string, bool, std::less<>>;
 /// destroyed).
 [[nodiscard]] std::vector<queues::PushItem*> push_items(queues::Push& push);
 [[nodiscard]] std::vector<queues::PushItem*> push_items(engine::Transaction& transaction);
+[[nodiscard]] std::vector<queues::PushItem*> push_items(engine::StreamCycle& cycle);
 
 /// Fills `flags` with the cached flag of each queue of `items`; the queues not cached go to
 /// `missing` (each once, in name order).

@@ -279,6 +279,11 @@ void handle_prometheus(Context& context, const ContextPtr&, Request&, Responder 
     counter("queen_transactions_total", "Transactions submitted.", m.transactions);
     counter("queen_transactions_failed_total", "Transactions rolled back.", m.transactions_failed);
     counter("queen_lease_extends_total", "Lease extend requests.", m.lease_extends);
+    counter("queen_stream_cycles_total", "Stream cycles answered.", m.stream_cycles);
+    counter("queen_stream_cycles_failed_total", "Stream cycles answered success:false.",
+            m.stream_cycles_failed);
+    counter("queen_stream_registrations_total", "Stream query registrations answered.",
+            m.stream_registrations);
     counter("queen_encrypted_payloads_total", "Payloads encrypted at rest.", m.encrypted_payloads);
     out.add("queen_long_polls_waiting", "Pop requests parked in a long poll.", "gauge", {},
             static_cast<double>(m.long_polls_waiting.load(relaxed)));

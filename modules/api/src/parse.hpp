@@ -54,6 +54,14 @@ struct ParsedPush {
 [[nodiscard]] Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
                                             RandomSource& random, std::int64_t now_ms);
 
+/// The push items of `array`, the JSON text of an array of push items (a member of a body read
+/// as a DOM, e.g. a streams cycle's push_items written again by dump_json): each item as
+/// parse_push reads it, the same checks and words, transactionIds given the same way. `name`
+/// names the array in its own errors (not an array, more than push_items_max entries).
+[[nodiscard]] Result<ParsedPush> parse_push_array(std::string_view array, std::string_view name,
+                                                  const ApiOptions& options, RandomSource& random,
+                                                  std::int64_t now_ms);
+
 /// The long-poll part of a pop request.
 struct PopWait {
     bool is_enabled = false;

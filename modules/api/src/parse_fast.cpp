@@ -729,6 +729,30 @@ std::size_t expected_count(std::size_t body_bytes, std::size_t bytes_per_item, s
     return std::min<std::size_t>({max, body_bytes / bytes_per_item + 1, cap});
 }
 
+/// Reads the push item at the cursor (an element of a push list) into `out`.
+void read_push_element(Cursor& cursor, const ApiOptions& options, ItemList& items, ParsedPush& out,
+                       std::string& storage) {
+    items.read(cursor, push_item_order, options.push_items_max, "Each item must be an object",
+               [&](const Members& members) -> Status {
+                   bool has_client_id = false;
+                   QUEEN_TRY(push_item(members, options, Member::payload, "null",
+                                       out.push.items.emplace_back(), has_client_id, storage));
+                   out.has_client_transaction_id.push_back(has_client_id);
+                   return {};
+               });
+}
+
+/// Gives every item without a client transactionId a fresh one. Generated here, at the edge,
+/// so the log entry (and every replica) has the same id; in item order, once the body is
+/// accepted.
+void give_transaction_ids(ParsedPush& out, RandomSource& random, std::int64_t now_ms) {
+    for (std::size_t i = 0; i < out.push.items.size(); ++i) {
+        if (!out.has_client_transaction_id[i]) {
+            out.push.items[i].transaction_id = time_uuid(random, now_ms);
+        }
+    }
+}
+
 }  // namespace
 
 Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
@@ -749,17 +773,7 @@ Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
             out.has_client_transaction_id.clear();
             items = ItemList{};
         },
-        [&] {
-            items.read(
-                cursor, push_item_order, options.push_items_max, "Each item must be an object",
-                [&](const Members& members) -> Status {
-                    bool has_client_id = false;
-                    QUEEN_TRY(push_item(members, options, Member::payload, "null",
-                                        out.push.items.emplace_back(), has_client_id, storage));
-                    out.has_client_transaction_id.push_back(has_client_id);
-                    return {};
-                });
-        },
+        [&] { read_push_element(cursor, options, items, out, storage); },
         [](std::string_view) { return false; });
     if (auto error = list_body_error(cursor, body, options, has_items, items, "items",
                                      options.push_items_max)) {
@@ -768,13 +782,37 @@ Result<ParsedPush> parse_push(std::string_view body, const ApiOptions& options,
     if (items.error) {
         return std::move(*items.error);
     }
-    // Generated here, at the edge, so the log entry (and every replica) has the same id; in
-    // item order, once the body is accepted.
-    for (std::size_t i = 0; i < out.push.items.size(); ++i) {
-        if (!out.has_client_transaction_id[i]) {
-            out.push.items[i].transaction_id = time_uuid(random, now_ms);
-        }
+    give_transaction_ids(out, random, now_ms);
+    return out;
+}
+
+Result<ParsedPush> parse_push_array(std::string_view array, std::string_view name,
+                                    const ApiOptions& options, RandomSource& random,
+                                    std::int64_t now_ms) {
+    // One level (the body around the array) is open.
+    Cursor cursor(array, static_cast<int>(options.json_depth_max), 1);
+    ParsedPush out;
+    if (cursor.peek() != '[') {
+        return bad(std::string(name) + " must be an array");
     }
+    std::string storage;
+    ItemList items;
+    cursor.enter_array();
+    bool is_first = true;
+    while (cursor.next_element(is_first)) {
+        read_push_element(cursor, options, items, out, storage);
+    }
+    if (!cursor.is_ok()) {
+        return body_error(array, options.json_depth_max);
+    }
+    if (items.count > options.push_items_max) {
+        return bad(std::string(name) + " has " + std::to_string(items.count) +
+                   " entries, more than the limit of " + std::to_string(options.push_items_max));
+    }
+    if (items.error) {
+        return std::move(*items.error);
+    }
+    give_transaction_ids(out, random, now_ms);
     return out;
 }
 

@@ -54,6 +54,8 @@ void register_tenant_routes(http::Router& router, const ContextPtr& context);
 void register_member_routes(http::Router& router, const ContextPtr& context);
 /// KV buckets, locks and timers (state_routes.cpp).
 void register_state_routes(http::Router& router, const ContextPtr& context);
+/// The Queen v1 streams endpoints: queries, cycle, state/get (streams_routes.cpp).
+void register_streams_routes(http::Router& router, const ContextPtr& context);
 /// The stream queries for operators: list, show, reset, delete (streams_admin_routes.cpp).
 void register_streams_admin_routes(http::Router& router, const ContextPtr& context);
 

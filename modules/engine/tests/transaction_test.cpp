@@ -504,8 +504,8 @@ TEST_CASE("engine: a streams cycle applies state, sink pushes and the ack togeth
 }
 
 TEST_CASE(
-    "engine: clearing a stream query's state leaves Due entries to delete the rows; a "
-    "cycle of another config_hash is refused; removal forgets the query",
+    "engine: clearing a stream query's state leaves Due entries to delete the rows, a "
+    "cycle of another config_hash is refused, removal forgets the query",
     "[engine][streams]") {
     Fixture f;
     StreamRegister reg;
