@@ -3,7 +3,7 @@
 // maintenance modes and health. Aligned tables for people, `--json` for scripts. Not a client
 // library: every request goes through queen::client. The tenant commands (`tenant`, `cluster
 // rebalance`) are in admin_tenant.cpp, the member commands (`cluster members|add|remove`) in
-// admin_member.cpp, the KV, lock and timer commands (`kv`, `locks`, `timers`) in admin_state.cpp.
+// admin_member.cpp, `kv`, `locks`, `timers` in admin_state.cpp, `streams` in admin_streams.cpp.
 #include "commands/admin.hpp"
 
 #include <unistd.h>
@@ -1012,6 +1012,10 @@ int run_admin(const AdminOptions& options) {
         case AdminCommand::locks_get: return run_locks_get(options, client);
         case AdminCommand::timers_list: return run_timers_list(options, client);
         case AdminCommand::timers_get: return run_timers_get(options, client);
+        case AdminCommand::streams_list: return run_streams_list(options, client);
+        case AdminCommand::streams_show: return run_streams_show(options, client);
+        case AdminCommand::streams_reset: return run_streams_reset(options, client);
+        case AdminCommand::streams_delete: return run_streams_delete(options, client);
     }
     return exit_usage;
 }
@@ -1020,7 +1024,7 @@ void register_admin(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<AdminOptions>();
     auto* admin = app.add_subcommand("admin",
                                      "Script a running broker: queues, partitions, consumer "
-                                     "groups, DLQ, messages, KV, locks, timers");
+                                     "groups, DLQ, messages, KV, locks, timers, stream queries");
     admin->require_subcommand(1);
     // Global flags may also follow the subcommand (`queen admin queues list --json`); CLI11
     // passes what a subcommand does not know to its parent. Inherited by every subcommand.
@@ -1161,6 +1165,7 @@ void register_admin(CLI::App& app, int& exit_code) {
     register_tenant_commands(*admin, *cluster, *options, leaf);
     register_member_commands(*cluster, *options, leaf);
     register_state_commands(*admin, *options, leaf);
+    register_streams_commands(*admin, *options, leaf);
 }
 
 }  // namespace queen::cli

@@ -53,6 +53,10 @@ enum class AdminCommand {
     locks_get,
     timers_list,
     timers_get,
+    streams_list,
+    streams_show,
+    streams_reset,
+    streams_delete,
     health,
 };
 
@@ -97,7 +101,7 @@ struct AdminOptions {
     std::string key;                ///< kv get: the key
     std::string prefix;             ///< kv list: only keys starting with this
     std::string after;              ///< kv/locks/timers list: the page after this key, name or id
-    std::string name;               ///< locks get: the lock; timers get: the timer id
+    std::string name;  ///< locks get: the lock; timers get: the timer id; streams: the query
 };
 
 /// Adds `admin` and its subcommands; the chosen command's exit code lands in `exit_code`.
@@ -205,6 +209,14 @@ int run_timers_list(const AdminOptions& options, queen::client::Client& client);
 int run_timers_get(const AdminOptions& options, queen::client::Client& client);
 /// Adds `kv list|get`, `locks list|get` and `timers list|get` to `admin`.
 void register_state_commands(CLI::App& admin, AdminOptions& options, const AddLeaf& leaf);
+
+// The stream query commands (admin_streams.cpp).
+int run_streams_list(const AdminOptions& options, queen::client::Client& client);
+int run_streams_show(const AdminOptions& options, queen::client::Client& client);
+int run_streams_reset(const AdminOptions& options, queen::client::Client& client);
+int run_streams_delete(const AdminOptions& options, queen::client::Client& client);
+/// Adds `streams list|show|reset|delete` to `admin`.
+void register_streams_commands(CLI::App& admin, AdminOptions& options, const AddLeaf& leaf);
 
 }  // namespace admin_internal
 

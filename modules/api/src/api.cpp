@@ -47,6 +47,7 @@ void register_routes(http::Router& router, Backend& backend, const ApiOptions& o
     detail::register_member_routes(router, context);
     detail::register_state_routes(router, context);
     detail::register_streams_routes(router, context);
+    detail::register_streams_admin_routes(router, context);
     detail::register_health_routes(router, context);
 }
 

@@ -341,6 +341,23 @@ void handle_prometheus(Context& context, const ContextPtr&, Request&, Responder 
         }
         out.add("queen_dlq_depth", "Dead-letter entries of the tenant.", "gauge", labels,
                 static_cast<double>(dlq_total));
+        // Stream queries (streams_admin_routes.cpp): counts from LMDB's entry counts and each
+        // query's lag from its group's cursors; no state row is read.
+        if (auto streams = read_stream_metrics(context, tenant.name)) {
+            out.add("queen_stream_queries", "Stream queries registered in the tenant.", "gauge",
+                    labels, static_cast<double>(streams->queries));
+            out.add("queen_stream_state_rows",
+                    "State rows of the tenant's stream queries, with rows of reset or deleted "
+                    "queries not yet collected.",
+                    "gauge", labels, static_cast<double>(streams->state_rows));
+            for (const auto& [query, lag] : streams->lags) {
+                out.add("queen_stream_lag_messages",
+                        "Messages of a stream query's source queue its consumer group has not "
+                        "consumed.",
+                        "gauge", {{"tenant", tenant.name}, {"query", query}},
+                        static_cast<double>(lag));
+            }
+        }
     }
     for (const MetricSample& sample : status.metrics) {
         out.add(sample.name, sample.help,

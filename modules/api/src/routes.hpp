@@ -2,7 +2,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "context.hpp"
 #include "queen/http/router.hpp"
@@ -51,6 +56,24 @@ void register_member_routes(http::Router& router, const ContextPtr& context);
 void register_state_routes(http::Router& router, const ContextPtr& context);
 /// The Queen v1 streams endpoints: queries, cycle, state/get (streams_routes.cpp).
 void register_streams_routes(http::Router& router, const ContextPtr& context);
+/// The stream queries for operators: list, show, reset, delete (streams_admin_routes.cpp).
+void register_streams_admin_routes(http::Router& router, const ContextPtr& context);
+
+/// The consumer group the runners of the stream query `query_name` pop its source queue with.
+[[nodiscard]] std::string stream_group(std::string_view query_name);
+
+/// The streams of one tenant as /metrics/prometheus shows them. Read without walking any rows.
+struct StreamMetrics {
+    std::uint64_t queries = 0;
+    /// Rows of the tenant's row table: live rows and rows of cleared epochs that Due entries
+    /// have not deleted yet.
+    std::uint64_t state_rows = 0;
+    std::vector<std::pair<std::string, std::uint64_t>> lags;  ///< (query name, lag) by name
+};
+/// Reads them now (no when_readable: a scrape shows the applied state). Errors: the backend's
+/// and the store's.
+[[nodiscard]] Result<StreamMetrics> read_stream_metrics(Context& context, std::string_view tenant);
+
 /// /health, /ready, /metrics, /metrics/prometheus.
 void register_health_routes(http::Router& router, const ContextPtr& context);
 

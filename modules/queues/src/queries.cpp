@@ -586,6 +586,40 @@ Result<std::vector<GroupCursorInfo>> list_group_cursors(const Tables& tables, co
     return out;
 }
 
+Result<std::uint64_t> group_lag(const Tables& tables, const store::Txn& txn, std::string_view queue,
+                                std::string_view group) {
+    QUEEN_TRY(auto qid, find_queue_id(tables, txn, queue));
+    if (!qid) {
+        return std::uint64_t{0};
+    }
+    QUEEN_TRY(auto gid, find_group_id(tables, txn, group));
+    std::vector<PartitionId> pids;
+    QUEEN_TRY(scan_prefix(txn, tables.partition_names, detail::queue_key(*qid).span(),
+                          [&](ByteSpan, ByteSpan value) -> Result<bool> {
+                              QUEEN_TRY(auto pid, detail::decode_id<PartitionId>(value));
+                              pids.push_back(pid);
+                              return true;
+                          }));
+    std::uint64_t lag = 0;
+    for (const PartitionId pid : pids) {
+        QUEEN_TRY(auto p,
+                  detail::get_record(txn, tables.partitions, detail::partition_key(pid).span(),
+                                     detail::decode_partition));
+        if (!p) {
+            continue;
+        }
+        CursorRecord cursor;  // none: consumed nothing
+        if (gid) {
+            QUEEN_TRY(auto found,
+                      detail::get_record(txn, tables.cursors, detail::cursor_key(pid, *gid).span(),
+                                         detail::decode_cursor));
+            cursor = found.value_or(CursorRecord{});
+        }
+        lag += messages_after(*p, cursor.consumed);
+    }
+    return lag;
+}
+
 Result<std::vector<std::pair<std::string, std::string>>> list_group_queues(const Tables& tables,
                                                                            const store::Txn& txn) {
     std::vector<std::pair<std::string, std::string>> out;

@@ -1054,5 +1054,37 @@ TEST_CASE("queues: deleting a queue removes its rows across many pages and keeps
     REQUIRE(txids.entries == 150);
 }
 
+TEST_CASE("queues: group_lag counts what one group has not consumed on one queue",
+          "[queues][groups][queries]") {
+    Harness h;
+    const auto lag = [&](const std::string& queue, const std::string& group) {
+        return h.read([&](const Tables& t, const store::Txn& txn) {
+            return group_lag(t, txn, queue, group);
+        });
+    };
+    REQUIRE(lag("q", "g") == 0);  // no such queue
+    for (int i = 0; i < 3; ++i) {
+        h.push("q", "p1", "a" + std::to_string(i));
+        h.push("q", "p2", "b" + std::to_string(i));
+    }
+    h.push("other", "Default", "x");
+    // Without a cursor the group has every stored message ahead of it.
+    REQUIRE(lag("q", "g") == 6);
+    auto popped = h.pop_partition("q", "p1", 2, "g");
+    REQUIRE(popped.messages.size() == 2);
+    REQUIRE(lag("q", "g") == 6);  // leased, not consumed
+    for (const auto& message : popped.messages) {
+        REQUIRE(h.ack(message, popped.lease, AckStatus::completed, "g").success);
+    }
+    REQUIRE(lag("q", "g") == 4);
+    // Other groups and queues are not counted, and plain consumers do not move it.
+    REQUIRE(h.pop("q", 10).messages.size() == 3);
+    REQUIRE(lag("q", "g") == 4);
+    REQUIRE(lag("q", "h") == 6);
+    REQUIRE(lag("other", "g") == 1);
+    h.push("q", "p3", "c0");
+    REQUIRE(lag("q", "g") == 5);
+}
+
 }  // namespace
 }  // namespace queen::queues

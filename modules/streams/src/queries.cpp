@@ -1,6 +1,6 @@
 // streams/src/queries.cpp — the read queries (find_query, find_query_by_id, list_queries,
-// get_rows, list_rows, count_rows, list_partitions): a Txn and the table handles, no
-// StreamsState, so any thread can run them.
+// get_rows, list_rows, count_rows, count_rows_per_partition, list_partitions): a Txn and the
+// table handles, no StreamsState, so any thread can run them.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -171,6 +171,29 @@ Result<std::uint64_t> count_rows(const Tables& tables, const store::Txn& txn,
         QUEEN_TRY(at, cursor.next());
     }
     return count;
+}
+
+Result<std::vector<PartitionRows>> count_rows_per_partition(const Tables& tables,
+                                                            const store::Txn& txn,
+                                                            std::string_view query_id) {
+    std::vector<PartitionRows> out;
+    QUEEN_TRY(const auto shard, find_shard(tables, txn, query_id));
+    if (!shard.has_value()) {
+        return out;
+    }
+    store::KeyBuilder prefix;
+    detail::epoch_key(prefix, shard->number, shard->epoch);
+    QUEEN_TRY(auto cursor, txn.cursor(tables.rows));
+    QUEEN_TRY(auto at, cursor.seek(prefix.span()));
+    while (at.has_value() && starts_with(at->key, prefix.span())) {
+        QUEEN_TRY(const auto row, detail::decode_row_key(at->key));
+        if (out.empty() || out.back().partition != row.partition) {
+            out.push_back(PartitionRows{row.partition, 0});  // keys sort by partition
+        }
+        ++out.back().rows;
+        QUEEN_TRY(at, cursor.next());
+    }
+    return out;
 }
 
 Result<std::vector<std::uint64_t>> list_partitions(const Tables& tables, const store::Txn& txn,

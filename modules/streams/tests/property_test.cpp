@@ -378,17 +378,20 @@ void check_reads(Harness& h, const Model& model, const Ids& ids, Rng& rng) {
     std::uint64_t live_rows = 0;
     for (const auto& [name, query] : model.queries) {
         std::vector<std::uint64_t> partitions;
+        std::vector<PartitionRows> per_partition;
         std::uint64_t count = 0;
         for (const auto partition : model_partitions) {
             const auto size = model.live(query.number, partition, "", "").size();
             if (size > 0) {
                 partitions.push_back(partition);
+                per_partition.push_back(PartitionRows{partition, size});
             }
             count += size;
             check_rows(tables, txn, model, query, partition, rng);
         }
         REQUIRE(must(count_rows(tables, txn, query.query_id)) == count);
         REQUIRE(must(list_partitions(tables, txn, query.query_id)) == partitions);
+        REQUIRE(must(count_rows_per_partition(tables, txn, query.query_id)) == per_partition);
         live_rows += count;
     }
     REQUIRE(must(h.streams->has_garbage(txn)) == (model.garbage_rows > 0));

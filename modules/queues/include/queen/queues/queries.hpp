@@ -211,6 +211,15 @@ struct MaintenanceState {
                                                                       const store::Txn& txn,
                                                                       std::string_view group,
                                                                       TimestampMs now);
+/// Messages of `queue` the consumer group `group` has not consumed yet: summed over the
+/// queue's partitions, the stored messages after the group's cursor, and every stored message
+/// of a partition the group has no cursor on (a group that never popped it starts at its
+/// head; a group that subscribed 'new' counts that history too until its first pop there).
+/// 0 for an unknown queue. O(partitions of the queue) point reads, no message read: the lag of
+/// one stream query (`queen admin streams`, its metric), not a scan of every cursor.
+/// Errors: as above.
+[[nodiscard]] Result<std::uint64_t> group_lag(const Tables& tables, const store::Txn& txn,
+                                              std::string_view queue, std::string_view group);
 /// (group, queue) pairs that have popped, as "group\0queue" sorted. Errors: as above.
 [[nodiscard]] Result<std::vector<std::pair<std::string, std::string>>> list_group_queues(
     const Tables& tables, const store::Txn& txn);

@@ -277,6 +277,18 @@ private:
 /// request paths. Errors: storage errors, queen::Errc::corruption.
 [[nodiscard]] Result<std::uint64_t> count_rows(const Tables& tables, const store::Txn& txn,
                                                std::string_view query_id);
+/// The rows of one partition of a query.
+struct PartitionRows {
+    std::uint64_t partition = 0;
+    std::uint64_t rows = 0;
+    friend bool operator==(const PartitionRows&, const PartitionRows&) = default;
+};
+/// The partitions that hold at least one row of the query now, ascending, each with its number
+/// of rows (their sum is count_rows; empty for an unknown query). Walks every row once, values
+/// not copied: O(rows), for `queen admin streams show`, not for request paths.
+/// Errors: storage errors, queen::Errc::corruption.
+[[nodiscard]] Result<std::vector<PartitionRows>> count_rows_per_partition(
+    const Tables& tables, const store::Txn& txn, std::string_view query_id);
 /// The partitions that hold at least one row of the query now, ascending. One seek per
 /// partition (not per row). Errors: storage errors, queen::Errc::corruption.
 [[nodiscard]] Result<std::vector<std::uint64_t>> list_partitions(const Tables& tables,
