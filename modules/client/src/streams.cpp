@@ -3,6 +3,7 @@
 #include "queen/client/streams.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,9 @@ std::string_view raw_member(std::string_view event, std::string_view field) {
     });
     return found;
 }
+
+// The window engine's times are |t| < 2^62 ms (queen/client/windows.hpp).
+constexpr std::int64_t event_time_abs_max = std::int64_t{1} << 62;
 
 std::optional<double> number_of(std::string_view raw) {
     if (raw.empty() || !(raw.front() == '-' || (raw.front() >= '0' && raw.front() <= '9'))) {
@@ -566,9 +570,16 @@ queen::Status StreamRunner::process(const std::string& partition_id,
                     std::optional<std::int64_t> time;
                     if (stream_.time_) {
                         time = stream_.time_(item.json);
+                        if (*time <= -event_time_abs_max || *time >= event_time_abs_max) {
+                            return queen::Error{Errc::rejected,
+                                                "stream event_time returned " +
+                                                    std::to_string(*time) +
+                                                    ", outside the window engine's +-2^62 ms"};
+                        }
                     } else if (!stream_.time_field_.empty()) {
-                        if (const auto number =
-                                number_of(raw_member(item.json, stream_.time_field_))) {
+                        const auto number = number_of(raw_member(item.json, stream_.time_field_));
+                        // Out of range is "not a time" like a string (and casting it is UB).
+                        if (number && std::abs(*number) < static_cast<double>(event_time_abs_max)) {
                             time = static_cast<std::int64_t>(*number);
                         }
                     }
@@ -576,6 +587,12 @@ queen::Status StreamRunner::process(const std::string& partition_id,
                 }
                 if (stream_.value_) {
                     event.value = stream_.value_(item.json);
+                    if (!std::isfinite(event.value)) {
+                        // JSON cannot hold it: the window's row would not restore.
+                        return queen::Error{Errc::rejected, "stream value returned " +
+                                                                std::to_string(event.value) +
+                                                                ", not a finite number"};
+                    }
                 } else if (!stream_.value_field_.empty()) {
                     event.value =
                         number_of(raw_member(item.json, stream_.value_field_)).value_or(0.0);

@@ -6,6 +6,8 @@
 // two partitions apart; the 409 of a changed chain and the fence of a reset; windowless chains.
 #include "queen/client/streams.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -522,6 +524,48 @@ TEST_CASE("streams: a throwing step stops the runner without a cycle, the batch 
     drain(fixed);
     REQUIRE(broker.sink("out").size() == 1);
     CHECK(broker.sink("out")[0].payload_json == R"({"n":1})");
+}
+
+TEST_CASE(
+    "streams: a NaN value or an event time out of range stops the runner, a time field "
+    "out of range falls back to createdAt",
+    "[client][streams]") {
+    FakeStreamsBroker broker;
+    Client client{options_of(broker)};
+    broker.push("events", "p1", R"({"user":"k","ts":1e300,"amount":1})", 5'000);
+    const auto spec = WindowSpec::tumbling(10s);
+    StreamRunner nan{
+        client,
+        Stream::from("events")
+            .named("q")
+            .key_by_field("user")
+            .window(spec)
+            .aggregate(Aggregation::sum(), [](std::string_view) { return std::nan(""); })
+            .to_queue("out"),
+        quick()};
+    auto refused = nan.step();
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message(), Catch::Contains("not a finite number"));
+    broker.expire_leases();
+    StreamRunner far{client,
+                     Stream::from("events")
+                         .named("q2")
+                         .key_by_field("user")
+                         .event_time([](std::string_view) { return INT64_MIN; })
+                         .window(spec)
+                         .aggregate_field(Aggregation::sum(), "amount")
+                         .to_queue("out"),
+                     quick()};
+    refused = far.step();
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message(), Catch::Contains("outside the window engine"));
+    CHECK(broker.cycles_applied == 0);
+    broker.expire_leases();
+    // ts 1e300 is not a time: the message's createdAt (5 s) puts it in [0, 10 s).
+    StreamRunner fallback{client, sum_per_user(spec), quick()};
+    drain(fallback);
+    const auto rows = broker.rows("totals", "p1");
+    CHECK(rows.contains("w:k:0"));
 }
 
 TEST_CASE("streams: run_for runs the loop and returns, run_until ends on a stop",

@@ -139,8 +139,9 @@ public:
     Stream& key_by_field(std::string field);
     /// Event time (epoch ms) of an event; event-time windows only.
     Stream& event_time(TimeFn time);
-    /// event_time from the top-level numeric member `field` (absent or not a number: the source
-    /// message's createdAt).
+    /// event_time from the top-level numeric member `field` (absent, not a number or not within
+    /// +-2^62 ms: the source message's createdAt). An event_time() function's time outside that
+    /// range, like a value() function's NaN or infinity, stops the runner with Errc::rejected.
     Stream& event_time_field(std::string field);
     Stream& window(WindowSpec spec);
     /// The window's aggregation and the value it aggregates (count needs no value).
