@@ -1,4 +1,4 @@
-// queen/client/streams.hpp — the streams API of the client (issue 25), like the official JS SDK's:
+// queen/client/streams.hpp — the streams API of the client (docs/streams.md), like the official JS SDK's:
 // a Stream is an operator chain over a source queue (map, filter, flat_map, key_by, then an
 // optional window with an aggregation) and a sink (a queue, a callback, or both); a StreamRunner
 // runs it against a broker's /streams/v1 endpoints, cycle by cycle, with the window engine of
