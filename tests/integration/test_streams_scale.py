@@ -155,6 +155,9 @@ class MillionStateRows(ServerTestCase):
         r = self.client.post("/streams/v1/cycle", raw_body=live, headers={"Content-Type": "application/json"})
         self.assertEqual(r.status, 200, r)
         self.assertTrue(r.json()["success"], r.json())
+        # A scrape reads the last committed state, which may not hold that cycle yet: wait until
+        # it does (LIVE is no multiple of the 10,000 rows an entry collects, so it shows).
+        wait_until(lambda: (self.rows_metric() - LIVE) % 10_000 == 0, timeout=30, what="the new rows in the gauge")
 
         # Serve another queue while the gauge falls: a push and a pop per round, the gauge read
         # before and after. A round whose gauge was below the total before and above LIVE after
