@@ -21,6 +21,7 @@
 // model's flush raises the watermark only when something closes.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "queen/client/streams.hpp"
