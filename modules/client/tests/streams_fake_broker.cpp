@@ -109,6 +109,18 @@ std::size_t FakeStreamsBroker::pending(const std::string& queue, const std::stri
     return count;
 }
 
+std::size_t FakeStreamsBroker::acked(const std::string& queue, const std::string& partition,
+                                     const std::string& group) const {
+    const std::lock_guard lock{mutex_};
+    const auto found = queues_.find(queue);
+    if (found == queues_.end() || !found->second.contains(partition)) {
+        return 0;
+    }
+    const auto& cursors = found->second.at(partition).cursor;
+    const auto cursor = cursors.find(group);
+    return cursor == cursors.end() ? 0 : cursor->second;
+}
+
 void FakeStreamsBroker::expire_leases() {
     const std::lock_guard lock{mutex_};
     for (auto& [queue, partitions] : queues_) {

@@ -40,6 +40,9 @@ public:
                                            const std::string& partition) const;
     /// Messages of `queue` not yet acked by `group`.
     [[nodiscard]] std::size_t pending(const std::string& queue, const std::string& group) const;
+    /// Messages of queue/partition `group` has acked (its cursor there): the committed prefix.
+    [[nodiscard]] std::size_t acked(const std::string& queue, const std::string& partition,
+                                    const std::string& group) const;
     /// Every lease runs out now (a runner that died holding them).
     void expire_leases();
     /// `queen admin streams reset name`: the query's state is gone, its epoch one more.
