@@ -217,7 +217,8 @@ class BenchTest(unittest.TestCase):
         out = self.bench("e2e", "--steps", "one-call-next", expect_code=2)
         self.assertIn("steps apply to the transaction workload only", out.stderr)
         out = self.bench("transaction", "--steps", "one-call-after", expect_code=2)
-        self.assertIn("unknown steps 'one-call-after' (ack-push, one-call, four-requests, one-call-next)", out.stderr)
+        self.assertIn("unknown steps 'one-call-after' (ack-push, one-call, four-requests, one-call-next, stream-cycle, "
+                      "ack-kv-push)", out.stderr)
 
     def test_several_steps_run_in_turn_and_compare(self):
         # The one call against four requests in one run: each steps' own report, then the ratio.
