@@ -47,8 +47,11 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
                         "reminder timer, in the same transaction), four-requests (the four effects "
                         "of one-call as four requests), one-call-next (one-call whose transaction "
                         "also pops the worker's next batch: one request a loop; an empty next pop "
-                        "falls back to a waiting pop); several, comma-separated, run one "
-                        "after the other and compare their rates (one-call-next,four-requests)");
+                        "falls back to a waiting pop), stream-cycle (one POST /streams/v1/cycle: "
+                        "ack, a state upsert, the push), ack-kv-push (the same three effects as "
+                        "one transaction); several, comma-separated, run one after the other and "
+                        "compare their rates (one-call-next,four-requests or "
+                        "stream-cycle,ack-kv-push)");
     command->add_option("--consumer-group", options->consumer_group,
                         "Consume as this consumer group (default: queue mode)");
     command
@@ -60,8 +63,16 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
     command
         ->add_option("--rate", options->rate_msgs_per_s,
                      "Total target msgs/s of all producers, paced open-loop; payloads carry the "
-                     "due time (produce, e2e; 0: unpaced)")
+                     "due time (produce, e2e, stream; 0: unpaced)")
         ->check(CLI::Range(0.0, 1e9));
+    command
+        ->add_option("--window-ms", options->window_ms,
+                     "stream: the tumbling window of the runners' aggregation, in ms")
+        ->check(CLI::Range(1, 86'400'000))
+        ->capture_default_str();
+    command->add_flag("--verify", options->verify,
+                      "stream: count events per window (Aggregation::count) and check that the "
+                      "emitted and open windows' counts add up to the events pushed");
     command->add_flag("--json", options->json, "Print the summary as JSON");
     command->add_option("--profile", options->profile,
                         "Run the named profile of the profiles file (flags given override it)");
@@ -100,7 +111,8 @@ void register_bench(CLI::App& app, int& exit_code) {
         }
         if (profile_options->profile.empty()) {
             throw CLI::RequiredError(
-                "a workload (produce, consume, e2e, transaction, partitions, log) or --profile");
+                "a workload (produce, consume, e2e, transaction, partitions, stream, log) or "
+                "--profile");
         }
         collect_given(bench, *profile_options);
         exit_code = run_bench_workload(*profile_options);
@@ -116,6 +128,8 @@ void register_bench(CLI::App& app, int& exit_code) {
              Entry{"e2e", "Produce and consume together; latency from the payload timestamp"},
              Entry{"transaction", "Pop, then ack and push the next message in one transaction"},
              Entry{"partitions", "Fill N partitions with one message each, then drain them"},
+             Entry{"stream",
+                   "Push user events while StreamRunners sum them in tumbling windows (issue 25)"},
          }) {
         auto options = std::make_shared<BenchOptions>();
         options->workload = entry.name;

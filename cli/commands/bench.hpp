@@ -23,7 +23,7 @@ struct BenchLogOptions {
     bool allow_tmpfs = false;
 };
 
-/// Flags of the broker workloads (produce, consume, e2e, transaction, partitions) and of
+/// Flags of the broker workloads (produce, consume, e2e, transaction, partitions, stream) and of
 /// `queen bench --profile NAME`. `given` lists the flags set on the command line: they override
 /// the profile's values.
 struct BenchOptions {
@@ -44,7 +44,9 @@ struct BenchOptions {
     std::string consumer_group;
     double duration_s = 10;
     std::uint64_t messages = 0;
-    double rate_msgs_per_s = 0;  // 0: unpaced
+    double rate_msgs_per_s = 0;      // 0: unpaced
+    std::int64_t window_ms = 1'000;  // stream
+    bool verify = false;             // stream
     bool json = false;
     int server_pid = 0;  // > 0: read the server's RSS from /proc instead of /metrics/prometheus
     std::string durability = "log fdatasync before every ack";

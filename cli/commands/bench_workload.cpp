@@ -1,4 +1,5 @@
-// cli/commands/bench_workload.cpp — `queen bench produce|consume|e2e|transaction|partitions` and
+// cli/commands/bench_workload.cpp — `queen bench produce|consume|e2e|transaction|partitions|stream`
+// and
 // `--profile`: resolve flags and profile, run the workload, print progress and the summary.
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
                                               bench::Goal& goal) {
     bench::WorkloadOptions w;
     std::string workload = options.workload;
+    bool pop_partitions_from_profile = false;
     if (!options.profile.empty()) {
         QUEEN_TRY(auto profiles, bench::load_profiles(options.profiles_file));
         QUEEN_TRY(auto p, bench::find_profile(profiles, options.profile));
@@ -61,6 +63,7 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
         w.size_bytes = p.size_bytes.value_or(w.size_bytes);
         w.partitions = p.partitions.value_or(w.partitions);
         w.pop_partitions = p.pop_partitions.value_or(w.pop_partitions);
+        pop_partitions_from_profile = p.pop_partitions.has_value();
         w.messages = static_cast<std::uint64_t>(std::max<std::int64_t>(p.messages.value_or(0), 0));
         w.duration_s = p.duration_s.value_or(w.duration_s);
         w.rate_msgs_per_s = p.rate_msgs_per_s.value_or(w.rate_msgs_per_s);
@@ -89,6 +92,17 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
     take("--messages", w.messages, options.messages);
     take("--duration", w.duration_s, options.duration_s);
     take("--rate", w.rate_msgs_per_s, options.rate_msgs_per_s);
+    take("--window-ms", w.window_ms, options.window_ms);
+    take("--verify", w.is_verified, options.verify);
+    if (is_given(options, "--window-ms") && w.workload != bench::Workload::stream) {
+        return queen::Error{queen::Errc::invalid_argument,
+                            "--window-ms applies to the stream workload only"};
+    }
+    // A stream runner claims up to 4 partitions per pop by default (StreamRunnerOptions).
+    if (w.workload == bench::Workload::stream && !is_given(options, "--pop-partitions") &&
+        !pop_partitions_from_profile) {
+        w.pop_partitions = 4;
+    }
     // A count without a duration is bounded by a generous time per phase, not by 10 s.
     if (w.messages != 0 && !is_given(options, "--duration") && options.profile.empty()) {
         w.duration_s = 600;
@@ -278,6 +292,15 @@ std::variant<bench::Report, int> run_one(const BenchOptions& options) {
 
 }  // namespace
 
+namespace {
+
+/// A run without errors whose check (if it has one) passed.
+bool is_clean(const bench::Report& report) {
+    return report.errors == 0 && report.check_passed.value_or(true);
+}
+
+}  // namespace
+
 int run_bench_workload(const BenchOptions& options) {
     // `--steps a,b`: the transaction workload once per steps, back to back against the same
     // broker, then how the first compares with each other (the one call against four requests,
@@ -293,7 +316,7 @@ int run_bench_workload(const BenchOptions& options) {
         if (const int* code = std::get_if<int>(&ran)) {
             return *code;
         }
-        return std::get<bench::Report>(ran).errors == 0 ? exit_ok : exit_failed;
+        return is_clean(std::get<bench::Report>(ran)) ? exit_ok : exit_failed;
     }
     if (options.workload != "transaction") {
         std::cerr << "queen bench: several --steps apply to the transaction workload only\n";
@@ -321,9 +344,7 @@ int run_bench_workload(const BenchOptions& options) {
         runs.push_back({steps[i], &reports[i]});
     }
     std::cout << bench::format_comparison(runs, options.json);
-    const bool is_clean = std::all_of(reports.begin(), reports.end(),
-                                      [](const bench::Report& r) { return r.errors == 0; });
-    return is_clean ? exit_ok : exit_failed;
+    return std::all_of(reports.begin(), reports.end(), is_clean) ? exit_ok : exit_failed;
 }
 
 }  // namespace queen::cli

@@ -106,7 +106,7 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(report["target_msgs_per_s"], 5000)
         # A rate only makes sense where producers run.
         out = self.bench("transaction", "--rate", "100", expect_code=2)
-        self.assertIn("rate applies to the produce and e2e workloads only", out.stderr)
+        self.assertIn("rate applies to the produce, e2e and stream workloads only", out.stderr)
 
     def test_unpaced_e2e_says_its_latency_includes_the_backlog(self):
         report = self.bench("e2e", "--queue", "b-e2e-unpaced", "--messages", "100", "--batch", "10")
@@ -217,7 +217,8 @@ class BenchTest(unittest.TestCase):
         out = self.bench("e2e", "--steps", "one-call-next", expect_code=2)
         self.assertIn("steps apply to the transaction workload only", out.stderr)
         out = self.bench("transaction", "--steps", "one-call-after", expect_code=2)
-        self.assertIn("unknown steps 'one-call-after' (ack-push, one-call, four-requests, one-call-next)", out.stderr)
+        self.assertIn("unknown steps 'one-call-after' (ack-push, one-call, four-requests, one-call-next, stream-cycle, "
+                      "ack-kv-push)", out.stderr)
 
     def test_several_steps_run_in_turn_and_compare(self):
         # The one call against four requests in one run: each steps' own report, then the ratio.
@@ -245,6 +246,98 @@ class BenchTest(unittest.TestCase):
         self.assertEqual(self.server.client().get("/api/v1/resources/queues/b-cmp-bad").status, 404)
         out = self.bench("e2e", "--steps", "one-call,ack-push", expect_code=2)
         self.assertIn("several --steps apply to the transaction workload only", out.stderr)
+
+    def test_stream_cycle_and_its_transaction_run_in_turn_and_compare(self):
+        # A streams cycle (ack + state upsert + push in one POST /streams/v1/cycle) against the
+        # transaction of the same three effects, in one run.
+        cmd = [QUEEN_BIN, "bench", "transaction", "--steps", "stream-cycle,ack-kv-push", "--queue", "b-cyc",
+               "--consumers", "2", "--batch", "3", "--messages", "40", "--url", self.url, "--json",
+               "--server-pid", str(self.server.process.pid)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.strip().split("\n")
+        self.assertEqual(len(lines), 3, out.stdout)
+        runs = [json.loads(line) for line in lines[:2]]
+        for report, of in zip(runs, ("streams cycle (ack of the last message, state upsert, push)",
+                                     "transaction (ack, kv.set, push)")):
+            self.check_common(report, "transaction")
+            self.assertEqual(report["metrics"]["transactions"], 40)
+            self.assertEqual(report["consumed"], 3 * 40)
+            self.assertEqual(report["produced"], 3 * 40)
+            self.assertIn(of, report["latency_ms"]["of"])
+        compare = json.loads(lines[2])
+        self.assertEqual([r["name"] for r in compare["compare"]], ["stream-cycle", "ack-kv-push"])
+        self.assertIn("stream-cycle/ack-kv-push", compare["ratios"])
+        # The cycles wrote one state row per worker (its partition) under the query the run
+        # registered; the transactions the same 64-byte value as a KV key per worker.
+        query = self.get_json("/api/v1/streams/queries/b-cyc-cycle")
+        self.assertEqual(query["source_queue"], "b-cyc")
+        self.assertEqual(query["rows"], 2)
+        self.assertEqual(len(query["partitions"]), 2)
+        state = self.get_json("/api/v1/kv/bench/t0")
+        self.assertEqual(len(json.dumps(state["value"], separators=(",", ":"))), 64)
+        # Both popped as the default group: the last run's cursor has each worker's batch left
+        # (a cycle's one ack of the batch's last message moved it past the whole batch).
+        found = [g for g in self.get_json("/api/v1/consumer-groups")
+                 if g["name"] == "bench-streams" and g["queueName"] == "b-cyc"]
+        self.assertEqual(len(found), 1, found)
+        self.assertEqual(found[0]["totalLag"], 2 * 3)
+        for steps in ("stream-cycle", "ack-kv-push"):
+            out = self.bench("transaction", "--steps", steps, "--pipeline", expect_code=2)
+            self.assertIn(f"pipelining applies to the steps ack-push and one-call only, not {steps}", out.stderr)
+
+    def check_stream(self, report, runners):
+        self.check_common(report, "stream")
+        metrics = report["metrics"]
+        self.assertGreater(report["produced"], 0)
+        # Every event pushed was acked by a committed cycle, and the broker agrees (lag 0).
+        self.assertEqual(report["consumed"], report["produced"])
+        self.assertEqual(report["messages"], report["produced"])
+        self.assertEqual(metrics["lag_after_drain"], 0)
+        self.assertTrue(report["check"]["passed"], report["check"])
+        self.assertGreater(metrics["cycles"], 0)
+        self.assertGreater(metrics["events_per_cycle"], 0)
+        self.assertLessEqual(metrics["events_per_cycle"], report["conditions"]["batch"])
+        self.assertEqual(metrics["late_dropped"], 0)  # event time never goes back in a partition
+        self.assertEqual(report["conditions"]["consumers"], runners)
+        for key in ("cycles_per_s", "window_results", "cycles_failed", "retries", "produce_msgs_per_s"):
+            self.assertIn(key, metrics)
+
+    def test_stream_run_with_verify_counts_every_event_in_a_window(self):
+        report = self.bench("stream", "--queue", "b-stream", "--partitions", "20", "--producers", "2",
+                            "--consumers", "1", "--batch", "10", "--duration", "2", "--window-ms", "200",
+                            "--rate", "5000", "--verify")  # paced: one runner keeps up, no long drain
+        self.check_stream(report, runners=1)
+        metrics = report["metrics"]
+        # Each event is counted once: in a window the runner emitted or in an open window's row.
+        self.assertEqual(metrics["verify_emitted_count"] + metrics["verify_open_count"], report["produced"])
+        self.assertIn("== " + str(report["produced"]) + " events pushed", report["check"]["what"])
+        # The runner's query, under its SDK group, with the open windows in the rows.
+        query = self.get_json("/api/v1/streams/queries/b-stream-windows")
+        self.assertEqual(query["lag"], 0)
+        self.assertEqual(query["sink_queue"], "b-stream-windows")
+        self.assertGreater(query["rows"], 0)
+
+    def test_stream_run_with_several_runners_acks_every_event(self):
+        # Runners share the partitions through their consumer group (no --verify here: see
+        # docs/benchmarks.md, a partition moving between runners loses window counts).
+        report = self.bench("stream", "--queue", "b-stream-3", "--partitions", "6", "--producers", "3",
+                            "--consumers", "3", "--batch", "5", "--messages", "600")
+        self.check_stream(report, runners=3)
+        self.assertEqual(report["produced"], 600)
+        self.assertNotIn("verify_emitted_count", report["metrics"])
+        # Bad input is a usage error before anything runs.
+        out = self.bench("stream", "--queue", "b-stream-bad", "--partitions", "2", "--producers", "3", expect_code=2)
+        self.assertIn("producers must not exceed partitions", out.stderr)
+        out = self.bench("e2e", "--verify", expect_code=2)
+        self.assertIn("verify applies to the stream workload only", out.stderr)
+        out = self.bench("e2e", "--window-ms", "5", expect_code=2)
+        self.assertIn("--window-ms applies to the stream workload only", out.stderr)
+        client = self.server.client()
+        try:
+            self.assertEqual(client.get("/api/v1/resources/queues/b-stream-bad").status, 404)
+        finally:
+            client.close()
 
     def test_partitions_fills_and_drains_one_message_per_partition(self):
         report = self.bench("partitions", "--queue", "b-parts", "--producers", "2", "--consumers", "2",

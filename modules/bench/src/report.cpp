@@ -100,6 +100,9 @@ std::string format_table(const Report& report) {
     if (const auto met = report.goal_met()) {
         line("goal", describe_goal(report.goal) + ": " + (*met ? "met" : "NOT met"));
     }
+    if (report.check_passed) {
+        line("check", (*report.check_passed ? "passed: " : "FAILED: ") + report.check);
+    }
     for (const Metric& metric : report.metrics) {
         line(metric.name,
              fixed(metric.value,
@@ -230,11 +233,15 @@ std::string format_json(const Report& report) {
         {"metrics", metrics},
         {"conditions", conditions},
         {"goal", nullptr},
+        {"check", nullptr},
     };
     if (const auto met = report.goal_met()) {
         json["goal"] = {{"msgs_per_s_min", report.goal.msgs_per_s_min},
                         {"p99_ms_max", report.goal.p99_ms_max},
                         {"met", *met}};
+    }
+    if (report.check_passed) {
+        json["check"] = {{"passed", *report.check_passed}, {"what", report.check}};
     }
     return json.dump();
 }

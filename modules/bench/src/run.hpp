@@ -111,6 +111,11 @@ struct Run {
     std::unique_ptr<std::atomic<std::uint8_t>[]> produced_flags;
     std::unique_ptr<std::atomic<std::uint8_t>[]> consumed_flags;
     std::string partition_prefix = "p";
+    // Transaction workers: the consumer group they pop as (empty: queue mode), and with
+    // Steps::stream_cycle the query their cycles name (registered once before the loop).
+    std::string group;
+    std::string stream_query_id;
+    std::uint64_t stream_epoch = 0;
     Pacer pacer{0, 0};                                    // set when the measured phase starts
     std::atomic<std::int64_t> behind_schedule_ns_max{0};  // latest send after its due time
     std::mutex error_mutex;
@@ -257,5 +262,14 @@ private:
 /// The transaction workload (transaction.cpp): seeds each worker's partition, then runs the
 /// TransactionAgents until the deadline or the count.
 queen::Result<Report> run_transaction(Run& run, std::int64_t deadline_ns);
+
+/// The stream workload (stream.cpp): producers on the event loop, StreamRunners on threads of
+/// their own, the drain and the check.
+queen::Result<Report> run_stream(Run& run, std::int64_t deadline_ns);
+
+/// DELETE, POST or GET answered 404 (a queue, group or query that is not there yet).
+inline bool is_not_found(const queen::Error& error) {
+    return client::http_status_of(error) == 404;
+}
 
 }  // namespace queen::bench::detail

@@ -586,19 +586,20 @@ std::string_view to_string(Workload workload) noexcept {
         case Workload::e2e: return "e2e";
         case Workload::transaction: return "transaction";
         case Workload::partitions: return "partitions";
+        case Workload::stream: return "stream";
     }
     QUEEN_UNREACHABLE();
 }
 
 queen::Result<Workload> parse_workload(std::string_view name) {
     for (const Workload w : {Workload::produce, Workload::consume, Workload::e2e,
-                             Workload::transaction, Workload::partitions}) {
+                             Workload::transaction, Workload::partitions, Workload::stream}) {
         if (to_string(w) == name) {
             return w;
         }
     }
     return invalid("unknown workload '" + std::string(name) +
-                   "' (produce, consume, e2e, transaction, partitions)");
+                   "' (produce, consume, e2e, transaction, partitions, stream)");
 }
 
 std::string_view to_string(Steps steps) noexcept {
@@ -607,19 +608,22 @@ std::string_view to_string(Steps steps) noexcept {
         case Steps::one_call: return "one-call";
         case Steps::four_requests: return "four-requests";
         case Steps::one_call_next: return "one-call-next";
+        case Steps::stream_cycle: return "stream-cycle";
+        case Steps::ack_kv_push: return "ack-kv-push";
     }
     return "unknown";
 }
 
 queen::Result<Steps> parse_steps(std::string_view name) {
-    for (const Steps steps :
-         {Steps::ack_push, Steps::one_call, Steps::four_requests, Steps::one_call_next}) {
+    for (const Steps steps : {Steps::ack_push, Steps::one_call, Steps::four_requests,
+                              Steps::one_call_next, Steps::stream_cycle, Steps::ack_kv_push}) {
         if (name == to_string(steps)) {
             return steps;
         }
     }
     return invalid("unknown steps '" + std::string(name) +
-                   "' (ack-push, one-call, four-requests, one-call-next)");
+                   "' (ack-push, one-call, four-requests, one-call-next, stream-cycle, "
+                   "ack-kv-push)");
 }
 
 std::string_view describe_transaction_loop(Steps steps, bool is_pipelined) noexcept {
@@ -640,6 +644,10 @@ std::string_view describe_transaction_loop(Steps steps, bool is_pipelined) noexc
         case Steps::one_call_next:
             return "transaction (ack, kv.set, push, timer.set) + next pop, one request a loop: "
                    "from the request that popped a batch to the one that finished it";
+        case Steps::stream_cycle:
+            return "pop (consumer group) + streams cycle (ack of the last message, state upsert, "
+                   "push)";
+        case Steps::ack_kv_push: return "pop (consumer group) + transaction (ack, kv.set, push)";
     }
     return "unknown";
 }
@@ -675,8 +683,21 @@ queen::Result<void> WorkloadOptions::validate() const {
     if (!(rate_msgs_per_s >= 0) || rate_msgs_per_s > 1e9) {
         return invalid("rate must be in [0, 1e9] messages per second");
     }
-    if (rate_msgs_per_s > 0 && workload != Workload::produce && workload != Workload::e2e) {
-        return invalid("a rate applies to the produce and e2e workloads only");
+    if (rate_msgs_per_s > 0 && workload != Workload::produce && workload != Workload::e2e &&
+        workload != Workload::stream) {
+        return invalid("a rate applies to the produce, e2e and stream workloads only");
+    }
+    if (window_ms < 1 || window_ms > 86'400'000) {
+        return invalid("window must be in [1, 86400000] ms");
+    }
+    if (is_verified && workload != Workload::stream) {
+        return invalid("verify applies to the stream workload only");
+    }
+    if (workload == Workload::stream && producers > partitions) {
+        // Each partition is one producer's, so its event times never go back (no late events).
+        return invalid(
+            "stream: producers must not exceed partitions (each partition is one "
+            "producer's)");
     }
     if (is_pipelined && workload != Workload::transaction) {
         return invalid("pipelining applies to the transaction workload only");
@@ -684,9 +705,10 @@ queen::Result<void> WorkloadOptions::validate() const {
     if (steps != Steps::ack_push && workload != Workload::transaction) {
         return invalid("steps apply to the transaction workload only");
     }
-    if (is_pipelined && (steps == Steps::four_requests || steps == Steps::one_call_next)) {
+    if (is_pipelined && steps != Steps::ack_push && steps != Steps::one_call) {
         // four-requests has no transaction for the pop to follow; one-call-next pops inside
-        // its transaction already.
+        // its transaction already; the stream comparison measures the unpipelined loop of a
+        // runner.
         return invalid("pipelining applies to the steps ack-push and one-call only, not " +
                        std::string(to_string(steps)));
     }
@@ -702,6 +724,9 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     if (options.rate_msgs_per_s > 0 && !options.wait_until_ns) {
         return invalid("a paced run needs wait_until_ns");
     }
+    if (options.workload == Workload::stream && !options.wait_until_ns) {
+        return invalid("the stream workload needs wait_until_ns (it waits for the runners)");
+    }
     Run run{client, options, clock, progress};
     std::uint64_t count = options.messages;
     if (options.workload == Workload::partitions) {
@@ -709,8 +734,8 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     } else if (options.workload == Workload::consume && count == 0) {
         count = 100'000;
     }
-    if (options.workload == Workload::transaction) {
-        run.target = count;  // transactions, not sequence numbers
+    if (options.workload == Workload::transaction || options.workload == Workload::stream) {
+        run.target = count;  // transactions, or events counted by the stream's own check
     } else {
         run.track(count);
     }
@@ -728,9 +753,13 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
             break;
         }
         case Workload::partitions: report = run_partitions(run, bound_ns); break;
+        case Workload::stream: {
+            QUEEN_TRY(report, run_stream(run, deadline_ns));
+            break;
+        }
     }
     progress.phase.store("done");
-    if (options.workload != Workload::produce) {
+    if (options.workload != Workload::produce && options.workload != Workload::stream) {
         report.metrics.push_back({"empty_pops", static_cast<double>(run.empty_pops.load())});
     }
     report.workload = std::string(to_string(options.workload));
@@ -766,6 +795,24 @@ void write_payload(std::string& out, std::uint64_t sequence, std::int64_t timest
     const std::size_t pad = size > fixed_size ? size - fixed_size : 0;
     std::memset(payload.string_slot(pad), 'x', pad);
     out = payload.end_object().take();
+}
+
+void write_stream_event(std::string& out, std::int64_t user, std::int64_t event_time_ms,
+                        std::int64_t amount, std::int64_t size_bytes) {
+    const auto size = static_cast<std::size_t>(std::max<std::int64_t>(size_bytes, 0));
+    json::Writer event(std::move(out), size);
+    char name[24] = {'u'};
+    const auto [end, ec] = std::to_chars(name + 1, name + sizeof name, user);
+    QUEEN_ASSERT(ec == std::errc{}, "a 64-bit number fits in 23 digits");
+    event.begin_object()
+        .field("user", std::string_view(name, static_cast<std::size_t>(end - name)))
+        .field("ts", event_time_ms)
+        .field("amount", amount)
+        .key("pad");
+    const std::size_t fixed_size = event.text().size() + 3;  // plus the quotes and the brace
+    const std::size_t pad = size > fixed_size ? size - fixed_size : 0;
+    std::memset(event.string_slot(pad), 'x', pad);
+    out = event.end_object().take();
 }
 
 namespace {

@@ -100,6 +100,24 @@ TEST_CASE("bench: report table shows rates, percentiles, errors and conditions",
     CHECK(table.find("2 cores, load average 3.50") != std::string::npos);
     CHECK(queen::bench::format_ms(1'234'567) == "1.235");
     CHECK(table.find("paced rate") == std::string::npos);  // unpaced: no target to show
+    CHECK(table.find("check") == std::string::npos);       // no check: no line
+    CHECK(nlohmann::json::parse(queen::bench::format_json(sample_report()))["check"].is_null());
+}
+
+TEST_CASE("bench: a report with a check says whether it passed and what it compared",
+          "[bench][report]") {
+    auto report = sample_report();
+    report.check = "lag 0 after the drain; 10 + 5 == 15 events pushed";
+    for (const bool is_passed : {true, false}) {
+        report.check_passed = is_passed;
+        const std::string table = queen::bench::format_table(report);
+        CHECK(table.find(std::string("  check                 ") +
+                         (is_passed ? "passed: " : "FAILED: ") + report.check + "\n") !=
+              std::string::npos);
+        const auto json = nlohmann::json::parse(queen::bench::format_json(report));
+        CHECK(json["check"]["passed"] == is_passed);
+        CHECK(json["check"]["what"] == report.check);
+    }
 }
 
 TEST_CASE("bench: a paced report shows its target next to the achieved rate", "[bench][report]") {

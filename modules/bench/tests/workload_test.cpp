@@ -50,7 +50,7 @@ TEST_CASE("bench: payloads have the requested size and carry their stamp", "[ben
 TEST_CASE("bench: workload names round-trip and options are bounded", "[bench][workload]") {
     using queen::bench::Workload;
     for (const Workload w : {Workload::produce, Workload::consume, Workload::e2e,
-                             Workload::transaction, Workload::partitions}) {
+                             Workload::transaction, Workload::partitions, Workload::stream}) {
         auto parsed = queen::bench::parse_workload(queen::bench::to_string(w));
         REQUIRE(parsed.has_value());
         CHECK(*parsed == w);
@@ -69,11 +69,11 @@ TEST_CASE("bench: workload names round-trip and options are bounded", "[bench][w
     CHECK_FALSE(options.validate().has_value());
 }
 
-TEST_CASE("bench: a rate is for produce and e2e, and is bounded", "[bench][workload]") {
+TEST_CASE("bench: a rate is for produce, e2e and stream, and is bounded", "[bench][workload]") {
     using queen::bench::Workload;
     queen::bench::WorkloadOptions options;
     options.rate_msgs_per_s = 150'000;
-    for (const Workload w : {Workload::produce, Workload::e2e}) {
+    for (const Workload w : {Workload::produce, Workload::e2e, Workload::stream}) {
         options.workload = w;
         CHECK(options.validate().has_value());
     }
@@ -92,17 +92,21 @@ TEST_CASE("bench: transaction steps round-trip, and pipelining only follows a tr
           "[bench][workload]") {
     using queen::bench::Steps;
     using queen::bench::Workload;
-    const Steps all[] = {Steps::ack_push, Steps::one_call, Steps::four_requests,
-                         Steps::one_call_next};
+    const Steps all[] = {Steps::ack_push,      Steps::one_call,     Steps::four_requests,
+                         Steps::one_call_next, Steps::stream_cycle, Steps::ack_kv_push};
     for (const Steps steps : all) {
         auto parsed = queen::bench::parse_steps(queen::bench::to_string(steps));
         REQUIRE(parsed.has_value());
         CHECK(*parsed == steps);
     }
     CHECK(queen::bench::to_string(Steps::one_call_next) == "one-call-next");
+    CHECK(queen::bench::to_string(Steps::stream_cycle) == "stream-cycle");
+    CHECK(queen::bench::to_string(Steps::ack_kv_push) == "ack-kv-push");
     auto unknown = queen::bench::parse_steps("one-call-then-pop");
     REQUIRE_FALSE(unknown.has_value());
-    CHECK(unknown.error().context.find("one-call-next") != std::string::npos);  // names them
+    for (const char* name : {"one-call-next", "stream-cycle", "ack-kv-push"}) {
+        CHECK(unknown.error().context.find(name) != std::string::npos);  // names them
+    }
 
     queen::bench::WorkloadOptions options;
     options.workload = Workload::transaction;
@@ -117,7 +121,7 @@ TEST_CASE("bench: transaction steps round-trip, and pipelining only follows a tr
             INFO(queen::bench::to_string(steps) << (is_pipelined ? " pipelined" : ""));
             // Only a loop whose pop travels alone can ride behind its transaction.
             const bool is_refused =
-                is_pipelined && (steps == Steps::four_requests || steps == Steps::one_call_next);
+                is_pipelined && steps != Steps::ack_push && steps != Steps::one_call;
             CHECK(error_of().empty() == !is_refused);
             if (is_refused) {
                 CHECK(error_of().find("pipelining applies to the steps ack-push and one-call") !=
@@ -145,16 +149,66 @@ TEST_CASE("bench: the transaction report says what one loop is for every steps v
           std::string::npos);
     CHECK(describe_transaction_loop(Steps::one_call_next, false).find("one request a loop") !=
           std::string::npos);
+    CHECK(describe_transaction_loop(Steps::stream_cycle, false).find("streams cycle") !=
+          std::string::npos);
+    CHECK(describe_transaction_loop(Steps::ack_kv_push, false) ==
+          "pop (consumer group) + transaction (ack, kv.set, push)");
     // Every loop reads differently.
     const std::string_view all[] = {describe_transaction_loop(Steps::ack_push, false),
                                     describe_transaction_loop(Steps::ack_push, true),
                                     describe_transaction_loop(Steps::one_call, false),
                                     describe_transaction_loop(Steps::one_call, true),
                                     describe_transaction_loop(Steps::four_requests, false),
-                                    describe_transaction_loop(Steps::one_call_next, false)};
+                                    describe_transaction_loop(Steps::one_call_next, false),
+                                    describe_transaction_loop(Steps::stream_cycle, false),
+                                    describe_transaction_loop(Steps::ack_kv_push, false)};
     for (std::size_t i = 0; i < std::size(all); ++i) {
         for (std::size_t j = i + 1; j < std::size(all); ++j) {
             CHECK(all[i] != all[j]);
         }
     }
+}
+
+TEST_CASE("bench: stream events have the requested size and the documented members",
+          "[bench][workload]") {
+    for (const std::int64_t size : {1, 50, 256, 4096}) {
+        std::string event = "previous text is replaced";
+        queen::bench::write_stream_event(event, 17, 1'764'000'000'123, 42, size);
+        INFO(event);
+        const std::string header = R"({"user":"u17","ts":1764000000123,"amount":42,"pad":""})";
+        CHECK(event.size() == std::max<std::size_t>(static_cast<std::size_t>(size), header.size()));
+        CHECK(event.starts_with(R"({"user":"u17","ts":1764000000123,"amount":42,"pad":")"));
+        CHECK(event.ends_with("\"}"));
+    }
+}
+
+TEST_CASE("bench: stream options: window, verify, one producer per partition at most",
+          "[bench][workload]") {
+    using queen::bench::Workload;
+    queen::bench::WorkloadOptions options;
+    options.workload = Workload::stream;
+    options.partitions = 20;
+    options.producers = 20;
+    options.consumers = 3;
+    options.is_verified = true;
+    const auto error_of = [&options] {
+        auto valid = options.validate();
+        return valid.has_value() ? std::string{} : valid.error().context;
+    };
+    CHECK(error_of().empty());
+    options.producers = 21;  // a partition written by two producers could go back in event time
+    CHECK(error_of().find("producers must not exceed partitions") != std::string::npos);
+    options.producers = 2;
+    for (const std::int64_t window_ms : {0, 86'400'001}) {
+        options.window_ms = window_ms;
+        CHECK(error_of() == "window must be in [1, 86400000] ms");
+    }
+    options.window_ms = 1;
+    CHECK(error_of().empty());
+    options.workload = Workload::e2e;
+    CHECK(error_of() == "verify applies to the stream workload only");
+    options.is_verified = false;
+    CHECK(error_of().empty());  // producers > partitions is fine outside stream
+    options.producers = 21;
+    CHECK(error_of().empty());
 }

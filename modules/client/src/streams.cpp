@@ -322,6 +322,7 @@ struct StreamRunner::Cycle {
     std::vector<StreamOutput> outputs;
     std::string ack_transaction_id;  // empty: no ack (an idle flush)
     std::string ack_lease_id;
+    std::uint64_t acked = 0;  // the source messages the ack closes
     std::uint64_t late = 0;
     std::uint64_t dropped = 0;
 };
@@ -535,6 +536,7 @@ queen::Status StreamRunner::process(const std::string& partition_id,
     Cycle cycle;
     cycle.ack_transaction_id = messages.back().transaction_id;
     cycle.ack_lease_id = messages.back().lease_id;
+    cycle.acked = messages.size();
     std::vector<WindowEvent> events;
     std::vector<Item> items;
     for (const auto& message : messages) {
@@ -688,6 +690,7 @@ queen::Status StreamRunner::send(const std::string& partition_id, Partition& par
     {
         const std::lock_guard lock{metrics_mutex_};
         ++metrics_.cycles;
+        metrics_.acked += cycle.acked;
         metrics_.emitted += cycle.outputs.size();
         metrics_.late += cycle.late;
         metrics_.dropped += cycle.dropped;

@@ -121,6 +121,7 @@ TEST_CASE("streams: a tumbling sum over known input gives known totals", "[clien
     const auto metrics = runner.metrics();
     CHECK(metrics.cycles == 3);
     CHECK(metrics.messages == 5);
+    CHECK(metrics.acked == 5);
     CHECK(metrics.emitted == 3);
     CHECK(metrics.cycles_failed == 0);
     CHECK(broker.pending("events", "streams.totals") == 0);

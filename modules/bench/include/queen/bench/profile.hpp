@@ -28,7 +28,7 @@ struct Profile {
     std::optional<std::int64_t> pop_partitions;
     std::optional<std::int64_t> messages;
     std::optional<double> duration_s;       ///< key `duration`
-    std::optional<double> rate_msgs_per_s;  ///< key `rate`: paced producers (produce, e2e)
+    std::optional<double> rate_msgs_per_s;  ///< key `rate`: paced producers (produce, e2e, stream)
     std::optional<std::string> consumer_group;
     std::optional<bool> is_pipelined;  ///< key `pipeline`
     bool is_standard = false;          ///< key `standard`: run by `make bench`

@@ -50,7 +50,7 @@ struct ErrorSample {
 
 /// One run. `latency_ns` holds one value per measured operation (see `latency_of`).
 struct Report {
-    std::string workload;          ///< produce | consume | e2e | transaction | partitions
+    std::string workload;          ///< produce | consume | e2e | transaction | partitions | stream
     std::string profile;           ///< the conf/bench.toml profile, or empty
     std::string latency_of;        ///< what one latency value measures, e.g. "push request"
     double elapsed_s = 0;          ///< of the measured phase
@@ -70,6 +70,10 @@ struct Report {
     std::vector<Metric> metrics;
     Conditions conditions;
     Goal goal;  ///< from the profile; unset without one
+    /// The workload's own correctness check (stream: the lag after the drain, and the window
+    /// counts with verify): passed or not, and what it compared. nullopt: no check.
+    std::optional<bool> check_passed;
+    std::string check;
 
     /// messages / elapsed_s (0 when elapsed_s is 0).
     [[nodiscard]] double msgs_per_s() const noexcept;
@@ -81,16 +85,16 @@ struct Report {
 };
 
 /// A human-readable summary: rates (a paced run shows its target next to what producers
-/// achieved), latency percentiles in ms, counts, errors, metrics and the conditions, one aligned
-/// line each, ending in a newline.
+/// achieved), latency percentiles in ms, counts, errors, the check ("passed: ..." or "FAILED:
+/// ..."), metrics and the conditions, one aligned line each, ending in a newline.
 [[nodiscard]] std::string format_table(const Report& report);
 
 /// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, target_msgs_per_s (0:
 /// unpaced), produce_msgs_per_s, latency_ms {p50, p90, p99, p999, max, count, of}, elapsed_s,
 /// messages, bytes, produced, consumed, duplicates, missing, errors, error_samples [{error,
 /// count}], metrics {name: value},
-/// conditions {...}, goal {msgs_per_s_min, p99_ms_max, met} (null without one). No trailing
-/// newline.
+/// conditions {...}, goal {msgs_per_s_min, p99_ms_max, met} (null without one), check {passed,
+/// what} (null without one). No trailing newline.
 [[nodiscard]] std::string format_json(const Report& report);
 
 /// One run of several compared (`queen bench transaction --steps a,b`): its name and report.

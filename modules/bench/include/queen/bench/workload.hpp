@@ -1,6 +1,7 @@
 // queen/bench/workload.hpp — the load drivers of `queen bench` over the client: produce, consume,
-// e2e, transaction and partitions, as agents on event-loop threads (client::HttpMultiplexer).
-// They count; printing is the caller's business.
+// e2e, transaction and partitions, as agents on event-loop threads (client::HttpMultiplexer), and
+// stream (producers as agents, StreamRunners on threads of their own). They count; printing is
+// the caller's business.
 #pragma once
 
 #include <atomic>
@@ -17,7 +18,7 @@
 namespace queen::bench {
 
 /// The workloads, by their command names.
-enum class Workload { produce, consume, e2e, transaction, partitions };
+enum class Workload { produce, consume, e2e, transaction, partitions, stream };
 [[nodiscard]] std::string_view to_string(Workload workload) noexcept;
 /// Errors: queen::Errc::invalid_argument (not a workload name).
 [[nodiscard]] queen::Result<Workload> parse_workload(std::string_view name);
@@ -31,8 +32,17 @@ enum class Workload { produce, consume, e2e, transaction, partitions };
 ///   timer.set (so each is its own log entry, as with four systems);
 /// - one_call_next: one_call whose transaction also pops the worker's next batch from its own
 ///   partition (the transaction's `next`, in the same log entry), so a loop is one request; when
-///   that pop comes back empty the worker falls back to its waiting pop.
-enum class Steps { ack_push, one_call, four_requests, one_call_next };
+///   that pop comes back empty the worker falls back to its waiting pop;
+/// - stream_cycle: the loop of a stream runner as one POST /streams/v1/cycle of a query the run
+///   registers: the ack of the batch's last message (its lease, the consumer group), one state
+///   upsert of a 64-byte value under the worker's key, and the push of the next batch;
+/// - ack_kv_push: the same three effects as one transaction (the ack of every message of the
+///   batch, kv.set of the same value, the push), so the two compare a cycle with a transaction
+///   of the same size (with batch 1 the acks are the same one ack).
+/// Both pop as a consumer group: consumer_group, else stream_steps_group.
+enum class Steps { ack_push, one_call, four_requests, one_call_next, stream_cycle, ack_kv_push };
+/// The consumer group of the steps stream_cycle and ack_kv_push when none is given.
+inline constexpr std::string_view stream_steps_group = "bench-streams";
 [[nodiscard]] std::string_view to_string(Steps steps) noexcept;
 /// Errors: queen::Errc::invalid_argument (not a steps name).
 [[nodiscard]] queen::Result<Steps> parse_steps(std::string_view name);
@@ -80,7 +90,13 @@ struct WorkloadOptions {
     /// driver thread calls it only when none of its requests is in flight (otherwise it waits
     /// on its sockets until the due time).
     std::function<void(std::int64_t)> wait_until_ns;
-    /// Consumers stop when this long passes without a delivery once producing is over.
+    /// stream: the tumbling window of the runners' aggregation.
+    std::int64_t window_ms = 1'000;
+    /// stream: aggregate with Aggregation::count() and check at the end that the counts of the
+    /// emitted windows plus those of the open windows' rows equal the events pushed.
+    bool is_verified = false;
+    /// Consumers stop when this long passes without a delivery once producing is over (stream:
+    /// without an acked event, waiting for the runners to catch up).
     std::int64_t drain_idle_ms = 5'000;
     std::int64_t pop_wait_ms = 1'000;  ///< long-poll timeout of one pop
     std::uint64_t errors_max = 1'000;  ///< the run stops after this many errors
@@ -123,11 +139,21 @@ struct Progress {
 ///   messages moved (transactions in metrics; with one_call_next, next pops that came back
 ///   empty as empty_next_pops);
 /// - partitions: fills `partitions` partitions with one message each, then drains them; rate
-///   of the drain; fill rate and server RSS in metrics.
+///   of the drain; fill rate and server RSS in metrics;
+/// - stream: producers push events {"user":"u<k>","ts":<ms>,"amount":<n>,"pad":".."} to the
+///   partitions "p<k>" (each partition one producer's, its event times never decreasing) while
+///   `consumers` StreamRunners (a thread and a client each) aggregate them per user in tumbling
+///   windows of window_ms into the sink queue "<queue>-windows"; once producing is over the run
+///   waits for the runners to ack everything (drain_idle_ms without progress ends the wait).
+///   Rate: source events acked by committed cycles (StreamMetrics::acked) per second up to the
+///   last one; latency: the producers' push requests; cycles, events per cycle, window
+///   results, failed cycles, retries in metrics; report.check says whether the query's lag
+///   came to 0 (and, with is_verified, whether the window counts add up to the events pushed).
 /// Every loop stops at its count, at its time bound, after errors_max errors, or when
 /// progress.is_stop_requested is set. Threads are joined before returning.
-/// Errors: queen::Errc::invalid_argument (options; a rate without wait_until_ns), or the
-/// client's error when the queue cannot be reset or configured (the server is not reachable).
+/// Errors: queen::Errc::invalid_argument (options; a rate or the stream workload without
+/// wait_until_ns), or the client's error when the queue cannot be reset or configured (the
+/// server is not reachable).
 [[nodiscard]] queen::Result<Report> run_workload(queen::client::Client& client,
                                                  const WorkloadOptions& options,
                                                  const queen::Clock& clock, Progress& progress);
@@ -149,5 +175,11 @@ struct PayloadStamp {
 };
 /// Returns false (stamp unspecified) when a field is missing or not an integer.
 [[nodiscard]] bool parse_payload(std::string_view json, PayloadStamp& stamp) noexcept;
+
+/// The stream workload's event into `out` (replacing its text):
+/// {"user":"u<user>","ts":<event_time_ms>,"amount":<amount>,"pad":"xxx..."} of exactly
+/// max(size_bytes, header) bytes.
+void write_stream_event(std::string& out, std::int64_t user, std::int64_t event_time_ms,
+                        std::int64_t amount, std::int64_t size_bytes);
 
 }  // namespace queen::bench

@@ -214,7 +214,11 @@ struct StreamRunnerOptions {
 
 struct StreamMetrics {
     std::uint64_t pops = 0;
-    std::uint64_t messages = 0;       ///< source messages taken from pops
+    std::uint64_t messages = 0;  ///< source messages taken from pops
+    /// Source messages acked by cycles whose commit the runner saw: processed for good (a batch
+    /// of a failed cycle comes back and counts when it commits; one whose answer was lost
+    /// after it committed does not count).
+    std::uint64_t acked = 0;
     std::uint64_t events = 0;         ///< events that reached the window (or the sink)
     std::uint64_t cycles = 0;         ///< committed cycles (idle flushes included)
     std::uint64_t cycles_failed = 0;  ///< refused or lost cycles (operator restored after)
