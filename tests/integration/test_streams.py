@@ -166,6 +166,29 @@ class Cycle(StreamsTestCase):
         self.assertIsNone(self.pop("sink", partition="out-1"))
         self.assertEqual(self.payloads(self.pop("sink", partition="Default")), [{"total": 4}])
 
+    def test_check_ops_fence_a_cycle_on_a_row_and_write_nothing(self):
+        qid = self.query_id()
+        pid = self.push_source(1)
+        self.assertTrue(self.cycle({"query_id": qid, "partition_id": pid, "state_ops": [
+            {"type": "check", "key": "v"},  # absent: passes
+            {"type": "upsert", "key": "v", "value": {"b": 1, "a": 2}}]})["success"])
+        # The same JSON in another member order holds; the checks count as no write.
+        ok = self.cycle({"query_id": qid, "partition_id": pid, "state_ops": [
+            {"type": "check", "key": "v", "value": {"a": 2, "b": 1}},
+            {"type": "upsert", "key": "w", "value": 1}]})
+        self.assertTrue(ok["success"], ok)
+        self.assertEqual(ok["state_ops_applied"], 1)
+        for check, words in (({"type": "check", "key": "v", "value": {"a": 3, "b": 1}}, "the row holds another value"),
+                             ({"type": "check", "key": "v"}, "the row holds another value"),
+                             ({"type": "check", "key": "nope", "value": 1}, "the row is absent")):
+            refused = self.cycle({"query_id": qid, "partition_id": pid,
+                                  "state_ops": [{"type": "upsert", "key": "x", "value": 1}, check],
+                                  "push_items": [{"queue": "sink", "payload": 1}]})
+            self.assertFalse(refused["success"], refused)
+            self.assertEqual(refused["error"], f"state check failed on '{check['key']}': {words}")
+        self.assertEqual(self.rows(qid, pid), [("v", {"a": 2, "b": 1}), ("w", 1)])
+        self.assertIsNone(self.pop("sink"))
+
     def test_ack_completed_releases_the_lease_and_the_rest_of_the_batch_comes_at_once(self):
         qid = self.query_id()
         self.push_source(4)
@@ -292,7 +315,7 @@ class BadInput(StreamsTestCase):
             (but(partition_id="not-a-uuid"), "partition_id must be a UUID"),
             (but(partition_id="0a1b2c3d-0000-4000-8000-000000000000"), None),  # a UUID, not ours
             (but(state_ops=[{"type": "upsert", "key": "k", "value": 1}, {"type": "merge", "key": "k"}]),
-             'state_ops[1].type must be "upsert" or "delete", not "merge"'),
+             'state_ops[1].type must be "upsert", "delete" or "check", not "merge"'),
             (but(state_ops={"type": "upsert"}), "state_ops must be an array"),
             (but(state_ops=[{"type": "upsert", "key": 5, "value": 1}]), "state_ops[0].key must be a string"),
             (but(state_ops=[{"type": "upsert", "key": "k"}]), "state_ops[0].value is required"),

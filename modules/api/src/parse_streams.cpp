@@ -75,7 +75,7 @@ Status check_object(const json& body) {
     return {};
 }
 
-/// The state_ops array: upserts (value stored as its compact JSON text) and deletes.
+/// The state_ops array: upserts (value stored as its compact JSON text), deletes and checks.
 Status parse_state_ops(const json& body, const ApiOptions& options,
                        std::vector<engine::StreamStateOp>& out) {
     const auto found = body.find("state_ops");
@@ -106,12 +106,19 @@ Status parse_state_ops(const json& body, const ApiOptions& options,
             parsed.kind = engine::StreamStateOp::Kind::upsert;
         } else if (type == "delete") {
             parsed.kind = engine::StreamStateOp::Kind::remove;
+        } else if (type == "check") {
+            // Our extension: with a value the row must hold it, without one it must be absent.
+            parsed.kind = op.contains("value") ? engine::StreamStateOp::Kind::check
+                                               : engine::StreamStateOp::Kind::check_absent;
         } else {
-            return bad(name + ".type must be \"upsert\" or \"delete\", not \"" + type + "\"");
+            return bad(name + ".type must be \"upsert\", \"delete\" or \"check\", not \"" + type +
+                       "\"");
         }
         // Keys are any bytes to the module; NUL is refused with every other name here.
         QUEEN_TRY(parsed.key, required_string(op, "key", name + ".key", limits.key_bytes_max));
-        if (parsed.kind == engine::StreamStateOp::Kind::upsert) {
+        if (parsed.kind == engine::StreamStateOp::Kind::upsert ||
+            parsed.kind == engine::StreamStateOp::Kind::check) {
+            // Both compact texts of the same writer: a check compares what an upsert stored.
             const auto value = op.find("value");
             if (value == op.end()) {
                 return bad(name + ".value is required");

@@ -345,6 +345,7 @@ queen::Result<Report> run_stream(Run& run, std::int64_t deadline_ns) {
         sum.restores += m.restores;
         sum.retries += m.retries;
         sum.epoch_changes += m.epoch_changes;
+        sum.state_changes += m.state_changes;
     }
 
     report.elapsed_s = elapsed_s(start_ns, end_ns);
@@ -376,6 +377,8 @@ queen::Result<Report> run_stream(Run& run, std::int64_t deadline_ns) {
     report.metrics.push_back({"late_dropped", static_cast<double>(sum.dropped)});
     report.metrics.push_back({"restores", static_cast<double>(sum.restores)});
     report.metrics.push_back({"epoch_changes", static_cast<double>(sum.epoch_changes)});
+    // Cycles refused because another runner had processed the partition since (redone).
+    report.metrics.push_back({"state_changes", static_cast<double>(sum.state_changes)});
     report.metrics.push_back({"pops", static_cast<double>(sum.pops)});
     cpu.add_to(report);
 

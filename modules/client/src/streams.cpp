@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -336,7 +337,10 @@ StreamRunner::StreamRunner(Client& client, Stream stream, StreamRunnerOptions op
       config_hash_(stream_.config_hash()),
       group_(options_.consumer_group.empty() ? "streams." + stream_.name()
                                              : options_.consumer_group),
-      last_flush_ns_(clock.monotonic_ns()) {}
+      last_flush_ns_(clock.monotonic_ns()) {
+    std::random_device random;
+    token_prefix_ = hex16((std::uint64_t{random()} << 32) | random()) + ":";
+}
 
 StreamMetrics StreamRunner::metrics() const {
     const std::lock_guard lock{metrics_mutex_};
@@ -416,9 +420,10 @@ queen::Status StreamRunner::restore(const std::string& partition_id, Partition& 
     const Json body{{"query_id", query_id_}, {"partition_id", partition_id}};
     QUEEN_TRY(auto answer, call("/streams/v1/state/get", body.dump()));
     QUEEN_TRY(auto rows, parse_state_rows(answer));
+    partition.p_row.reset();
     for (const auto& row : rows) {
         if (row.key == name_row_key) {
-            partition.has_name_row = true;
+            partition.p_row = row.value_json;
             if (partition.name.empty()) {
                 partition.name = json::raw_to_text(raw_member(row.value_json, "partition"));
             }
@@ -528,6 +533,22 @@ void StreamRunner::add_outputs(const std::string& partition_id, const Partition&
 queen::Status StreamRunner::process(const std::string& partition_id,
                                     std::span<const Message> messages) {
     Partition& partition = partitions_[partition_id];
+    // Another runner of the query may have processed this partition since this one last did
+    // (the group hands partitions around): then the check of the "p" row refuses the cycle,
+    // nothing of it is applied and the lease is still this runner's, so it restores the
+    // partition from the rows and redoes the batch at once. Twice more at most (a third
+    // runner would have to take the partition in between, which its lease prevents).
+    for (int attempt = 0;; ++attempt) {
+        partition.is_stale = false;
+        QUEEN_TRY(process_once(partition_id, partition, messages));
+        if (!partition.is_stale || attempt == 2) {
+            return {};
+        }
+    }
+}
+
+queen::Status StreamRunner::process_once(const std::string& partition_id, Partition& partition,
+                                         std::span<const Message> messages) {
     partition.name = messages.front().partition;
     const auto spec = stream_.window_spec();
     if (spec && !partition.op) {
@@ -636,10 +657,18 @@ queen::Status StreamRunner::send(const std::string& partition_id, Partition& par
                 ? Json{{"type", "delete"}, {"key", op.key}}
                 : Json{{"type", "upsert"}, {"key", op.key}, {"value", parsed(op.value_json)}});
     }
-    if (!partition.has_name_row && stream_.window_spec() && !partition.name.empty()) {
-        ops.push_back(Json{{"type", "upsert"},
-                           {"key", name_row_key},
-                           {"value", Json{{"partition", partition.name}}}});
+    std::optional<std::string> p_row;
+    if (stream_.window_spec() && !partition.name.empty()) {
+        // The fence (see Partition::p_row): first the check, then the new token.
+        Json check{{"type", "check"}, {"key", name_row_key}};
+        if (partition.p_row) {
+            check["value"] = parsed(*partition.p_row);
+        }
+        ops.insert(ops.begin(), std::move(check));
+        const Json row{{"partition", partition.name},
+                       {"v", token_prefix_ + std::to_string(++tokens_made_)}};
+        p_row = row.dump();
+        ops.push_back(Json{{"type", "upsert"}, {"key", name_row_key}, {"value", row}});
     }
     Json body{{"query_id", query_id_},
               {"partition_id", partition_id},
@@ -669,9 +698,24 @@ queen::Status StreamRunner::send(const std::string& partition_id, Partition& par
         failed();
         return std::move(json).error();
     }
-    if (!detail::boolean_of(*json, "success")) {
+    bool is_committed = detail::boolean_of(*json, "success");
+    const std::string error = is_committed ? std::string{} : detail::text_of(*json, "error");
+    if (!is_committed && p_row && error.starts_with("state check failed")) {
+        // Either another runner changed the partition, or this very cycle committed and its
+        // answer was lost (call() sent it again, and the row now holds its new token): the
+        // rows tell. Restored either way, the operator describes what the broker holds.
+        partition.op.reset();
+        QUEEN_TRY(restore(partition_id, partition));
+        is_committed = partition.p_row == p_row;
+        if (!is_committed) {
+            bump(&StreamMetrics::cycles_failed);
+            bump(&StreamMetrics::state_changes);
+            partition.is_stale = true;
+            return {};
+        }
+    }
+    if (!is_committed) {
         failed();
-        const std::string error = detail::text_of(*json, "error");
         if (error.starts_with("epoch mismatch")) {
             // The query was reset or cleared since this runner read its state: register again,
             // never with reset (two runners of different chains must not take turns wiping
@@ -680,13 +724,14 @@ queen::Status StreamRunner::send(const std::string& partition_id, Partition& par
             bump(&StreamMetrics::epoch_changes);
             QUEEN_TRY(register_query(false));
             for (auto& [id, known] : partitions_) {
-                known.op.reset();
-                known.has_name_row = false;
+                known.op.reset();  // restore() reads the "p" row (none in a new epoch)
             }
         }
         return {};  // e.g. a lease that ran out: the batch comes back, the operator is rebuilt
     }
-    partition.has_name_row = partition.has_name_row || !partition.name.empty();
+    if (p_row) {
+        partition.p_row = std::move(p_row);
+    }
     {
         const std::lock_guard lock{metrics_mutex_};
         ++metrics_.cycles;

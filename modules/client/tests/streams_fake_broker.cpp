@@ -289,7 +289,24 @@ Reply FakeStreamsBroker::cycle(const std::string& body) {
         }
     }
     auto& rows = query->rows[{query->epoch, partition->id}];
+    // The checks first, as the broker applies ops in order and takes everything back on a
+    // failed one (no op of the runner writes a key before checking it).
     for (const auto& op : request.at("state_ops")) {
+        if (op.at("type") != "check") {
+            continue;
+        }
+        const auto row = rows.find(op.at("key").get<std::string>());
+        const bool holds = op.contains("value")
+                               ? row != rows.end() && Json::parse(row->second) == op.at("value")
+                               : row == rows.end();
+        if (!holds) {
+            return refuse("state check failed on '" + op.at("key").get<std::string>() + "'");
+        }
+    }
+    for (const auto& op : request.at("state_ops")) {
+        if (op.at("type") == "check") {
+            continue;
+        }
         if (op.at("type") == "upsert") {
             rows[op.at("key")] = op.at("value").dump();
         } else {

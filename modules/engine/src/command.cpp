@@ -191,7 +191,7 @@ void fields(A& a, StreamRegisterResult& v) {
 }
 template <class A>
 void fields(A& a, StreamStateOp& v) {
-    a.enumeration(v.kind, StreamStateOp::Kind::remove);
+    a.enumeration(v.kind, StreamStateOp::Kind::check_absent);
     a(v.key);
     a(v.value);
 }

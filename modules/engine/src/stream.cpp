@@ -38,6 +38,23 @@ Result<StreamCycleResult> apply_stream_cycle(Machines& m, store::WriteTxn& txn,
     };
     const std::uint64_t partition = command.partition.value();
     for (const StreamStateOp& op : command.state_ops) {
+        if (op.kind == StreamStateOp::Kind::check || op.kind == StreamStateOp::Kind::check_absent) {
+            const std::string key = op.key;
+            auto rows = streams::get_rows(m.streams.tables(), txn, command.query_id, partition,
+                                          std::span<const std::string>(&key, 1));
+            if (!rows) {
+                return give_up(std::move(rows).error());
+            }
+            const bool holds = op.kind == StreamStateOp::Kind::check
+                                   ? rows->size() == 1 && rows->front().value == op.value
+                                   : rows->empty();
+            if (!holds) {
+                return fail("state check failed on '" + op.key + "': " +
+                            (rows->empty() ? std::string("the row is absent")
+                                           : std::string("the row holds another value")));
+            }
+            continue;
+        }
         Result<streams::WriteResult> wrote =
             op.kind == StreamStateOp::Kind::upsert
                 ? m.streams.apply(txn, m.undo,
@@ -51,7 +68,7 @@ Result<StreamCycleResult> apply_stream_cycle(Machines& m, store::WriteTxn& txn,
         if (wrote->status != streams::Status::ok) {
             return fail("state op on '" + op.key + "': " + wrote->message);
         }
-        ++result.state_ops_applied;
+        ++result.state_ops_applied;  // writes only (a check writes nothing)
     }
     for (const queues::PushItem& item : command.push_items) {
         auto pushed = m.queues.push_atomic(txn, item, now);

@@ -1,5 +1,5 @@
-// queen/client/streams.hpp — the streams API of the client (docs/streams.md), like the official JS SDK's:
-// a Stream is an operator chain over a source queue (map, filter, flat_map, key_by, then an
+// queen/client/streams.hpp — the streams API of the client (docs/streams.md), like the official JS
+// SDK's: a Stream is an operator chain over a source queue (map, filter, flat_map, key_by, then an
 // optional window with an aggregation) and a sink (a queue, a callback, or both); a StreamRunner
 // runs it against a broker's /streams/v1 endpoints, cycle by cycle, with the window engine of
 // queen/client/windows.hpp.
@@ -68,6 +68,13 @@
 // version() when a lambda's meaning changes. Registering a changed chain under the same name
 // fails with the broker's 409 (Errc::conflict) unless StreamRunnerOptions::is_reset (which wipes
 // the query's state).
+//
+// **Several runners** of one query share its partitions (the consumer group hands each batch's
+// partition to whichever runner pops it). Each windowed cycle checks the partition's "p" row
+// (state op "check") and writes a fresh token into it, so a cycle computed from an operator
+// that missed another runner's cycles is refused; the runner restores the partition and redoes
+// the batch at once, under the same lease (StreamMetrics::state_changes). A cycle sent again
+// after a lost answer finds its own token there and counts as committed.
 //
 // **Epochs.** Registration answers the query's epoch (1 at creation, +1 per reset and per
 // `queen admin streams reset`) and every cycle carries it: the broker refuses a cycle once the
@@ -230,6 +237,9 @@ struct StreamMetrics {
     std::uint64_t retries = 0;   ///< streams calls tried again after a retryable error
     /// Cycles refused because the query was reset or cleared since (then registered again).
     std::uint64_t epoch_changes = 0;
+    /// Cycles refused because another runner of the query changed the partition's state
+    /// since this one read it (the partition was restored and its batch redone).
+    std::uint64_t state_changes = 0;
 };
 
 /// The answer of POST /streams/v1/queries.
@@ -280,13 +290,19 @@ private:
     struct Partition {
         std::string name;
         std::optional<WindowOperator> op;
-        bool has_name_row = false;  // the "p" row naming the partition was committed
+        // The "p" row as the broker holds it ({"partition":name,"v":token}, compact JSON),
+        // nullopt when it holds none. Every windowed cycle checks it and writes a new token,
+        // so a cycle computed from state another runner changed since is refused.
+        std::optional<std::string> p_row;
+        bool is_stale = false;  // the last cycle's check failed: restore and redo the batch
     };
     struct Cycle;
 
     queen::Result<std::string> call(std::string_view target, const std::string& body);
     queen::Status restore(const std::string& partition_id, Partition& partition);
     queen::Status process(const std::string& partition_id, std::span<const Message> messages);
+    queen::Status process_once(const std::string& partition_id, Partition& partition,
+                               std::span<const Message> messages);
     queen::Status run_chain(const Message& message, std::vector<Item>& out) const;
     queen::Status send(const std::string& partition_id, Partition& partition, Cycle& cycle);
     void add_outputs(const std::string& partition_id, const Partition& partition,
@@ -304,8 +320,10 @@ private:
     std::string config_hash_;
     std::string query_id_;
     std::uint64_t epoch_ = 0;
-    std::string epoch_text_;  // part of every sink transactionId: a cleared query's windows
-                              // are new results, not duplicates of the old epoch's
+    std::string token_prefix_;       // random per runner: the "p" row tokens it writes
+    std::uint64_t tokens_made_ = 0;  // ... are token_prefix_ + a counter
+    std::string epoch_text_;         // part of every sink transactionId: a cleared query's windows
+                                     // are new results, not duplicates of the old epoch's
     std::string group_;
     std::map<std::string, Partition> partitions_;  // by partition id
     std::int64_t last_flush_ns_ = 0;

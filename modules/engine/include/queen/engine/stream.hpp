@@ -25,12 +25,16 @@ struct StreamRegisterResult {
     streams::RegisterResult result;
 };
 
-/// One state operation of a cycle, scoped to the cycle's (query_id, partition).
+/// One state operation of a cycle, scoped to the cycle's (query_id, partition). check and
+/// check_absent write nothing: the cycle fails ("state check failed ...") unless the row holds
+/// exactly `value` (check) or is absent (check_absent). A runner that keeps a partition's
+/// state in memory checks a row it rewrites every cycle, so a cycle computed from state
+/// another runner has changed since is refused (an extension of the v1 contract).
 struct StreamStateOp {
-    enum class Kind : std::uint8_t { upsert = 0, remove = 1 };
+    enum class Kind : std::uint8_t { upsert = 0, remove = 1, check = 2, check_absent = 3 };
     Kind kind = Kind::upsert;
     std::string key;
-    Bytes value;  ///< upsert: the row's JSON text
+    Bytes value;  ///< upsert: the row's JSON text; check: the text the row must hold
 };
 
 /// POST /streams/v1/cycle, one entry applied all or nothing: the state ops, the sink pushes
