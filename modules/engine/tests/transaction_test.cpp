@@ -534,6 +534,25 @@ TEST_CASE(
     CHECK_FALSE(refused.success);
     CHECK_THAT(refused.error, Catch::Contains("epoch mismatch"));
     CHECK(rows() == 25);
+    // A check that fails takes back the writes before it; one that holds writes nothing.
+    StreamCycle checked = c;
+    checked.state_ops = {{StreamStateOp::Kind::upsert, "new", Bytes{'2'}},
+                         {StreamStateOp::Kind::check, "k0", Bytes{'2'}}};
+    auto check_failed = f.run<StreamCycleResult>(checked, t0 + 2);
+    CHECK_FALSE(check_failed.success);
+    CHECK(check_failed.error == "state check failed on 'k0': the row holds another value");
+    checked.state_ops[1] = {StreamStateOp::Kind::check_absent, "k0", {}};
+    CHECK(f.run<StreamCycleResult>(checked, t0 + 2).error ==
+          "state check failed on 'k0': the row holds another value");
+    checked.state_ops[1] = {StreamStateOp::Kind::check, "absent", Bytes{'1'}};
+    CHECK(f.run<StreamCycleResult>(checked, t0 + 2).error ==
+          "state check failed on 'absent': the row is absent");
+    CHECK(rows() == 25);
+    checked.state_ops = {{StreamStateOp::Kind::check, "k0", Bytes{'1'}},
+                         {StreamStateOp::Kind::check_absent, "absent", {}}};
+    const auto held = f.run<StreamCycleResult>(checked, t0 + 2);
+    CHECK(held.success);
+    CHECK(held.state_ops_applied == 0);
 
     StreamAdmin clear;
     clear.name = "totals";
