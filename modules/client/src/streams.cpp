@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <random>
 #include <thread>
 #include <utility>
 
@@ -338,8 +337,8 @@ StreamRunner::StreamRunner(Client& client, Stream stream, StreamRunnerOptions op
       group_(options_.consumer_group.empty() ? "streams." + stream_.name()
                                              : options_.consumer_group),
       last_flush_ns_(clock.monotonic_ns()) {
-    std::random_device random;
-    token_prefix_ = hex16((std::uint64_t{random()} << 32) | random()) + ":";
+    // Unique per runner: the client's UUIDv7 generator (its injected randomness and clock).
+    token_prefix_ = client_.generate_uuid_v7() + ":";
 }
 
 StreamMetrics StreamRunner::metrics() const {
