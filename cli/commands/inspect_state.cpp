@@ -1,6 +1,7 @@
 // cli/commands/inspect_state.cpp — `queen inspect state DIR [--tenant NAME] [--json]`: the LMDB
 // tables of a state directory with entry counts and sizes, and what the KV, lock and timer tables
-// hold (keys per bucket, locks held now, pending timers and the earliest due), opened read-only
+// hold (keys per bucket, locks held now, pending timers and the earliest due) and the stream
+// queries (epoch, live rows), opened read-only
 // (MDB_RDONLY; safe next to a broker); DIR may be a data directory (every tenant's state) or a
 // tenant directory.
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "queen/kv/kv.hpp"
 #include "queen/locks/locks.hpp"
 #include "queen/store/env.hpp"
+#include "queen/streams/streams.hpp"
 #include "queen/timers/timers.hpp"
 
 namespace queen::cli {
@@ -54,6 +56,9 @@ struct StateSummary {
     std::optional<std::uint64_t> locks_held;                ///< grants current at now_ms
     std::optional<std::uint64_t> timers_pending;
     std::optional<timers::Timer> timer_earliest;  ///< the earliest due (payload not read)
+    /// Stream queries with their live rows (counted: O(rows), fine offline).
+    std::optional<std::vector<std::pair<streams::Query, std::uint64_t>>> stream_queries;
+    bool has_stream_garbage = false;  ///< rows of reset or removed queries not collected yet
     std::int64_t now_ms = 0;
 };
 
@@ -77,7 +82,31 @@ Result<StateSummary> read_summary(store::Env& env) {
     if (!timer_state && !is_missing(timer_state.error())) {
         return std::move(timer_state).error();
     }
+    auto stream_state = streams::StreamsState::open(env, {});
+    if (!stream_state && !is_missing(stream_state.error())) {
+        return std::move(stream_state).error();
+    }
     QUEEN_TRY(auto txn, env.begin_read());
+    if (stream_state) {
+        std::vector<std::pair<streams::Query, std::uint64_t>> queries;
+        const std::uint32_t page_size = stream_state->options().list_limit_max;
+        std::string after;
+        for (;;) {
+            QUEEN_TRY(auto page,
+                      streams::list_queries(stream_state->tables(), txn, after, page_size));
+            for (streams::Query& query : page.queries) {
+                QUEEN_TRY(const std::uint64_t rows,
+                          streams::count_rows(stream_state->tables(), txn, query.query_id));
+                queries.emplace_back(std::move(query), rows);
+            }
+            if (page.next_after.empty()) {
+                break;
+            }
+            after = page.next_after;
+        }
+        summary.stream_queries = std::move(queries);
+        QUEEN_TRY(summary.has_stream_garbage, stream_state->has_garbage(txn));
+    }
     if (kv_state) {
         QUEEN_TRY(summary.kv_buckets, kv::list_buckets(kv_state->tables(), txn));
     }
@@ -134,6 +163,19 @@ nlohmann::json summary_json(const StateSummary& summary) {
     } else {
         out["timers"] = nullptr;
     }
+    if (summary.stream_queries) {
+        nlohmann::json queries = nlohmann::json::array();
+        for (const auto& [query, rows] : *summary.stream_queries) {
+            queries.push_back({{"name", query.name},
+                               {"queryId", query.query_id},
+                               {"sourceQueue", query.source_queue},
+                               {"epoch", query.epoch},
+                               {"rows", rows}});
+        }
+        out["streams"] = {{"queries", queries}, {"uncollectedRows", summary.has_stream_garbage}};
+    } else {
+        out["streams"] = nullptr;
+    }
     return out;
 }
 
@@ -168,6 +210,22 @@ void print_summary(const StateSummary& summary) {
         std::cout << "\n";
     } else {
         std::cout << "  timers: no tables\n";
+    }
+    if (summary.stream_queries) {
+        const auto& queries = *summary.stream_queries;
+        std::cout << "  streams: " << queries.size()
+                  << (queries.size() == 1 ? " query" : " queries");
+        std::string per_query;
+        for (const auto& [query, rows] : queries) {
+            per_query += (per_query.empty() ? "" : ", ") + query.name + " " + std::to_string(rows) +
+                         (rows == 1 ? " row" : " rows") + " (epoch " + std::to_string(query.epoch) +
+                         ")";
+        }
+        std::cout << (per_query.empty() ? "" : " (" + per_query + ")")
+                  << (summary.has_stream_garbage ? ", rows of reset queries still to collect" : "")
+                  << "\n";
+    } else {
+        std::cout << "  streams: no tables\n";
     }
 }
 

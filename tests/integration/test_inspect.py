@@ -114,6 +114,38 @@ class Inspect(unittest.TestCase):
         self.assertIn("  locks: 0 held at ", text.stdout)
         self.assertIn(f"  timers: 2 pending, earliest due {timer_due} (remind)\n", text.stdout)
 
+    def test_state_lists_stream_queries_with_their_rows(self):
+        empty = json.loads(run("inspect", "state", self.state_dir, "--json").stdout)["state"]
+        self.assertEqual(empty["streams"], {"queries": [], "uncollectedRows": False})
+
+        self.server.start()
+        c = self.server.client()
+        c.post("/api/v1/push", {"items": [{"queue": "clicks", "partition": "u1", "payload": 1}]})
+        popped = c.pop("clicks", wait=False).json()
+        pid = popped["messages"][0]["partitionId"]
+        queries = {}
+        for name in ("totals", "sessions"):
+            r = c.post("/streams/v1/queries", {"name": name, "source_queue": "clicks", "config_hash": "h"})
+            self.assertEqual(r.status, 200, r)
+            queries[name] = r.json()["query_id"]
+        r = c.post("/streams/v1/cycle", {"query_id": queries["totals"], "partition_id": pid, "state_ops": [
+            {"type": "upsert", "key": k, "value": 1} for k in ("a", "b", "c")]})
+        self.assertTrue(r.json()["success"], r)
+        r = c.post("/streams/v1/queries", {"name": "sessions", "source_queue": "clicks", "config_hash": "h2",
+                                           "reset": True})
+        self.assertEqual(r.json()["reset"], True, r)
+        c.close()
+        self.server.stop()
+
+        state = json.loads(run("inspect", "state", self.state_dir, "--json").stdout)["state"]
+        self.assertEqual([(q["name"], q["queryId"], q["sourceQueue"], q["epoch"], q["rows"])
+                          for q in state["streams"]["queries"]],
+                         [("sessions", queries["sessions"], "clicks", 2, 0),
+                          ("totals", queries["totals"], "clicks", 1, 3)])
+        text = run("inspect", "state", self.state_dir)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("  streams: 2 queries (sessions 0 rows (epoch 2), totals 3 rows (epoch 1))", text.stdout)
+
     def test_state_counts_the_locks_held_now(self):
         self.server.start()
         c = self.server.client()
