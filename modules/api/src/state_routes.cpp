@@ -43,14 +43,7 @@ Response counted_json(Context& context, int status, std::string body) {
 }
 
 std::string in_quotes(std::string_view text) {
-    // Appended rather than "'" + std::string(text): GCC 12 at -O3 flags the operator+ form
-    // with a false -Wrestrict, which -Werror turns into a failed Release build.
-    std::string out;
-    out.reserve(text.size() + 2);
-    out.push_back('\'');
-    out.append(text);
-    out.push_back('\'');
-    return out;
+    return "'" + std::string(text) + "'";
 }
 
 std::string iso(TimestampMs at) {
@@ -135,10 +128,7 @@ void write_kv_entry(JsonWriter& out, const kv::Entry& entry) {
 }
 
 std::string etag(std::uint64_t version) {
-    std::string out = std::to_string(version);  // appended, as in_quotes (GCC 12 -Wrestrict)
-    out.insert(out.begin(), '"');
-    out.push_back('"');
-    return out;
+    return "\"" + std::to_string(version) + "\"";
 }
 
 /// 409 {"error", "currentVersion"} for a KV write whose version did not match: the version
