@@ -198,23 +198,43 @@ void when_readable(const ContextPtr& context, const std::string& tenant,
         });
 }
 
-std::vector<queues::PushItem*> push_items(queues::Push& push) {
+void count_pushed(Context& context, const std::vector<queues::PushItemResult>& items) {
+    std::uint64_t queued = 0;
+    for (const queues::PushItemResult& item : items) {
+        switch (item.status) {
+            case queues::PushStatus::queued: ++queued; break;
+            case queues::PushStatus::duplicate:
+                context.metrics.push_duplicates.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case queues::PushStatus::buffered:
+                context.metrics.push_buffered.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case queues::PushStatus::failed:
+                context.metrics.push_failed.fetch_add(1, std::memory_order_relaxed);
+                break;
+        }
+    }
+    context.metrics.push_messages.fetch_add(queued, std::memory_order_relaxed);
+    context.metrics.ingested.add(context.backend.wall_ms(), queued);
+}
+
+namespace {
+std::vector<queues::PushItem*> pointers_to(std::vector<queues::PushItem>& pushed) {
     std::vector<queues::PushItem*> items;
-    items.reserve(push.items.size());
-    for (queues::PushItem& item : push.items) {
+    items.reserve(pushed.size());
+    for (queues::PushItem& item : pushed) {
         items.push_back(&item);
     }
     return items;
 }
+}  // namespace
+
+std::vector<queues::PushItem*> push_items(queues::Push& push) {
+    return pointers_to(push.items);
+}
 
 std::vector<queues::PushItem*> push_items(engine::StreamCycle& cycle) {
-    // A cycle's sink messages are pushes: sealed for an encrypted queue.
-    std::vector<queues::PushItem*> items;
-    items.reserve(cycle.push_items.size());
-    for (queues::PushItem& item : cycle.push_items) {
-        items.push_back(&item);
-    }
-    return items;
+    return pointers_to(cycle.push_items);  // a cycle's sink messages are sealed as pushes are
 }
 
 std::vector<queues::PushItem*> push_items(engine::Transaction& transaction) {

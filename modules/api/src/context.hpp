@@ -187,6 +187,10 @@ void when_readable(const ContextPtr& context, const std::string& tenant,
 /// The encryptionEnabled flag of each queue, by name.
 using QueueFlags = std::map<std::string, bool, std::less<>>;
 
+/// Counts the outcome of applied push items in the metrics (queued in push_messages and the
+/// ingested rate, the others by status), as the push route and a stream cycle's sink pushes do.
+void count_pushed(Context& context, const std::vector<queues::PushItemResult>& items);
+
 /// The push items of a command (pointers into it, valid while it is neither changed nor
 /// destroyed).
 [[nodiscard]] std::vector<queues::PushItem*> push_items(queues::Push& push);

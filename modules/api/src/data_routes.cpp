@@ -144,23 +144,7 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
             submit_and_reply<queues::PushResult>(
                 shared, tenant, std::move(push), std::move(responder),
                 [&context, client_ids = std::move(client_ids)](queues::PushResult& result) {
-                    std::uint64_t queued = 0;
-                    for (const queues::PushItemResult& item : result.items) {
-                        switch (item.status) {
-                            case queues::PushStatus::queued: ++queued; break;
-                            case queues::PushStatus::duplicate:
-                                context.metrics.push_duplicates.fetch_add(1, relaxed);
-                                break;
-                            case queues::PushStatus::buffered:
-                                context.metrics.push_buffered.fetch_add(1, relaxed);
-                                break;
-                            case queues::PushStatus::failed:
-                                context.metrics.push_failed.fetch_add(1, relaxed);
-                                break;
-                        }
-                    }
-                    context.metrics.push_messages.fetch_add(queued, relaxed);
-                    context.metrics.ingested.add(context.backend.wall_ms(), queued);
+                    count_pushed(context, result.items);
                     return Response::json(201, format_push(result, client_ids));
                 });
         });

@@ -135,8 +135,8 @@ Result<Response> show_query(Context& context, const std::string& tenant, Request
     return Response::json(200, out.take());
 }
 
-/// POST .../reset and DELETE: a StreamAdmin command; once applied, reset reads the query again
-/// (its id and new epoch) when the state holds the entry. 404 for an unknown query.
+/// POST .../reset and DELETE: a StreamAdmin command; its result names the query's id and the
+/// epoch a reset made. 404 for an unknown query.
 void handle_admin(Context& context, const ContextPtr& shared, Request& request, Responder responder,
                   engine::StreamAdmin::Op op) {
     std::string tenant;
@@ -148,68 +148,23 @@ void handle_admin(Context& context, const ContextPtr& shared, Request& request, 
         responder.complete(error_response(context, name.error(), tenant));
         return;
     }
-    engine::Command command;
-    command.body = engine::StreamAdmin{op, *name};
-    shared->backend.submit(
-        tenant, std::move(command),
-        [shared, tenant, responder, op, name = *name](Result<engine::CommandResult> result) {
-            if (!result) {
-                responder.complete(error_response(*shared, result.error(), tenant));
-                return;
-            }
-            if (const auto* failed = std::get_if<engine::ErrorResult>(&*result)) {
-                responder.complete(error_result_response(*shared, *failed));
-                return;
-            }
-            const auto* done = std::get_if<engine::StreamAdminResult>(&*result);
-            if (done == nullptr) {
-                responder.complete(
-                    error_response(*shared, 500, "unexpected result type from apply"));
-                return;
-            }
-            const streams::WriteResult& write = done->result;
+    submit_and_reply<engine::StreamAdminResult>(
+        shared, tenant, engine::StreamAdmin{op, *name}, std::move(responder),
+        [&context, op, name = *name](engine::StreamAdminResult& done) {
+            const streams::WriteResult& write = done.result;
             if (write.status == streams::Status::unknown_query) {
-                responder.complete(error_response(*shared, 404, not_found(name)));
-                return;
+                return error_response(context, 404, not_found(name));
             }
             if (write.status != streams::Status::ok) {
-                responder.complete(error_response(*shared, 400, write.message));
-                return;
+                return error_response(context, 400, write.message);
             }
-            if (op == engine::StreamAdmin::Op::remove) {
-                JsonWriter out;
-                out.begin_object().field("success", true).field("name", name).end_object();
-                responder.complete(Response::json(200, out.take()));
-                return;
+            JsonWriter out;
+            out.begin_object().field("success", true).field("name", name);
+            if (op == engine::StreamAdmin::Op::clear) {
+                out.field("query_id", done.query_id).field("epoch", done.epoch);
             }
-            // The answer names the epoch the reset made: read once the state holds the entry
-            // (on the request's I/O thread; the applier's callback does no reads).
-            responder.dispatch([shared, tenant, responder, name] {
-                when_readable(shared, tenant, responder, [shared, tenant, responder, name] {
-                    auto query =
-                        read_txn(*shared, tenant,
-                                 [&](const engine::Engine& engine, const queues::Tables&,
-                                     const store::Txn& txn) {
-                                     return streams::find_query(engine.stream_tables(), txn, name);
-                                 });
-                    if (!query) {
-                        responder.complete(error_response(*shared, query.error(), tenant));
-                        return;
-                    }
-                    if (!query->has_value()) {  // deleted since: the reset is moot
-                        responder.complete(error_response(*shared, 404, not_found(name)));
-                        return;
-                    }
-                    JsonWriter out;
-                    out.begin_object()
-                        .field("success", true)
-                        .field("name", name)
-                        .field("query_id", (*query)->query_id)
-                        .field("epoch", (*query)->epoch)
-                        .end_object();
-                    responder.complete(Response::json(200, out.take()));
-                });
-            });
+            out.end_object();
+            return Response::json(200, out.take());
         });
 }
 

@@ -106,22 +106,13 @@ struct CycleEcho {
 
 /// Counts a committed cycle's pushes and ack as the push and ack routes count theirs.
 void count_cycle(Context& context, const CycleEcho& echo, const engine::StreamCycleResult& result) {
-    std::uint64_t queued = 0;
-    for (const queues::PushItemResult& item : result.push_results) {
-        if (item.status == queues::PushStatus::queued) {
-            ++queued;
-        } else if (item.status == queues::PushStatus::duplicate) {
-            context.metrics.push_duplicates.fetch_add(1, relaxed);
-        }
-    }
-    const std::int64_t now = context.backend.wall_ms();
-    context.metrics.push_messages.fetch_add(queued, relaxed);
-    context.metrics.ingested.add(now, queued);
+    count_pushed(context, result.push_results);
     if (!result.has_ack) {
         return;
     }
     // `count` is the client's word for how many messages its ack closes (the batch up to the
     // acked one): the processed rate follows it.
+    const std::int64_t now = context.backend.wall_ms();
     const auto acked = static_cast<std::uint64_t>(echo.ack_count);
     context.metrics.ack_messages.fetch_add(acked, relaxed);
     if (result.dlq) {

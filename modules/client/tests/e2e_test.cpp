@@ -13,21 +13,13 @@
 #include "queen/client/client.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "test_helpers.hpp"
 
 namespace {
 
 using namespace queen::client;
 
-std::unique_ptr<Client> connect_or_skip() {
-    const char* url = std::getenv("QUEEN_E2E_URL");
-    if (url == nullptr) {
-        return nullptr;
-    }
-    ClientOptions options;
-    options.endpoint = parse_url(url).value();
-    options.retry_attempts = 0;
-    return std::make_unique<Client>(options);
-}
+using queen::client::testing::connect_or_skip;
 
 std::vector<PushItem> items_for(const std::string& queue, const std::string& partition, int count,
                                 int first = 0) {

@@ -15,6 +15,7 @@
 #include "queen/client/streams.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "test_helpers.hpp"
 
 namespace {
 
@@ -22,16 +23,7 @@ using namespace queen::client;
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
-std::unique_ptr<Client> connect_or_skip() {
-    const char* url = std::getenv("QUEEN_E2E_URL");
-    if (url == nullptr) {
-        return nullptr;
-    }
-    ClientOptions options;
-    options.endpoint = parse_url(url).value();
-    options.retry_attempts = 0;
-    return std::make_unique<Client>(options);
-}
+using queen::client::testing::connect_or_skip;
 
 /// Names of this seed and case (each case registers its own queries).
 std::string prefix(const std::string& test) {

@@ -38,6 +38,7 @@
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
 #include "streams_fake_broker.hpp"
+#include "test_helpers.hpp"
 
 namespace {
 
@@ -248,36 +249,6 @@ private:
     WindowSpec spec_;
     std::map<std::string, State> states_;  // by partition name
 };
-
-WindowSpec random_spec(queen::Rng& rng) {
-    WindowSpec spec;
-    switch (rng.below(3)) {
-        case 0: spec = WindowSpec::tumbling(std::chrono::milliseconds(rng.between(1, 40))); break;
-        case 1: {
-            const auto size = static_cast<std::int64_t>(rng.between(1, 40));
-            spec = WindowSpec::sliding(std::chrono::milliseconds(size),
-                                       std::chrono::milliseconds(rng.between(1, size)));
-            break;
-        }
-        default: spec = WindowSpec::session(std::chrono::milliseconds(rng.between(1, 30)));
-    }
-    spec.time = rng.chance(0.25) ? WindowTime::processing : WindowTime::event;
-    spec.allowed_lateness_ms = rng.chance(0.3) ? 0 : static_cast<std::int64_t>(rng.below(30));
-    spec.late = static_cast<LatePolicy>(rng.below(3));
-    switch (rng.below(6)) {
-        case 0: spec.aggregation = Aggregation::count(); break;
-        case 1: spec.aggregation = Aggregation::sum(); break;
-        case 2: spec.aggregation = Aggregation::min(); break;
-        case 3: spec.aggregation = Aggregation::max(); break;
-        case 4: spec.aggregation = Aggregation::avg(); break;
-        default:
-            // Sums of squares of integers: exact in any merge order.
-            spec.aggregation = Aggregation::custom(
-                0, [](double acc, double v) { return acc + v * v; },
-                [](double a, double b) { return a + b; });
-    }
-    return spec;
-}
 
 std::string describe(const WindowSpec& spec) {
     static constexpr const char* kinds[] = {"tumbling", "sliding", "session"};
@@ -629,7 +600,7 @@ TEST_CASE("streams: random streams through the runner under faults match the mod
     const auto rounds = queen::testing::env_int("QUEEN_PROPERTY_STEPS", 120);
     Coverage coverage;
     for (std::int64_t round = 0; round < rounds; ++round) {
-        const WindowSpec spec = random_spec(rng);
+        const WindowSpec spec = queen::client::testing::random_spec(rng, 0.25);
         INFO("round " << round << ": " << describe(spec));
         Round{rng, spec, coverage}.run();
     }

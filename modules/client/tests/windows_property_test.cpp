@@ -14,6 +14,7 @@
 #include "queen/core/rng.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
+#include "test_helpers.hpp"
 
 namespace {
 
@@ -196,36 +197,6 @@ struct Model {
     }
 };
 
-WindowSpec random_spec(queen::Rng& rng) {
-    WindowSpec spec;
-    switch (rng.below(3)) {
-        case 0: spec = WindowSpec::tumbling(std::chrono::milliseconds(rng.between(1, 40))); break;
-        case 1: {
-            const auto size = static_cast<std::int64_t>(rng.between(1, 40));
-            spec = WindowSpec::sliding(std::chrono::milliseconds(size),
-                                       std::chrono::milliseconds(rng.between(1, size)));
-            break;
-        }
-        default: spec = WindowSpec::session(std::chrono::milliseconds(rng.between(1, 30)));
-    }
-    spec.time = rng.chance(0.2) ? WindowTime::processing : WindowTime::event;
-    spec.allowed_lateness_ms = rng.chance(0.3) ? 0 : static_cast<std::int64_t>(rng.below(30));
-    spec.late = static_cast<LatePolicy>(rng.below(3));
-    switch (rng.below(6)) {
-        case 0: spec.aggregation = Aggregation::count(); break;
-        case 1: spec.aggregation = Aggregation::sum(); break;
-        case 2: spec.aggregation = Aggregation::min(); break;
-        case 3: spec.aggregation = Aggregation::max(); break;
-        case 4: spec.aggregation = Aggregation::avg(); break;
-        default:
-            // Sums of squares: integers, so any merge order gives the same double.
-            spec.aggregation = Aggregation::custom(
-                0, [](double acc, double v) { return acc + v * v; },
-                [](double a, double b) { return a + b; });
-    }
-    return spec;
-}
-
 std::string describe(const WindowSpec& spec) {
     return "kind=" + std::to_string(static_cast<int>(spec.kind)) +
            " size=" + std::to_string(spec.size_ms) + " slide=" + std::to_string(spec.slide_ms) +
@@ -251,7 +222,7 @@ TEST_CASE("windows: random streams, batches, flushes and restarts match the mode
     const auto rounds = queen::testing::env_int("QUEEN_PROPERTY_STEPS", 300);
     const char* const keys[] = {"a", "b", "c:d", ""};
     for (std::int64_t round = 0; round < rounds; ++round) {
-        const WindowSpec spec = random_spec(rng);
+        const WindowSpec spec = queen::client::testing::random_spec(rng, 0.2);
         INFO("round " << round << ": " << describe(spec));
         Model model;
         model.spec = spec;

@@ -226,6 +226,8 @@ void fields(A& a, StreamAdminResult& v) {
     a.enumeration(v.result.status, streams::Status::unknown_query);
     a(v.result.existed);
     a(v.result.message);
+    a(v.query_id);
+    a(v.epoch);
 }
 template <class A>
 void fields(A& a, DeleteQueue& v) {

@@ -334,10 +334,20 @@ struct Engine::Impl {
                                                  index, now);
         machines.undo.clear();
         QUEEN_TRY(auto result, std::move(done));
-        if (result.status == streams::Status::ok) {
-            machines.is_due_dirty = true;  // dead rows for Due to collect
+        StreamAdminResult answer{std::move(result), {}, 0};
+        if (answer.result.status != streams::Status::ok) {
+            return answer;
         }
-        return StreamAdminResult{std::move(result)};
+        machines.is_due_dirty = true;  // dead rows for Due to collect
+        if (command.op == StreamAdmin::Op::clear) {
+            QUEEN_TRY(const auto query,
+                      streams::find_query(machines.streams.tables(), txn, command.name));
+            if (query) {
+                answer.query_id = query->query_id;
+                answer.epoch = query->epoch;
+            }
+        }
+        return answer;
     }
 
     /// Stores (or, for an empty value, deletes) a system record in `txn`; the caller checked

@@ -372,7 +372,8 @@ TEST_CASE("engine: results round-trip through the codec", "[engine][codec]") {
     for (const CommandResult& result :
          {CommandResult{lock}, CommandResult{DueResult{1, 2, 3, 4, 5, 6, false}},
           CommandResult{StreamAdminResult{
-              streams::WriteResult{streams::Status::unknown_query, true, "no such query"}}}}) {
+              streams::WriteResult{streams::Status::unknown_query, true, "no such query"}, "q-1",
+              7}}}) {
         const Bytes encoded = encode_result(result);
         auto decoded = decode_result(encoded);
         REQUIRE(decoded.has_value());

@@ -155,24 +155,6 @@ Result<RowPage> list_rows(const Tables& tables, const store::Txn& txn, std::stri
     return page;
 }
 
-Result<std::uint64_t> count_rows(const Tables& tables, const store::Txn& txn,
-                                 std::string_view query_id) {
-    std::uint64_t count = 0;
-    QUEEN_TRY(const auto shard, find_shard(tables, txn, query_id));
-    if (!shard.has_value()) {
-        return count;
-    }
-    store::KeyBuilder prefix;
-    detail::epoch_key(prefix, shard->number, shard->epoch);
-    QUEEN_TRY(auto cursor, txn.cursor(tables.rows));
-    QUEEN_TRY(auto at, cursor.seek(prefix.span()));
-    while (at.has_value() && starts_with(at->key, prefix.span())) {
-        ++count;
-        QUEEN_TRY(at, cursor.next());
-    }
-    return count;
-}
-
 Result<std::vector<PartitionRows>> count_rows_per_partition(const Tables& tables,
                                                             const store::Txn& txn,
                                                             std::string_view query_id) {
@@ -220,6 +202,16 @@ Result<std::vector<std::uint64_t>> list_partitions(const Tables& tables, const s
         QUEEN_TRY(at, cursor.seek(next.span()));
     }
     return partitions;
+}
+
+Result<std::uint64_t> count_rows(const Tables& tables, const store::Txn& txn,
+                                 std::string_view query_id) {
+    QUEEN_TRY(const auto partitions, count_rows_per_partition(tables, txn, query_id));
+    std::uint64_t count = 0;
+    for (const PartitionRows& partition : partitions) {
+        count += partition.rows;
+    }
+    return count;
 }
 
 }  // namespace queen::streams

@@ -77,6 +77,10 @@ struct StreamAdmin {
 };
 struct StreamAdminResult {
     streams::WriteResult result;
+    /// clear, when ok: the query's id and its epoch after the command (the new one), read in
+    /// the entry's txn, so the answer needs no read of its own.
+    std::string query_id;
+    std::uint64_t epoch = 0;
 };
 
 }  // namespace queen::engine
