@@ -247,6 +247,126 @@ TEST_CASE("engine: applier CPU per transaction loop and per pushed message", "[.
     }
 }
 
+// The applier's CPU per message over many partitions (issue 26), split by what it spends it on:
+// P pushes of 100 messages, each to random partitions of N (UUIDv7 ids), then pops claiming up to
+// K partitions (batch 100, queue mode) until they took what was pushed, then one batch ack per
+// pop; every command is its own log entry and the txn commits once its entries reach
+// QUEEN_BENCH_COMMIT_BYTES (default 1 MiB, the node's tenant.state_commit_bytes). Thread CPU
+// time, so other load on the machine barely moves it. QUEEN_BENCH_PARTITIONS (10000),
+// QUEEN_BENCH_MESSAGES (300000), QUEEN_BENCH_POP_PARTITIONS (16), QUEEN_BENCH_PUSHES_PER_ROUND (4).
+TEST_CASE("engine: applier CPU per message over many partitions", "[.bench]") {
+    const std::uint64_t seed = queen::testing::seed_from_env();
+    std::cout << "QUEEN_SEED=" << seed << '\n';
+    Rng rng(seed);
+    queen::testing::TempDir dir;
+    Options options = bench_options();
+    options.store.map_size_bytes = std::uint64_t{8} << 30;
+    auto engine = Engine::open(dir.path(), options).value();
+    const auto partitions = queen::testing::env_int("QUEEN_BENCH_PARTITIONS", 10'000);
+    const auto messages = queen::testing::env_int("QUEEN_BENCH_MESSAGES", 300'000);
+    const auto pop_partitions =
+        static_cast<std::uint32_t>(queen::testing::env_int("QUEEN_BENCH_POP_PARTITIONS", 16));
+    const auto pushes_per_round = queen::testing::env_int("QUEEN_BENCH_PUSHES_PER_ROUND", 4);
+    const auto commit_bytes =
+        static_cast<std::size_t>(queen::testing::env_int("QUEEN_BENCH_COMMIT_BYTES", 1 << 20));
+    const std::string payload = "{\"seq\":1,\"ts\":1,\"pad\":\"" + std::string(220, 'x') + "\"}";
+    std::int64_t now = 1'700'000'000'000;
+    LogIndex index = engine.applied_index();
+    double cpu_push = 0;
+    double cpu_pop = 0;
+    double cpu_ack = 0;
+    double cpu_commit = 0;
+    std::int64_t pushed = 0;
+    std::int64_t popped = 0;
+    std::int64_t pops = 0;
+    std::int64_t commits = 0;
+    // Applies one command as one entry in the open txn; returns its result and adds its CPU.
+    auto apply = [&](const Command& command, double& cpu) {
+        const Bytes bytes = encode_command(command);
+        index = index.next();
+        const Entry entry{index, TimestampMs{now}, bytes};
+        CommandResult out;
+        const Engine::BeforeCommit hand = [&](std::size_t, std::span<CommandResult> typed) {
+            out = std::move(typed.front());
+        };
+        double start = thread_cpu_s();
+        REQUIRE(engine.apply_uncommitted(std::span<const Entry>(&entry, 1), hand).has_value());
+        cpu += thread_cpu_s() - start;
+        if (engine.uncommitted().bytes >= commit_bytes) {
+            start = thread_cpu_s();
+            REQUIRE(engine.commit().has_value());
+            cpu_commit += thread_cpu_s() - start;
+            ++commits;
+        }
+        return out;
+    };
+    const auto wall_start = std::chrono::steady_clock::now();
+    while (pushed < messages) {
+        std::int64_t round_pushed = 0;
+        for (std::int64_t p = 0; p < pushes_per_round; ++p) {
+            Push push;
+            for (int i = 0; i < 100; ++i) {
+                PushItem item;
+                item.queue = "lanes";
+                item.partition =
+                    "l" + std::to_string(rng.next() % static_cast<std::uint64_t>(partitions));
+                item.transaction_id = time_uuid(now, rng);
+                item.payload = Bytes(payload.begin(), payload.end());
+                push.items.push_back(std::move(item));
+            }
+            const auto result = apply(Command{0, 0, std::move(push)}, cpu_push);
+            for (const auto& item : std::get<PushResult>(result).items) {
+                REQUIRE(item.status == PushStatus::queued);
+            }
+            round_pushed += 100;
+        }
+        pushed += round_pushed;
+        now += 1;
+        std::int64_t round_popped = 0;
+        while (round_popped < round_pushed) {
+            Pop pop;
+            pop.queue = "lanes";
+            pop.batch = 100;
+            pop.partitions = pop_partitions;
+            auto result = apply(Command{0, 0, pop}, cpu_pop);
+            const auto& got = std::get<PopResult>(result);
+            ++pops;
+            if (got.messages.empty()) {
+                break;
+            }
+            round_popped += static_cast<std::int64_t>(got.messages.size());
+            Ack ack;
+            for (const auto& m : got.messages) {
+                ack.items.push_back(AckItem{m.id.partition,
+                                            m.transaction_id,
+                                            AckStatus::completed,
+                                            false,
+                                            {},
+                                            got.lease,
+                                            std::string(queue_mode_group)});
+            }
+            const auto acked = apply(Command{0, 0, std::move(ack)}, cpu_ack);
+            for (const auto& item : std::get<AckResult>(acked).items) {
+                REQUIRE(item.error.empty());
+            }
+        }
+        popped += round_popped;
+    }
+    const double start = thread_cpu_s();
+    REQUIRE(engine.commit().has_value());
+    cpu_commit += thread_cpu_s() - start;
+    const double wall_s = seconds_since(wall_start);
+    const auto per_msg = [&](double cpu) { return cpu / static_cast<double>(pushed) * 1e6; };
+    std::cout << "lanes: partitions=" << partitions << " messages=" << pushed
+              << " popped=" << popped << " pops=" << pops
+              << " msgs_per_pop=" << static_cast<double>(popped) / static_cast<double>(pops)
+              << " commits=" << commits << " cpu_us_per_msg push=" << per_msg(cpu_push)
+              << " pop=" << per_msg(cpu_pop) << " ack=" << per_msg(cpu_ack)
+              << " commit=" << per_msg(cpu_commit)
+              << " total=" << per_msg(cpu_push + cpu_pop + cpu_ack + cpu_commit)
+              << " wall_us_per_msg=" << wall_s / static_cast<double>(pushed) * 1e6 << '\n';
+}
+
 TEST_CASE("engine: apply throughput of push, pop and ack", "[.bench]") {
     queen::testing::TempDir dir;
     Options options;

@@ -272,13 +272,9 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
 
 Result<AckItemResult> detail::ack_item_by_id(State& s, store::WriteTxn& txn, const AckItem& item,
                                              TimestampMs now, AckContext& context) {
-    QUEEN_TRY(auto raw_seq, txn.get(s.tables.transaction_ids,
-                                    detail::txid_key(item.partition, item.transaction_id).span()));
-    if (!raw_seq) {
-        return ack_item(s, txn, item, Sequence{0}, now, context, nullptr);
-    }
-    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw_seq));
-    return ack_item(s, txn, item, seq, now, context, nullptr);
+    QUEEN_TRY(const auto seq, detail::find_txid(txn, s.tables.transaction_ids, item.partition,
+                                                item.transaction_id));
+    return ack_item(s, txn, item, seq.value_or(Sequence{0}), now, context, nullptr);
 }
 
 Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, TimestampMs now) {
@@ -292,7 +288,7 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
         order[i] = i;
     }
     // The sequences, looked up through one cursor: the ids of one popped batch sit side by side
-    // in q.txids, so most lookups stay in the leaf of the one before instead of descending from
+    // in q.ids, so most lookups stay in the leaf of the one before instead of descending from
     // the root (LMDB checks the cursor's leaf first).
     std::vector<Sequence> sequences(command.items.size(), Sequence{UINT64_MAX});
     {
@@ -302,7 +298,7 @@ Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, Ti
             QUEEN_TRY(auto found,
                       ids.find(detail::txid_key(item.partition, item.transaction_id).span()));
             if (found) {
-                QUEEN_TRY(sequences[i], detail::decode_id<Sequence>(found->value));
+                QUEEN_TRY(sequences[i], detail::decode_txid_value(found->value));
             }
         }
     }

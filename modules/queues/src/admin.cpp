@@ -70,8 +70,8 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
     QUEEN_TRY(auto pids, queue_partitions(s, txn, qid));
     for (const PartitionId pid : pids) {
         const auto prefix = detail::partition_key(pid);
+        QUEEN_TRY(delete_partition_ids(s, txn, pid));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.messages, prefix.span()));
-        QUEEN_TRY(delete_prefix(s, txn, s.tables.transaction_ids, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.traces, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.cursors, prefix.span()));
         QUEEN_TRY(txn.del(s.tables.partitions, prefix.span()));
@@ -160,13 +160,12 @@ Result<AddTraceResult> QueueState::apply(store::WriteTxn& txn, const AddTrace& c
     if (!s.has_partition(command.partition)) {
         return result;
     }
-    QUEEN_TRY(auto raw,
-              txn.get(s.tables.transaction_ids,
-                      detail::txid_key(command.partition, command.transaction_id).span()));
-    if (!raw) {
+    QUEEN_TRY(const auto found, detail::find_txid(txn, s.tables.transaction_ids, command.partition,
+                                                  command.transaction_id));
+    if (!found) {
         return result;
     }
-    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
+    const Sequence seq = *found;
     if (command.group.empty() || command.group.size() > s.options.group_name_bytes_max) {
         return Error{queen::Errc::invalid_argument, "trace: bad consumerGroup length"};
     }

@@ -58,6 +58,10 @@ Result<void> flush_partitions(State& s, store::WriteTxn& txn);
 Result<std::uint64_t> delete_prefix(State& s, store::WriteTxn& txn, store::Table table,
                                     ByteSpan prefix);
 
+/// Deletes the "q.ids" entries of every message stored in partition `pid` (the ids of a partition
+/// being deleted whole). Never inside an atomic entry.
+Result<void> delete_partition_ids(State& s, store::WriteTxn& txn, PartitionId pid);
+
 // ------------------------------------------------------------------------------------------
 // state.cpp: lookups of queues, partitions, groups and cursors; the lease index.
 

@@ -140,12 +140,12 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         QUEEN_TRY(existing, txn.get(s.tables.transaction_ids, txid.span()));
     } else {
         // One descent checks and claims the transaction id; the message follows below.
-        const auto seq_value = detail::encode_u64_fixed(seq.value());
+        const detail::TxidValue seq_value(seq);
         QUEEN_TRY(existing,
-                  put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value));
+                  put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value.span()));
     }
     if (existing) {
-        QUEEN_TRY(auto existing_seq, detail::decode_id<Sequence>(*existing));
+        QUEEN_TRY(auto existing_seq, detail::decode_txid_value(*existing));
         result.status = PushStatus::duplicate;
         result.message_id = MessageId{pid, existing_seq};
         QUEEN_TRY(result.created_at, stored_created_at(s, txn, memo, pid, existing_seq));

@@ -421,12 +421,12 @@ Result<std::optional<TimestampMs>> message_created_at(const Tables& tables, cons
 Result<std::optional<MessageDetail>> get_message(const Tables& tables, const store::Txn& txn,
                                                  PartitionId partition,
                                                  std::string_view transaction_id, TimestampMs now) {
-    QUEEN_TRY(auto raw,
-              txn.get(tables.transaction_ids, detail::txid_key(partition, transaction_id).span()));
-    if (!raw) {
+    QUEEN_TRY(const auto found,
+              detail::find_txid(txn, tables.transaction_ids, partition, transaction_id));
+    if (!found) {
         return std::optional<MessageDetail>{};
     }
-    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
+    const Sequence seq = *found;
     QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, partition, seq));
     QUEEN_TRY(auto p,
               detail::get_record(txn, tables.partitions, detail::partition_key(partition).span(),
@@ -669,12 +669,12 @@ Result<std::vector<TraceEvent>> list_traces(const Tables& tables, const store::T
                                             PartitionId partition,
                                             std::string_view transaction_id) {
     std::vector<TraceEvent> out;
-    QUEEN_TRY(auto raw,
-              txn.get(tables.transaction_ids, detail::txid_key(partition, transaction_id).span()));
-    if (!raw) {
+    QUEEN_TRY(const auto found,
+              detail::find_txid(txn, tables.transaction_ids, partition, transaction_id));
+    if (!found) {
         return out;
     }
-    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
+    const Sequence seq = *found;
     QUEEN_TRY(scan_prefix(txn, tables.traces, detail::message_key(partition, seq).span(),
                           [&](ByteSpan key, ByteSpan value) -> Result<bool> {
                               store::KeyReader reader(key);

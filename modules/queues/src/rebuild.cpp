@@ -1,5 +1,6 @@
 // queues/src/rebuild.cpp — QueueState::open and rebuild: the memory index recreated from LMDB.
 #include "apply.hpp"
+#include "layout.hpp"
 
 namespace queen::queues {
 
@@ -21,7 +22,7 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
         {&t.partitions, "q.partitions"},
         {&t.partition_names, "q.partition_names"},
         {&t.messages, "q.messages"},
-        {&t.transaction_ids, "q.txids"},
+        {&t.transaction_ids, "q.ids"},
         {&t.groups, "q.groups"},
         {&t.group_names, "q.group_names"},
         {&t.cursors, "q.cursors"},
@@ -44,6 +45,7 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
             }
         }
     }
+    QUEEN_TRY(detail::migrate_layout(env, t));
     QueueState queues(std::move(state));
     QUEEN_TRY(auto txn, env.begin_read());
     QUEEN_TRY(queues.rebuild(txn));

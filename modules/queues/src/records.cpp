@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "queen/core/field_codec.hpp"
+#include "queen/core/hex.hpp"
 
 namespace queen::queues::detail {
 namespace {
@@ -119,13 +120,19 @@ using Writer = codec::Writer<Fields>;
 using Sizer = codec::Sizer<Fields>;
 using Reader = codec::Reader<Fields>;
 
+/// The format byte of a record: the meta record's is the layout version.
+template <class T>
+constexpr std::uint8_t format_of() noexcept {
+    return std::is_same_v<T, MetaRecord> ? layout_version : record_format_version;
+}
+
 template <class T>
 void encode_any_into(Bytes& out, const T& record) {
     Sizer sizer;
     sizer(const_cast<T&>(record));  // the sizer and the writer only read
     out.clear();
     out.reserve(1 + sizer.size());
-    out.push_back(record_format_version);
+    out.push_back(format_of<T>());
     Writer writer(out);
     writer(const_cast<T&>(record));
 }
@@ -141,11 +148,15 @@ template <class T>
 Result<T> decode_any(ByteSpan bytes, const char* what) {
     Reader reader(bytes);
     const std::uint8_t version = reader.bytes().u8();
+    // Meta records of every layout up to this one have the same fields.
+    const bool is_known = std::is_same_v<T, MetaRecord>
+                              ? version >= record_format_version && version <= layout_version
+                              : version == record_format_version;
     T record{};
-    if (version == record_format_version) {
+    if (is_known) {
         reader(record);
     }
-    if (version != record_format_version || !reader.bytes().ok() || !reader.bytes().at_end()) {
+    if (!is_known || !reader.bytes().ok() || !reader.bytes().at_end()) {
         return Error{queen::Errc::corruption, std::string("queues: undecodable ") + what +
                                                   " record (" + std::to_string(bytes.size()) +
                                                   " bytes, format " + std::to_string(version) +
@@ -312,6 +323,55 @@ Result<TraceRecord> decode_trace(ByteSpan bytes) {
 }
 Result<PushItem> decode_push_item(ByteSpan bytes) {
     return decode_any<PushItem>(bytes, "buffered push");
+}
+
+bool parse_canonical_uuid(std::string_view text, std::span<Byte, 16> out) noexcept {
+    if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' ||
+        text[23] != '-') {
+        return false;
+    }
+    const auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        return -1;  // uppercase too: canonical means lowercase
+    };
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < 36; i += (i == 6 || i == 11 || i == 16 || i == 21) ? 3 : 2) {
+        const int high = digit(text[i]);
+        const int low = digit(text[i + 1]);
+        if (high < 0 || low < 0) {
+            return false;
+        }
+        out[n++] = static_cast<Byte>((high << 4) | low);
+    }
+    return n == 16;
+}
+
+void append_canonical_uuid(std::string& out, std::span<const Byte, 16> bytes) {
+    const std::size_t at = out.size();
+    out.resize(at + 36);
+    char* to = out.data() + at;
+    for (std::size_t i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            *to++ = '-';
+        }
+        put_hex(to, bytes[i], 1);
+        to += 2;
+    }
+}
+
+Result<Sequence> decode_txid_value(ByteSpan bytes) {
+    ByteReader reader(bytes);
+    const std::uint64_t value = reader.varint();
+    if (!reader.ok() || !reader.at_end()) {
+        return Error{queen::Errc::corruption,
+                     "queues: transaction id value of " + std::to_string(bytes.size()) + " bytes"};
+    }
+    return Sequence{value};
 }
 
 Bytes encode_u64(std::uint64_t value) {

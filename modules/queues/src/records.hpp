@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "queen/core/bytes.hpp"
@@ -16,6 +17,10 @@
 namespace queen::queues::detail {
 
 inline constexpr std::uint8_t record_format_version = 1;
+/// The layout version of the queue tables, which is the format byte of the meta record (the
+/// record every other record's meaning hangs on; layout.hpp migrates older layouts). Its fields
+/// are the same in every layout.
+inline constexpr std::uint8_t layout_version = 2;
 
 /// "q.meta" key "state": id counters and the maintenance flags.
 struct MetaRecord {
@@ -205,10 +210,64 @@ inline store::KeyBuilder message_key(PartitionId partition, Sequence sequence) {
     key.u64be(partition.value()).u64be(sequence.value());
     return key;
 }
+/// The 16 bytes of a UUID written canonically (36 characters, 8-4-4-4-12 lowercase hex
+/// digits); false for any other text (an id in uppercase hex is another id, kept as text).
+bool parse_canonical_uuid(std::string_view text, std::span<Byte, 16> out) noexcept;
+/// Appends the canonical text (36 characters) of 16 UUID bytes.
+void append_canonical_uuid(std::string& out, std::span<const Byte, 16> bytes);
+
+/// "q.ids" keys (layout 2): a transaction id that is a canonical UUID is stored as its 16 bytes,
+/// first, so UUIDv7 ids (time-ordered, what the clients generate) insert near the end of the
+/// table whatever their partition: 0x00 + 16 bytes + partition u64be (25 bytes). Any other id:
+/// 0x01 + partition u64be + its bytes. The value is the message's sequence as a varint.
+inline constexpr Byte txid_key_uuid = 0x00;
+inline constexpr Byte txid_key_text = 0x01;
 inline store::KeyBuilder txid_key(PartitionId partition, std::string_view transaction_id) {
+    store::KeyBuilder key;
+    std::array<Byte, 16> uuid;
+    if (parse_canonical_uuid(transaction_id, uuid)) {
+        key.u8(txid_key_uuid).raw(uuid).u64be(partition.value());
+    } else {
+        key.u8(txid_key_text).u64be(partition.value()).raw(as_bytes(transaction_id));
+    }
+    return key;
+}
+/// The "q.txids" key of layout 1 (partition u64be + the id's bytes): what the migration reads.
+inline store::KeyBuilder txid_key_v1(PartitionId partition, std::string_view transaction_id) {
     store::KeyBuilder key;
     key.u64be(partition.value()).raw(as_bytes(transaction_id));
     return key;
+}
+/// A "q.ids" value: the sequence as a varint, in an inline buffer.
+class TxidValue {
+public:
+    explicit TxidValue(Sequence sequence) noexcept {
+        std::uint64_t value = sequence.value();
+        while (value >= 0x80) {
+            bytes_[size_++] = static_cast<Byte>(value | 0x80);
+            value >>= 7;
+        }
+        bytes_[size_++] = static_cast<Byte>(value);
+    }
+    [[nodiscard]] ByteSpan span() const noexcept { return {bytes_.data(), size_}; }
+
+private:
+    std::array<Byte, 10> bytes_{};
+    std::size_t size_ = 0;
+};
+/// The sequence of a "q.ids" value. Errors: Errc::corruption (not one varint).
+Result<Sequence> decode_txid_value(ByteSpan bytes);
+/// The sequence of the message of `partition` whose transaction id is `transaction_id`;
+/// std::nullopt when there is none. Errors: those of Txn::get, Errc::corruption.
+inline Result<std::optional<Sequence>> find_txid(const store::Txn& txn, store::Table table,
+                                                 PartitionId partition,
+                                                 std::string_view transaction_id) {
+    QUEEN_TRY(auto raw, txn.get(table, txid_key(partition, transaction_id).span()));
+    if (!raw) {
+        return std::optional<Sequence>{};
+    }
+    QUEEN_TRY(const Sequence seq, decode_txid_value(*raw));
+    return std::optional<Sequence>{seq};
 }
 inline store::KeyBuilder group_name_key(GroupId group) {
     store::KeyBuilder key;

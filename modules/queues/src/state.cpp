@@ -127,6 +127,39 @@ Result<std::uint64_t> delete_prefix(State& s, store::WriteTxn& txn, store::Table
     return count;
 }
 
+Result<void> delete_partition_ids(State& s, store::WriteTxn& txn, PartitionId pid) {
+    QUEEN_ASSERT(!s.journal.is_active, "bulk deletes are not journaled");
+    store::KeyBuilder text_ids;
+    text_ids.u8(detail::txid_key_text).u64be(pid.value());
+    QUEEN_TRY(delete_prefix(s, txn, s.tables.transaction_ids, text_ids.span()));
+    // UUID ids are keyed id first: one delete per stored message, in chunks (a scan's records
+    // are not valid across the txn's writes).
+    constexpr std::size_t chunk = 1024;
+    const PartitionMem& mem = s.partition(pid);
+    Sequence from = mem.first_sequence;
+    std::vector<std::string> ids;
+    while (mem.message_count > 0 && from <= mem.last_sequence) {
+        ids.clear();
+        {
+            QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+            QUEEN_TRY(auto stored, scan.next());
+            while (stored && ids.size() < chunk) {
+                QUEEN_TRY(auto message, detail::decode_message(stored->record));
+                ids.emplace_back(message.transaction_id.view());
+                from = stored->sequence.next();
+                QUEEN_TRY(stored, scan.next());
+            }
+            if (!stored) {
+                from = mem.last_sequence.next();
+            }
+        }
+        for (const std::string& id : ids) {
+            QUEEN_TRY(txn.del(s.tables.transaction_ids, detail::txid_key(pid, id).span()));
+        }
+    }
+    return {};
+}
+
 // ------------------------------------------------------------------------------------------
 // Lookups, and the lease index.
 

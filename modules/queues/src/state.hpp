@@ -97,7 +97,7 @@ using NameIds = std::unordered_map<std::string, Id, NameHash, std::equal_to<>>;
 /// of partitions).
 class PartitionCache {
 public:
-    static constexpr std::size_t entries_max = 4096;
+    static constexpr std::size_t entries_max = 65536;
 
     /// The info of partition `pid`, or nullptr when not cached.
     [[nodiscard]] const PartitionInfo* find(PartitionId pid) const {

@@ -154,11 +154,12 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
         return result;
     }
     const auto txid = detail::txid_key(command.partition, command.transaction_id);
-    QUEEN_TRY(auto raw, txn.get(s.tables.transaction_ids, txid.span()));
-    if (!raw) {
+    QUEEN_TRY(const auto found, detail::find_txid(txn, s.tables.transaction_ids, command.partition,
+                                                  command.transaction_id));
+    if (!found) {
         return result;
     }
-    QUEEN_TRY(const Sequence seq, detail::decode_id<Sequence>(*raw));
+    const Sequence seq = *found;
     QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
     QUEEN_TRY(txn.del(s.tables.transaction_ids, txid.span()));
     const Sequence doomed[] = {seq};

@@ -21,7 +21,7 @@ struct Tables {
     store::Table partitions;       ///< "q.partitions": u64be partition id -> PartitionRecord
     store::Table partition_names;  ///< "q.partition_names": u32be queue + name -> u64 id
     store::Table messages;         ///< "q.messages": u64be partition + u64be seq -> MessageRecord
-    store::Table transaction_ids;  ///< "q.txids": u64be partition + txid -> u64 seq
+    store::Table transaction_ids;  ///< "q.ids": transaction id + partition -> varint seq
     store::Table groups;           ///< "q.groups": name -> u32 group id
     store::Table group_names;      ///< "q.group_names": u32be group id -> name
     store::Table cursors;          ///< "q.cursors": u64be partition + u32be group -> CursorRecord
