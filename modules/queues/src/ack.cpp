@@ -42,7 +42,7 @@ private:
 
 Result<std::optional<MessageRecord>> read_message(const State& s, const store::Txn& txn,
                                                   PartitionId pid, Sequence seq) {
-    return detail::read_message(txn, s.tables.messages, pid, seq);
+    return detail::read_message(txn, s.tables, pid, s.partition(pid).tail, seq);
 }
 
 Result<void> add_to_dlq(State& s, store::WriteTxn& txn, QueueId qid, PartitionId pid, Sequence seq,

@@ -71,7 +71,7 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
     for (const PartitionId pid : pids) {
         const auto prefix = detail::partition_key(pid);
         QUEEN_TRY(delete_partition_ids(s, txn, pid));
-        QUEEN_TRY(delete_prefix(s, txn, s.tables.messages, prefix.span()));
+        QUEEN_TRY(detail::erase_partition_blocks(txn, s.tables, pid, s.partition(pid).tail));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.traces, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.cursors, prefix.span()));
         QUEEN_TRY(txn.del(s.tables.partitions, prefix.span()));

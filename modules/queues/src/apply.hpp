@@ -32,6 +32,11 @@ Result<void> put(State& s, store::WriteTxn& txn, store::Table table, ByteSpan ke
 Result<void> put_over(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
                       ByteSpan value, std::optional<ByteSpan> old);
 
+/// Appends `key`, which must sort after every key of `table` (PutFlags::append: LMDB fills the
+/// last page instead of splitting it in the middle); journaled as absent before.
+Result<void> append_new(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
+                        ByteSpan value);
+
 /// Stores `value` unless `key` is present (one B-tree descent); returns the stored value when
 /// it is (nothing written; the span is valid until the next write of the txn).
 Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,

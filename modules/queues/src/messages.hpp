@@ -1,12 +1,23 @@
-// queues/src/messages.hpp — the "q.messages" table: blocks of consecutive messages of one
-// partition (docs/engine.md, "Message blocks").
+// queues/src/messages.hpp — message storage (docs/engine.md, "Message blocks"): blocks of
+// consecutive messages of one partition, keyed by apply order and chained per partition.
 //
-// Key: u64be partition + u64be first sequence. Value, one of:
-//   format 1: one MessageRecord (its own format byte 1), the message `first`;
-//   format 2: a block: byte 2, u32le count n, then n records for sequences first .. first+n-1,
-//             each a varint length and that many MessageRecord bytes; length 0 = deleted.
-// A push writes one block per partition it touches (one B-tree insert for all of its messages
-// there); deletes rewrite a block with zero lengths, or remove it when nothing is left.
+// "q.blocks": key u64be position (1, 2, 3, ... in the order blocks are written: MetaRecord::
+// next_position; never reused), value:
+//   u8 3, varint partition id, varint first sequence, varint count n, varint prev (the
+//   position of the partition's previous block, 0 = none), then n records for sequences
+//   first .. first+n-1, each a varint length and that many MessageRecord bytes (0 = deleted).
+// Every block is appended at the end of the table, whatever its partition: the pushes of a
+// batch over 10,000 partitions dirty a few pages of q.blocks, not one per partition.
+//
+// "q.block_index": key u64be partition + u64be last sequence of a block -> varint position, for
+// every block holding a sequence that is a multiple of index_every (so at most index_every - 1
+// sequences lie between two indexed blocks of a partition, or after the last indexed one).
+//
+// The partition's newest block is its `tail` (PartitionMem, PartitionRecord). To find sequence
+// s: the first indexed block of the partition whose last sequence is >= s (else the tail), then
+// its `prev` links back to the block holding s: at most index_every blocks. A link to a removed
+// block (positions are never reused) ends the chain: the blocks before a partition's first
+// message are removed.
 #pragma once
 
 #include <cstdint>
@@ -17,14 +28,46 @@
 
 #include "queen/core/bytes.hpp"
 #include "queen/core/result.hpp"
+#include "queen/queues/queries.hpp"
 #include "queen/store/txn.hpp"
 #include "records.hpp"
 
 namespace queen::queues::detail {
 
-inline constexpr std::uint8_t message_block_format = 2;
-/// The format byte and the u32le count.
-inline constexpr std::size_t message_block_header_bytes = 5;
+inline constexpr std::uint8_t message_block_format = 3;
+/// A block holding a sequence that is a multiple of this is indexed in q.block_index.
+inline constexpr std::uint64_t index_every = 64;
+/// The most bytes a block header takes (the format byte and four varints).
+inline constexpr std::size_t block_header_bytes_max = 1 + 4 * 10;
+
+/// Whether a block holding sequences [first, last] is indexed.
+[[nodiscard]] constexpr bool is_indexed_block(Sequence first, Sequence last) noexcept {
+    return last.value() / index_every > (first.value() - 1) / index_every;
+}
+
+inline store::KeyBuilder block_key(std::uint64_t position) {
+    store::KeyBuilder key;
+    key.u64be(position);
+    return key;
+}
+inline store::KeyBuilder block_index_key(PartitionId partition, Sequence last) {
+    store::KeyBuilder key;
+    key.u64be(partition.value()).u64be(last.value());
+    return key;
+}
+
+/// What a block says about itself.
+struct BlockHeader {
+    PartitionId partition;
+    Sequence first;
+    std::uint32_t count = 0;
+    std::uint64_t prev = 0;
+    std::size_t records_at = 0;  ///< offset of the first record in the value
+    [[nodiscard]] Sequence last() const noexcept { return Sequence{first.value() + count - 1}; }
+};
+
+/// Parses a q.blocks value's header. Errors: Errc::corruption.
+Result<BlockHeader> parse_block_header(ByteSpan value);
 
 /// A live message read from the table: its sequence and MessageRecord bytes (valid until the
 /// txn's next write or the scan's next step).
@@ -33,13 +76,20 @@ struct StoredMessage {
     ByteSpan record;
 };
 
-/// Walks the records of one q.messages value.
+/// Walks the records of one block (or, for the migration, of a layout 2 q.messages value:
+/// format 1 = one record, format 2 = u32le count and records).
 class BlockReader {
 public:
-    /// Errors: Errc::corruption when `value` is neither format.
+    /// A q.blocks value. Errors: Errc::corruption.
     static Result<BlockReader> parse(ByteSpan value);
+    /// A layout 2 q.messages value. Errors: Errc::corruption.
+    static Result<BlockReader> parse_legacy(ByteSpan value);
     /// How many sequences the value covers (deleted ones included).
     [[nodiscard]] std::uint32_t count() const noexcept { return count_; }
+    /// The records' bytes (each a varint length and the record; a legacy single record as it
+    /// is, see is_single()).
+    [[nodiscard]] ByteSpan records() const noexcept { return records_; }
+    [[nodiscard]] bool is_single() const noexcept { return is_single_; }
     /// The next record (empty span = deleted); false after the last.
     /// Errors: Errc::corruption on a length past the value's end.
     Result<bool> next(ByteSpan& record);
@@ -48,45 +98,88 @@ private:
     std::uint32_t count_ = 0;
     std::uint32_t read_ = 0;
     bool is_single_ = false;
+    ByteSpan records_;
     ByteReader in_{ByteSpan{}};
-    ByteSpan single_;
 };
 
-/// The live messages of one partition with sequence >= `from`, ascending.
+/// The live messages of one partition with sequence >= `from`, ascending. `tail` is the
+/// partition's newest block (PartitionMem::tail or PartitionRecord::tail).
 class MessageScan {
 public:
-    static Result<MessageScan> open(const store::Txn& txn, store::Table table,
-                                    PartitionId partition, Sequence from);
+    static Result<MessageScan> open(const store::Txn& txn, const Tables& tables,
+                                    PartitionId partition, std::uint64_t tail, Sequence from);
     /// The next live message; std::nullopt past the partition's last.
     Result<std::optional<StoredMessage>> next();
 
-private:
-    MessageScan(store::Cursor cursor, PartitionId partition)
-        : cursor_(std::move(cursor)), partition_(partition) {}
-    /// Loads the block of `entry` (std::nullopt or another partition ends the scan).
-    Result<void> load(const std::optional<store::Entry>& entry);
+    /// A block of the region being read.
+    struct Loaded {
+        std::uint64_t position = 0;
+        ByteSpan value;
+        BlockHeader header;
+    };
 
-    store::Cursor cursor_;
+private:
+    MessageScan(const store::Txn& txn, const Tables& tables, PartitionId partition,
+                std::uint64_t tail)
+        : txn_(&txn), tables_(tables), partition_(partition), tail_(tail) {}
+    /// Loads the blocks from the one holding `from` (or the first after it) to the next indexed
+    /// block or the tail.
+    Result<void> fill(Sequence from);
+    /// Starts reading region_[at_].
+    Result<void> start_block();
+
+    const store::Txn* txn_;
+    Tables tables_;
     PartitionId partition_;
+    std::uint64_t tail_;
+    std::vector<Loaded> region_;  ///< ascending
+    std::size_t at_ = 0;
+    bool is_last_region_ = false;  ///< region_ ends with the tail
     std::optional<BlockReader> block_;
     Sequence sequence_;  ///< of the block's next record
+    Sequence from_;
     bool is_done_ = false;
 };
 
+/// The blocks of `partition` from `from` (its block, or the first after it) on, ascending, up
+/// to the partition's tail: what erase and the migration walk. Spans valid until the next write.
+Result<std::vector<MessageScan::Loaded>> blocks_from(const store::Txn& txn, const Tables& tables,
+                                                     PartitionId partition, std::uint64_t tail,
+                                                     Sequence from, Sequence through);
+
+/// Calls `visit(const MessageScan::Loaded&)` -> Result<bool> for the blocks of `partition` from
+/// its tail back (newest first) until it returns false or the chain ends.
+template <class Visit>
+Result<void> walk_back(const store::Txn& txn, const Tables& tables, PartitionId partition,
+                       std::uint64_t tail, Visit&& visit);
+
 /// The MessageRecord bytes of (partition, sequence); std::nullopt when absent or deleted.
-Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, store::Table table,
-                                             PartitionId partition, Sequence sequence);
+Result<std::optional<ByteSpan>> find_message(const store::Txn& txn, const Tables& tables,
+                                             PartitionId partition, std::uint64_t tail,
+                                             Sequence sequence);
 
 /// The decoded message (partition, sequence); std::nullopt when absent or deleted.
-Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, store::Table table,
-                                                  PartitionId partition, Sequence sequence);
+Result<std::optional<MessageRecord>> read_message(const store::Txn& txn, const Tables& tables,
+                                                  PartitionId partition, std::uint64_t tail,
+                                                  Sequence sequence);
+
+/// read_message for a reader without the applier's memory (queries): the partition's tail from
+/// its record; std::nullopt also when there is no such partition.
+Result<std::optional<MessageRecord>> read_stored_message(const store::Txn& txn,
+                                                         const Tables& tables,
+                                                         PartitionId partition, Sequence sequence);
 
 /// Deletes the messages `sequences` (ascending, each stored and live) of `partition`: a block
-/// left with no live message is removed, any other is rewritten with their lengths zeroed.
-/// `scratch` is reused for the rewritten values. Not journaled (callers run outside atomic
-/// entries).
-Result<void> erase_messages(store::WriteTxn& txn, store::Table table, PartitionId partition,
-                            std::span<const Sequence> sequences, Bytes& scratch);
+/// left with no live message is removed (and the block after it linked to the one before, or
+/// `tail` moved back when it was the tail); any other is rewritten with their lengths zeroed.
+/// `scratch` is reused. Not journaled (callers run outside atomic entries).
+Result<void> erase_messages(store::WriteTxn& txn, const Tables& tables, PartitionId partition,
+                            std::uint64_t& tail, std::span<const Sequence> sequences,
+                            Bytes& scratch);
+
+/// Removes every block of `partition` and its index entries (the partition is deleted).
+Result<void> erase_partition_blocks(store::WriteTxn& txn, const Tables& tables,
+                                    PartitionId partition, std::uint64_t tail);
 
 /// Appends messages of one partition to a block being built (consecutive sequences).
 class BlockBuilder {
@@ -95,27 +188,30 @@ public:
     void start(PartitionId partition, Sequence first);
     /// Adds the MessageRecord of a pushed item as sequence first + count(), encoded in place.
     void add_message(TimestampMs created_at, const PushItem& item);
+    /// Adds a record's bytes as they are (the migration).
+    void add_record(ByteSpan record);
     [[nodiscard]] PartitionId partition() const noexcept { return partition_; }
     [[nodiscard]] Sequence first() const noexcept { return first_; }
     [[nodiscard]] std::uint32_t count() const noexcept { return count_; }
     /// The sequence the next added message gets: first + count().
     [[nodiscard]] Sequence next() const noexcept { return Sequence{first_.value() + count_}; }
-    [[nodiscard]] std::size_t bytes() const noexcept { return bytes_.size(); }
-    /// The finished value (count filled in).
-    ByteSpan value();
-    /// The first record alone (a block of one is stored as its record).
-    [[nodiscard]] ByteSpan single() const noexcept {
-        return ByteSpan(bytes_).subspan(single_at_, single_bytes_);
+    /// The records' bytes so far.
+    [[nodiscard]] std::size_t bytes() const noexcept {
+        return bytes_.size() - block_header_bytes_max;
     }
+    /// The finished value, linked to `prev` (the header is written in front of the records).
+    ByteSpan value(std::uint64_t prev);
 
 private:
     PartitionId partition_;
     Sequence first_;
     std::uint32_t count_ = 0;
-    std::size_t single_at_ = 0;
-    std::size_t single_bytes_ = 0;
-    Bytes bytes_;
+    Bytes bytes_;  ///< block_header_bytes_max reserved, then the records
 };
+
+/// Encodes a block value from its parts into `out` (the erase's rewrite, the migration).
+void encode_block(Bytes& out, PartitionId partition, Sequence first, std::uint32_t count,
+                  std::uint64_t prev, ByteSpan records);
 
 /// The blocks the pushes of one apply batch are building, one per partition, written at the
 /// batch's end (or before anything else reads or deletes messages).
@@ -148,5 +244,31 @@ private:
     std::size_t used_ = 0;                                ///< blocks_[0, used_) are being built
     std::unordered_map<PartitionId, std::size_t> index_;  ///< partition -> blocks_ index
 };
+
+// ------------------------------------------------------------------------------------------
+
+/// Reads the block at `position`; std::nullopt when there is none. Errors: Errc::corruption (a
+/// block of another partition than `partition`, unless it is 0 = any).
+Result<std::optional<MessageScan::Loaded>> load_block(const store::Txn& txn, const Tables& tables,
+                                                      std::uint64_t position,
+                                                      PartitionId partition);
+
+template <class Visit>
+Result<void> walk_back(const store::Txn& txn, const Tables& tables, PartitionId partition,
+                       std::uint64_t tail, Visit&& visit) {
+    std::uint64_t position = tail;
+    while (position != 0) {
+        QUEEN_TRY(auto loaded, load_block(txn, tables, position, partition));
+        if (!loaded) {
+            return {};  // the chain's start: the blocks before were removed
+        }
+        QUEEN_TRY(const bool more, visit(*loaded));
+        if (!more) {
+            return {};
+        }
+        position = loaded->header.prev;
+    }
+    return {};
+}
 
 }  // namespace queen::queues::detail

@@ -98,7 +98,8 @@ Result<PartitionTake> take_partition(State& s, store::WriteTxn& txn, QueueId qid
     std::int64_t delayed_until = 0;
     take.messages.reserve(static_cast<std::size_t>(
         std::min<std::uint64_t>(budget, mem.last_sequence.value() - from.value() + 1)));
-    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+    QUEEN_TRY(auto scan,
+              detail::MessageScan::open(txn, s.tables, pid, s.partition(pid).tail, from));
     QUEEN_TRY(auto stored, scan.next());
     while (stored && take.messages.size() < budget) {
         QUEEN_TRY(auto message, detail::decode_message(stored->record));

@@ -25,24 +25,29 @@ std::string derive_task(std::string_view queue) {
     return std::string(rest.substr(0, rest.find('.')));
 }
 
-/// Writes one block of the pushes (one insert): a lone record is stored as it is (format 1),
-/// more as a block (format 2). The block restarts empty after them.
+/// Writes one block of the pushes at the end of q.blocks, linked to its partition's tail, and
+/// makes it the tail (indexed when it holds a multiple of index_every). The block restarts
+/// empty after them.
 Result<void> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& block) {
     if (block.count() == 0) {
         return {};
     }
-    const auto key = detail::message_key(block.partition(), block.first());
-    const ByteSpan value = block.count() == 1 ? block.single() : block.value();
-    // Sequences only grow, so the key is new: an insert, which inside a transaction also
+    const PartitionId pid = block.partition();
+    PartitionMem& mem = touch_partition(s, pid);
+    const std::uint64_t position = s.meta.next_position++;
+    s.is_meta_dirty = true;  // written once per batch
+    const auto key = detail::block_key(position);
+    // Positions only grow: an append at the end of the table, which inside a transaction also
     // spares the journal a read of the old value.
-    QUEEN_TRY(auto clash, put_if_absent(s, txn, s.tables.messages, key.span(), value));
-    if (clash) {
-        return Error{queen::Errc::corruption,
-                     "queues: message " + std::to_string(block.first().value()) + " of partition " +
-                         std::to_string(block.partition().value()) +
-                         " exists beyond the partition's last sequence"};
+    QUEEN_TRY(append_new(s, txn, s.tables.messages, key.span(), block.value(mem.tail)));
+    const Sequence last{block.next().value() - 1};
+    if (detail::is_indexed_block(block.first(), last)) {
+        const detail::VarintValue at(position);
+        QUEEN_TRY(put_over(s, txn, s.tables.message_index,
+                           detail::block_index_key(pid, last).span(), at.span(), std::nullopt));
     }
-    block.start(block.partition(), block.next());
+    mem.tail = position;
+    block.start(pid, block.next());
     return {};
 }
 
@@ -67,7 +72,7 @@ Result<TimestampMs> stored_created_at(State& s, store::WriteTxn& txn, PushMemo& 
     }
     QUEEN_TRY(flush_blocks(s, txn));
     memo.forget_blocks();
-    QUEEN_TRY(auto message, detail::read_message(txn, s.tables.messages, pid, seq));
+    QUEEN_TRY(auto message, detail::read_message(txn, s.tables, pid, s.partition(pid).tail, seq));
     if (!message) {
         // A transaction id outlives its message nowhere (deletes remove both): say so.
         return Error{queen::Errc::corruption,
@@ -140,7 +145,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         QUEEN_TRY(existing, txn.get(s.tables.transaction_ids, txid.span()));
     } else {
         // One descent checks and claims the transaction id; the message follows below.
-        const detail::TxidValue seq_value(seq);
+        const detail::VarintValue seq_value(seq.value());
         QUEEN_TRY(existing,
                   put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value.span()));
     }

@@ -59,10 +59,11 @@ Result<void> scan_prefix(const store::Txn& txn, store::Table table, ByteSpan pre
     return {};
 }
 
-/// Creation time of the first stored message at or after `from` (0 when none).
+/// Creation time of the first stored message at or after `from` (0 when none); `tail` is the
+/// partition record's.
 Result<std::int64_t> created_at_from(const Tables& t, const store::Txn& txn, PartitionId pid,
-                                     Sequence from) {
-    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, t.messages, pid, from));
+                                     std::uint64_t tail, Sequence from) {
+    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, t, pid, tail, from));
     QUEEN_TRY(auto stored, scan.next());
     if (!stored) {
         return std::int64_t{0};
@@ -112,7 +113,7 @@ Result<PartitionSummary> summarize_partition(const Tables& t, const store::Txn& 
     out.messages = p.message_count;
     out.last_sequence = p.last_sequence;
     if (p.message_count > 0) {
-        QUEEN_TRY(const auto oldest, created_at_from(t, txn, pid, p.first_sequence));
+        QUEEN_TRY(const auto oldest, created_at_from(t, txn, pid, p.tail, p.first_sequence));
         out.oldest_at = TimestampMs{oldest};
         out.newest_at = p.last_created_at;
     }
@@ -255,8 +256,9 @@ Result<std::vector<GroupCursorInfo>> cursors_of_partition(const Tables& t, const
                               }
                               info.offset_lag = messages_after(p, cursor.consumed);
                               if (info.offset_lag > 0) {
-                                  QUEEN_TRY(const auto oldest,
-                                            created_at_from(t, txn, pid, cursor.consumed.next()));
+                                  QUEEN_TRY(
+                                      const auto oldest,
+                                      created_at_from(t, txn, pid, p.tail, cursor.consumed.next()));
                                   info.oldest_unconsumed_at = TimestampMs{oldest};
                               }
                               out.push_back(std::move(info));
@@ -411,7 +413,7 @@ Result<std::vector<DlqEntry>> list_dlq(const Tables& tables, const store::Txn& t
 
 Result<std::optional<TimestampMs>> message_created_at(const Tables& tables, const store::Txn& txn,
                                                       MessageId id) {
-    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, id.partition, id.sequence));
+    QUEEN_TRY(auto message, detail::read_stored_message(txn, tables, id.partition, id.sequence));
     if (!message) {
         return std::optional<TimestampMs>{};
     }
@@ -427,7 +429,7 @@ Result<std::optional<MessageDetail>> get_message(const Tables& tables, const sto
         return std::optional<MessageDetail>{};
     }
     const Sequence seq = *found;
-    QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, partition, seq));
+    QUEEN_TRY(auto message, detail::read_stored_message(txn, tables, partition, seq));
     QUEEN_TRY(auto p,
               detail::get_record(txn, tables.partitions, detail::partition_key(partition).span(),
                                  detail::decode_partition));
@@ -495,41 +497,41 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
     const std::uint64_t wanted = offset + limit;
     for (std::size_t i = 0; i < pids.size(); ++i) {
         const PartitionId pid = pids[i].first;
-        // Newest first: blocks from the partition's last, each block's messages reversed.
-        QUEEN_TRY(auto cursor, txn.cursor(tables.messages));
-        const auto prefix = detail::partition_key(pid);
-        QUEEN_TRY(auto entry, cursor.seek(detail::message_key(pid, Sequence{UINT64_MAX}).span()));
-        if (!entry) {
-            QUEEN_TRY(entry, cursor.last());
-        } else {
-            QUEEN_TRY(entry, cursor.prev());
+        // Newest first: blocks from the partition's tail back, each block's messages reversed.
+        QUEEN_TRY(auto record,
+                  detail::get_record(txn, tables.partitions, detail::partition_key(pid).span(),
+                                     detail::decode_partition));
+        if (!record) {
+            continue;
         }
         std::uint64_t taken = 0;
         std::vector<Item> block_items;
-        while (entry && detail::has_prefix(entry->key, prefix.span()) && taken < wanted) {
-            store::KeyReader key(entry->key);
-            (void)key.u64be();
-            Sequence seq{key.u64be()};
-            QUEEN_TRY(auto block, detail::BlockReader::parse(entry->value));
-            block_items.clear();
-            ByteSpan record;
-            for (;;) {
-                QUEEN_TRY(const bool more, block.next(record));
-                if (!more) {
-                    break;
+        Result<void> walked = detail::walk_back(
+            txn, tables, pid, record->tail,
+            [&](const detail::MessageScan::Loaded& loaded) -> Result<bool> {
+                QUEEN_TRY(auto block, detail::BlockReader::parse(loaded.value));
+                block_items.clear();
+                Sequence seq = loaded.header.first;
+                ByteSpan bytes;
+                for (;;) {
+                    QUEEN_TRY(const bool more, block.next(bytes));
+                    if (!more) {
+                        break;
+                    }
+                    if (!bytes.empty()) {
+                        QUEEN_TRY(auto message, detail::decode_message(bytes));
+                        block_items.push_back({message.created_at.value(), pid, seq, i});
+                    }
+                    seq = seq.next();
                 }
-                if (!record.empty()) {
-                    QUEEN_TRY(auto message, detail::decode_message(record));
-                    block_items.push_back({message.created_at.value(), pid, seq, i});
+                for (auto it = block_items.rbegin(); it != block_items.rend() && taken < wanted;
+                     ++it) {
+                    items.push_back(*it);
+                    ++taken;
                 }
-                seq = seq.next();
-            }
-            for (auto it = block_items.rbegin(); it != block_items.rend() && taken < wanted; ++it) {
-                items.push_back(*it);
-                ++taken;
-            }
-            QUEEN_TRY(entry, cursor.prev());
-        }
+                return taken < wanted;
+            });
+        QUEEN_TRY(std::move(walked));
     }
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
         return std::tie(b.created_ms, b.pid, b.seq) < std::tie(a.created_ms, a.pid, a.seq);
@@ -537,7 +539,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
     for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(offset, items.size()));
          i < items.size() && out.size() < limit; ++i) {
         const Item& item = items[i];
-        QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, item.pid, item.seq));
+        QUEEN_TRY(auto message, detail::read_stored_message(txn, tables, item.pid, item.seq));
         if (!message) {
             continue;
         }
@@ -730,7 +732,7 @@ Result<std::vector<TraceHit>> list_traces_by_name(const Tables& tables, const st
         hit.event.data = std::move(f.record.data);
         hit.event.created_at = f.record.created_at;
         hit.message = MessageId{f.pid, f.seq};
-        QUEEN_TRY(auto message, detail::read_message(txn, tables.messages, f.pid, f.seq));
+        QUEEN_TRY(auto message, detail::read_stored_message(txn, tables, f.pid, f.seq));
         if (message) {
             hit.transaction_id = message->transaction_id;
             hit.payload = std::move(message->payload);

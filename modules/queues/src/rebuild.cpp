@@ -21,7 +21,8 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
         {&t.queue_names, "q.queue_names"},
         {&t.partitions, "q.partitions"},
         {&t.partition_names, "q.partition_names"},
-        {&t.messages, "q.messages"},
+        {&t.messages, "q.blocks"},
+        {&t.message_index, "q.block_index"},
         {&t.transaction_ids, "q.ids"},
         {&t.groups, "q.groups"},
         {&t.group_names, "q.group_names"},
@@ -98,7 +99,8 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
                                             record.first_sequence,
                                             record.last_sequence,
                                             record.last_created_at.value(),
-                                            record.message_count};
+                                            record.message_count,
+                                            record.tail};
             QueueMem& q = s.queues.at(record.queue);
             q.partition_count++;
             q.message_count += record.message_count;

@@ -27,6 +27,7 @@ void fields(A& a, MetaRecord& v) {
     a(v.next_trace_id);
     a(v.push_maintenance);
     a(v.pop_maintenance);
+    // next_position (layout 3) follows: versioned_tail().
 }
 template <class A>
 void fields(A& a, QueueRecord& v) {
@@ -45,6 +46,7 @@ void fields(A& a, PartitionRecord& v) {
     a(v.last_sequence);
     a(v.last_created_at);
     a(v.message_count);
+    // tail (format 2) follows: versioned_tail().
 }
 template <class A>
 void fields(A& a, MessageRecord& v) {
@@ -123,18 +125,54 @@ using Reader = codec::Reader<Fields>;
 /// The format byte of a record: the meta record's is the layout version.
 template <class T>
 constexpr std::uint8_t format_of() noexcept {
-    return std::is_same_v<T, MetaRecord> ? layout_version : record_format_version;
+    if constexpr (std::is_same_v<T, MetaRecord>) {
+        return layout_version;
+    } else if constexpr (std::is_same_v<T, PartitionRecord>) {
+        return partition_record_format;
+    } else {
+        return record_format_version;
+    }
+}
+
+/// The formats a record decodes from: every format up to the current one for the records that
+/// gained a field (versioned_tail), only the current one for the others.
+template <class T>
+constexpr bool is_known_format(std::uint8_t format) noexcept {
+    if constexpr (std::is_same_v<T, MetaRecord> || std::is_same_v<T, PartitionRecord>) {
+        return format >= record_format_version && format <= format_of<T>();
+    } else {
+        return format == record_format_version;
+    }
+}
+
+/// The field a format added after the common ones, or nullptr: MetaRecord::next_position
+/// (layout 3), PartitionRecord::tail (format 2).
+template <class T>
+std::uint64_t* versioned_tail(T& record, std::uint8_t format) noexcept {
+    if constexpr (std::is_same_v<T, MetaRecord>) {
+        return format >= 3 ? &record.next_position : nullptr;
+    } else if constexpr (std::is_same_v<T, PartitionRecord>) {
+        return format >= partition_record_format ? &record.tail : nullptr;
+    } else {
+        (void)record;
+        (void)format;
+        return nullptr;
+    }
 }
 
 template <class T>
 void encode_any_into(Bytes& out, const T& record) {
     Sizer sizer;
     sizer(const_cast<T&>(record));  // the sizer and the writer only read
+    const std::uint64_t* tail = versioned_tail(const_cast<T&>(record), format_of<T>());
     out.clear();
-    out.reserve(1 + sizer.size());
+    out.reserve(1 + sizer.size() + (tail != nullptr ? codec::varint_size(*tail) : 0));
     out.push_back(format_of<T>());
     Writer writer(out);
     writer(const_cast<T&>(record));
+    if (tail != nullptr) {
+        ByteWriter(out).varint(*tail);
+    }
 }
 
 template <class T>
@@ -148,13 +186,13 @@ template <class T>
 Result<T> decode_any(ByteSpan bytes, const char* what) {
     Reader reader(bytes);
     const std::uint8_t version = reader.bytes().u8();
-    // Meta records of every layout up to this one have the same fields.
-    const bool is_known = std::is_same_v<T, MetaRecord>
-                              ? version >= record_format_version && version <= layout_version
-                              : version == record_format_version;
+    const bool is_known = is_known_format<T>(version);
     T record{};
     if (is_known) {
         reader(record);
+        if (std::uint64_t* tail = versioned_tail(record, version)) {
+            *tail = reader.bytes().varint();
+        }
     }
     if (!is_known || !reader.bytes().ok() || !reader.bytes().at_end()) {
         return Error{queen::Errc::corruption, std::string("queues: undecodable ") + what +
@@ -210,11 +248,12 @@ void encode_into(Bytes& out, const CursorRecord& record) {
 
 void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
                            Sequence first_sequence, Sequence last_sequence,
-                           TimestampMs last_created_at, std::uint64_t message_count) {
-    // Field order and encodings of fields(PartitionRecord).
+                           TimestampMs last_created_at, std::uint64_t message_count,
+                           std::uint64_t tail) {
+    // Field order and encodings of fields(PartitionRecord), then its format 2 tail.
     out.clear();
-    out.reserve(1 + 5 + codec::varint_size(name.size()) + name.size() + 4 * 10);
-    out.push_back(record_format_version);
+    out.reserve(1 + 5 + codec::varint_size(name.size()) + name.size() + 5 * 10);
+    out.push_back(partition_record_format);
     ByteWriter writer(out);
     writer.varint(queue.value());
     writer.str(name);
@@ -223,6 +262,7 @@ void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, Tim
     writer.varint(last_sequence.value());
     writer.svarint(last_created_at.value());
     writer.varint(message_count);
+    writer.varint(tail);
 }
 
 namespace {

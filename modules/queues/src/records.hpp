@@ -20,7 +20,10 @@ inline constexpr std::uint8_t record_format_version = 1;
 /// The layout version of the queue tables, which is the format byte of the meta record (the
 /// record every other record's meaning hangs on; layout.hpp migrates older layouts). Its fields
 /// are the same in every layout.
-inline constexpr std::uint8_t layout_version = 2;
+inline constexpr std::uint8_t layout_version = 3;
+/// The format byte of PartitionRecord since layout 3 (which added its `tail`); format 1
+/// records (no tail) still decode, with tail 0.
+inline constexpr std::uint8_t partition_record_format = 2;
 
 /// "q.meta" key "state": id counters and the maintenance flags.
 struct MetaRecord {
@@ -33,6 +36,9 @@ struct MetaRecord {
     TraceEntryId next_trace_id{1};
     bool push_maintenance = false;
     bool pop_maintenance = false;
+    /// The position (key in q.blocks) the next message block gets (layout 3; positions are
+    /// never reused, so a link to a removed block finds nothing).
+    std::uint64_t next_position = 1;
     friend bool operator==(const MetaRecord&, const MetaRecord&) = default;
 };
 
@@ -46,7 +52,8 @@ struct QueueRecord {
 
 /// Persistent mirror of the per-partition memory entry. Messages occupy sequences
 /// [first_sequence, last_sequence]; the partition is empty when first = last + 1 (holes from
-/// single-message deletes are allowed inside; message_count is exact).
+/// single-message deletes are allowed inside; message_count is exact). `tail` is the position
+/// of the partition's newest block in q.blocks (0: none; messages.hpp).
 struct PartitionRecord {
     QueueId queue;
     std::string name;
@@ -55,6 +62,7 @@ struct PartitionRecord {
     Sequence last_sequence{0};
     TimestampMs last_created_at{0};
     std::uint64_t message_count = 0;
+    std::uint64_t tail = 0;
 };
 
 struct MessageRecord {
@@ -130,10 +138,11 @@ void encode_into(Bytes& out, const MetaRecord& record);
 void encode_into(Bytes& out, const PartitionRecord& record);
 void encode_into(Bytes& out, const CursorRecord& record);
 /// The PartitionRecord{queue, name, created_at, first_sequence, last_sequence, last_created_at,
-/// message_count} bytes, from its parts (no record, so no copy of the name).
+/// message_count, tail} bytes, from its parts (no record, so no copy of the name).
 void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, TimestampMs created_at,
                            Sequence first_sequence, Sequence last_sequence,
-                           TimestampMs last_created_at, std::uint64_t message_count);
+                           TimestampMs last_created_at, std::uint64_t message_count,
+                           std::uint64_t tail);
 /// The MessageRecord of a pushed item: the bytes of encode(MessageRecord{created_at,
 /// item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted, item.payload}),
 /// without copying the item's fields into a record first. Their size:
@@ -238,11 +247,10 @@ inline store::KeyBuilder txid_key_v1(PartitionId partition, std::string_view tra
     key.u64be(partition.value()).raw(as_bytes(transaction_id));
     return key;
 }
-/// A "q.ids" value: the sequence as a varint, in an inline buffer.
-class TxidValue {
+/// A varint value in an inline buffer: a "q.ids" sequence, a "q.block_index" position.
+class VarintValue {
 public:
-    explicit TxidValue(Sequence sequence) noexcept {
-        std::uint64_t value = sequence.value();
+    explicit VarintValue(std::uint64_t value) noexcept {
         while (value >= 0x80) {
             bytes_[size_++] = static_cast<Byte>(value | 0x80);
             value >>= 7;

@@ -28,7 +28,7 @@ Result<const detail::PartitionInfo*> partition_info(State& s, const store::Txn& 
 void encode_partition(Bytes& out, const detail::PartitionInfo& info, const PartitionMem& mem) {
     detail::encode_partition_into(out, info.queue, info.name, info.created_at, mem.first_sequence,
                                   mem.last_sequence, TimestampMs{mem.last_created_ms},
-                                  mem.message_count);
+                                  mem.message_count, mem.tail);
 }
 
 }  // namespace
@@ -50,6 +50,14 @@ Result<void> put_over(State& s, store::WriteTxn& txn, store::Table table, ByteSp
         s.journal.record(table, key, old);
     }
     return txn.put(table, key, value);
+}
+
+Result<void> append_new(State& s, store::WriteTxn& txn, store::Table table, ByteSpan key,
+                        ByteSpan value) {
+    if (s.journal.is_active) {
+        s.journal.record(table, key, std::nullopt);
+    }
+    return txn.put(table, key, value, store::PutFlags::append);
 }
 
 Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,
@@ -141,7 +149,8 @@ Result<void> delete_partition_ids(State& s, store::WriteTxn& txn, PartitionId pi
     while (mem.message_count > 0 && from <= mem.last_sequence) {
         ids.clear();
         {
-            QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+            QUEEN_TRY(auto scan,
+                      detail::MessageScan::open(txn, s.tables, pid, s.partition(pid).tail, from));
             QUEEN_TRY(auto stored, scan.next());
             while (stored && ids.size() < chunk) {
                 QUEEN_TRY(auto message, detail::decode_message(stored->record));
@@ -277,7 +286,8 @@ Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId 
 
 Result<Sequence> first_sequence_from(const State& s, const store::Txn& txn, PartitionId pid,
                                      Sequence from, std::int64_t ts_ms) {
-    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+    QUEEN_TRY(auto scan,
+              detail::MessageScan::open(txn, s.tables, pid, s.partition(pid).tail, from));
     QUEEN_TRY(auto stored, scan.next());
     while (stored) {
         QUEEN_TRY(auto message, detail::decode_message(stored->record));

@@ -23,7 +23,7 @@
 
 namespace queen::queues::detail {
 
-/// One partition in memory: 40 bytes, indexed by partition id in a dense vector. Everything
+/// One partition in memory: 48 bytes, indexed by partition id in a dense vector. Everything
 /// else about a partition (name, creation time) stays in LMDB.
 struct PartitionMem {
     QueueId queue;  ///< 0 = no such partition (never assigned or deleted)
@@ -32,8 +32,9 @@ struct PartitionMem {
     Sequence last_sequence{0};
     std::int64_t last_created_ms = 0;
     std::uint64_t message_count = 0;
+    std::uint64_t tail = 0;  ///< position of its newest block in q.blocks, 0 = none
 };
-static_assert(sizeof(PartitionMem) == 40, "PartitionMem grew: update docs/engine.md");
+static_assert(sizeof(PartitionMem) == 48, "PartitionMem grew: update docs/engine.md");
 
 /// Candidate partitions of one (queue, group). Invariant: every partition that is deliverable
 /// to the group at time t is in `ready` or in `deferred` with a due time <= t. Entries may be

@@ -17,7 +17,8 @@ namespace {
 /// The first live sequence of `pid` at or after `from` (last + 1 when none).
 Result<Sequence> next_live_sequence(const State& s, const store::Txn& txn, PartitionId pid,
                                     Sequence from) {
-    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables.messages, pid, from));
+    QUEEN_TRY(auto scan,
+              detail::MessageScan::open(txn, s.tables, pid, s.partition(pid).tail, from));
     QUEEN_TRY(auto next, scan.next());
     return next ? next->sequence : s.partition(pid).last_sequence.next();
 }
@@ -33,8 +34,8 @@ Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, PartitionId 
         return deleted;
     }
     QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
-    QUEEN_TRY(auto scan,
-              detail::MessageScan::open(txn, s.tables.messages, pid, mem.first_sequence));
+    QUEEN_TRY(auto scan, detail::MessageScan::open(txn, s.tables, pid, s.partition(pid).tail,
+                                                   mem.first_sequence));
     std::vector<std::pair<Sequence, std::string>> doomed;
     std::vector<Sequence> doomed_sequences;
     QUEEN_TRY(auto stored, scan.next());
@@ -51,7 +52,8 @@ Result<std::uint64_t> delete_oldest(State& s, store::WriteTxn& txn, PartitionId 
         return deleted;
     }
     PartitionMem& changed = touch_partition(s, pid);
-    QUEEN_TRY(detail::erase_messages(txn, s.tables.messages, pid, doomed_sequences, s.scratch));
+    QUEEN_TRY(
+        detail::erase_messages(txn, s.tables, pid, changed.tail, doomed_sequences, s.scratch));
     for (const auto& [seq, txid] : doomed) {
         QUEEN_TRY(txn.del(s.tables.transaction_ids, detail::txid_key(pid, txid).span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.traces, detail::message_key(pid, seq).span()));
@@ -163,10 +165,10 @@ Result<DeleteMessageResult> QueueState::apply(store::WriteTxn& txn, const Delete
     QUEEN_ASSERT(!s.journal.is_active, "message deletes are not journaled");
     QUEEN_TRY(txn.del(s.tables.transaction_ids, txid.span()));
     const Sequence doomed[] = {seq};
-    QUEEN_TRY(detail::erase_messages(txn, s.tables.messages, pid, doomed, s.scratch));
+    PartitionMem& mem = touch_partition(s, pid);
+    QUEEN_TRY(detail::erase_messages(txn, s.tables, pid, mem.tail, doomed, s.scratch));
     QUEEN_TRY(
         delete_prefix(s, txn, s.tables.traces, detail::message_key(command.partition, seq).span()));
-    PartitionMem& mem = touch_partition(s, pid);
     mem.message_count--;
     s.queues.at(mem.queue).message_count--;
     if (mem.message_count == 0) {

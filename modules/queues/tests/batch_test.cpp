@@ -30,12 +30,13 @@ std::string hex(ByteSpan bytes) {
     return out;
 }
 
-/// The messages of one q.messages entry, one line each: a batch stores one block per partition
-/// where pushes one by one store one entry each, so the messages are compared, not the blocks.
+/// The messages of one q.blocks entry, one line each: a batch stores one block per partition
+/// where pushes one by one store one entry each, so the messages are compared, not the blocks
+/// (nor their positions and links, nor the index of blocks).
 Result<std::string> dump_messages(const store::Entry& entry) {
-    store::KeyReader key(entry.key);
-    const std::uint64_t pid = key.u64be();
-    Sequence seq{key.u64be()};
+    QUEEN_TRY(const auto header, detail::parse_block_header(entry.value));
+    const std::uint64_t pid = header.partition.value();
+    Sequence seq = header.first;
     QUEEN_TRY(auto block, detail::BlockReader::parse(entry.value));
     std::string out;
     ByteSpan record;
@@ -62,14 +63,33 @@ std::string dump(Harness& h) {
               t.subscriptions, t.dlq, t.buffer, t.traces}) {
             QUEEN_TRY(auto cursor, txn.cursor(table));
             QUEEN_TRY(auto entry, cursor.first());
+            std::string messages;  // in (partition, sequence) order, not in block order
             while (entry) {
                 if (table == t.messages) {
-                    QUEEN_TRY(auto messages, dump_messages(*entry));
-                    out += messages;
+                    QUEEN_TRY(auto some, dump_messages(*entry));
+                    messages += some;
+                } else if (table == t.meta && entry->value[0] == detail::layout_version) {
+                    QUEEN_TRY(auto meta, detail::decode_meta(entry->value));
+                    meta.next_position = 0;  // how many blocks were written
+                    out += hex(entry->key) + "=" + hex(detail::encode(meta)) + "\n";
+                } else if (table == t.partitions) {
+                    QUEEN_TRY(auto partition, detail::decode_partition(entry->value));
+                    partition.tail = 0;  // a position
+                    out += hex(entry->key) + "=" + hex(detail::encode(partition)) + "\n";
                 } else {
                     out += hex(entry->key) + "=" + hex(entry->value) + "\n";
                 }
                 QUEEN_TRY(entry, cursor.next());
+            }
+            std::vector<std::string> lines;
+            for (std::size_t at = 0; at < messages.size();) {
+                const std::size_t end = messages.find('\n', at);
+                lines.push_back(messages.substr(at, end - at + 1));
+                at = end + 1;
+            }
+            std::sort(lines.begin(), lines.end());
+            for (const auto& line : lines) {
+                out += line;
             }
             out += "--\n";
         }
@@ -333,18 +353,23 @@ TEST_CASE("queues: append_message_blob writes the bytes of encode(MessageRecord)
         partition.last_sequence = Sequence{rng.below(1u << 20)};
         partition.last_created_at = TimestampMs{-now_ms};
         partition.message_count = rng.next();
+        partition.tail = rng.next();
         detail::encode_into(reused, partition);
         REQUIRE(reused == detail::encode(partition));
         Bytes direct;
         detail::encode_partition_into(direct, partition.queue, partition.name, partition.created_at,
                                       partition.first_sequence, partition.last_sequence,
-                                      partition.last_created_at, partition.message_count);
+                                      partition.last_created_at, partition.message_count,
+                                      partition.tail);
         REQUIRE(direct == reused);
         detail::MetaRecord meta;
         meta.next_lease_id = LeaseId{rng.next()};
         meta.pop_maintenance = rng.below(2) == 0;
+        meta.next_position = rng.next();
         detail::encode_into(reused, meta);
         REQUIRE(reused == detail::encode(meta));
+        REQUIRE(detail::decode_meta(reused).value() == meta);
+        REQUIRE(detail::decode_partition(direct).value().tail == partition.tail);
     }
 }
 

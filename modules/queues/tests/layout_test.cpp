@@ -6,6 +6,7 @@
 
 #include "harness.hpp"
 #include "layout.hpp"
+#include "messages.hpp"
 #include "records.hpp"
 
 namespace queen::queues {
@@ -50,7 +51,7 @@ TEST_CASE("queues: canonical UUID transaction ids go to 16 bytes and back, other
     // Values: varint sequences.
     for (const std::uint64_t seq : {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128},
                                     std::uint64_t{1} << 40, UINT64_MAX}) {
-        const detail::TxidValue value(Sequence{seq});
+        const detail::VarintValue value(seq);
         auto decoded = detail::decode_txid_value(value.span());
         REQUIRE(decoded.has_value());
         CHECK(decoded->value() == seq);
@@ -59,34 +60,46 @@ TEST_CASE("queues: canonical UUID transaction ids go to 16 bytes and back, other
     CHECK_FALSE(detail::decode_txid_value(dangling).has_value());
 }
 
-/// Rewrites the harness's data as layout 1 wrote it: every "q.ids" entry moved to "q.txids" under
-/// its layout 1 key (partition + id bytes -> u64 LE sequence), the meta record's format byte 1.
-/// `leave` entries stay in "q.ids" (a migration a crash interrupted), with the marker.
+/// A record's bytes in format 1: without the field its current format added (encoded with it
+/// 0, so its last byte) and with format byte 1.
+Bytes as_format1(Bytes current) {
+    REQUIRE(current.back() == 0);
+    current.pop_back();
+    current[0] = 1;
+    return current;
+}
+
+/// Rewrites the harness's data as layout 1 wrote it: every "q.ids" entry moved to "q.txids"
+/// under its layout 1 key (partition + id bytes -> u64 LE sequence), every block of "q.blocks"
+/// to "q.messages" (partition + first sequence -> u8 2, u32 LE count, records), the partition
+/// records and the meta record in format 1. With `leave` > 0, the first `leave` ids stay in
+/// "q.ids" and the meta record and the marker are those of a migration to the current layout a
+/// crash interrupted after moving them.
 void downgrade_to_layout1(Harness& h, std::size_t leave = 0) {
     const Tables tables = h.state->tables();
     h.state.reset();
     auto old_ids = h.env->open_table(detail::layout1_ids_table);
+    auto old_messages = h.env->open_table(detail::layout2_messages_table);
     REQUIRE(old_ids.has_value());
+    REQUIRE(old_messages.has_value());
     auto txn = h.env->begin_write();
     REQUIRE(txn.has_value());
-    std::vector<std::pair<Bytes, Bytes>> entries;
-    {
-        auto cursor = txn->cursor(tables.transaction_ids).value();
-        auto entry = cursor.first().value();
-        while (entry) {
+    const auto entries_of = [&](store::Table table) {
+        std::vector<std::pair<Bytes, Bytes>> entries;
+        auto cursor = txn->cursor(table).value();
+        for (auto entry = cursor.first().value(); entry; entry = cursor.next().value()) {
             entries.emplace_back(Bytes(entry->key.begin(), entry->key.end()),
                                  Bytes(entry->value.begin(), entry->value.end()));
-            entry = cursor.next().value();
         }
-    }
-    REQUIRE(entries.size() > leave);
-    for (std::size_t i = leave; i < entries.size(); ++i) {
-        const auto& [key, value] = entries[i];
-        store::KeyReader reader(key);
+        return entries;
+    };
+    const auto ids = entries_of(tables.transaction_ids);
+    REQUIRE(ids.size() > leave);
+    for (std::size_t i = leave; i < ids.size(); ++i) {
+        const auto& [key, value] = ids[i];
         PartitionId pid;
         std::string id;
         if (key[0] == detail::txid_key_uuid) {
-            reader.u8();
             std::array<Byte, 16> uuid{};
             std::copy(key.begin() + 1, key.begin() + 17, uuid.begin());
             detail::append_canonical_uuid(id, uuid);
@@ -101,17 +114,35 @@ void downgrade_to_layout1(Harness& h, std::size_t leave = 0) {
                 .has_value());
         REQUIRE(txn->del(tables.transaction_ids, key).value());
     }
-    auto meta = txn->get(tables.meta, as_bytes(std::string_view("state"))).value();
-    REQUIRE(meta.has_value());
-    Bytes old_meta(meta->begin(), meta->end());
-    REQUIRE(old_meta[0] == detail::layout_version);
+    for (const auto& [key, value] : entries_of(tables.messages)) {
+        const auto header = detail::parse_block_header(value).value();
+        Bytes old(5);
+        old[0] = 2;
+        store_le<std::uint32_t>(old.data() + 1, header.count);
+        old.insert(old.end(), value.begin() + static_cast<std::ptrdiff_t>(header.records_at),
+                   value.end());
+        REQUIRE(
+            txn->put(*old_messages, detail::message_key(header.partition, header.first).span(), old)
+                .has_value());
+        REQUIRE(txn->del(tables.messages, key).value());
+    }
+    REQUIRE(txn->clear(tables.message_index).has_value());
+    for (const auto& [key, value] : entries_of(tables.partitions)) {
+        auto record = detail::decode_partition(value).value();
+        record.tail = 0;
+        REQUIRE(txn->put(tables.partitions, key, as_format1(detail::encode(record))).has_value());
+    }
+    const auto state_key = as_bytes(std::string_view("state"));
+    auto meta = detail::decode_meta(txn->get(tables.meta, state_key).value().value()).value();
     if (leave == 0) {
-        old_meta[0] = 1;
+        meta.next_position = 0;
+        REQUIRE(txn->put(tables.meta, state_key, as_format1(detail::encode(meta))).has_value());
     } else {
+        meta.next_position = 1;
+        REQUIRE(txn->put(tables.meta, state_key, detail::encode(meta)).has_value());
         REQUIRE(txn->put(tables.meta, as_bytes(detail::layout_migrating_key), as_bytes("1"))
                     .has_value());
     }
-    REQUIRE(txn->put(tables.meta, as_bytes(std::string_view("state")), old_meta).has_value());
     REQUIRE(txn->commit().has_value());
     h.env.reset();
 }
@@ -147,6 +178,7 @@ std::vector<std::pair<std::string, std::string>> fill(Harness& h) {
 void check_migrated(Harness& h, const std::vector<std::pair<std::string, std::string>>& ids,
                     bool is_unconsumed = true) {
     CHECK(count_entries(h, detail::layout1_ids_table) == 0);
+    CHECK(count_entries(h, detail::layout2_messages_table) == 0);
     CHECK(count_entries(h, "q.ids") == ids.size());
     {
         auto txn = h.env->begin_read().value();
@@ -206,8 +238,10 @@ TEST_CASE("queues: data of a newer layout is refused with the versions named", "
     auto opened = QueueState::open(*h.env, Options{});
     REQUIRE_FALSE(opened.has_value());
     CHECK(opened.error().is(queen::Errc::corruption));
-    CHECK_THAT(opened.error().message(),
-               Catch::Matchers::Contains("newer Queen") && Catch::Matchers::Contains("layout 3"));
+    CHECK_THAT(
+        opened.error().message(),
+        Catch::Matchers::Contains("newer Queen") &&
+            Catch::Matchers::Contains("layout " + std::to_string(detail::layout_version + 1)));
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ struct Tables {
     store::Table queue_names;      ///< "q.queue_names": name -> u32 queue id
     store::Table partitions;       ///< "q.partitions": u64be partition id -> PartitionRecord
     store::Table partition_names;  ///< "q.partition_names": u32be queue + name -> u64 id
-    store::Table messages;         ///< "q.messages": u64be partition + u64be seq -> MessageRecord
+    store::Table messages;         ///< "q.blocks": u64be position -> block of one partition
+    store::Table message_index;    ///< "q.block_index": u64be partition + u64be last -> position
     store::Table transaction_ids;  ///< "q.ids": transaction id + partition -> varint seq
     store::Table groups;           ///< "q.groups": name -> u32 group id
     store::Table group_names;      ///< "q.group_names": u32be group id -> name
