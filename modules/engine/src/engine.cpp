@@ -527,6 +527,7 @@ struct Engine::Impl {
             return {};
         }
         store::WriteTxn& txn = *open_txn;
+        QUEEN_TRY(queues.before_commit(txn));
         QUEEN_TRY(txn.put(queues.tables().meta, as_bytes(applied_key),
                           encode_applied(applied_index, last_now)));
         if (needs_moved_marker) {

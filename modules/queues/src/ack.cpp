@@ -278,7 +278,7 @@ Result<AckItemResult> detail::ack_item_by_id(State& s, store::WriteTxn& txn, con
 }
 
 Result<AckResult> QueueState::apply(store::WriteTxn& txn, const Ack& command, TimestampMs now) {
-    QUEEN_TRY(flush_pending(*state_, txn));
+    QUEEN_TRY(flush_pushes_caching_cursors(*state_, txn));
     State& s = *state_;
     AckResult result;
     // Acks of one request apply in message order per partition (docs/http-api.md, ack batch); the

@@ -89,8 +89,13 @@ Result<GroupId> get_or_create_group(State& s, store::WriteTxn& txn, std::string_
 Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn& txn,
                                                 PartitionId pid, GroupId gid);
 
+/// The cursor of (pid, gid) and its write: through the cursor cache (State::cursor_cache)
+/// outside atomic entries, straight to LMDB (journaled) inside them.
 Result<void> write_cursor(State& s, store::WriteTxn& txn, PartitionId pid, GroupId gid,
                           const CursorRecord& record);
+
+/// Writes the cursor cache's dirty records to LMDB and empties it.
+Result<void> flush_cursors(State& s, store::WriteTxn& txn);
 
 /// The name of partition `pid` (empty when there is no such partition).
 Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId pid);
@@ -143,8 +148,17 @@ Result<void> reseed_candidates(State& s, const store::Txn& txn, QueueId qid, Gro
 
 /// Writes what the pushes of the batch left in memory: their message blocks and the records of
 /// the partitions they changed (once per batch, not per push). The batch's end calls it, and so
-/// does every command but Push before it reads, deletes or journals anything.
+/// do Pop, Ack and ExtendLease before they read anything.
+Result<void> flush_pushes(State& s, store::WriteTxn& txn);
+
+/// flush_pushes() and flush_cursors(), and the cursors are read and written in LMDB until the
+/// next flush_pushes_caching_cursors(): every command but Push, Pop, Ack and ExtendLease calls it
+/// before it reads, deletes or journals anything.
 Result<void> flush_pending(State& s, store::WriteTxn& txn);
+
+/// flush_pushes(), and the cursors are read and written through the cursor cache: what Pop, Ack
+/// and ExtendLease call first.
+Result<void> flush_pushes_caching_cursors(State& s, store::WriteTxn& txn);
 
 /// Pushes one item and writes its message at once (what follows may read it: an ack in the
 /// same transaction). A Transaction's push ops and the drain of the maintenance buffer use it.

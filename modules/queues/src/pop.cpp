@@ -370,7 +370,7 @@ Result<void> pop_matching(State& s, store::WriteTxn& txn, const Pop& command, st
 }  // namespace
 
 Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, TimestampMs now) {
-    QUEEN_TRY(flush_pending(*state_, txn));
+    QUEEN_TRY(flush_pushes_caching_cursors(*state_, txn));
     State& s = *state_;
     PopResult result;
     result.queue = command.queue;
@@ -423,7 +423,7 @@ Result<PopResult> QueueState::apply(store::WriteTxn& txn, const Pop& command, Ti
 
 Result<ExtendLeaseResult> QueueState::apply(store::WriteTxn& txn, const ExtendLease& command,
                                             TimestampMs now) {
-    QUEEN_TRY(flush_pending(*state_, txn));
+    QUEEN_TRY(flush_pushes_caching_cursors(*state_, txn));
     State& s = *state_;
     const std::int64_t now_ms = now.value();
     ExtendLeaseResult result;

@@ -206,9 +206,21 @@ Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair
     return {};
 }
 
-Result<void> detail::flush_pending(State& s, store::WriteTxn& txn) {
+Result<void> detail::flush_pushes(State& s, store::WriteTxn& txn) {
     QUEEN_TRY(flush_blocks(s, txn));
     return flush_partitions(s, txn);
+}
+
+Result<void> detail::flush_pending(State& s, store::WriteTxn& txn) {
+    QUEEN_TRY(flush_pushes(s, txn));
+    s.is_caching_cursors = false;
+    return flush_cursors(s, txn);
+}
+
+Result<void> detail::flush_pushes_caching_cursors(State& s, store::WriteTxn& txn) {
+    QUEEN_TRY(flush_pushes(s, txn));
+    s.is_caching_cursors = true;
+    return {};
 }
 
 Result<PushItemResult> detail::push_item(State& s, store::WriteTxn& txn, const PushItem& item,

@@ -269,14 +269,41 @@ Result<GroupId> get_or_create_group(State& s, store::WriteTxn& txn, std::string_
 
 Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn& txn,
                                                 PartitionId pid, GroupId gid) {
-    return detail::get_record(txn, s.tables.cursors, detail::cursor_key(pid, gid).span(),
-                              detail::decode_cursor);
+    if (!s.is_caching_cursors || s.journal.is_active) {  // atomic entries: journaled writes
+        return detail::get_record(txn, s.tables.cursors, detail::cursor_key(pid, gid).span(),
+                                  detail::decode_cursor);
+    }
+    if (const CursorCache::Entry* cached = s.cursor_cache.find(pid, gid)) {
+        return cached->record;
+    }
+    QUEEN_TRY(auto record,
+              detail::get_record(txn, s.tables.cursors, detail::cursor_key(pid, gid).span(),
+                                 detail::decode_cursor));
+    if (s.cursor_cache.size() < CursorCache::entries_max) {
+        s.cursor_cache.put(pid, gid, record, false);
+    }
+    return record;
 }
 
 Result<void> write_cursor(State& s, store::WriteTxn& txn, PartitionId pid, GroupId gid,
                           const CursorRecord& record) {
-    detail::encode_into(s.scratch, record);
-    return put(s, txn, s.tables.cursors, detail::cursor_key(pid, gid).span(), s.scratch);
+    if (!s.is_caching_cursors || s.journal.is_active) {
+        detail::encode_into(s.scratch, record);
+        return put(s, txn, s.tables.cursors, detail::cursor_key(pid, gid).span(), s.scratch);
+    }
+    if (s.cursor_cache.size() >= CursorCache::entries_max) {
+        QUEEN_TRY(flush_cursors(s, txn));
+    }
+    s.cursor_cache.put(pid, gid, record, true);
+    return {};
+}
+
+Result<void> flush_cursors(State& s, store::WriteTxn& txn) {
+    QUEEN_ASSERT(!s.journal.is_active, "the cursor cache is flushed before atomic entries");
+    return s.cursor_cache.flush([&](PartitionId pid, GroupId gid, const CursorRecord& record) {
+        detail::encode_into(s.scratch, record);
+        return txn.put(s.tables.cursors, detail::cursor_key(pid, gid).span(), s.scratch);
+    });
 }
 
 Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId pid) {
@@ -369,11 +396,16 @@ const Tables& QueueState::tables() const noexcept {
 }
 
 Result<void> QueueState::end_batch(store::WriteTxn& txn) {
-    QUEEN_TRY(flush_pending(*state_, txn));
+    QUEEN_TRY(flush_pushes(*state_, txn));
     if (state_->is_meta_dirty) {
         QUEEN_TRY(save_meta(*state_, txn));
     }
     return {};
+}
+
+Result<void> QueueState::before_commit(store::WriteTxn& txn) {
+    QUEEN_TRY(end_batch(txn));
+    return flush_cursors(*state_, txn);
 }
 
 std::vector<Wakeup> QueueState::take_wakeups() {

@@ -2,6 +2,7 @@
 // the undo journal of an atomic (transaction) entry.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -263,6 +264,68 @@ private:
     std::size_t victim_ = 0;
 };
 
+/// The cursor records that Pop, Ack and ExtendLease read or wrote in the open LMDB txn (outside
+/// atomic entries), written back by flush_cursors(): at the txn's commit
+/// (QueueState::before_commit), before an atomic entry, before every other command (they read
+/// or delete cursors in bulk), and when it holds entries_max records. A pop and the ack of its
+/// batch in the same txn then write the partition's cursor once instead of twice, and read it
+/// from memory. It holds what the txn would hold: no decision depends on whether a record is in
+/// it, and LMDB holds the same bytes at every commit.
+class CursorCache {
+public:
+    static constexpr std::size_t entries_max = 65536;
+    struct Entry {
+        std::optional<CursorRecord> record;  ///< std::nullopt: LMDB has no such cursor
+        bool is_dirty = false;
+    };
+    /// The cached entry of (pid, gid), or nullptr.
+    Entry* find(PartitionId pid, GroupId gid) {
+        auto it = entries_.find(key(pid, gid));
+        return it == entries_.end() ? nullptr : &it->second;
+    }
+    Entry& put(PartitionId pid, GroupId gid, std::optional<CursorRecord> record, bool is_dirty) {
+        Entry& entry = entries_[key(pid, gid)];
+        entry.record = std::move(record);
+        entry.is_dirty = entry.is_dirty || is_dirty;
+        return entry;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
+    /// Calls write(pid, gid, record) for each dirty entry, in key order (so the writes, and what
+    /// an error leaves undone, do not depend on the hash map), then forgets them all.
+    template <class Write>
+    Result<void> flush(Write&& write) {
+        std::vector<std::pair<std::pair<std::uint64_t, std::uint32_t>, const CursorRecord*>> dirty;
+        for (const auto& [k, entry] : entries_) {
+            if (entry.is_dirty && entry.record) {
+                dirty.emplace_back(std::make_pair(k.pid, k.gid), &*entry.record);
+            }
+        }
+        std::sort(dirty.begin(), dirty.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (const auto& [k, record] : dirty) {
+            QUEEN_TRY(write(PartitionId{k.first}, GroupId{k.second}, *record));
+        }
+        entries_.clear();
+        return {};
+    }
+    void clear() noexcept { entries_.clear(); }
+
+private:
+    struct Key {
+        std::uint64_t pid;
+        std::uint32_t gid;
+        friend bool operator==(const Key&, const Key&) = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const noexcept {
+            return std::hash<std::uint64_t>{}(k.pid * 0x9E3779B97F4A7C15ULL ^ k.gid);
+        }
+    };
+    static Key key(PartitionId pid, GroupId gid) noexcept { return Key{pid.value(), gid.value()}; }
+    std::unordered_map<Key, Entry, KeyHash> entries_;
+};
+
 struct State {
     Options options;
     Tables tables;
@@ -312,6 +375,12 @@ struct State {
     Bytes old_scratch;
     /// The message blocks the pushes of the current apply batch are building.
     PendingBlocks pending_blocks;
+    /// See CursorCache; mutable: read_cursor() fills it on a miss.
+    mutable CursorCache cursor_cache;
+    /// Cursor reads and writes go through cursor_cache: set by Pop, Ack and ExtendLease, cleared
+    /// by flush_pending() (every other command then reads and writes LMDB, where it may also
+    /// delete cursors, which the cache would not see).
+    bool is_caching_cursors = false;
     /// A pop naming a namespace or task (not a queue) ran since open: take_wakeups() adds the
     /// wait keys of such pops (matching_wait_key) for each woken queue. Not state: kept across
     /// rebuild(), never written.

@@ -114,7 +114,7 @@ struct Harness {
         if (!result) {
             FAIL("apply failed: " << result.error().message());
         }
-        REQUIRE(state->end_batch(*txn).has_value());
+        REQUIRE(state->before_commit(*txn).has_value());
         auto committed = txn->commit();
         REQUIRE(committed.has_value());
         return std::move(result).value();

@@ -804,7 +804,7 @@ TEST_CASE(
     auto failed = testing::apply_transaction(*h.state, *txn, tx, now);
     REQUIRE(failed.has_value());
     REQUIRE_FALSE(failed->success);
-    REQUIRE(h.state->end_batch(*txn).has_value());
+    REQUIRE(h.state->before_commit(*txn).has_value());
     REQUIRE(txn->commit().has_value());
     const std::string before = h.state->debug_dump_index();
     h.reopen();
@@ -865,7 +865,7 @@ TEST_CASE("queues: an atomic ack releases the lease by count, at once or never, 
         REQUIRE(acked.has_value());
         REQUIRE(acked->failure.empty());
         REQUIRE(h.state->commit_atomic(*txn).has_value());
-        REQUIRE(h.state->end_batch(*txn).has_value());
+        REQUIRE(h.state->before_commit(*txn).has_value());
         REQUIRE(txn->commit().has_value());
         return acked->item;
     };

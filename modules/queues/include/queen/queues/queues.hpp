@@ -133,6 +133,10 @@ public:
     /// Also writes the meta record when a pop moved its lease counter. Call after the last
     /// apply of a batch, before the txn commits. Errors: store errors of the writes.
     [[nodiscard]] Result<void> end_batch(store::WriteTxn& txn);
+    /// end_batch(), then writes what the queues keep in memory for the rest of the txn (the
+    /// cursor records pops and acks changed). Call right before the txn commits.
+    /// Errors: store errors of the writes.
+    [[nodiscard]] Result<void> before_commit(store::WriteTxn& txn);
 
     /// The (queue, partition) pairs that may have new deliverable messages since the last call
     /// (pushes, released or expired leases, seeks), sorted, without duplicates; clears the list.
