@@ -1,4 +1,4 @@
-// bench/src/run.hpp — what the workload drivers share: the run's state, lanes, the Agent
+// bench/src/run.hpp — what the workload drivers share: the run's state, driver threads, the Agent
 // interface and the event-loop driver; each workload's agents are in their own file.
 #pragma once
 
@@ -143,7 +143,8 @@ struct Run {
             error_samples.push_back(ErrorSample{std::string(what), n});
         }
     }
-    /// Records one latency sample in `histogram` (the caller's lane) and in the live maximum.
+    /// Records one latency sample in `histogram` (the caller's driver thread's) and in the live
+    /// maximum.
     void record_latency(Histogram& histogram, std::int64_t ns) {
         histogram.record(ns);
         raise_to(progress.latency_max_ns, ns);
@@ -187,8 +188,8 @@ inline void assign_ack(const client::Message& message, Ack& ack) {
 }
 
 /// What one driver thread shares between its agents.
-struct Lane {
-    Lane(std::uint64_t seed, const queen::Clock& clock) : ids(seed, clock) {}
+struct Driver {
+    Driver(std::uint64_t seed, const queen::Clock& clock) : ids(seed, clock) {}
     Histogram latency;
     client::UuidV7Generator ids;  // generated transactionIds (transaction pushes)
 };
@@ -216,11 +217,11 @@ public:
     virtual void on_stop() {}
 };
 
-/// Builds agent `index` (0-based across the run) on `lane`.
-using AgentFactory = std::function<std::unique_ptr<Agent>(std::int64_t index, Lane& lane)>;
+/// Builds agent `index` (0-based across the run) on `driver`.
+using AgentFactory = std::function<std::unique_ptr<Agent>(std::int64_t index, Driver& driver)>;
 
 /// Runs `count` agents from `make` on min(driver_threads, count) threads, each an event loop
-/// over its share of the connections; returns the merged latency histogram of the lanes.
+/// over its share of the connections; returns the merged latency histogram of the driver threads.
 Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make);
 
 inline double elapsed_s(std::int64_t start_ns, std::int64_t end_ns) {

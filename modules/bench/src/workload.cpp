@@ -30,7 +30,7 @@ namespace detail {
 namespace {
 
 /// Drives `agents` over one multiplexer (one slot each) until every agent stopped.
-void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
+void drive(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
     enum class State { ready, in_flight, sleeping, stopped };
     const std::size_t count = agents.size();
     client::HttpMultiplexer mux{run.endpoint, run.connection_options, run.clock, count};
@@ -138,29 +138,29 @@ void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
 }  // namespace
 
 Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make) {
-    const auto lane_count = static_cast<std::size_t>(
+    const auto driver_count = static_cast<std::size_t>(
         std::max<std::int64_t>(1, std::min(run.options.driver_threads, count)));
-    std::vector<std::unique_ptr<Lane>> lanes;
-    std::vector<std::vector<std::unique_ptr<Agent>>> agents(lane_count);
-    for (std::size_t l = 0; l < lane_count; ++l) {
-        lanes.push_back(std::make_unique<Lane>(run.id_seed + l, run.clock));
+    std::vector<std::unique_ptr<Driver>> drivers;
+    std::vector<std::vector<std::unique_ptr<Agent>>> agents(driver_count);
+    for (std::size_t d = 0; d < driver_count; ++d) {
+        drivers.push_back(std::make_unique<Driver>(run.id_seed + d, run.clock));
     }
     for (std::int64_t i = 0; i < count; ++i) {
-        const auto l = static_cast<std::size_t>(i) % lane_count;
-        agents[l].push_back(make(i, *lanes[l]));
+        const auto d = static_cast<std::size_t>(i) % driver_count;
+        agents[d].push_back(make(i, *drivers[d]));
     }
     std::vector<std::thread> threads;
-    threads.reserve(lane_count - 1);
-    for (std::size_t l = 1; l < lane_count; ++l) {
-        threads.emplace_back([&run, &agents, l] { drive_lane(run, agents[l]); });
+    threads.reserve(driver_count - 1);
+    for (std::size_t d = 1; d < driver_count; ++d) {
+        threads.emplace_back([&run, &agents, d] { drive(run, agents[d]); });
     }
-    drive_lane(run, agents[0]);
+    drive(run, agents[0]);
     for (std::thread& thread : threads) {
         thread.join();
     }
     Histogram merged;
-    for (const auto& lane : lanes) {
-        merged.merge(lane->latency);
+    for (const auto& driver : drivers) {
+        merged.merge(driver->latency);
     }
     return merged;
 }
@@ -175,8 +175,8 @@ using namespace detail;
 /// each batch waits for its due time and carries it as its stamp (see Pacer).
 class ProducerAgent final : public Agent {
 public:
-    ProducerAgent(Run& run, Lane& lane, std::int64_t deadline_ns, Histogram* latency)
-        : run_(run), lane_(lane), deadline_ns_(deadline_ns), latency_(latency) {}
+    ProducerAgent(Run& run, Driver& driver, std::int64_t deadline_ns, Histogram* latency)
+        : run_(run), driver_(driver), deadline_ns_(deadline_ns), latency_(latency) {}
 
     Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t& wake_ns) override {
         const auto batch = static_cast<std::uint64_t>(run_.options.batch);
@@ -224,7 +224,7 @@ public:
             bytes_ += item.payload_json.size();
         }
         // The bench builds valid JSON itself: no validation pass.
-        const queen::Status built = client::build_push(items_, false, lane_.ids, request);
+        const queen::Status built = client::build_push(items_, false, driver_.ids, request);
         QUEEN_ASSERT(built.has_value(), "a non-empty batch always builds");
         return Next::send;
     }
@@ -262,7 +262,7 @@ public:
 
 private:
     Run& run_;
-    Lane& lane_;
+    Driver& driver_;
     std::int64_t deadline_ns_;
     Histogram* latency_;  // null: not recorded (e2e, fill)
     std::vector<PushItem> items_;
@@ -403,9 +403,9 @@ private:
 Histogram run_producers(Run& run, std::int64_t deadline_ns, bool is_recorded) {
     run.producers_live.store(run.options.producers);
     return run_agents(run, run.options.producers,
-                      [&run, deadline_ns, is_recorded](std::int64_t, Lane& lane) {
+                      [&run, deadline_ns, is_recorded](std::int64_t, Driver& driver) {
                           return std::make_unique<ProducerAgent>(
-                              run, lane, deadline_ns, is_recorded ? &lane.latency : nullptr);
+                              run, driver, deadline_ns, is_recorded ? &driver.latency : nullptr);
                       });
 }
 
@@ -460,8 +460,8 @@ void drain(Run& run, std::int64_t deadline_ns, Report& report) {
     run.last_delivery_ns.store(run.clock.monotonic_ns());
     const std::int64_t start_ns = run.clock.monotonic_ns();
     report.latency_ns =
-        run_agents(run, run.options.consumers, [&run, deadline_ns](std::int64_t, Lane& lane) {
-            return std::make_unique<ConsumerAgent>(run, deadline_ns, false, &lane.latency);
+        run_agents(run, run.options.consumers, [&run, deadline_ns](std::int64_t, Driver& driver) {
+            return std::make_unique<ConsumerAgent>(run, deadline_ns, false, &driver.latency);
         });
     report.elapsed_s = elapsed_s(start_ns, run.last_delivery_ns.load());
     report.consumed = run.progress.consumed.load();
@@ -525,15 +525,16 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     run.produce_end_ns = start_ns;
     run.producers_live.store(run.options.producers);
     const std::int64_t consume_deadline_ns = produce_deadline_ns + bound_ns;
-    // Producers first, so each lane gets its share of both kinds; only consumers record latency.
+    // Producers first, so each driver thread gets its share of both kinds; only consumers record
+    // latency.
     report.latency_ns = run_agents(
         run, run.options.producers + run.options.consumers,
         [&run, produce_deadline_ns, consume_deadline_ns](std::int64_t index,
-                                                         Lane& lane) -> std::unique_ptr<Agent> {
+                                                         Driver& driver) -> std::unique_ptr<Agent> {
             if (index < run.options.producers) {
-                return std::make_unique<ProducerAgent>(run, lane, produce_deadline_ns, nullptr);
+                return std::make_unique<ProducerAgent>(run, driver, produce_deadline_ns, nullptr);
             }
-            return std::make_unique<ConsumerAgent>(run, consume_deadline_ns, true, &lane.latency);
+            return std::make_unique<ConsumerAgent>(run, consume_deadline_ns, true, &driver.latency);
         });
     const std::int64_t produce_end_ns = run.produce_end_ns;
     const std::uint64_t consumed_at_produce_end = run.consumed_at_produce_end;
