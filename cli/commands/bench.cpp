@@ -70,6 +70,9 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
                      "stream: the tumbling window of the runners' aggregation, in ms")
         ->check(CLI::Range(1, 86'400'000))
         ->capture_default_str();
+    command->add_option("--seed", options->seed,
+                        "lanes: seed of the producers' lane choices (default: drawn; the report's "
+                        "conditions print it, so a run can be replayed)");
     command->add_flag("--verify", options->verify,
                       "stream: count events per window (Aggregation::count) and check that the "
                       "emitted and open windows' counts add up to the events pushed");
@@ -111,8 +114,8 @@ void register_bench(CLI::App& app, int& exit_code) {
         }
         if (profile_options->profile.empty()) {
             throw CLI::RequiredError(
-                "a workload (produce, consume, e2e, transaction, partitions, stream, log) or "
-                "--profile");
+                "a workload (produce, consume, e2e, lanes, transaction, partitions, stream, "
+                "log) or --profile");
         }
         collect_given(bench, *profile_options);
         exit_code = run_bench_workload(*profile_options);
@@ -126,6 +129,9 @@ void register_bench(CLI::App& app, int& exit_code) {
              Entry{"produce", "Producers push batches for a duration or a message count"},
              Entry{"consume", "Fill the queue, then consumers pop and ack it"},
              Entry{"e2e", "Produce and consume together; latency from the payload timestamp"},
+             Entry{"lanes",
+                   "e2e with one writer per lane (partition); consumers check each lane's "
+                   "order (issue 26)"},
              Entry{"transaction", "Pop, then ack and push the next message in one transaction"},
              Entry{"partitions", "Fill N partitions with one message each, then drain them"},
              Entry{"stream",

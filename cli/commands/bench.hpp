@@ -23,9 +23,9 @@ struct BenchLogOptions {
     bool allow_tmpfs = false;
 };
 
-/// Flags of the broker workloads (produce, consume, e2e, transaction, partitions, stream) and of
-/// `queen bench --profile NAME`. `given` lists the flags set on the command line: they override
-/// the profile's values.
+/// Flags of the broker workloads (produce, consume, e2e, lanes, transaction, partitions, stream)
+/// and of `queen bench --profile NAME`. `given` lists the flags set on the command line: they
+/// override the profile's values.
 struct BenchOptions {
     std::string workload;  // empty: take it from the profile
     std::string profile;
@@ -47,6 +47,7 @@ struct BenchOptions {
     double rate_msgs_per_s = 0;      // 0: unpaced
     std::int64_t window_ms = 1'000;  // stream
     bool verify = false;             // stream
+    std::uint64_t seed = 0;          // lanes; drawn when --seed is not given
     bool json = false;
     int server_pid = 0;  // > 0: read the server's RSS from /proc instead of /metrics/prometheus
     std::string durability = "log fdatasync before every ack";

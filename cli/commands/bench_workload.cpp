@@ -1,6 +1,6 @@
-// cli/commands/bench_workload.cpp — `queen bench produce|consume|e2e|transaction|partitions|stream`
-// and
-// `--profile`: resolve flags and profile, run the workload, print progress and the summary.
+// cli/commands/bench_workload.cpp — `queen bench produce|consume|e2e|lanes|transaction|partitions|
+// stream` and `--profile`: resolve flags and profile, run the workload, print progress and the
+// summary.
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +24,7 @@
 #include "queen/bench/workload.hpp"
 #include "queen/client/client.hpp"
 #include "queen/core/clock.hpp"
+#include "queen/core/rng.hpp"
 
 namespace queen::cli {
 namespace {
@@ -97,6 +98,15 @@ queen::Result<bench::WorkloadOptions> resolve(const BenchOptions& options, std::
     if (is_given(options, "--window-ms") && w.workload != bench::Workload::stream) {
         return queen::Error{queen::Errc::invalid_argument,
                             "--window-ms applies to the stream workload only"};
+    }
+    if (is_given(options, "--seed") && w.workload != bench::Workload::lanes) {
+        return queen::Error{queen::Errc::invalid_argument,
+                            "--seed applies to the lanes workload only"};
+    }
+    // The library draws no randomness: a lanes run without --seed gets one here, and its
+    // report's conditions print it.
+    if (w.workload == bench::Workload::lanes) {
+        w.seed = is_given(options, "--seed") ? options.seed : queen::random_seed();
     }
     // A stream runner claims up to 4 partitions per pop by default (StreamRunnerOptions).
     if (w.workload == bench::Workload::stream && !is_given(options, "--pop-partitions") &&

@@ -116,11 +116,18 @@ std::string format_table(const Report& report) {
     line("  durability", c.durability.empty() ? std::string("?") : c.durability);
     line("  batch/size",
          std::to_string(c.batch) + " msgs x " + std::to_string(c.size_bytes) + " bytes");
-    line("  partitions", std::to_string(c.partitions));
+    line(report.workload == "lanes" ? "  lanes" : "  partitions",
+         std::to_string(c.partitions) +
+             (c.pop_partitions > 0 ? ", pops claim up to " + std::to_string(c.pop_partitions) +
+                                         " partition" + (c.pop_partitions == 1 ? "" : "s")
+                                   : std::string()));
     line("  clients", std::to_string(c.producers) + " producers, " + std::to_string(c.consumers) +
                           " consumers on " + std::to_string(c.driver_threads) + " driver thread" +
                           (c.driver_threads == 1 ? "" : "s") +
                           (c.is_pipelined ? ", pops pipelined behind transactions" : ""));
+    if (c.seed) {
+        line("  seed", std::to_string(*c.seed) + " (--seed replays the producers' lane choices)");
+    }
     line("  machine", std::to_string(c.cores) + " cores, load average " + load_of(c));
     if (c.server_rss_bytes >= 0) {
         line("  server rss",
@@ -196,10 +203,12 @@ std::string format_json(const Report& report) {
         {"batch", c.batch},
         {"size_bytes", c.size_bytes},
         {"partitions", c.partitions},
+        {"pop_partitions", c.pop_partitions},
         {"producers", c.producers},
         {"consumers", c.consumers},
         {"driver_threads", c.driver_threads},
         {"pipelined", c.is_pipelined},
+        {"seed", c.seed ? nlohmann::ordered_json(*c.seed) : nlohmann::ordered_json(nullptr)},
         {"cores", c.cores},
         {"load_average_1m", c.load_average_1m < 0 ? nlohmann::ordered_json(nullptr)
                                                   : nlohmann::ordered_json(c.load_average_1m)},

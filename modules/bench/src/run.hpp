@@ -1,4 +1,4 @@
-// bench/src/run.hpp — what the workload drivers share: the run's state, lanes, the Agent
+// bench/src/run.hpp — what the workload drivers share: the run's state, driver threads, the Agent
 // interface and the event-loop driver; each workload's agents are in their own file.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "queen/bench/histogram.hpp"
+#include "queen/bench/lanes.hpp"
 #include "queen/bench/pacer.hpp"
 #include "queen/bench/report.hpp"
 #include "queen/bench/system.hpp"
@@ -143,7 +144,8 @@ struct Run {
             error_samples.push_back(ErrorSample{std::string(what), n});
         }
     }
-    /// Records one latency sample in `histogram` (the caller's lane) and in the live maximum.
+    /// Records one latency sample in `histogram` (the caller's driver thread's) and in the live
+    /// maximum.
     void record_latency(Histogram& histogram, std::int64_t ns) {
         histogram.record(ns);
         raise_to(progress.latency_max_ns, ns);
@@ -187,8 +189,8 @@ inline void assign_ack(const client::Message& message, Ack& ack) {
 }
 
 /// What one driver thread shares between its agents.
-struct Lane {
-    Lane(std::uint64_t seed, const queen::Clock& clock) : ids(seed, clock) {}
+struct Driver {
+    Driver(std::uint64_t seed, const queen::Clock& clock) : ids(seed, clock) {}
     Histogram latency;
     client::UuidV7Generator ids;  // generated transactionIds (transaction pushes)
 };
@@ -216,11 +218,11 @@ public:
     virtual void on_stop() {}
 };
 
-/// Builds agent `index` (0-based across the run) on `lane`.
-using AgentFactory = std::function<std::unique_ptr<Agent>(std::int64_t index, Lane& lane)>;
+/// Builds agent `index` (0-based across the run) on `driver`.
+using AgentFactory = std::function<std::unique_ptr<Agent>(std::int64_t index, Driver& driver)>;
 
 /// Runs `count` agents from `make` on min(driver_threads, count) threads, each an event loop
-/// over its share of the connections; returns the merged latency histogram of the lanes.
+/// over its share of the connections; returns the merged latency histogram of the driver threads.
 Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make);
 
 inline double elapsed_s(std::int64_t start_ns, std::int64_t end_ns) {
@@ -258,6 +260,40 @@ private:
     double server_start_us_;
     double own_start_us_;
 };
+
+/// What a producer's batches carry: the partition and payload of each message (ProducerAgent
+/// fills its items through one). One per producer agent, used on its driver thread only.
+class BatchFiller {
+public:
+    virtual ~BatchFiller() = default;
+    /// Sets `item.partition` and `item.payload_json` (reusing their storage) of item `index` of
+    /// the batch being built: message `sequence` of the run (0-based, counted across producers),
+    /// stamped `stamp_ns`. A batch's items are filled in order from index 0.
+    virtual void fill(std::size_t index, std::uint64_t sequence, std::int64_t stamp_ns,
+                      PushItem& item) = 0;
+    /// Item `index` of the batch last filled was queued (or answered duplicate) by the broker.
+    virtual void queued(std::size_t /*index*/) {}
+};
+
+/// What the e2e phase runs: e2e itself (the defaults), or the lanes workload.
+struct E2eShape {
+    /// Builds the filler of producer `producer` (0-based). Empty: message n goes to partition
+    /// "p<n mod partitions>" with the payload write_payload(n, stamp).
+    std::function<std::unique_ptr<BatchFiller>(std::int64_t producer)> make_filler;
+    /// Non-null: consumers report the lane and sequence of every delivery here (the payloads
+    /// carry a lane) instead of marking the run's sequence flags.
+    LaneChecker* lanes = nullptr;
+};
+
+/// Producers and consumers together until the producers' deadline (or count) and the drain
+/// (bounded by `bound_ns` more): e2e's phase, and the lanes workload's with its shape. Fills the
+/// report's rates, latency, counts, lag and CPU metrics.
+Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns,
+               const E2eShape& shape);
+
+/// The lanes workload (lanes.cpp): run_e2e with one writer per lane and the lane checker, then
+/// the checker's counts as errors, metrics and the report's check.
+Report run_lanes(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns);
 
 /// The transaction workload (transaction.cpp): seeds each worker's partition, then runs the
 /// TransactionAgents until the deadline or the count.

@@ -39,8 +39,8 @@ StreamNames names_of(const WorkloadOptions& options) {
 /// is event time, the wall clock when the batch goes out, never below the partition's last.
 class EventProducerAgent final : public Agent {
 public:
-    EventProducerAgent(Run& run, Lane& lane, std::int64_t index, std::int64_t deadline_ns)
-        : run_(run), lane_(lane), deadline_ns_(deadline_ns) {
+    EventProducerAgent(Run& run, Driver& driver, std::int64_t index, std::int64_t deadline_ns)
+        : run_(run), driver_(driver), deadline_ns_(deadline_ns) {
         for (std::int64_t k = index; k < run.options.partitions; k += run.options.producers) {
             owned_.push_back(k);
         }
@@ -92,7 +92,7 @@ public:
             item.transaction_id.clear();
             bytes_ += item.payload_json.size();
         }
-        const queen::Status built = client::build_push(items_, false, lane_.ids, request);
+        const queen::Status built = client::build_push(items_, false, driver_.ids, request);
         QUEEN_ASSERT(built.has_value(), "a non-empty batch always builds");
         return Next::send;
     }
@@ -100,7 +100,7 @@ public:
     void complete(std::int64_t now_ns, const queen::Status& status,
                   const client::HttpRequest& request,
                   const client::HttpResponse& response) override {
-        run_.record_latency(lane_.latency, now_ns - (run_.pacer.is_paced() ? due_ns_ : sent_ns_));
+        run_.record_latency(driver_.latency, now_ns - (run_.pacer.is_paced() ? due_ns_ : sent_ns_));
         if (const queen::Status read = read_answer(
                 status,
                 [&] { return client::read_push_answer(request, response, count_, results_); });
@@ -124,7 +124,7 @@ public:
 
 private:
     Run& run_;
-    Lane& lane_;
+    Driver& driver_;
     std::int64_t deadline_ns_;
     std::vector<std::int64_t> owned_;       // the partitions (users) this producer writes
     std::vector<std::int64_t> last_ts_ms_;  // the last event time of each owned partition
@@ -311,8 +311,8 @@ queen::Result<Report> run_stream(Run& run, std::int64_t deadline_ns) {
             [&run, &slot, token = stop.get_token()] { drive_runner(run, *slot.runner, token); });
     }
     report.latency_ns =
-        run_agents(run, options.producers, [&run, deadline_ns](std::int64_t index, Lane& lane) {
-            return std::make_unique<EventProducerAgent>(run, lane, index, deadline_ns);
+        run_agents(run, options.producers, [&run, deadline_ns](std::int64_t index, Driver& driver) {
+            return std::make_unique<EventProducerAgent>(run, driver, index, deadline_ns);
         });
 
     // The drain: until the runners acked every event pushed, or drain_idle_ms without progress.

@@ -30,7 +30,7 @@ namespace detail {
 namespace {
 
 /// Drives `agents` over one multiplexer (one slot each) until every agent stopped.
-void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
+void drive(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
     enum class State { ready, in_flight, sleeping, stopped };
     const std::size_t count = agents.size();
     client::HttpMultiplexer mux{run.endpoint, run.connection_options, run.clock, count};
@@ -138,29 +138,29 @@ void drive_lane(Run& run, std::vector<std::unique_ptr<Agent>>& agents) {
 }  // namespace
 
 Histogram run_agents(Run& run, std::int64_t count, const AgentFactory& make) {
-    const auto lane_count = static_cast<std::size_t>(
+    const auto driver_count = static_cast<std::size_t>(
         std::max<std::int64_t>(1, std::min(run.options.driver_threads, count)));
-    std::vector<std::unique_ptr<Lane>> lanes;
-    std::vector<std::vector<std::unique_ptr<Agent>>> agents(lane_count);
-    for (std::size_t l = 0; l < lane_count; ++l) {
-        lanes.push_back(std::make_unique<Lane>(run.id_seed + l, run.clock));
+    std::vector<std::unique_ptr<Driver>> drivers;
+    std::vector<std::vector<std::unique_ptr<Agent>>> agents(driver_count);
+    for (std::size_t d = 0; d < driver_count; ++d) {
+        drivers.push_back(std::make_unique<Driver>(run.id_seed + d, run.clock));
     }
     for (std::int64_t i = 0; i < count; ++i) {
-        const auto l = static_cast<std::size_t>(i) % lane_count;
-        agents[l].push_back(make(i, *lanes[l]));
+        const auto d = static_cast<std::size_t>(i) % driver_count;
+        agents[d].push_back(make(i, *drivers[d]));
     }
     std::vector<std::thread> threads;
-    threads.reserve(lane_count - 1);
-    for (std::size_t l = 1; l < lane_count; ++l) {
-        threads.emplace_back([&run, &agents, l] { drive_lane(run, agents[l]); });
+    threads.reserve(driver_count - 1);
+    for (std::size_t d = 1; d < driver_count; ++d) {
+        threads.emplace_back([&run, &agents, d] { drive(run, agents[d]); });
     }
-    drive_lane(run, agents[0]);
+    drive(run, agents[0]);
     for (std::thread& thread : threads) {
         thread.join();
     }
     Histogram merged;
-    for (const auto& lane : lanes) {
-        merged.merge(lane->latency);
+    for (const auto& driver : drivers) {
+        merged.merge(driver->latency);
     }
     return merged;
 }
@@ -171,12 +171,32 @@ namespace {
 
 using namespace detail;
 
+/// e2e's batches: message n goes to partition "p<n mod partitions>" and carries {"seq":n,..}.
+class RoundRobinFiller final : public BatchFiller {
+public:
+    explicit RoundRobinFiller(const Run& run) : run_(run) {}
+
+    void fill(std::size_t, std::uint64_t sequence, std::int64_t stamp_ns, PushItem& item) override {
+        assign_partition_name(run_, sequence, item.partition);
+        write_payload(item.payload_json, sequence, stamp_ns, run_.options.size_bytes);
+    }
+
+private:
+    const Run& run_;
+};
+
 /// Pushes batches until the target count or `deadline_ns`; one latency sample per push. Paced,
-/// each batch waits for its due time and carries it as its stamp (see Pacer).
+/// each batch waits for its due time and carries it as its stamp (see Pacer). What the batch's
+/// messages carry and where they go is the filler's business.
 class ProducerAgent final : public Agent {
 public:
-    ProducerAgent(Run& run, Lane& lane, std::int64_t deadline_ns, Histogram* latency)
-        : run_(run), lane_(lane), deadline_ns_(deadline_ns), latency_(latency) {}
+    ProducerAgent(Run& run, Driver& driver, std::int64_t deadline_ns, Histogram* latency,
+                  std::unique_ptr<BatchFiller> filler = nullptr)
+        : run_(run),
+          driver_(driver),
+          deadline_ns_(deadline_ns),
+          latency_(latency),
+          filler_(filler ? std::move(filler) : std::make_unique<RoundRobinFiller>(run)) {}
 
     Next next(std::int64_t now_ns, client::OwnedRequest& request, std::int64_t& wake_ns) override {
         const auto batch = static_cast<std::uint64_t>(run_.options.batch);
@@ -218,13 +238,12 @@ public:
             // Assignments into the reused items keep their strings' storage: no allocation per
             // message once the first batch went out.
             item.queue = run_.options.queue;
-            assign_partition_name(run_, first_ + i, item.partition);
-            write_payload(item.payload_json, first_ + i, stamp_ns_, run_.options.size_bytes);
+            filler_->fill(i, first_ + i, stamp_ns_, item);
             item.transaction_id.clear();
             bytes_ += item.payload_json.size();
         }
         // The bench builds valid JSON itself: no validation pass.
-        const queen::Status built = client::build_push(items_, false, lane_.ids, request);
+        const queen::Status built = client::build_push(items_, false, driver_.ids, request);
         QUEEN_ASSERT(built.has_value(), "a non-empty batch always builds");
         return Next::send;
     }
@@ -247,6 +266,7 @@ public:
             const PushStatus pushed = results_[i].status;
             if (pushed == PushStatus::queued || pushed == PushStatus::duplicate) {
                 ++queued;
+                filler_->queued(i);
                 if (run_.produced_flags) {
                     run_.produced_flags[first_ + i].store(1, relaxed);
                 }
@@ -262,9 +282,10 @@ public:
 
 private:
     Run& run_;
-    Lane& lane_;
+    Driver& driver_;
     std::int64_t deadline_ns_;
     Histogram* latency_;  // null: not recorded (e2e, fill)
+    std::unique_ptr<BatchFiller> filler_;
     std::vector<PushItem> items_;
     std::vector<client::PushResult> results_;  // reused: read_push_answer keeps its storage
     bool is_claimed_ = false;                  // first_/count_ claimed, not sent yet (paced)
@@ -278,8 +299,13 @@ private:
 /// for drain_idle_ms), or `deadline_ns`. Latency: pop + ack, or payload stamp to delivery.
 class ConsumerAgent final : public Agent {
 public:
-    ConsumerAgent(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histogram* latency)
-        : run_(run), deadline_ns_(deadline_ns), is_e2e_latency_(is_e2e_latency), latency_(latency) {
+    ConsumerAgent(Run& run, std::int64_t deadline_ns, bool is_e2e_latency, Histogram* latency,
+                  LaneChecker* lanes = nullptr)
+        : run_(run),
+          deadline_ns_(deadline_ns),
+          is_e2e_latency_(is_e2e_latency),
+          latency_(latency),
+          lanes_(lanes) {
         pop_.queue = run.options.queue;
         pop_.batch = run.options.batch;
         pop_.is_wait = true;
@@ -347,8 +373,10 @@ public:
                 latency_->record(now_ns - stamp.timestamp_ns);
                 latency_max_ns = std::max(latency_max_ns, now_ns - stamp.timestamp_ns);
             }
-            if (run_.consumed_flags && stamp.sequence < run_.target &&
-                run_.consumed_flags[stamp.sequence].exchange(1) != 0) {
+            if (lanes_ != nullptr) {
+                check_lane(message, stamp);
+            } else if (run_.consumed_flags && stamp.sequence < run_.target &&
+                       run_.consumed_flags[stamp.sequence].exchange(1) != 0) {
                 run_.duplicates.fetch_add(1, relaxed);
             }
         }
@@ -357,6 +385,28 @@ public:
     }
 
 private:
+    /// The lanes workload: the delivery goes to its lane's order check, once its payload's lane
+    /// is one of the run's and the partition it came from is that lane's.
+    void check_lane(const client::Message& message, const PayloadStamp& stamp) {
+        if (stamp.lane < 0 || static_cast<std::uint64_t>(stamp.lane) >= lanes_->lanes()) {
+            run_.count_error("pop: a delivered payload names no lane of the run");
+            return;
+        }
+        const std::string_view partition = message.partition;
+        const std::string_view prefix = run_.partition_prefix;
+        std::int64_t lane = -1;
+        if (partition.starts_with(prefix)) {
+            const char* end = partition.data() + partition.size();
+            const auto [stop, ec] = std::from_chars(partition.data() + prefix.size(), end, lane);
+            lane = ec == std::errc{} && stop == end ? lane : -1;
+        }
+        if (lane != stamp.lane) {
+            run_.count_error("pop: a message of a lane came from another lane's partition");
+            return;
+        }
+        lanes_->deliver(static_cast<std::size_t>(stamp.lane), stamp.sequence);
+    }
+
     void complete_ack(std::int64_t now_ns, const queen::Status& status,
                       const client::HttpRequest& request, const client::HttpResponse& response) {
         is_ack_due_ = false;
@@ -390,6 +440,7 @@ private:
     std::int64_t deadline_ns_;
     bool is_e2e_latency_;
     Histogram* latency_;
+    LaneChecker* lanes_;  // lanes workload: every delivery's order check; else null
     PopRequest pop_;
     client::OwnedRequest pop_request_;  // built once: every pop of this agent is the same
     client::PopResult popped_;          // reused: read_pop_answer keeps its messages' storage
@@ -403,9 +454,9 @@ private:
 Histogram run_producers(Run& run, std::int64_t deadline_ns, bool is_recorded) {
     run.producers_live.store(run.options.producers);
     return run_agents(run, run.options.producers,
-                      [&run, deadline_ns, is_recorded](std::int64_t, Lane& lane) {
+                      [&run, deadline_ns, is_recorded](std::int64_t, Driver& driver) {
                           return std::make_unique<ProducerAgent>(
-                              run, lane, deadline_ns, is_recorded ? &lane.latency : nullptr);
+                              run, driver, deadline_ns, is_recorded ? &driver.latency : nullptr);
                       });
 }
 
@@ -460,8 +511,8 @@ void drain(Run& run, std::int64_t deadline_ns, Report& report) {
     run.last_delivery_ns.store(run.clock.monotonic_ns());
     const std::int64_t start_ns = run.clock.monotonic_ns();
     report.latency_ns =
-        run_agents(run, run.options.consumers, [&run, deadline_ns](std::int64_t, Lane& lane) {
-            return std::make_unique<ConsumerAgent>(run, deadline_ns, false, &lane.latency);
+        run_agents(run, run.options.consumers, [&run, deadline_ns](std::int64_t, Driver& driver) {
+            return std::make_unique<ConsumerAgent>(run, deadline_ns, false, &driver.latency);
         });
     report.elapsed_s = elapsed_s(start_ns, run.last_delivery_ns.load());
     report.consumed = run.progress.consumed.load();
@@ -511,7 +562,12 @@ Report run_consume(Run& run, std::int64_t bound_ns) {
     return report;
 }
 
-Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns) {
+}  // namespace
+
+namespace detail {
+
+Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns,
+               const E2eShape& shape) {
     Report report;
     report.latency_of = run.options.rate_msgs_per_s > 0
                             ? "due time (payload stamp) to delivery"
@@ -525,16 +581,20 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     run.produce_end_ns = start_ns;
     run.producers_live.store(run.options.producers);
     const std::int64_t consume_deadline_ns = produce_deadline_ns + bound_ns;
-    // Producers first, so each lane gets its share of both kinds; only consumers record latency.
-    report.latency_ns = run_agents(
-        run, run.options.producers + run.options.consumers,
-        [&run, produce_deadline_ns, consume_deadline_ns](std::int64_t index,
-                                                         Lane& lane) -> std::unique_ptr<Agent> {
-            if (index < run.options.producers) {
-                return std::make_unique<ProducerAgent>(run, lane, produce_deadline_ns, nullptr);
-            }
-            return std::make_unique<ConsumerAgent>(run, consume_deadline_ns, true, &lane.latency);
-        });
+    // Producers first, so each driver thread gets its share of both kinds; only consumers record
+    // latency.
+    report.latency_ns =
+        run_agents(run, run.options.producers + run.options.consumers,
+                   [&run, &shape, produce_deadline_ns, consume_deadline_ns](
+                       std::int64_t index, Driver& driver) -> std::unique_ptr<Agent> {
+                       if (index < run.options.producers) {
+                           return std::make_unique<ProducerAgent>(
+                               run, driver, produce_deadline_ns, nullptr,
+                               shape.make_filler ? shape.make_filler(index) : nullptr);
+                       }
+                       return std::make_unique<ConsumerAgent>(run, consume_deadline_ns, true,
+                                                              &driver.latency, shape.lanes);
+                   });
     const std::int64_t produce_end_ns = run.produce_end_ns;
     const std::uint64_t consumed_at_produce_end = run.consumed_at_produce_end;
     report.elapsed_s = elapsed_s(start_ns, std::max(run.last_delivery_ns.load(), produce_end_ns));
@@ -558,6 +618,10 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     cpu.add_to(report);
     return report;
 }
+
+}  // namespace detail
+
+namespace {
 
 Report run_partitions(Run& run, std::int64_t bound_ns) {
     const std::int64_t rss_before_bytes = sample_rss(run.options);
@@ -587,19 +651,21 @@ std::string_view to_string(Workload workload) noexcept {
         case Workload::transaction: return "transaction";
         case Workload::partitions: return "partitions";
         case Workload::stream: return "stream";
+        case Workload::lanes: return "lanes";
     }
     QUEEN_UNREACHABLE();
 }
 
 queen::Result<Workload> parse_workload(std::string_view name) {
-    for (const Workload w : {Workload::produce, Workload::consume, Workload::e2e,
-                             Workload::transaction, Workload::partitions, Workload::stream}) {
+    for (const Workload w :
+         {Workload::produce, Workload::consume, Workload::e2e, Workload::transaction,
+          Workload::partitions, Workload::stream, Workload::lanes}) {
         if (to_string(w) == name) {
             return w;
         }
     }
     return invalid("unknown workload '" + std::string(name) +
-                   "' (produce, consume, e2e, transaction, partitions, stream)");
+                   "' (produce, consume, e2e, transaction, partitions, stream, lanes)");
 }
 
 std::string_view to_string(Steps steps) noexcept {
@@ -684,8 +750,8 @@ queen::Result<void> WorkloadOptions::validate() const {
         return invalid("rate must be in [0, 1e9] messages per second");
     }
     if (rate_msgs_per_s > 0 && workload != Workload::produce && workload != Workload::e2e &&
-        workload != Workload::stream) {
-        return invalid("a rate applies to the produce, e2e and stream workloads only");
+        workload != Workload::stream && workload != Workload::lanes) {
+        return invalid("a rate applies to the produce, e2e, lanes and stream workloads only");
     }
     if (window_ms < 1 || window_ms > 86'400'000) {
         return invalid("window must be in [1, 86400000] ms");
@@ -698,6 +764,9 @@ queen::Result<void> WorkloadOptions::validate() const {
         return invalid(
             "stream: producers must not exceed partitions (each partition is one "
             "producer's)");
+    }
+    if (workload == Workload::lanes && producers > partitions) {
+        return invalid("lanes: producers must not exceed partitions (each lane is one producer's)");
     }
     if (is_pipelined && workload != Workload::transaction) {
         return invalid("pipelining applies to the transaction workload only");
@@ -734,8 +803,11 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     } else if (options.workload == Workload::consume && count == 0) {
         count = 100'000;
     }
-    if (options.workload == Workload::transaction || options.workload == Workload::stream) {
-        run.target = count;  // transactions, or events counted by the stream's own check
+    if (options.workload == Workload::transaction || options.workload == Workload::stream ||
+        options.workload == Workload::lanes) {
+        // Transactions, or messages counted by the workload's own check (stream: the query's
+        // lag; lanes: per lane, as the payloads carry a lane's sequence, not the run's).
+        run.target = count;
     } else {
         run.track(count);
     }
@@ -747,7 +819,8 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     switch (options.workload) {
         case Workload::produce: report = run_produce(run, deadline_ns); break;
         case Workload::consume: report = run_consume(run, bound_ns); break;
-        case Workload::e2e: report = run_e2e(run, deadline_ns, bound_ns); break;
+        case Workload::e2e: report = run_e2e(run, deadline_ns, bound_ns, E2eShape{}); break;
+        case Workload::lanes: report = run_lanes(run, deadline_ns, bound_ns); break;
         case Workload::transaction: {
             QUEEN_TRY(report, run_transaction(run, deadline_ns));
             break;
@@ -776,21 +849,33 @@ queen::Result<Report> run_workload(client::Client& client, const WorkloadOptions
     c.consumers = options.workload == Workload::produce ? 0 : options.consumers;
     c.driver_threads = options.driver_threads;
     c.is_pipelined = options.is_pipelined;
+    // Transaction workers pop their own partition; produce does not pop.
+    c.pop_partitions =
+        options.workload == Workload::produce || options.workload == Workload::transaction
+            ? 0
+            : options.pop_partitions;
+    if (options.workload == Workload::lanes) {
+        c.seed = options.seed;
+    }
     return report;
 }
 
-std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns,
-                         std::int64_t size_bytes) {
+std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns, std::int64_t size_bytes,
+                         std::int64_t lane) {
     std::string out;
-    write_payload(out, sequence, timestamp_ns, size_bytes);
+    write_payload(out, sequence, timestamp_ns, size_bytes, lane);
     return out;
 }
 
 void write_payload(std::string& out, std::uint64_t sequence, std::int64_t timestamp_ns,
-                   std::int64_t size_bytes) {
+                   std::int64_t size_bytes, std::int64_t lane) {
     const auto size = static_cast<std::size_t>(std::max<std::int64_t>(size_bytes, 0));
     json::Writer payload(std::move(out), size);
-    payload.begin_object().field("seq", sequence).field("ts", timestamp_ns).key("pad");
+    payload.begin_object();
+    if (lane >= 0) {
+        payload.field("lane", lane);
+    }
+    payload.field("seq", sequence).field("ts", timestamp_ns).key("pad");
     const std::size_t fixed_size = payload.text().size() + 3;  // plus the quotes and the brace
     const std::size_t pad = size > fixed_size ? size - fixed_size : 0;
     std::memset(payload.string_slot(pad), 'x', pad);
@@ -831,25 +916,32 @@ bool read_whole_number(json::Cursor& cursor, T& value) noexcept {
 }  // namespace
 
 bool parse_payload(std::string_view json, PayloadStamp& stamp) noexcept {
-    // Read in the order write_payload writes, {"seq":N,"ts":M,...}: the members are then found
-    // without looking for them; any other order is read member by member.
+    // Read in the order write_payload writes, {["lane":L,]"seq":N,"ts":M,...}: the members are
+    // then found without looking for them; any other order is read member by member.
     json::Cursor cursor(json);
     if (!cursor.enter_object()) {
         return false;
     }
+    stamp.lane = -1;
     bool has_sequence = false;
     bool has_timestamp = false;
     bool is_first = true;
     while (!(has_sequence && has_timestamp)) {
         std::string_view key;
-        if (!has_sequence && cursor.next_member_is(R"("seq":)", is_first)) {
+        if (is_first && cursor.next_member_is(R"("lane":)", is_first)) {
+            key = "lane";
+        } else if (!has_sequence && cursor.next_member_is(R"("seq":)", is_first)) {
             key = "seq";
         } else if (!has_timestamp && cursor.next_member_is(R"("ts":)", is_first)) {
             key = "ts";
         } else if (!cursor.next_member(key, is_first)) {
             return false;
         }
-        if (json::is_key(key, "seq") && !has_sequence) {
+        if (json::is_key(key, "lane") && stamp.lane < 0) {
+            if (!read_whole_number(cursor, stamp.lane) || stamp.lane < 0) {
+                return false;
+            }
+        } else if (json::is_key(key, "seq") && !has_sequence) {
             if (!read_whole_number(cursor, stamp.sequence)) {
                 return false;
             }

@@ -112,6 +112,16 @@ TEST_CASE("bench: conf/bench.toml parses and has the standard profiles", "[bench
     // The issue-5 targets a rate and a p99 express are goals of their profiles.
     CHECK(e2e->goal.p99_ms_max == Approx(50));
     CHECK(unpaced->goal.msgs_per_s_min == Approx(150'000));
+    // Issue 26: 10,000 lanes read one at a time keep up with producers paced at 100,000/s.
+    auto lanes = queen::bench::find_profile(*profiles, "lanes-10k");
+    REQUIRE(lanes.has_value());
+    CHECK(lanes->workload == queen::bench::Workload::lanes);
+    CHECK(lanes->is_standard);
+    CHECK(lanes->partitions == 10'000);
+    CHECK(lanes->pop_partitions == 1);
+    CHECK(lanes->rate_msgs_per_s == Approx(100'000));
+    CHECK(lanes->goal.msgs_per_s_min == Approx(99'000));
+    CHECK(lanes->goal.p99_ms_max == Approx(e2e->goal.p99_ms_max));  // as e2e-100
     for (const auto& [name, rate] :
          std::initializer_list<std::pair<const char*, double>>{{"push-1", 25'000},
                                                                {"push-100-16", 300'000},

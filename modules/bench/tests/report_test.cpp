@@ -79,6 +79,29 @@ TEST_CASE("bench: report JSON has the documented fields and units", "[bench][rep
     CHECK(conditions["cores"] == 2);
     CHECK(conditions["load_average_1m"].get<double>() == Approx(3.5));
     CHECK(conditions["server_rss_bytes"].is_null());
+    CHECK(conditions["pop_partitions"] == 0);  // produce pops nothing
+    CHECK(conditions["seed"].is_null());       // only lanes draws
+}
+
+TEST_CASE("bench: a lanes report names its lanes, pop partitions and seed", "[bench][report]") {
+    auto report = sample_report();
+    report.workload = "lanes";
+    report.conditions.partitions = 10'000;
+    report.conditions.pop_partitions = 1;
+    report.conditions.seed = 18'446'744'073'709'551'615ULL;  // any 64-bit seed survives
+    const std::string table = queen::bench::format_table(report);
+    CHECK(table.find("    lanes               10000, pops claim up to 1 partition\n") !=
+          std::string::npos);
+    CHECK(table.find("    seed                18446744073709551615") != std::string::npos);
+    const auto json = nlohmann::json::parse(queen::bench::format_json(report));
+    CHECK(json["conditions"]["partitions"] == 10'000);
+    CHECK(json["conditions"]["pop_partitions"] == 1);
+    CHECK(json["conditions"]["seed"].get<std::uint64_t>() == 18'446'744'073'709'551'615ULL);
+    report.workload = "e2e";
+    report.conditions.pop_partitions = 16;
+    CHECK(queen::bench::format_table(report).find(
+              "    partitions          10000, pops claim up to 16 partitions\n") !=
+          std::string::npos);
 }
 
 TEST_CASE("bench: report table shows rates, percentiles, errors and conditions",

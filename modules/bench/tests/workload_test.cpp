@@ -1,5 +1,5 @@
-// bench/tests/workload_test.cpp — payload stamps, workload and steps names, option limits and
-// what a transaction loop is said to be. (The loops run against a real server in
+// bench/tests/workload_test.cpp — payload stamps (with a lane or not), workload and steps names,
+// option limits and what a transaction loop is said to be. (The loops run against a real server in
 // tests/integration/test_bench.py.)
 #include "queen/bench/workload.hpp"
 
@@ -45,17 +45,68 @@ TEST_CASE("bench: payloads have the requested size and carry their stamp", "[ben
     CHECK_FALSE(queen::bench::parse_payload(R"({"seq":7,"ts":)", stamp));
     CHECK_FALSE(queen::bench::parse_payload(R"({"seq":,"ts":1})", stamp));
     CHECK_FALSE(queen::bench::parse_payload(R"({"seq":99999999999999999999,"ts":1})", stamp));
+    CHECK(queen::bench::parse_payload(R"({"seq":7,"ts":5})", stamp));
+    CHECK(stamp.lane == -1);  // no lane: e2e's payloads
+}
+
+TEST_CASE("bench: lanes payloads carry their lane first and read it back", "[bench][workload]") {
+    for (const std::int64_t size : {1, 60, 256}) {
+        const std::string payload = queen::bench::make_payload(42, 987654321012, size, 9'999);
+        INFO(payload);
+        const std::string header = R"({"lane":9999,"seq":42,"ts":987654321012,"pad":""})";
+        CHECK(payload.size() ==
+              std::max<std::size_t>(static_cast<std::size_t>(size), header.size()));
+        CHECK(payload.starts_with(R"({"lane":9999,"seq":42,"ts":987654321012,"pad":")"));
+        PayloadStamp stamp;
+        REQUIRE(queen::bench::parse_payload(payload, stamp));
+        CHECK(stamp.lane == 9'999);
+        CHECK(stamp.sequence == 42);
+        CHECK(stamp.timestamp_ns == 987654321012);
+        // A stamp read before is reset: the next payload without a lane says so.
+        REQUIRE(queen::bench::parse_payload(queen::bench::make_payload(1, 2, size), stamp));
+        CHECK(stamp.lane == -1);
+    }
+    PayloadStamp stamp;
+    CHECK(queen::bench::parse_payload(R"({ "seq" : 3, "lane" : 4, "ts" : 5 })", stamp));
+    CHECK(stamp.lane == 4);
+    CHECK(stamp.sequence == 3);
+    CHECK_FALSE(queen::bench::parse_payload(R"({"lane":-1,"seq":3,"ts":5})", stamp));
+    CHECK_FALSE(queen::bench::parse_payload(R"({"lane":"l1","seq":3,"ts":5})", stamp));
+    CHECK_FALSE(queen::bench::parse_payload(R"({"lane":1,"ts":5})", stamp));
+}
+
+TEST_CASE("bench: lanes options: a rate, and one producer per lane at most", "[bench][workload]") {
+    using queen::bench::Workload;
+    queen::bench::WorkloadOptions options;
+    options.workload = Workload::lanes;
+    options.partitions = 10'000;
+    options.producers = 4;
+    options.consumers = 8;
+    options.rate_msgs_per_s = 100'000;
+    options.seed = 1234;
+    const auto error_of = [&options] {
+        auto valid = options.validate();
+        return valid.has_value() ? std::string{} : valid.error().context;
+    };
+    CHECK(error_of().empty());
+    options.partitions = 4;  // one lane each
+    CHECK(error_of().empty());
+    options.partitions = 3;  // a producer without a lane
+    CHECK(error_of() ==
+          "lanes: producers must not exceed partitions (each lane is one producer's)");
 }
 
 TEST_CASE("bench: workload names round-trip and options are bounded", "[bench][workload]") {
     using queen::bench::Workload;
-    for (const Workload w : {Workload::produce, Workload::consume, Workload::e2e,
-                             Workload::transaction, Workload::partitions, Workload::stream}) {
+    for (const Workload w :
+         {Workload::produce, Workload::consume, Workload::e2e, Workload::transaction,
+          Workload::partitions, Workload::stream, Workload::lanes}) {
         auto parsed = queen::bench::parse_workload(queen::bench::to_string(w));
         REQUIRE(parsed.has_value());
         CHECK(*parsed == w);
     }
     CHECK_FALSE(queen::bench::parse_workload("log").has_value());
+    CHECK(queen::bench::to_string(Workload::lanes) == "lanes");
     queen::bench::WorkloadOptions options;
     CHECK(options.validate().has_value());
     options.batch = 0;
@@ -69,11 +120,12 @@ TEST_CASE("bench: workload names round-trip and options are bounded", "[bench][w
     CHECK_FALSE(options.validate().has_value());
 }
 
-TEST_CASE("bench: a rate is for produce, e2e and stream, and is bounded", "[bench][workload]") {
+TEST_CASE("bench: a rate is for produce, e2e, lanes and stream, and is bounded",
+          "[bench][workload]") {
     using queen::bench::Workload;
     queen::bench::WorkloadOptions options;
     options.rate_msgs_per_s = 150'000;
-    for (const Workload w : {Workload::produce, Workload::e2e, Workload::stream}) {
+    for (const Workload w : {Workload::produce, Workload::e2e, Workload::lanes, Workload::stream}) {
         options.workload = w;
         CHECK(options.validate().has_value());
     }

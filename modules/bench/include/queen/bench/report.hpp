@@ -18,11 +18,13 @@ struct Conditions {
     std::string durability;      ///< e.g. "log fdatasync before ack"
     std::int64_t batch = 0;
     std::int64_t size_bytes = 0;
-    std::int64_t partitions = 0;
+    std::int64_t partitions = 0;      ///< lanes: the lanes
+    std::int64_t pop_partitions = 0;  ///< partitions one pop may claim; 0: the workload pops none
     std::int64_t producers = 0;
     std::int64_t consumers = 0;
     std::int64_t driver_threads = 0;     ///< event-loop threads driving them (at most one each)
     bool is_pipelined = false;           ///< pops pipelined behind transactions
+    std::optional<std::uint64_t> seed;   ///< lanes: the seed of the producers' lane choices
     std::int64_t cores = 0;              ///< online CPUs of this machine
     double load_average_1m = -1;         ///< of this machine at the end of the run; < 0 unknown
     std::int64_t server_rss_bytes = -1;  ///< at the end of the run; < 0 unknown
@@ -50,14 +52,14 @@ struct ErrorSample {
 
 /// One run. `latency_ns` holds one value per measured operation (see `latency_of`).
 struct Report {
-    std::string workload;          ///< produce | consume | e2e | transaction | partitions | stream
-    std::string profile;           ///< the conf/bench.toml profile, or empty
+    std::string workload;  ///< produce | consume | e2e | transaction | partitions | stream | lanes
+    std::string profile;   ///< the conf/bench.toml profile, or empty
     std::string latency_of;        ///< what one latency value measures, e.g. "push request"
     double elapsed_s = 0;          ///< of the measured phase
     std::uint64_t produced = 0;    ///< messages the server answered `queued`
     std::uint64_t consumed = 0;    ///< messages delivered and acked
     std::uint64_t duplicates = 0;  ///< deliveries of an already consumed message (e2e)
-    std::uint64_t missing = 0;     ///< produced but never consumed (e2e with --messages)
+    std::uint64_t missing = 0;     ///< produced but never consumed (e2e with --messages; lanes)
     std::uint64_t messages = 0;    ///< the count the rate is computed from
     std::uint64_t bytes = 0;       ///< payload bytes of `messages`
     std::uint64_t errors = 0;      ///< failed requests, failed items and failed acks
@@ -93,8 +95,8 @@ struct Report {
 /// unpaced), produce_msgs_per_s, latency_ms {p50, p90, p99, p999, max, count, of}, elapsed_s,
 /// messages, bytes, produced, consumed, duplicates, missing, errors, error_samples [{error,
 /// count}], metrics {name: value},
-/// conditions {...}, goal {msgs_per_s_min, p99_ms_max, met} (null without one), check {passed,
-/// what} (null without one). No trailing newline.
+/// conditions {... pop_partitions, seed (null but for lanes)}, goal {msgs_per_s_min, p99_ms_max,
+/// met} (null without one), check {passed, what} (null without one). No trailing newline.
 [[nodiscard]] std::string format_json(const Report& report);
 
 /// One run of several compared (`queen bench transaction --steps a,b`): its name and report.

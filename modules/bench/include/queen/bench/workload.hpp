@@ -1,7 +1,7 @@
 // queen/bench/workload.hpp — the load drivers of `queen bench` over the client: produce, consume,
-// e2e, transaction and partitions, as agents on event-loop threads (client::HttpMultiplexer), and
-// stream (producers as agents, StreamRunners on threads of their own). They count; printing is
-// the caller's business.
+// e2e, lanes, transaction and partitions, as agents on event-loop threads
+// (client::HttpMultiplexer), and stream (producers as agents, StreamRunners on threads of their
+// own). They count; printing is the caller's business.
 #pragma once
 
 #include <atomic>
@@ -18,7 +18,7 @@
 namespace queen::bench {
 
 /// The workloads, by their command names.
-enum class Workload { produce, consume, e2e, transaction, partitions, stream };
+enum class Workload { produce, consume, e2e, transaction, partitions, stream, lanes };
 [[nodiscard]] std::string_view to_string(Workload workload) noexcept;
 /// Errors: queen::Errc::invalid_argument (not a workload name).
 [[nodiscard]] queen::Result<Workload> parse_workload(std::string_view name);
@@ -64,7 +64,8 @@ struct WorkloadOptions {
     std::int64_t batch = 100;       ///< messages per push, per pop and per transaction
     std::int64_t size_bytes = 256;  ///< payload JSON size (at least the ~40 bytes of the header)
     /// Partitions written round-robin (message n goes to partition "p<n mod partitions>"). The
-    /// partitions workload fills exactly this many partitions with one message each.
+    /// partitions workload fills exactly this many partitions with one message each; in lanes
+    /// it is the number of lanes (partitions "l<index>").
     std::int64_t partitions = 1;
     std::int64_t pop_partitions = 1;  ///< pops claim up to this many partitions (one lease)
     /// Transaction workers send the next pop right behind their transaction on the same
@@ -83,8 +84,12 @@ struct WorkloadOptions {
     /// Total target rate of all producers in messages per second, paced open-loop (see Pacer):
     /// each batch is sent at its due time and its payloads carry that time, so e2e latency and
     /// produce latency count from when a message should have gone out. 0: unpaced (producers
-    /// push as fast as answers come back). Only produce and e2e take a rate.
+    /// push as fast as answers come back). Only produce, e2e, lanes and stream take a rate.
     double rate_msgs_per_s = 0;
+    /// lanes: the seed of the producers' lane choices (producer p draws from Rng(seed + p)); the
+    /// same seed, producers, lanes and batch give the same lanes in the same order. The caller
+    /// picks one (the library draws no randomness) and the report's conditions carry it.
+    std::uint64_t seed = 0;
     /// Blocks the calling thread until the clock's monotonic_ns() reaches the argument (or a
     /// little later). Required when rate_msgs_per_s > 0: the library never sleeps by itself. A
     /// driver thread calls it only when none of its requests is in flight (otherwise it waits
@@ -134,6 +139,14 @@ struct Progress {
 ///   due time) to delivery; rate of acked messages over the time until the last one; duplicates
 ///   and missing counted; the consumers' lag when producing ended in metrics. Unpaced, the
 ///   latency includes the backlog producers build ahead of consumers;
+/// - lanes: e2e with one writer per lane: `partitions` lanes (partitions "l<index>"), each
+///   producer owning a contiguous range of them (lane_range in lanes.hpp); every message goes to
+///   a lane of its producer's range drawn from Rng(seed + producer) and carries
+///   {"lane":L,"seq":S,"ts":T,...}, S the lane's own sequence (1, 2, 3 ...). Consumers pop
+///   (pop_partitions per pop, wait) and ack like e2e's and check every delivery against its
+///   lane's last sequence (LaneChecker); order violations, gaps and missing messages are
+///   counted as errors, in metrics (order_violations, gaps; `missing` in the report) and in
+///   report.check. Latency and rates as e2e;
 /// - transaction: each worker pops a batch and, in one transaction, acks it and pushes the next
 ///   batch (more with `steps`); latency of a worker's loop (describe_transaction_loop); rate of
 ///   messages moved (transactions in metrics; with one_call_next, next pops that came back
@@ -159,21 +172,26 @@ struct Progress {
                                                  const queen::Clock& clock, Progress& progress);
 
 /// A JSON object payload of exactly max(size_bytes, header) bytes carrying `sequence` and
-/// `timestamp_ns`: {"seq":N,"ts":T,"pad":"xxx..."}.
+/// `timestamp_ns`: {"seq":N,"ts":T,"pad":"xxx..."}; with a `lane` >= 0 (the lanes workload)
+/// the lane comes first: {"lane":L,"seq":N,"ts":T,"pad":"xxx..."}.
 [[nodiscard]] std::string make_payload(std::uint64_t sequence, std::int64_t timestamp_ns,
-                                       std::int64_t size_bytes);
+                                       std::int64_t size_bytes, std::int64_t lane = -1);
 
 /// make_payload() into `out`, replacing its text (a loop reuses its storage).
 void write_payload(std::string& out, std::uint64_t sequence, std::int64_t timestamp_ns,
-                   std::int64_t size_bytes);
+                   std::int64_t size_bytes, std::int64_t lane = -1);
 
-/// Reads the members "seq" and "ts" back from a payload (whatever whitespace the server put
-/// around them), with the core JSON reader; members after them are not looked at.
+/// What parse_payload reads back: the members "seq" and "ts", and "lane" when it comes before
+/// the later of the two (write_payload puts it first); lane is -1 without one.
 struct PayloadStamp {
     std::uint64_t sequence = 0;
     std::int64_t timestamp_ns = 0;
+    std::int64_t lane = -1;
 };
-/// Returns false (stamp unspecified) when a field is missing or not an integer.
+/// Reads a payload's stamp (whatever whitespace the server put around its members) with the
+/// core JSON reader; members after "seq" and "ts" are not looked at. Returns false (stamp
+/// unspecified) when "seq" or "ts" is missing or not an integer, or "lane" is not a
+/// non-negative integer.
 [[nodiscard]] bool parse_payload(std::string_view json, PayloadStamp& stamp) noexcept;
 
 /// The stream workload's event into `out` (replacing its text):
