@@ -35,11 +35,17 @@ Result<std::uint64_t> indexed_at_or_after(const store::Txn& txn, const Tables& t
 /// Walks back from `start` to the block holding `from` (or the partition's first block after
 /// it): the loaded blocks, ascending. `start` must exist.
 Result<void> walk_to(const store::Txn& txn, const Tables& tables, PartitionId partition,
-                     std::uint64_t start, Sequence from, std::vector<MessageScan::Loaded>& out) {
+                     std::uint64_t start, Sequence from, std::vector<MessageScan::Loaded>& out,
+                     const MessageScan::Loaded* start_block = nullptr) {
     out.clear();
     std::uint64_t position = start;
     while (position != 0) {
-        QUEEN_TRY(auto loaded, load_block(txn, tables, position, partition));
+        std::optional<MessageScan::Loaded> loaded;
+        if (start_block != nullptr && position == start_block->position) {
+            loaded = *start_block;
+        } else {
+            QUEEN_TRY(loaded, load_block(txn, tables, position, partition));
+        }
         if (!loaded) {
             if (out.empty()) {
                 return corrupt("block " + std::to_string(position) + " of partition " +
@@ -159,6 +165,22 @@ Result<void> MessageScan::fill(Sequence from) {
     region_.clear();
     at_ = 0;
     block_.reset();
+    if (tail_ != 0 && !is_tail_checked_) {
+        // A consumer that keeps up reads the newest blocks: when no multiple of index_every
+        // lies between `from` and the partition's last sequence, no indexed block can start
+        // a shorter walk than the tail, and the index is not searched.
+        is_tail_checked_ = true;
+        QUEEN_TRY(auto tail, load_block(*txn_, tables_, tail_, partition_));
+        if (!tail) {
+            return corrupt("the tail block " + std::to_string(tail_) + " of partition " +
+                           std::to_string(partition_.value()) + " is missing");
+        }
+        if (!is_indexed_block(from, tail->header.last())) {
+            is_last_region_ = true;
+            QUEEN_TRY(walk_to(*txn_, tables_, partition_, tail_, from, region_, &*tail));
+            return start_block();
+        }
+    }
     QUEEN_TRY(std::uint64_t start, indexed_at_or_after(*txn_, tables_, partition_, from));
     if (start == 0) {
         start = tail_;

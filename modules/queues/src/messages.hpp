@@ -134,7 +134,8 @@ private:
     std::uint64_t tail_;
     std::vector<Loaded> region_;  ///< ascending
     std::size_t at_ = 0;
-    bool is_last_region_ = false;  ///< region_ ends with the tail
+    bool is_last_region_ = false;   ///< region_ ends with the tail
+    bool is_tail_checked_ = false;  ///< fill() looked at the tail block once
     std::optional<BlockReader> block_;
     Sequence sequence_;  ///< of the block's next record
     Sequence from_;

@@ -2,6 +2,7 @@
 // per record drives both the encoder and the decoder.
 #include "records.hpp"
 
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -365,30 +366,39 @@ Result<PushItem> decode_push_item(ByteSpan bytes) {
     return decode_any<PushItem>(bytes, "buffered push");
 }
 
+namespace {
+
+/// The value of each lowercase hex digit; 0xff for every other byte (uppercase included).
+constexpr std::array<std::uint8_t, 256> lower_hex_values = [] {
+    std::array<std::uint8_t, 256> values{};
+    values.fill(0xff);
+    for (std::uint8_t i = 0; i < 10; ++i) {
+        values['0' + i] = i;
+    }
+    for (std::uint8_t i = 0; i < 6; ++i) {
+        values['a' + i] = static_cast<std::uint8_t>(10 + i);
+    }
+    return values;
+}();
+
+}  // namespace
+
 bool parse_canonical_uuid(std::string_view text, std::span<Byte, 16> out) noexcept {
     if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' ||
         text[23] != '-') {
         return false;
     }
-    const auto digit = [](char c) -> int {
-        if (c >= '0' && c <= '9') {
-            return c - '0';
-        }
-        if (c >= 'a' && c <= 'f') {
-            return c - 'a' + 10;
-        }
-        return -1;  // uppercase too: canonical means lowercase
-    };
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < 36; i += (i == 6 || i == 11 || i == 16 || i == 21) ? 3 : 2) {
-        const int high = digit(text[i]);
-        const int low = digit(text[i + 1]);
-        if (high < 0 || low < 0) {
-            return false;
-        }
-        out[n++] = static_cast<Byte>((high << 4) | low);
+    // Where each byte's two digits start: the dashes at 8, 13, 18 and 23 are skipped.
+    static constexpr std::array<std::uint8_t, 16> at{0,  2,  4,  6,  9,  11, 14, 16,
+                                                     19, 21, 24, 26, 28, 30, 32, 34};
+    std::uint8_t bad = 0;  // any digit's 0xff marks the text
+    for (std::size_t i = 0; i < 16; ++i) {
+        const std::uint8_t high = lower_hex_values[static_cast<unsigned char>(text[at[i]])];
+        const std::uint8_t low = lower_hex_values[static_cast<unsigned char>(text[at[i] + 1])];
+        bad |= high | low;
+        out[i] = static_cast<Byte>((high << 4) | (low & 0x0f));
     }
-    return n == 16;
+    return (bad & 0xf0) == 0;
 }
 
 void append_canonical_uuid(std::string& out, std::span<const Byte, 16> bytes) {
