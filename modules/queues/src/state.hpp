@@ -215,8 +215,12 @@ public:
         std::size_t block = detail::PendingBlocks::none;  ///< its pending block, once looked up
     };
     static constexpr std::size_t pairs_max = 16;
-    /// A block is written when the next record would take it past this many bytes.
-    static constexpr std::size_t block_bytes_max = 64 * 1024;
+    /// A block is written when the next record would take its records past this many bytes:
+    /// with its header (at most block_header_bytes_max) it then stays inside LMDB's inline
+    /// limit for 4 KiB pages, two to a page. Blocks are appended, so LMDB fills its leaves
+    /// (a block over the limit would take whole 4 KiB overflow pages: a 2.5 KiB one wastes
+    /// 1.5 KiB). A record larger than this is a block alone.
+    static constexpr std::size_t block_bytes_max = 2022 - block_header_bytes_max;
 
     /// The pair of `item`, or nullptr when not memoized.
     Pair* find(const PushItem& item) noexcept {
