@@ -289,25 +289,92 @@ Byte* put_blob(Byte* at, const void* data, std::size_t size) noexcept {
     return at + size;
 }
 
-/// Writes the MessageRecord bytes of a pushed item at `at` (message_record_size of them; field
-/// order and encodings of fields(MessageRecord)).
+// The compact message record the pushes write (message_record_format): u8 2, u8 flags,
+// created_at svarint, the transaction id (16 bytes when flag_uuid, else str), trace_id str (when
+// flag_trace), producer_sub str (when flag_sub), then the payload: the rest of the record (its
+// length is the block's).
+constexpr std::uint8_t flag_encrypted = 1;
+constexpr std::uint8_t flag_uuid = 2;
+constexpr std::uint8_t flag_trace = 4;
+constexpr std::uint8_t flag_sub = 8;
+
+std::uint8_t flags_of(const PushItem& item, bool is_uuid) noexcept {
+    return static_cast<std::uint8_t>(
+        (item.is_encrypted ? flag_encrypted : 0) | (is_uuid ? flag_uuid : 0) |
+        (item.trace_id.empty() ? 0 : flag_trace) | (item.producer_sub.empty() ? 0 : flag_sub));
+}
+
+/// Writes the compact record of a pushed item at `at` (message_record_size bytes).
 void write_message_record(Byte* at, TimestampMs created_at, const PushItem& item) noexcept {
-    *at++ = record_format_version;
+    std::array<Byte, 16> uuid{};
+    const bool is_uuid = parse_canonical_uuid(item.transaction_id, uuid);
+    const std::uint8_t flags = flags_of(item, is_uuid);
+    *at++ = message_record_format;
+    *at++ = flags;
     at = put_varint(at, zigzag(created_at.value()));
-    at = put_blob(at, item.transaction_id.data(), item.transaction_id.size());
-    at = put_blob(at, item.trace_id.data(), item.trace_id.size());
-    at = put_blob(at, item.producer_sub.data(), item.producer_sub.size());
-    *at++ = item.is_encrypted ? 1 : 0;
-    (void)put_blob(at, item.payload.data(), item.payload.size());
+    if (is_uuid) {
+        std::memcpy(at, uuid.data(), uuid.size());
+        at += uuid.size();
+    } else {
+        at = put_blob(at, item.transaction_id.data(), item.transaction_id.size());
+    }
+    if ((flags & flag_trace) != 0) {
+        at = put_blob(at, item.trace_id.data(), item.trace_id.size());
+    }
+    if ((flags & flag_sub) != 0) {
+        at = put_blob(at, item.producer_sub.data(), item.producer_sub.size());
+    }
+    if (!item.payload.empty()) {
+        std::memcpy(at, item.payload.data(), item.payload.size());
+    }
+}
+
+Result<MessageRecord> decode_compact_message(ByteSpan bytes) {
+    ByteReader in(bytes);
+    MessageRecord out;
+    (void)in.u8();
+    const std::uint8_t flags = in.u8();
+    out.created_at = TimestampMs{in.svarint()};
+    if ((flags & flag_uuid) != 0) {
+        const ByteSpan uuid = in.raw(16);
+        if (in.ok()) {
+            std::string text;
+            append_canonical_uuid(text, uuid.first<16>());
+            out.transaction_id = text;
+        }
+    } else {
+        out.transaction_id = as_chars(in.raw(static_cast<std::size_t>(in.varint())));
+    }
+    if ((flags & flag_trace) != 0) {
+        out.trace_id = std::string(as_chars(in.raw(static_cast<std::size_t>(in.varint()))));
+    }
+    if ((flags & flag_sub) != 0) {
+        out.producer_sub = std::string(as_chars(in.raw(static_cast<std::size_t>(in.varint()))));
+    }
+    out.is_encrypted = (flags & flag_encrypted) != 0;
+    if (!in.ok() || (flags & ~(flag_encrypted | flag_uuid | flag_trace | flag_sub)) != 0) {
+        return Error{queen::Errc::corruption, "queues: undecodable message record (" +
+                                                  std::to_string(bytes.size()) +
+                                                  " bytes, format 2)"};
+    }
+    const ByteSpan payload = in.raw(in.remaining());
+    out.payload.assign(payload.begin(), payload.end());
+    return out;
 }
 
 }  // namespace
 
 std::size_t message_record_size(TimestampMs created_at, const PushItem& item) noexcept {
     const auto blob_size = [](std::size_t length) { return codec::varint_size(length) + length; };
-    return 1 + codec::varint_size(zigzag(created_at.value())) +
-           blob_size(item.transaction_id.size()) + blob_size(item.trace_id.size()) +
-           blob_size(item.producer_sub.size()) + 1 + blob_size(item.payload.size());
+    const bool is_uuid = item.transaction_id.size() == 36 && [&] {
+        std::array<Byte, 16> uuid{};
+        return parse_canonical_uuid(item.transaction_id, uuid);
+    }();
+    return 2 + codec::varint_size(zigzag(created_at.value())) +
+           (is_uuid ? 16 : blob_size(item.transaction_id.size())) +
+           (item.trace_id.empty() ? 0 : blob_size(item.trace_id.size())) +
+           (item.producer_sub.empty() ? 0 : blob_size(item.producer_sub.size())) +
+           item.payload.size();
 }
 
 std::size_t append_message_blob(Bytes& out, TimestampMs created_at, const PushItem& item) {
@@ -329,6 +396,9 @@ Result<PartitionRecord> decode_partition(ByteSpan bytes) {
     return decode_any<PartitionRecord>(bytes, "partition");
 }
 Result<MessageRecord> decode_message(ByteSpan bytes) {
+    if (!bytes.empty() && bytes[0] == message_record_format) {
+        return decode_compact_message(bytes);
+    }
     return decode_any<MessageRecord>(bytes, "message");
 }
 Result<CursorRecord> decode_cursor(ByteSpan bytes) {

@@ -143,11 +143,17 @@ void encode_partition_into(Bytes& out, QueueId queue, std::string_view name, Tim
                            Sequence first_sequence, Sequence last_sequence,
                            TimestampMs last_created_at, std::uint64_t message_count,
                            std::uint64_t tail);
-/// The MessageRecord of a pushed item: the bytes of encode(MessageRecord{created_at,
-/// item.transaction_id, item.trace_id, item.producer_sub, item.is_encrypted, item.payload}),
-/// without copying the item's fields into a record first. Their size:
+/// The format byte of the compact message record the pushes write into q.blocks (layout 3):
+/// u8 2, u8 flags (1 encrypted, 2 the transaction id is a canonical UUID, 4 a trace id follows,
+/// 8 a producer sub follows), created_at svarint, the transaction id (its 16 bytes, or str),
+/// trace_id str, producer_sub str, then the payload to the record's end (a block gives each
+/// record's length). decode_message() reads it and the format 1 record encode(MessageRecord)
+/// writes (the records of layout 2 blocks, and DLQ records).
+inline constexpr std::uint8_t message_record_format = 2;
+/// The compact record of a pushed item (MessageRecord{created_at, item.transaction_id,
+/// item.trace_id, item.producer_sub, item.is_encrypted, item.payload}), its size:
 std::size_t message_record_size(TimestampMs created_at, const PushItem& item) noexcept;
-/// Appends to `out` the same bytes as a blob (varint length, then the record) in one resize;
+/// Appends to `out` the compact record as a blob (varint length, then the record) in one resize;
 /// returns the offset of the record in `out`.
 std::size_t append_message_blob(Bytes& out, TimestampMs created_at, const PushItem& item);
 
