@@ -26,19 +26,25 @@ Result<std::optional<std::uint8_t>> meta_format(const store::Txn& txn, store::Ta
     return std::optional<std::uint8_t>{(*raw)[0]};
 }
 
+/// Copies of the first moved_per_txn entries of `table` (the next to move: moved ones are
+/// deleted, so a resumed migration starts where it stopped).
+Result<std::vector<std::pair<Bytes, Bytes>>> first_entries(const store::Txn& txn,
+                                                           store::Table table) {
+    std::vector<std::pair<Bytes, Bytes>> batch;
+    QUEEN_TRY(auto cursor, txn.cursor(table));
+    QUEEN_TRY(auto entry, cursor.first());
+    while (entry && batch.size() < moved_per_txn) {
+        batch.emplace_back(Bytes(entry->key.begin(), entry->key.end()),
+                           Bytes(entry->value.begin(), entry->value.end()));
+        QUEEN_TRY(entry, cursor.next());
+    }
+    return batch;
+}
+
 /// Moves up to moved_per_txn entries of layout 1's "q.txids" (partition u64be + id bytes ->
 /// u64 LE sequence) into "q.ids" (txid_key -> varint sequence); returns how many it moved.
 Result<std::size_t> move_ids(store::WriteTxn& txn, store::Table from, store::Table to) {
-    std::vector<std::pair<Bytes, Bytes>> batch;
-    {
-        QUEEN_TRY(auto cursor, txn.cursor(from));
-        QUEEN_TRY(auto entry, cursor.first());
-        while (entry && batch.size() < moved_per_txn) {
-            batch.emplace_back(Bytes(entry->key.begin(), entry->key.end()),
-                               Bytes(entry->value.begin(), entry->value.end()));
-            QUEEN_TRY(entry, cursor.next());
-        }
-    }
+    QUEEN_TRY(const auto batch, first_entries(txn, from));
     for (const auto& [key, value] : batch) {
         if (key.size() < 8) {
             return Error{queen::Errc::corruption, "queues: a layout 1 transaction id key of " +
@@ -64,16 +70,7 @@ Result<std::size_t> move_blocks(store::WriteTxn& txn, store::Table from, const T
     QUEEN_TRY(auto stored_meta,
               get_record(txn, tables.meta, as_bytes(meta_state_key), decode_meta));
     MetaRecord meta = stored_meta.value_or(MetaRecord{});
-    std::vector<std::pair<Bytes, Bytes>> batch;
-    {
-        QUEEN_TRY(auto cursor, txn.cursor(from));
-        QUEEN_TRY(auto entry, cursor.first());
-        while (entry && batch.size() < moved_per_txn) {
-            batch.emplace_back(Bytes(entry->key.begin(), entry->key.end()),
-                               Bytes(entry->value.begin(), entry->value.end()));
-            QUEEN_TRY(entry, cursor.next());
-        }
-    }
+    QUEEN_TRY(const auto batch, first_entries(txn, from));
     std::map<PartitionId, PartitionRecord> touched;
     Bytes records;
     Bytes value;

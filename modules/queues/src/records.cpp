@@ -436,23 +436,6 @@ Result<PushItem> decode_push_item(ByteSpan bytes) {
     return decode_any<PushItem>(bytes, "buffered push");
 }
 
-namespace {
-
-/// The value of each lowercase hex digit; 0xff for every other byte (uppercase included).
-constexpr std::array<std::uint8_t, 256> lower_hex_values = [] {
-    std::array<std::uint8_t, 256> values{};
-    values.fill(0xff);
-    for (std::uint8_t i = 0; i < 10; ++i) {
-        values['0' + i] = i;
-    }
-    for (std::uint8_t i = 0; i < 6; ++i) {
-        values['a' + i] = static_cast<std::uint8_t>(10 + i);
-    }
-    return values;
-}();
-
-}  // namespace
-
 bool parse_canonical_uuid(std::string_view text, std::span<Byte, 16> out) noexcept {
     if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' ||
         text[23] != '-') {

@@ -31,9 +31,10 @@ inline void put_hex(char* at, std::uint64_t value, std::size_t bytes) noexcept {
     }
 }
 
-/// The value of each byte as a hex digit ('0'-'9', 'a'-'f', 'A'-'F'); 0xff for every other byte
-/// (so OR-ing the values of many digits and testing the high bits finds any non-digit at once).
-inline constexpr std::array<std::uint8_t, 256> hex_values = [] {
+namespace detail {
+/// The value of each byte as a hex digit; 0xff for every other byte (uppercase digits too unless
+/// `with_upper`).
+constexpr std::array<std::uint8_t, 256> make_hex_values(bool with_upper) {
     std::array<std::uint8_t, 256> values{};
     values.fill(0xff);
     for (std::uint8_t i = 0; i < 10; ++i) {
@@ -41,10 +42,19 @@ inline constexpr std::array<std::uint8_t, 256> hex_values = [] {
     }
     for (std::uint8_t i = 0; i < 6; ++i) {
         values['a' + i] = static_cast<std::uint8_t>(10 + i);
-        values['A' + i] = static_cast<std::uint8_t>(10 + i);
+        if (with_upper) {
+            values['A' + i] = static_cast<std::uint8_t>(10 + i);
+        }
     }
     return values;
-}();
+}
+}  // namespace detail
+
+/// The value of each byte as a hex digit ('0'-'9', 'a'-'f', 'A'-'F'); 0xff for every other byte
+/// (so OR-ing the values of many digits and testing the high bits finds any non-digit at once).
+inline constexpr std::array<std::uint8_t, 256> hex_values = detail::make_hex_values(true);
+/// The same for lowercase digits only ('A'-'F' are 0xff): canonical UUID text.
+inline constexpr std::array<std::uint8_t, 256> lower_hex_values = detail::make_hex_values(false);
 
 /// The value of hex digit `c` (either case), or -1 when `c` is not one.
 [[nodiscard]] constexpr int hex_value(char c) noexcept {
