@@ -338,7 +338,7 @@ struct State {
     /// the apply batch (QueueState::end_batch) or by the next save_meta, whichever comes first.
     bool is_meta_dirty = false;
     /// By partition id; index 0 unused. Chunked: growing to millions never copies it.
-    // 4,096 partitions (160 KiB) per chunk: an idle tenant holds one chunk, not 2.5 MiB.
+    // 4,096 partitions (192 KiB) per chunk: an idle tenant holds one chunk, not 2.5 MiB.
     ChunkedArray<PartitionMem, 12> partitions{1};
     /// The memory entry of partition `pid` (which must be below partitions.size()).
     PartitionMem& partition(PartitionId pid) { return partitions[pid.value()]; }
