@@ -41,6 +41,13 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     // recovery's business (below).
     tenant->engine_options_.store = config.store;
     QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", tenant->engine_options_));
+    if (const auto migrated = engine.queue_state().migration()) {
+        QUEEN_LOG(logger, Level::info, "tenant.state_migrated",
+                  "tenant=" << tenant->name_ << " from_layout=" << int{migrated->from}
+                            << " to_layout=" << int{migrated->to} << " ids_moved="
+                            << migrated->ids_moved << " blocks_moved=" << migrated->blocks_moved
+                            << " elapsed_ms=" << migrated->elapsed_ms);
+    }
     tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
     QUEEN_TRY(tenant->load_system_records(group));
     tenant->group_ = std::move(group);

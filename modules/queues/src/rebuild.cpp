@@ -1,4 +1,6 @@
 // queues/src/rebuild.cpp — QueueState::open and rebuild: the memory index recreated from LMDB.
+#include <chrono>
+
 #include "apply.hpp"
 #include "layout.hpp"
 
@@ -46,11 +48,23 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
             }
         }
     }
-    QUEEN_TRY(detail::migrate_layout(env, t));
+    const auto started = std::chrono::steady_clock::now();
+    QUEEN_TRY(const detail::LayoutReport report, detail::migrate_layout(env, t));
+    if (report.is_migrated) {
+        state->migration = LayoutMigration{report.from, detail::layout_version, report.ids_moved,
+                                           report.blocks_moved,
+                                           std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - started)
+                                               .count()};
+    }
     QueueState queues(std::move(state));
     QUEEN_TRY(auto txn, env.begin_read());
     QUEEN_TRY(queues.rebuild(txn));
     return queues;
+}
+
+std::optional<QueueState::LayoutMigration> QueueState::migration() const noexcept {
+    return state_->migration;
 }
 
 Result<void> QueueState::rebuild(const store::Txn& txn) {
@@ -58,10 +72,12 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
     const Tables tables = s.tables;
     const Options options = s.options;
     const bool has_matching_pops = s.has_matching_pops;
+    auto migration = s.migration;
     s = State{};
     s.tables = tables;
     s.options = options;
     s.has_matching_pops = has_matching_pops;
+    s.migration = migration;
     QUEEN_TRY(auto meta, detail::get_record(txn, s.tables.meta, as_bytes(meta_state_key),
                                             detail::decode_meta));
     s.meta = meta.value_or(detail::MetaRecord{});

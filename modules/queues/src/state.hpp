@@ -389,6 +389,8 @@ struct State {
     /// wait keys of such pops (matching_wait_key) for each woken queue. Not state: kept across
     /// rebuild(), never written.
     bool has_matching_pops = false;
+    /// What open() migrated (QueueState::migration()); kept across rebuild().
+    std::optional<QueueState::LayoutMigration> migration;
 };
 
 }  // namespace queen::queues::detail

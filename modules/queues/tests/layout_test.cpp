@@ -206,9 +206,16 @@ TEST_CASE("queues: layout 1 transaction ids are migrated on open", "[queues][lay
     const auto ids = fill(h);
     downgrade_to_layout1(h);
     h.open();
+    const auto migrated = h.state->migration();
+    REQUIRE(migrated.has_value());
+    CHECK(migrated->from == 1);
+    CHECK(migrated->to == detail::layout_version);
+    CHECK(migrated->ids_moved == ids.size());
+    CHECK(migrated->blocks_moved > 0);
     check_migrated(h, ids);
     // Opening again finds nothing to do.
     h.reopen();
+    CHECK_FALSE(h.state->migration().has_value());
     check_migrated(h, ids, false);
 }
 

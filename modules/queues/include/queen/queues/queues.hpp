@@ -169,6 +169,17 @@ public:
     /// A canonical dump of the memory index (tests compare it across a restart).
     [[nodiscard]] std::string debug_dump_index() const;
 
+    /// What open() did to data of an older layout (docs/engine.md, "Layout versions").
+    struct LayoutMigration {
+        std::uint8_t from = 0;  ///< the layout found (a migration a crash cut short: the new one)
+        std::uint8_t to = 0;
+        std::uint64_t ids_moved = 0;     ///< transaction ids rewritten
+        std::uint64_t blocks_moved = 0;  ///< message blocks rewritten
+        std::int64_t elapsed_ms = 0;
+    };
+    /// The migration open() ran, if any (the node logs it).
+    [[nodiscard]] std::optional<LayoutMigration> migration() const noexcept;
+
 private:
     explicit QueueState(std::unique_ptr<detail::State> state) noexcept;
     std::unique_ptr<detail::State> state_;
