@@ -40,13 +40,15 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     // the state may be ahead of the log (a snapshot), and a cut tail is protocol-aware
     // recovery's business (below).
     tenant->engine_options_.store = config.store;
+    const std::int64_t opening_ns = clock.monotonic_ns();
     QUEEN_TRY(auto engine, engine::Engine::open(dir / "state", tenant->engine_options_));
     if (const auto migrated = engine.queue_state().migration()) {
+        // elapsed_ms: opening the state, the migration included.
         QUEEN_LOG(logger, Level::info, "tenant.state_migrated",
                   "tenant=" << tenant->name_ << " from_layout=" << int{migrated->from}
                             << " to_layout=" << int{migrated->to} << " ids_moved="
                             << migrated->ids_moved << " blocks_moved=" << migrated->blocks_moved
-                            << " elapsed_ms=" << migrated->elapsed_ms);
+                            << " elapsed_ms=" << (clock.monotonic_ns() - opening_ns) / 1'000'000);
     }
     tenant->engine_ = std::make_unique<engine::Engine>(std::move(engine));
     QUEEN_TRY(tenant->load_system_records(group));

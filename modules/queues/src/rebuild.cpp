@@ -1,6 +1,4 @@
 // queues/src/rebuild.cpp — QueueState::open and rebuild: the memory index recreated from LMDB.
-#include <chrono>
-
 #include "apply.hpp"
 #include "layout.hpp"
 
@@ -48,14 +46,10 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
             }
         }
     }
-    const auto started = std::chrono::steady_clock::now();
     QUEEN_TRY(const detail::LayoutReport report, detail::migrate_layout(env, t));
     if (report.is_migrated) {
         state->migration = LayoutMigration{report.from, detail::layout_version, report.ids_moved,
-                                           report.blocks_moved,
-                                           std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               std::chrono::steady_clock::now() - started)
-                                               .count()};
+                                           report.blocks_moved};
     }
     QueueState queues(std::move(state));
     QUEEN_TRY(auto txn, env.begin_read());

@@ -175,7 +175,6 @@ public:
         std::uint8_t to = 0;
         std::uint64_t ids_moved = 0;     ///< transaction ids rewritten
         std::uint64_t blocks_moved = 0;  ///< message blocks rewritten
-        std::int64_t elapsed_ms = 0;
     };
     /// The migration open() ran, if any (the node logs it).
     [[nodiscard]] std::optional<LayoutMigration> migration() const noexcept;
