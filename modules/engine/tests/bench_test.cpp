@@ -87,6 +87,21 @@ private:
     LogIndex last_index_{0};  ///< the last entry applied (committed or not)
 };
 
+/// The batch ack (completed, queue mode) of everything `popped` delivered.
+Ack completed_ack(const PopResult& popped) {
+    Ack ack;
+    for (const auto& m : popped.messages) {
+        ack.items.push_back(AckItem{m.id.partition,
+                                    m.transaction_id,
+                                    AckStatus::completed,
+                                    false,
+                                    {},
+                                    popped.lease,
+                                    std::string(queue_mode_group)});
+    }
+    return ack;
+}
+
 Options bench_options() {
     Options options;
     options.store.sync_mode = store::SyncMode::no_sync;
@@ -335,17 +350,7 @@ TEST_CASE("engine: applier CPU per message over many partitions", "[.bench]") {
                 break;
             }
             round_popped += static_cast<std::int64_t>(got.messages.size());
-            Ack ack;
-            for (const auto& m : got.messages) {
-                ack.items.push_back(AckItem{m.id.partition,
-                                            m.transaction_id,
-                                            AckStatus::completed,
-                                            false,
-                                            {},
-                                            got.lease,
-                                            std::string(queue_mode_group)});
-            }
-            const auto acked = apply(Command{0, 0, std::move(ack)}, cpu_ack);
+            const auto acked = apply(Command{0, 0, completed_ack(got)}, cpu_ack);
             for (const auto& item : std::get<AckResult>(acked).items) {
                 REQUIRE(item.error.empty());
             }
@@ -415,16 +420,7 @@ TEST_CASE("engine: apply throughput of push, pop and ack", "[.bench]") {
             std::vector<Command> acks;
             for (const auto& result : popped) {
                 const auto& pop = std::get<PopResult>(result);
-                Ack ack;
-                for (const auto& m : pop.messages) {
-                    ack.items.push_back(AckItem{m.id.partition,
-                                                m.transaction_id,
-                                                AckStatus::completed,
-                                                false,
-                                                {},
-                                                pop.lease,
-                                                std::string(queue_mode_group)});
-                }
+                Ack ack = completed_ack(pop);
                 consumed += static_cast<int>(pop.messages.size());
                 if (!ack.items.empty()) {
                     acks.push_back(Command{0, 0, std::move(ack)});

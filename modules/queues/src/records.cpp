@@ -305,9 +305,28 @@ std::uint8_t flags_of(const PushItem& item, bool is_uuid) noexcept {
 }
 
 /// Writes the compact record of a pushed item at `at` (message_record_size bytes).
-void write_message_record(Byte* at, TimestampMs created_at, const PushItem& item) noexcept {
+/// A pushed item's transaction id as the compact record stores it: its 16 bytes when it is a
+/// canonical UUID (parsed once per record, for its size and its bytes).
+struct CompactId {
+    explicit CompactId(std::string_view id) noexcept : is_uuid(parse_canonical_uuid(id, uuid)) {}
     std::array<Byte, 16> uuid{};
-    const bool is_uuid = parse_canonical_uuid(item.transaction_id, uuid);
+    bool is_uuid;
+};
+
+std::size_t compact_record_size(TimestampMs created_at, const PushItem& item,
+                                const CompactId& id) noexcept {
+    const auto blob_size = [](std::size_t length) { return codec::varint_size(length) + length; };
+    return 2 + codec::varint_size(zigzag(created_at.value())) +
+           (id.is_uuid ? 16 : blob_size(item.transaction_id.size())) +
+           (item.trace_id.empty() ? 0 : blob_size(item.trace_id.size())) +
+           (item.producer_sub.empty() ? 0 : blob_size(item.producer_sub.size())) +
+           item.payload.size();
+}
+
+void write_message_record(Byte* at, TimestampMs created_at, const PushItem& item,
+                          const CompactId& id) noexcept {
+    const bool is_uuid = id.is_uuid;
+    const auto& uuid = id.uuid;
     const std::uint8_t flags = flags_of(item, is_uuid);
     *at++ = message_record_format;
     *at++ = flags;
@@ -365,24 +384,16 @@ Result<MessageRecord> decode_compact_message(ByteSpan bytes) {
 }  // namespace
 
 std::size_t message_record_size(TimestampMs created_at, const PushItem& item) noexcept {
-    const auto blob_size = [](std::size_t length) { return codec::varint_size(length) + length; };
-    const bool is_uuid = item.transaction_id.size() == 36 && [&] {
-        std::array<Byte, 16> uuid{};
-        return parse_canonical_uuid(item.transaction_id, uuid);
-    }();
-    return 2 + codec::varint_size(zigzag(created_at.value())) +
-           (is_uuid ? 16 : blob_size(item.transaction_id.size())) +
-           (item.trace_id.empty() ? 0 : blob_size(item.trace_id.size())) +
-           (item.producer_sub.empty() ? 0 : blob_size(item.producer_sub.size())) +
-           item.payload.size();
+    return compact_record_size(created_at, item, CompactId(item.transaction_id));
 }
 
 std::size_t append_message_blob(Bytes& out, TimestampMs created_at, const PushItem& item) {
-    const std::size_t size = message_record_size(created_at, item);
+    const CompactId id(item.transaction_id);
+    const std::size_t size = compact_record_size(created_at, item, id);
     const std::size_t at = out.size();
     out.resize(at + codec::varint_size(size) + size);
     Byte* record = put_varint(out.data() + at, size);
-    write_message_record(record, created_at, item);
+    write_message_record(record, created_at, item, id);
     return static_cast<std::size_t>(record - out.data());
 }
 
