@@ -65,12 +65,14 @@ queen::Result<Profile> parse_profile(std::string name, const toml::table& table)
                 return invalid(where + ".rate: expected a number of messages per second >= 0");
             }
             profile.rate_msgs_per_s = *value.value<double>();
-        } else if (key == "goal_msgs_per_s" || key == "goal_p99_ms") {
+        } else if (key == "goal_msgs_per_s" || key == "goal_p99_ms" ||
+                   key == "goal_keep_up_msgs_per_s") {
             if (!value.is_number() || !(*value.value<double>() > 0)) {
                 return invalid(where + "." + key + ": expected a number > 0");
             }
-            (key == "goal_msgs_per_s" ? profile.goal.msgs_per_s_min : profile.goal.p99_ms_max) =
-                *value.value<double>();
+            (key == "goal_msgs_per_s" ? profile.goal.msgs_per_s_min
+             : key == "goal_p99_ms"   ? profile.goal.p99_ms_max
+                                    : profile.goal.keep_up_msgs_per_s_min) = *value.value<double>();
         } else if (key == "standard" || key == "pipeline") {
             if (!value.is_boolean()) {
                 return invalid(where + "." + key + ": expected true or false");

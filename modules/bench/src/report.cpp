@@ -39,7 +39,9 @@ std::optional<bool> Report::goal_met() const {
     const bool fast_enough = goal.msgs_per_s_min <= 0 || msgs_per_s() >= goal.msgs_per_s_min;
     const bool quick_enough =
         goal.p99_ms_max <= 0 || ms_of(latency_ns.value_at_percentile(99)) < goal.p99_ms_max;
-    return errors == 0 && fast_enough && quick_enough;
+    const bool keeps_up = goal.keep_up_msgs_per_s_min <= 0 ||
+                          steady_consume_msgs_per_s >= goal.keep_up_msgs_per_s_min;
+    return errors == 0 && fast_enough && quick_enough && keeps_up;
 }
 
 std::string describe_goal(const Goal& goal) {
@@ -50,6 +52,10 @@ std::string describe_goal(const Goal& goal) {
     if (goal.p99_ms_max > 0) {
         out +=
             (out.empty() ? "" : ", ") + std::string("p99 < ") + fixed(goal.p99_ms_max, 1) + " ms";
+    }
+    if (goal.keep_up_msgs_per_s_min > 0) {
+        out += (out.empty() ? "" : ", ") + std::string("consumers keep up at >= ") +
+               fixed(goal.keep_up_msgs_per_s_min, 0) + " msgs/s";
     }
     return out;
 }
@@ -77,6 +83,10 @@ std::string format_table(const Report& report) {
              "target " + fixed(report.target_msgs_per_s, 0) + " msgs/s, producers achieved " +
                  fixed(report.produce_msgs_per_s, 0) + " msgs/s (" +
                  fixed(100.0 * report.produce_msgs_per_s / report.target_msgs_per_s, 1) + "%)");
+    }
+    if (report.steady_consume_msgs_per_s > 0) {
+        line("steady consume", fixed(report.steady_consume_msgs_per_s, 0) +
+                                   " msgs/s over the second half of producing");
     }
     const Histogram& h = report.latency_ns;
     line("latency ms", "p50 " + format_ms(h.value_at_percentile(50)) + "  p90 " +
@@ -222,6 +232,7 @@ std::string format_json(const Report& report) {
         {"mb_per_s", report.mb_per_s()},
         {"target_msgs_per_s", report.target_msgs_per_s},
         {"produce_msgs_per_s", report.produce_msgs_per_s},
+        {"steady_consume_msgs_per_s", report.steady_consume_msgs_per_s},
         {"latency_ms",
          {{"p50", ms_of(h.value_at_percentile(50))},
           {"p90", ms_of(h.value_at_percentile(90))},
@@ -247,6 +258,7 @@ std::string format_json(const Report& report) {
     if (const auto met = report.goal_met()) {
         json["goal"] = {{"msgs_per_s_min", report.goal.msgs_per_s_min},
                         {"p99_ms_max", report.goal.p99_ms_max},
+                        {"keep_up_msgs_per_s_min", report.goal.keep_up_msgs_per_s_min},
                         {"met", *met}};
     }
     if (report.check_passed) {

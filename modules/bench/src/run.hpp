@@ -6,6 +6,7 @@
 #include <atomic>
 #include <charconv>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -107,6 +108,12 @@ struct Run {
     std::atomic<std::int64_t> producers_live{0};  // producer agents not stopped yet
     std::int64_t produce_end_ns = 0;              // when the last producer stopped
     std::uint64_t consumed_at_produce_end = 0;
+    // The steady part of a paced run: the first ack answered after half_ns (the middle of the
+    // produce window) marks when and at what count consumption entered it.
+    std::int64_t half_ns = std::numeric_limits<std::int64_t>::max();
+    std::atomic<bool> is_half_marked{false};
+    std::int64_t half_mark_ns = 0;
+    std::uint64_t consumed_at_half = 0;
     std::atomic<std::int64_t> last_delivery_ns{0};
     // One flag per sequence number when the count is bounded: produced, then consumed.
     std::unique_ptr<std::atomic<std::uint8_t>[]> produced_flags;
@@ -156,6 +163,15 @@ struct Run {
             produce_end_ns = clock.monotonic_ns();
             consumed_at_produce_end = progress.consumed.load();
             is_producing_over.store(true);
+        }
+    }
+    /// Counts `n` consumed messages (acked) at `now_ns`; the first count after half_ns marks
+    /// the steady window's start.
+    void count_consumed(std::uint64_t n, std::int64_t now_ns) {
+        const std::uint64_t total = progress.consumed.fetch_add(n, relaxed) + n;
+        if (now_ns >= half_ns && !is_half_marked.load(relaxed) && !is_half_marked.exchange(true)) {
+            half_mark_ns = now_ns;
+            consumed_at_half = total;
         }
     }
     void track(std::uint64_t count) {

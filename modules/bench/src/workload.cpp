@@ -433,7 +433,7 @@ private:
             }
         }
         run_.bytes_consumed.fetch_add(bytes_ / popped_.messages.size() * successes, relaxed);
-        run_.progress.consumed.fetch_add(successes, relaxed);
+        run_.count_consumed(successes, now_ns);
     }
 
     Run& run_;
@@ -580,6 +580,7 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     run.last_delivery_ns.store(start_ns);
     run.produce_end_ns = start_ns;
     run.producers_live.store(run.options.producers);
+    run.half_ns = start_ns + (produce_deadline_ns - start_ns) / 2;
     const std::int64_t consume_deadline_ns = produce_deadline_ns + bound_ns;
     // Producers first, so each driver thread gets its share of both kinds; only consumers record
     // latency.
@@ -607,6 +608,12 @@ Report run_e2e(Run& run, std::int64_t produce_deadline_ns, std::int64_t bound_ns
     report.produce_msgs_per_s =
         static_cast<double>(report.produced) / std::max(elapsed_s(start_ns, produce_end_ns), 1e-9);
     report.metrics.push_back({"produce_msgs_per_s", report.produce_msgs_per_s});
+    if (run.is_half_marked.load() && produce_end_ns > run.half_mark_ns &&
+        consumed_at_produce_end >= run.consumed_at_half) {
+        report.steady_consume_msgs_per_s =
+            static_cast<double>(consumed_at_produce_end - run.consumed_at_half) /
+            elapsed_s(run.half_mark_ns, produce_end_ns);
+    }
     // How far consumers trailed when the producers stopped, and how long they took to catch up.
     const std::uint64_t lag_msgs =
         report.produced > consumed_at_produce_end ? report.produced - consumed_at_produce_end : 0;

@@ -109,11 +109,29 @@ UuidV7Generator::UuidV7Generator(std::uint64_t seed, const queen::Clock& clock)
            (static_cast<std::uint64_t>(clock.wall_ms()) << 20)) {}
 
 void UuidV7Generator::append_uuid_v7(std::string& out) {
-    const std::uint64_t random_a = rng_.next();
-    const std::uint64_t random_b = rng_.next();
     const auto ms = static_cast<std::uint64_t>(clock_.wall_ms()) & 0xFFFF'FFFF'FFFFULL;
-    const std::uint64_t high = (ms << 16) | 0x7000ULL | (random_a & 0x0FFFULL);
-    const std::uint64_t low = (random_b & 0x3FFF'FFFF'FFFF'FFFFULL) | 0x8000'0000'0000'0000ULL;
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    if (ms > last_ms_) {
+        // A new millisecond: 74 fresh random bits (rand_a 12, rand_b 62).
+        high = (ms << 16) | 0x7000ULL | (rng_.next() & 0x0FFFULL);
+        low = (rng_.next() & 0x3FFF'FFFF'FFFF'FFFFULL) | 0x8000'0000'0000'0000ULL;
+        last_ms_ = ms;
+    } else {
+        // The same millisecond (or the wall clock stepped back): the previous id plus one, so
+        // the ids of one generator sort in the order it made them (RFC 9562 6.2, method 2),
+        // as the JS client's. rand_b carries into rand_a, and rand_a into the timestamp.
+        high = last_high_;
+        low = last_low_ + 1;
+        if ((low & 0x3FFF'FFFF'FFFF'FFFFULL) == 0) {
+            low = 0x8000'0000'0000'0000ULL;
+            high =
+                (high & 0x0FFFULL) == 0x0FFFULL ? (((high >> 16) + 1) << 16) | 0x7000ULL : high + 1;
+            last_ms_ = high >> 16;
+        }
+    }
+    last_high_ = high;
+    last_low_ = low;
     // 8-4-4-4-12 lowercase hex digits, written by hand (snprintf was a tenth of the bench's
     // CPU), two digits per table lookup.
     char text[36];

@@ -310,14 +310,16 @@ TEST_CASE("client: UuidV7Generator writes the clock's milliseconds and its rando
           "[client][protocol]") {
     const auto seed = queen::testing::seed_from_env();
     INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
-    const queen::ManualClock clock{0x0123'4567'89ab, 77};
+    queen::ManualClock clock{0x0123'4567'89ab, 77};
     UuidV7Generator ids{seed, clock};
     // The generator's own mix of seed and clock, replayed: the same two random words per id.
     queen::Rng rng{seed ^ 77ULL ^ (0x0123'4567'89abULL << 20)};
     for (int round = 0; round < 100; ++round) {
+        // A new millisecond each time: fresh random bits.
+        const auto ms = static_cast<std::uint64_t>(clock.wall_ms());
         const std::uint64_t random_a = rng.next();
         const std::uint64_t random_b = rng.next();
-        const std::uint64_t high = (0x0123'4567'89abULL << 16) | 0x7000ULL | (random_a & 0xFFFULL);
+        const std::uint64_t high = (ms << 16) | 0x7000ULL | (random_a & 0xFFFULL);
         const std::uint64_t low = (random_b & 0x3FFF'FFFF'FFFF'FFFFULL) | (1ULL << 63);
         char expected[40];
         std::snprintf(expected, sizeof expected, "%08llx-%04llx-%04llx-%04llx-%012llx",
@@ -329,7 +331,48 @@ TEST_CASE("client: UuidV7Generator writes the clock's milliseconds and its rando
         std::string out = "x";
         ids.append_uuid_v7(out);
         CHECK(out == std::string{"x"} + expected);
-        CHECK(out.substr(1, 14) == "01234567-89ab-");
+        CHECK(out.substr(1, 9) == "01234567-");
+        clock.advance_ms(1);
+    }
+}
+
+TEST_CASE("client: UuidV7Generator's ids of one millisecond ascend one by one",
+          "[client][protocol]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    const queen::ManualClock clock{0x0123'4567'89ab, 77};
+    UuidV7Generator ids{seed, clock};
+    const auto value_of = [](const std::string& id) {
+        std::string hex;
+        for (char c : id) {
+            if (c != '-') {
+                hex += c;
+            }
+        }
+        REQUIRE(hex.size() == 32);
+        return std::make_pair(std::stoull(hex.substr(0, 16), nullptr, 16),
+                              std::stoull(hex.substr(16), nullptr, 16));
+    };
+    std::string previous;
+    ids.append_uuid_v7(previous);
+    for (int i = 0; i < 1000; ++i) {
+        std::string next;
+        ids.append_uuid_v7(next);
+        INFO(previous << " then " << next);
+        CHECK(next > previous);  // fixed-width lowercase hex: text order is numeric order
+        CHECK(next.substr(0, 13) == "01234567-89ab");
+        CHECK(next[14] == '7');                                          // version 7
+        CHECK(std::string("89ab").find(next[19]) != std::string::npos);  // variant 10
+        const auto [high_before, low_before] = value_of(previous);
+        const auto [high, low] = value_of(next);
+        // rand_b plus one (a carry into rand_a happens once in 2^62 ids).
+        if (high == high_before) {
+            CHECK(low == low_before + 1);
+        } else {
+            CHECK(high == high_before + 1);
+            CHECK(low == (1ULL << 63));
+        }
+        previous = next;
     }
 }
 

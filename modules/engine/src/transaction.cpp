@@ -263,7 +263,7 @@ std::vector<queues::Wakeup> Machines::take_wakeups() {
         return wakeups;
     }
     for (const std::string& name : freed_locks) {
-        wakeups.push_back(queues::Wakeup{lock_wait_key(name), {}});
+        wakeups.push_back(queues::Wakeup{lock_wait_key(name)});
     }
     freed_locks.clear();
     std::sort(wakeups.begin(), wakeups.end());

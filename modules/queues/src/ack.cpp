@@ -261,7 +261,7 @@ Result<AckItemResult> ack_item(State& s, store::WriteTxn& txn, const AckItem& it
         } else {
             mark_ready(s, qid, gid, pid);
         }
-        s.wakeups.push_back({q.name, result.partition});
+        add_wakeup(s, q.name);
     }
     result.success = true;
     result.lease_released = released ? LeaseReleased::yes : LeaseReleased::no;

@@ -118,7 +118,7 @@ Result<MaintenanceResult> QueueState::apply(store::WriteTxn& txn, const SetMaint
         s.meta.pop_maintenance = command.enabled;
         if (!command.enabled) {
             for (const auto& [qid, q] : s.queues) {
-                s.wakeups.push_back({q.name, std::string()});
+                add_wakeup(s, q.name);
             }
         }
     } else {

@@ -41,6 +41,22 @@ Result<void> append_new(State& s, store::WriteTxn& txn, store::Table table, Byte
 /// it is (nothing written; the span is valid until the next write of the txn).
 Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,
                                               ByteSpan key, ByteSpan value);
+/// put_if_absent for keys that mostly arrive in ascending order (UUIDv7 transaction ids): a key
+/// after the table's last is appended (PutFlags::append: the last leaf fills up before a new
+/// one starts; LMDB splits a leaf in the middle for any other insert, so ascending inserts
+/// would leave every leaf about half full), any other goes through put_if_absent.
+Result<std::optional<ByteSpan>> put_if_absent_ascending(State& s, store::WriteTxn& txn,
+                                                        store::Table table, ByteSpan key,
+                                                        ByteSpan value);
+
+/// Names `queue` in the wakeups of the apply (its parked pops retry), unless the last one
+/// added names it already (a push or ack batch on one queue adds one; take_wakeups() sorts and
+/// drops the other repeats).
+inline void add_wakeup(State& s, std::string_view queue) {
+    if (s.wakeups.empty() || s.wakeups.back().queue != queue) {
+        s.wakeups.push_back(Wakeup{std::string(queue)});
+    }
+}
 
 /// Writes the meta record (id counters, maintenance flags); it is no longer dirty after.
 Result<void> save_meta(State& s, store::WriteTxn& txn);
@@ -94,8 +110,9 @@ Result<std::optional<CursorRecord>> read_cursor(const State& s, const store::Txn
 Result<void> write_cursor(State& s, store::WriteTxn& txn, PartitionId pid, GroupId gid,
                           const CursorRecord& record);
 
-/// Writes the cursor cache's dirty records to LMDB and empties it.
-Result<void> flush_cursors(State& s, store::WriteTxn& txn);
+/// Writes the cursor cache's dirty records to LMDB and empties it; with `is_kept` (the txn's
+/// commit) and while cursors are cached, keeps its records, clean, for the next txn.
+Result<void> flush_cursors(State& s, store::WriteTxn& txn, bool is_kept = false);
 
 /// The name of partition `pid` (empty when there is no such partition).
 Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId pid);

@@ -41,7 +41,7 @@ Result<DeleteGroupResult> QueueState::apply(store::WriteTxn& txn, const DeleteGr
         }
         QUEEN_TRY(txn.del(s.tables.group_queues, detail::group_queue_key(qid, gid).span()));
         s.queues.at(qid).groups.erase(gid);
-        s.wakeups.push_back({s.queues.at(qid).name, std::string()});
+        add_wakeup(s, s.queues.at(qid).name);
     }
     if (command.delete_metadata) {
         for (auto it = s.subscriptions.begin(); it != s.subscriptions.end();) {
@@ -132,7 +132,7 @@ Result<SeekGroupResult> QueueState::apply(store::WriteTxn& txn, const SeekGroup&
         QUEEN_TRY(write_cursor(s, txn, pid, gid, *cursor));
     }
     QUEEN_TRY(reseed_candidates(s, txn, qid, gid));
-    s.wakeups.push_back({command.queue, std::string()});
+    add_wakeup(s, command.queue);
     return result;
 }
 

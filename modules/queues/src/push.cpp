@@ -146,8 +146,8 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
     } else {
         // One descent checks and claims the transaction id; the message follows below.
         const detail::VarintValue seq_value(seq.value());
-        QUEEN_TRY(existing,
-                  put_if_absent(s, txn, s.tables.transaction_ids, txid.span(), seq_value.span()));
+        QUEEN_TRY(existing, put_if_absent_ascending(s, txn, s.tables.transaction_ids, txid.span(),
+                                                    seq_value.span()));
     }
     if (existing) {
         QUEEN_TRY(auto existing_seq, detail::decode_txid_value(*existing));
@@ -175,11 +175,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
         mark_ready(s, qid, GroupId{0}, pid);
         pair->is_marked_ready = true;
     }
-    // One wakeup per partition and apply (take_wakeups would drop the copies anyway).
-    if (!pair->has_wakeup) {
-        s.wakeups.push_back({item.queue, item.partition});
-        pair->has_wakeup = true;
-    }
+    add_wakeup(s, item.queue);
     result.status = PushStatus::queued;
     result.message_id = MessageId{pid, seq};
     result.created_at = now;

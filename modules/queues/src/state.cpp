@@ -69,6 +69,22 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
     return existing;
 }
 
+Result<std::optional<ByteSpan>> put_if_absent_ascending(State& s, store::WriteTxn& txn,
+                                                        store::Table table, ByteSpan key,
+                                                        ByteSpan value) {
+    auto appended = txn.put(table, key, value, store::PutFlags::append);
+    if (appended) {
+        if (s.journal.is_active) {
+            s.journal.record(table, key, std::nullopt);
+        }
+        return std::optional<ByteSpan>{};
+    }
+    if (!appended.error().is(store::Errc::append_out_of_order)) {
+        return appended.error();
+    }
+    return put_if_absent(s, txn, table, key, value);
+}
+
 Result<void> save_meta(State& s, store::WriteTxn& txn) {
     detail::encode_into(s.meta_scratch, s.meta);
     QUEEN_TRY(put(s, txn, s.tables.meta, as_bytes(meta_state_key), s.meta_scratch));
@@ -298,12 +314,14 @@ Result<void> write_cursor(State& s, store::WriteTxn& txn, PartitionId pid, Group
     return {};
 }
 
-Result<void> flush_cursors(State& s, store::WriteTxn& txn) {
+Result<void> flush_cursors(State& s, store::WriteTxn& txn, bool is_kept) {
     QUEEN_ASSERT(!s.journal.is_active, "the cursor cache is flushed before atomic entries");
-    return s.cursor_cache.flush([&](PartitionId pid, GroupId gid, const CursorRecord& record) {
-        detail::encode_into(s.scratch, record);
-        return txn.put(s.tables.cursors, detail::cursor_key(pid, gid).span(), s.scratch);
-    });
+    return s.cursor_cache.flush(
+        [&](PartitionId pid, GroupId gid, const CursorRecord& record) {
+            detail::encode_into(s.scratch, record);
+            return txn.put(s.tables.cursors, detail::cursor_key(pid, gid).span(), s.scratch);
+        },
+        is_kept && s.is_caching_cursors);
 }
 
 Result<std::string> partition_name(State& s, const store::Txn& txn, PartitionId pid) {
@@ -405,7 +423,7 @@ Result<void> QueueState::end_batch(store::WriteTxn& txn) {
 
 Result<void> QueueState::before_commit(store::WriteTxn& txn) {
     QUEEN_TRY(end_batch(txn));
-    return flush_cursors(*state_, txn);
+    return flush_cursors(*state_, txn, true);
 }
 
 std::vector<Wakeup> QueueState::take_wakeups() {
@@ -428,13 +446,13 @@ std::vector<Wakeup> QueueState::take_wakeups() {
             }
             const detail::QueueMem& q = s.queues.at(*qid);
             if (!q.namespace_name.empty()) {
-                out.push_back({matching_wait_key(q.namespace_name, ""), ""});
+                out.push_back({matching_wait_key(q.namespace_name, "")});
             }
             if (!q.task.empty()) {
-                out.push_back({matching_wait_key("", q.task), ""});
+                out.push_back({matching_wait_key("", q.task)});
             }
             if (!q.namespace_name.empty() && !q.task.empty()) {
-                out.push_back({matching_wait_key(q.namespace_name, q.task), ""});
+                out.push_back({matching_wait_key(q.namespace_name, q.task)});
             }
         }
         std::sort(out.begin(), out.end());

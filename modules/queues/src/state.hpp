@@ -211,7 +211,6 @@ public:
         QueueId qid;
         PartitionId pid;
         bool is_marked_ready = false;  ///< marked ready for every group by this apply
-        bool has_wakeup = false;       ///< a wakeup for it is pending
         std::size_t block = detail::PendingBlocks::none;  ///< its pending block, once looked up
     };
     static constexpr std::size_t pairs_max = 16;
@@ -245,7 +244,6 @@ public:
         slot->qid = qid;
         slot->pid = pid;
         slot->is_marked_ready = false;
-        slot->has_wakeup = false;
         slot->block = detail::PendingBlocks::none;
         return *slot;
     }
@@ -268,10 +266,11 @@ private:
     std::size_t victim_ = 0;
 };
 
-/// The cursor records that Pop, Ack and ExtendLease read or wrote in the open LMDB txn (outside
-/// atomic entries), written back by flush_cursors(): at the txn's commit
-/// (QueueState::before_commit), before an atomic entry, before every other command (they read
-/// or delete cursors in bulk), and when it holds entries_max records. A pop and the ack of its
+/// The cursor records that Pop, Ack and ExtendLease read or wrote (outside atomic entries),
+/// written back by flush_cursors(): at the txn's commit (QueueState::before_commit, which keeps
+/// them, clean, for the next txn), before an atomic entry, before every other command (they read
+/// or write cursors in LMDB: the cache forgets everything then), and when it holds entries_max
+/// records. An aborted txn rebuilds the State, the cache with it. A pop and the ack of its
 /// batch in the same txn then write the partition's cursor once instead of twice, and read it
 /// from memory. It holds what the txn would hold: no decision depends on whether a record is in
 /// it, and LMDB holds the same bytes at every commit.
@@ -296,9 +295,11 @@ public:
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
     [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
     /// Calls write(pid, gid, record) for each dirty entry, in key order (so the writes, and what
-    /// an error leaves undone, do not depend on the hash map), then forgets them all.
+    /// an error leaves undone, do not depend on the hash map), then forgets them all, or with
+    /// `is_kept` keeps them all, clean (what the commit that follows leaves in LMDB: the next
+    /// txn reads the cursors of busy partitions from memory).
     template <class Write>
-    Result<void> flush(Write&& write) {
+    Result<void> flush(Write&& write, bool is_kept = false) {
         std::vector<std::pair<std::pair<std::uint64_t, std::uint32_t>, const CursorRecord*>> dirty;
         for (const auto& [k, entry] : entries_) {
             if (entry.is_dirty && entry.record) {
@@ -310,7 +311,13 @@ public:
         for (const auto& [k, record] : dirty) {
             QUEEN_TRY(write(PartitionId{k.first}, GroupId{k.second}, *record));
         }
-        entries_.clear();
+        if (!is_kept) {
+            entries_.clear();
+            return {};
+        }
+        for (auto& [k, entry] : entries_) {
+            entry.is_dirty = false;
+        }
         return {};
     }
     void clear() noexcept { entries_.clear(); }

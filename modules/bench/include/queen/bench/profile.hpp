@@ -38,7 +38,7 @@ struct Profile {
 /// Every profile of the TOML text `text` (`[profiles.<name>]` tables), in file order.
 /// Keys: description, workload (required), producers, consumers, batch, size, partitions,
 /// pop_partitions, messages, duration, rate, consumer_group, pipeline, standard,
-/// goal_msgs_per_s, goal_p99_ms.
+/// goal_msgs_per_s, goal_p99_ms, goal_keep_up_msgs_per_s.
 /// Errors: queen::Errc::invalid_argument naming the profile and key (TOML syntax, unknown key,
 /// wrong type, unknown workload, missing workload).
 [[nodiscard]] queen::Result<std::vector<Profile>> parse_profiles(std::string_view text);

@@ -36,11 +36,16 @@ struct Metric {
     double value = 0;
 };
 
-/// A profile's performance goal (conf/bench.toml `goal_msgs_per_s`, `goal_p99_ms`); 0: none.
+/// A profile's performance goal (conf/bench.toml `goal_msgs_per_s`, `goal_p99_ms`,
+/// `goal_keep_up_msgs_per_s`); 0: none.
 struct Goal {
     double msgs_per_s_min = 0;  ///< the run's msgs_per_s must reach this
     double p99_ms_max = 0;      ///< and its p99 latency stay below this
-    [[nodiscard]] bool is_set() const noexcept { return msgs_per_s_min > 0 || p99_ms_max > 0; }
+    /// and its steady_consume_msgs_per_s (consumers keeping up while producers run) this
+    double keep_up_msgs_per_s_min = 0;
+    [[nodiscard]] bool is_set() const noexcept {
+        return msgs_per_s_min > 0 || p99_ms_max > 0 || keep_up_msgs_per_s_min > 0;
+    }
 };
 
 /// One kind of error a run met: its text ("pop: timeout: no complete response before the
@@ -68,6 +73,10 @@ struct Report {
     std::vector<ErrorSample> error_samples;
     double target_msgs_per_s = 0;   ///< the paced producers' target (--rate); 0: unpaced
     double produce_msgs_per_s = 0;  ///< what the producers achieved (queued messages per second)
+    /// Messages consumed per second over the second half of the produce window (e2e, lanes): the
+    /// rate consumers sustain once a backlog, if any, has formed; 0: not measured. The run's
+    /// msgs_per_s also counts the start (consumers still idle) and the drain after producing.
+    double steady_consume_msgs_per_s = 0;
     Histogram latency_ns;
     std::vector<Metric> metrics;
     Conditions conditions;
@@ -92,11 +101,11 @@ struct Report {
 [[nodiscard]] std::string format_table(const Report& report);
 
 /// The report as one JSON object: workload, profile, msgs_per_s, mb_per_s, target_msgs_per_s (0:
-/// unpaced), produce_msgs_per_s, latency_ms {p50, p90, p99, p999, max, count, of}, elapsed_s,
-/// messages, bytes, produced, consumed, duplicates, missing, errors, error_samples [{error,
-/// count}], metrics {name: value},
-/// conditions {... pop_partitions, seed (null but for lanes)}, goal {msgs_per_s_min, p99_ms_max,
-/// met} (null without one), check {passed, what} (null without one). No trailing newline.
+/// unpaced), produce_msgs_per_s, steady_consume_msgs_per_s, latency_ms {p50, p90, p99, p999, max,
+/// count, of}, elapsed_s, messages, bytes, produced, consumed, duplicates, missing, errors,
+/// error_samples [{error, count}], metrics {name: value}, conditions {... pop_partitions, seed
+/// (null but for lanes)}, goal {msgs_per_s_min, p99_ms_max, keep_up_msgs_per_s_min, met} (null
+/// without one), check {passed, what} (null without one). No trailing newline.
 [[nodiscard]] std::string format_json(const Report& report);
 
 /// One run of several compared (`queen bench transaction --steps a,b`): its name and report.

@@ -42,13 +42,18 @@ public:
 /// UUIDv7s from the clock's wall time and a seeded generator. Not thread-safe.
 class UuidV7Generator final : public IdSource {
 public:
-    /// The seed is mixed with the clock's readings; `clock` must outlive the generator.
+    /// Ids of one generator ascend: a millisecond's first id takes fresh random bits, the next
+    /// ones in the same millisecond add one to it (RFC 9562 6.2, method 2). The seed is mixed
+    /// with the clock's readings; `clock` must outlive the generator.
     UuidV7Generator(std::uint64_t seed, const queen::Clock& clock);
     void append_uuid_v7(std::string& out) override;
 
 private:
     const queen::Clock& clock_;
     queen::Rng rng_;
+    std::uint64_t last_ms_ = 0;  // the timestamp of the last id made
+    std::uint64_t last_high_ = 0;
+    std::uint64_t last_low_ = 0;
 };
 
 /// Success for a 2xx answer; otherwise the HTTP status error (http_status_of() gives the status)

@@ -30,8 +30,7 @@ struct Options {
 /// A (queue, partition) that may have become deliverable during an apply: long polls parked on
 /// that queue should retry their pop. `queue` may also be a matching_wait_key (partition "").
 struct Wakeup {
-    std::string queue;
-    std::string partition;
+    std::string queue;  ///< a queue name, or a wait key (matching_wait_key, lock wait keys)
     friend auto operator<=>(const Wakeup&, const Wakeup&) = default;
 };
 
