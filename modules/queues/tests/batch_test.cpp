@@ -538,6 +538,60 @@ TEST_CASE("queues: the partition cache changes no answer and no byte of state", 
     }
 }
 
+TEST_CASE("queues: cursors kept in memory across commits change no answer and no byte of state",
+          "[queues][cache]") {
+    // The warm state keeps the cursors its pops and acks read or wrote from one commit to the
+    // next (Harness::run commits after every command); the cold one reopens before each.
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    WarmAndCold h;
+    const std::vector<std::string> groups{std::string(queue_mode_group), "g1", "g2"};
+    int next_txid = 0;
+    for (int round = 0; round < 30; ++round) {
+        INFO("round " << round);
+        Push push;
+        for (int i = 0; i < 20; ++i) {
+            PushItem item;
+            item.queue = "q";
+            item.partition = "p" + std::to_string(rng.below(6));
+            item.transaction_id = "t" + std::to_string(next_txid++);
+            item.payload = text(item.transaction_id);
+            push.items.push_back(std::move(item));
+        }
+        h.run(push);
+        for (const auto& group : groups) {
+            Pop pop;
+            pop.queue = "q";
+            pop.group = group;
+            pop.batch = static_cast<std::uint32_t>(1 + rng.below(10));
+            pop.partitions = static_cast<std::uint32_t>(1 + rng.below(3));
+            const auto popped = h.run(pop);
+            Ack ack;
+            for (const auto& message : popped.messages) {
+                const auto dice = rng.below(10);
+                if (dice == 0) {
+                    continue;  // left leased: it expires below, or a later ack releases it
+                }
+                AckItem item;
+                item.partition = message.id.partition;
+                item.transaction_id = message.transaction_id;
+                item.lease = popped.lease;
+                item.group = group;
+                item.status = dice < 7   ? AckStatus::completed
+                              : dice < 9 ? AckStatus::retry
+                                         : AckStatus::failed;
+                ack.items.push_back(item);
+            }
+            if (!ack.items.empty()) {
+                h.run(ack);
+            }
+        }
+        REQUIRE(dump(h.warm) == dump(h.cold));
+        h.advance_s(static_cast<std::int64_t>(rng.below(200)));  // leases of 300 s may expire
+    }
+}
+
 TEST_CASE("queues: a committed transaction drops the leases it released from the index",
           "[queues][transaction][cache]") {
     Harness h;
