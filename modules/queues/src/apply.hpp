@@ -20,6 +20,8 @@ namespace queen::queues::detail {
 
 /// The key of the meta record in q.meta.
 inline constexpr std::string_view meta_state_key = "state";
+/// The q.meta key of State::blocks_leaf_fill (a varint), written with the "state" record.
+inline constexpr std::string_view meta_leaf_fill_key = "blocks.leaf_fill";
 
 // ------------------------------------------------------------------------------------------
 // state.cpp: journaled storage writes. Inside an atomic entry (s.journal.is_active) each

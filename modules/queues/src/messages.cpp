@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "queen/core/field_codec.hpp"
+
 namespace queen::queues::detail {
 namespace {
 
@@ -473,6 +475,59 @@ ByteSpan BlockBuilder::value(std::uint64_t prev) {
     Byte* begin = bytes_.data() + block_header_bytes_max - size;
     std::copy(header.data(), at, begin);
     return ByteSpan(begin, bytes_.size() - (block_header_bytes_max - size));
+}
+
+namespace {
+
+/// The bytes of the leading record blob of `bytes` (its varint length and the record).
+std::size_t blob_bytes(ByteSpan bytes) {
+    ByteReader reader(bytes);
+    const std::uint64_t length = reader.varint();
+    QUEEN_ASSERT(reader.ok() && length <= reader.remaining(), "a built block holds whole blobs");
+    return bytes.size() - reader.remaining() + static_cast<std::size_t>(length);
+}
+
+}  // namespace
+
+std::uint32_t BlockBuilder::prefix_fitting(std::size_t value_bytes_max, std::uint64_t prev) const {
+    const std::size_t fixed = 1 + codec::varint_size(partition_.value()) +
+                              codec::varint_size(first_.value()) + codec::varint_size(prev);
+    ByteSpan records = ByteSpan(bytes_).subspan(block_header_bytes_max);
+    std::size_t taken = 0;
+    std::uint32_t count = 0;
+    while (count + 1 < count_) {
+        const std::size_t next = blob_bytes(records.subspan(taken));
+        if (fixed + codec::varint_size(count + 1) + taken + next > value_bytes_max) {
+            break;
+        }
+        taken += next;
+        ++count;
+    }
+    return count;
+}
+
+ByteSpan BlockBuilder::prefix_value(std::uint32_t count, std::uint64_t prev, Bytes& out) const {
+    QUEEN_ASSERT(count > 0 && count <= count_, "a block's head of 1 to count() messages");
+    const ByteSpan records = ByteSpan(bytes_).subspan(block_header_bytes_max);
+    std::size_t taken = 0;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        taken += blob_bytes(records.subspan(taken));
+    }
+    encode_block(out, partition_, first_, count, prev, records.first(taken));
+    return out;
+}
+
+void BlockBuilder::drop_front(std::uint32_t count) {
+    QUEEN_ASSERT(count < count_, "a head leaves at least one message");
+    const ByteSpan records = ByteSpan(bytes_).subspan(block_header_bytes_max);
+    std::size_t taken = 0;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        taken += blob_bytes(records.subspan(taken));
+    }
+    const auto begin = bytes_.begin() + static_cast<std::ptrdiff_t>(block_header_bytes_max);
+    bytes_.erase(begin, begin + static_cast<std::ptrdiff_t>(taken));
+    first_ = Sequence{first_.value() + count};
+    count_ -= count;
 }
 
 std::size_t PendingBlocks::find(PartitionId partition) const {

@@ -20,6 +20,7 @@
 // message are removed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -39,6 +40,23 @@ inline constexpr std::uint8_t message_block_format = 3;
 inline constexpr std::uint64_t index_every = 64;
 /// The most bytes a block header takes (the format byte and four varints).
 inline constexpr std::size_t block_header_bytes_max = 1 + 4 * 10;
+
+/// LMDB's room for nodes in a 4 KiB leaf page (the page minus its 16-byte header). q.blocks is
+/// only appended to, and an append that does not fit the last leaf starts a new leaf holding
+/// just that node, so the pushes can tell how full the last leaf is and choose the order of a
+/// batch's blocks to fill it (PendingBlocks::flush). On another page size the packing is only
+/// less tight.
+inline constexpr std::uint32_t block_leaf_bytes = 4096 - 16;
+/// The leaf bytes a block of `value_bytes` takes: LMDB's node header (8 bytes) and key (8),
+/// rounded up to even, plus the node's 2-byte slot.
+[[nodiscard]] constexpr std::uint32_t block_node_bytes(std::size_t value_bytes) noexcept {
+    return static_cast<std::uint32_t>(((16 + value_bytes + 1) & ~std::size_t{1}) + 2);
+}
+/// The last leaf's fill after appending a node of `node_bytes` to a leaf holding `fill`.
+[[nodiscard]] constexpr std::uint32_t block_leaf_fill_after(std::uint32_t fill,
+                                                            std::uint32_t node_bytes) noexcept {
+    return fill + node_bytes <= block_leaf_bytes ? fill + node_bytes : node_bytes;
+}
 
 /// Whether a block holding sequences [first, last] is indexed.
 [[nodiscard]] constexpr bool is_indexed_block(Sequence first, Sequence last) noexcept {
@@ -202,6 +220,15 @@ public:
     }
     /// The finished value, linked to `prev` (the header is written in front of the records).
     ByteSpan value(std::uint64_t prev);
+    /// The most leading messages (fewer than count()) whose block, linked to `prev`, is at most
+    /// `value_bytes_max` bytes; 0 when not even one fits.
+    [[nodiscard]] std::uint32_t prefix_fitting(std::size_t value_bytes_max,
+                                               std::uint64_t prev) const;
+    /// The value of a block of the first `count` messages, linked to `prev`, built in `out`.
+    ByteSpan prefix_value(std::uint32_t count, std::uint64_t prev, Bytes& out) const;
+    /// Drops the first `count` messages (written as a block of their own): the block now starts
+    /// at first() + count.
+    void drop_front(std::uint32_t count);
 
 private:
     PartitionId partition_;
@@ -226,12 +253,78 @@ public:
     std::size_t start(PartitionId partition, Sequence first);
     BlockBuilder& at(std::size_t index) noexcept { return blocks_[index]; }
     [[nodiscard]] bool empty() const noexcept { return used_ == 0; }
-    /// Calls `write(block)` for each block, in the order they were started, then forgets them
-    /// (keeping a bounded number of buffers for the next batch).
-    template <class Write>
-    Result<void> flush(Write&& write) {
+    /// Calls `write(block, count)` -> Result<std::uint32_t> until every message is written: it
+    /// writes the block's first `count` messages as one block (all of them: the whole block)
+    /// and returns the last leaf's fill after it. Then forgets the blocks (keeping a bounded
+    /// number of buffers for the next batch). The order packs leaves: with the last leaf of
+    /// q.blocks holding `leaf_fill` bytes, each next block is the largest that still fits it;
+    /// when none does, the largest block with a head of messages that fits the room left gives
+    /// that head as a block of its own; else the largest block starts a new leaf.
+    /// `node_bytes(block)` is a block's cost in a leaf (block_node_bytes), `prefix(block, room)`
+    /// the messages of its head that fit `room` leaf bytes (BlockBuilder::prefix_fitting).
+    /// Blocks of one batch are of different partitions and a split block's head goes first, so
+    /// every partition's chain keeps its order; the order is a function of the blocks and
+    /// `leaf_fill` only (ties go to the block started first), so a replay writes the same bytes.
+    template <class NodeBytes, class Prefix, class Write>
+    Result<void> flush(std::uint32_t leaf_fill, NodeBytes&& node_bytes, Prefix&& prefix,
+                       Write&& write) {
+        order_.clear();
         for (std::size_t i = 0; i < used_; ++i) {
-            QUEEN_TRY(write(blocks_[i]));
+            if (blocks_[i].count() > 0) {
+                order_.push_back({node_bytes(blocks_[i]), i});
+            }
+        }
+        // Largest first; among equals, the one started first.
+        const auto before = [](const Slot& a, const Slot& b) {
+            return a.bytes != b.bytes ? a.bytes > b.bytes : a.index < b.index;
+        };
+        std::sort(order_.begin(), order_.end(), before);
+        std::size_t first_left = 0;  // order_[0, first_left) are written
+        std::size_t left = order_.size();
+        while (left > 0) {
+            while (order_[first_left].index == written) {
+                ++first_left;
+            }
+            const auto unwritten = order_.begin() + static_cast<std::ptrdiff_t>(first_left);
+            // The first unwritten slot at or after the largest that fits the room left.
+            const std::uint32_t room = block_leaf_bytes - std::min(leaf_fill, block_leaf_bytes);
+            auto it = std::partition_point(unwritten, order_.end(),
+                                           [room](const Slot& slot) { return slot.bytes > room; });
+            while (it != order_.end() && it->index == written) {
+                ++it;
+            }
+            if (it != order_.end()) {
+                QUEEN_TRY(leaf_fill, write(blocks_[it->index], blocks_[it->index].count()));
+                it->index = written;
+                --left;
+                continue;
+            }
+            // Nothing fits whole: the head of the largest block that has one that fits.
+            bool is_split = false;
+            for (auto split = unwritten; room >= split_room_min && split != order_.end(); ++split) {
+                if (split->index == written || blocks_[split->index].count() < 2) {
+                    continue;
+                }
+                BlockBuilder& block = blocks_[split->index];
+                const std::uint32_t head = prefix(block, room);
+                if (head == 0) {
+                    continue;
+                }
+                QUEEN_TRY(leaf_fill, write(block, head));
+                // The rest takes its place in the order (it is smaller now).
+                const Slot rest{node_bytes(block), split->index};
+                order_.erase(split);
+                order_.insert(std::upper_bound(order_.begin(), order_.end(), rest, before), rest);
+                first_left = 0;
+                is_split = true;
+                break;
+            }
+            if (!is_split) {  // a new leaf
+                QUEEN_TRY(leaf_fill,
+                          write(blocks_[unwritten->index], blocks_[unwritten->index].count()));
+                unwritten->index = written;
+                --left;
+            }
         }
         clear();
         return {};
@@ -241,7 +334,16 @@ private:
     /// Forgets the blocks (written by flush(); an aborted txn rebuilds the whole State).
     void clear();
 
+    struct Slot {
+        std::uint32_t bytes;  ///< the block's node bytes
+        std::size_t index;    ///< into blocks_; `written` once it is
+    };
+    static constexpr std::size_t written = SIZE_MAX;
+    /// Leaf room below which no head is split off (a block of one small message takes more).
+    static constexpr std::uint32_t split_room_min = 128;
+
     std::vector<BlockBuilder> blocks_;
+    std::vector<Slot> order_;                             ///< flush()'s scratch
     std::size_t used_ = 0;                                ///< blocks_[0, used_) are being built
     std::unordered_map<PartitionId, std::size_t> index_;  ///< partition -> blocks_ index
 };

@@ -25,40 +25,67 @@ std::string derive_task(std::string_view queue) {
     return std::string(rest.substr(0, rest.find('.')));
 }
 
-/// Writes one block of the pushes at the end of q.blocks, linked to its partition's tail, and
-/// makes it the tail (indexed when it holds a multiple of index_every). The block restarts
-/// empty after them.
-Result<void> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& block) {
+/// Writes the first `count` messages of a block of the pushes (all of them by default) as one
+/// block at the end of q.blocks, linked to its partition's tail, and makes it the tail (indexed
+/// when it holds a multiple of index_every). The block restarts empty after a whole write and
+/// holds the rest after a head's. Returns the last leaf's fill after the append.
+Result<std::uint32_t> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& block,
+                                  std::optional<std::uint32_t> count = std::nullopt) {
     if (block.count() == 0) {
-        return {};
+        return s.blocks_leaf_fill;
     }
+    const std::uint32_t written = count.value_or(block.count());
     const PartitionId pid = block.partition();
     PartitionMem& mem = touch_partition(s, pid);
     const std::uint64_t position = s.meta.next_position++;
     s.is_meta_dirty = true;  // written once per batch
     const auto key = detail::block_key(position);
+    const ByteSpan value = written == block.count()
+                               ? block.value(mem.tail)
+                               : block.prefix_value(written, mem.tail, s.block_scratch);
     // Positions only grow: an append at the end of the table, which inside a transaction also
     // spares the journal a read of the old value.
-    QUEEN_TRY(append_new(s, txn, s.tables.messages, key.span(), block.value(mem.tail)));
-    const Sequence last{block.next().value() - 1};
+    QUEEN_TRY(append_new(s, txn, s.tables.messages, key.span(), value));
+    s.blocks_leaf_fill =
+        detail::block_leaf_fill_after(s.blocks_leaf_fill, detail::block_node_bytes(value.size()));
+    const Sequence last{block.first().value() + written - 1};
     if (detail::is_indexed_block(block.first(), last)) {
         const detail::VarintValue at(position);
         QUEEN_TRY(put_over(s, txn, s.tables.message_index,
                            detail::block_index_key(pid, last).span(), at.span(), std::nullopt));
     }
     mem.tail = position;
-    block.start(pid, block.next());
-    return {};
+    if (written == block.count()) {
+        block.start(pid, block.next());
+    } else {
+        block.drop_front(written);
+    }
+    return s.blocks_leaf_fill;
 }
 
-/// Writes the pushes' pending message blocks (one q.messages insert each); a transaction's push
-/// op calls it before its next op.
+/// Writes the pushes' pending message blocks (one q.blocks insert each, or two for a block
+/// whose head fills a leaf); a transaction's push op calls it before its next op.
 Result<void> flush_blocks(State& s, store::WriteTxn& txn) {
     if (s.pending_blocks.empty()) {
         return {};
     }
+    const auto tail_of = [&](const detail::BlockBuilder& block) {
+        return s.partition(block.partition()).tail;
+    };
     return s.pending_blocks.flush(
-        [&](detail::BlockBuilder& block) { return write_block(s, txn, block); });
+        s.blocks_leaf_fill,
+        [&](detail::BlockBuilder& block) {
+            return detail::block_node_bytes(block.value(tail_of(block)).size());
+        },
+        [&](const detail::BlockBuilder& block, std::uint32_t room) {
+            // The node's header, key and slot take 18 of the room (block_node_bytes).
+            return room < 18
+                       ? 0
+                       : block.prefix_fitting((room - 18) & ~std::uint32_t{1}, tail_of(block));
+        },
+        [&](detail::BlockBuilder& block, std::uint32_t count) {
+            return write_block(s, txn, block, count);
+        });
 }
 
 /// The createdAt of message `seq` of `pid` (a push found its transaction id already stored).

@@ -75,6 +75,13 @@ Result<void> QueueState::rebuild(const store::Txn& txn) {
     QUEEN_TRY(auto meta, detail::get_record(txn, s.tables.meta, as_bytes(meta_state_key),
                                             detail::decode_meta));
     s.meta = meta.value_or(detail::MetaRecord{});
+    QUEEN_TRY(auto fill, txn.get(s.tables.meta, as_bytes(detail::meta_leaf_fill_key)));
+    if (fill) {
+        QUEEN_TRY(const std::uint64_t value,
+                  detail::decode_varint_value(*fill, "blocks.leaf_fill"));
+        s.blocks_leaf_fill =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(value, detail::block_leaf_bytes));
+    }
     {
         QUEEN_TRY(auto cursor, txn.cursor(s.tables.queues));
         QUEEN_TRY(auto entry, cursor.first());

@@ -478,13 +478,18 @@ void append_canonical_uuid(std::string& out, std::span<const Byte, 16> bytes) {
     }
 }
 
-Result<Sequence> decode_txid_value(ByteSpan bytes) {
+Result<std::uint64_t> decode_varint_value(ByteSpan bytes, std::string_view what) {
     ByteReader reader(bytes);
     const std::uint64_t value = reader.varint();
     if (!reader.ok() || !reader.at_end()) {
-        return Error{queen::Errc::corruption,
-                     "queues: transaction id value of " + std::to_string(bytes.size()) + " bytes"};
+        return Error{queen::Errc::corruption, "queues: " + std::string(what) + " value of " +
+                                                  std::to_string(bytes.size()) + " bytes"};
     }
+    return value;
+}
+
+Result<Sequence> decode_txid_value(ByteSpan bytes) {
+    QUEEN_TRY(const std::uint64_t value, decode_varint_value(bytes, "transaction id"));
     return Sequence{value};
 }
 

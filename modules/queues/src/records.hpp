@@ -271,6 +271,8 @@ private:
 };
 /// The sequence of a "q.ids" value. Errors: Errc::corruption (not one varint).
 Result<Sequence> decode_txid_value(ByteSpan bytes);
+/// A VarintValue's number (exactly one varint). Errors: Errc::corruption naming `what`.
+Result<std::uint64_t> decode_varint_value(ByteSpan bytes, std::string_view what);
 /// The sequence of the message of `partition` whose transaction id is `transaction_id`;
 /// std::nullopt when there is none. Errors: those of Txn::get, Errc::corruption.
 inline Result<std::optional<Sequence>> find_txid(const store::Txn& txn, store::Table table,

@@ -88,6 +88,8 @@ Result<std::optional<ByteSpan>> put_if_absent_ascending(State& s, store::WriteTx
 Result<void> save_meta(State& s, store::WriteTxn& txn) {
     detail::encode_into(s.meta_scratch, s.meta);
     QUEEN_TRY(put(s, txn, s.tables.meta, as_bytes(meta_state_key), s.meta_scratch));
+    const detail::VarintValue fill(s.blocks_leaf_fill);
+    QUEEN_TRY(put(s, txn, s.tables.meta, as_bytes(meta_leaf_fill_key), fill.span()));
     s.is_meta_dirty = false;
     return {};
 }

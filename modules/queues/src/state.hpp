@@ -164,6 +164,7 @@ private:
 struct Journal {
     bool is_active = false;
     MetaRecord meta;
+    std::uint32_t blocks_leaf_fill = 0;
     std::size_t partitions_size = 0;
     std::size_t wakeups_size = 0;
     std::vector<std::pair<PartitionId, PartitionMem>> partitions;  ///< first old value each
@@ -344,6 +345,12 @@ struct State {
     /// `meta` changed since it was last written (a pop's lease counter): written at the end of
     /// the apply batch (QueueState::end_batch) or by the next save_meta, whichever comes first.
     bool is_meta_dirty = false;
+    /// How full q.blocks' last leaf is, as the block appends tell (block_leaf_fill_after);
+    /// block_leaf_bytes when unknown (the next block starts a new leaf). Saved with the meta
+    /// record (q.meta "blocks.leaf_fill"), so a reopened or replayed state orders its blocks
+    /// as this one does.
+    std::uint32_t blocks_leaf_fill = detail::block_leaf_bytes;
+    Bytes block_scratch;  ///< a split block's head (write_block)
     /// By partition id; index 0 unused. Chunked: growing to millions never copies it.
     // 4,096 partitions (192 KiB) per chunk: an idle tenant holds one chunk, not 2.5 MiB.
     ChunkedArray<PartitionMem, 12> partitions{1};

@@ -16,6 +16,7 @@ void begin_atomic(State& s) {
     s.journal.reset();
     s.journal.is_active = true;
     s.journal.meta = s.meta;
+    s.journal.blocks_leaf_fill = s.blocks_leaf_fill;
     s.journal.partitions_size = s.partitions.size();
     s.journal.wakeups_size = s.wakeups.size();
 }
@@ -37,6 +38,7 @@ Result<void> rollback_atomic(State& s, store::WriteTxn& txn) {
     // aborts the txn and rebuilds anyway).
     auto restored = journal.store.rollback(txn);
     s.meta = journal.meta;
+    s.blocks_leaf_fill = journal.blocks_leaf_fill;
     // LMDB's record may now be older than memory (a pop's counter the entry's save_meta wrote
     // and the undo took back): the batch's end writes it again.
     s.is_meta_dirty = true;
