@@ -133,6 +133,21 @@ void require_same(const AckItemResult& x, const AckItemResult& y) {
     CHECK(x.dlq == y.dlq);
 }
 
+/// A push of `count` messages to queue "q", each to partition "p<rng.below(partitions)>", with
+/// transaction ids t<next_txid>, t<next_txid + 1>, ... (their own text as payload).
+Push random_push(Rng& rng, int count, std::uint64_t partitions, int& next_txid) {
+    Push push;
+    for (int i = 0; i < count; ++i) {
+        PushItem item;
+        item.queue = "q";
+        item.partition = "p" + std::to_string(rng.below(partitions));
+        item.transaction_id = "t" + std::to_string(next_txid++);
+        item.payload = text(item.transaction_id);
+        push.items.push_back(std::move(item));
+    }
+    return push;
+}
+
 TEST_CASE("queues: a batch ack equals its items acked one by one in (partition, group, seq) order",
           "[queues][ack][batch]") {
     const auto seed = queen::testing::seed_from_env();
@@ -148,16 +163,7 @@ TEST_CASE("queues: a batch ack equals its items acked one by one in (partition, 
     int next_txid = 0;
     for (int round = 0; round < 8; ++round) {
         INFO("round " << round);
-        Push push;
-        for (int i = 0; i < 40; ++i) {
-            PushItem item;
-            item.queue = "q";
-            item.partition = "p" + std::to_string(rng.below(3));
-            item.transaction_id = "t" + std::to_string(next_txid++);
-            item.payload = text(item.transaction_id);
-            push.items.push_back(std::move(item));
-        }
-        run_both(batched, single, push);
+        run_both(batched, single, random_push(rng, 40, 3, next_txid));
         // Pops leave several leased batches per group (some partitions unclaimed).
         std::vector<std::pair<PoppedMessage, AckItem>> popped;
         for (const auto& group : groups) {
@@ -556,16 +562,7 @@ TEST_CASE("queues: cursors kept in memory across commits change no answer and no
     int next_txid = 0;
     for (int round = 0; round < 30; ++round) {
         INFO("round " << round);
-        Push push;
-        for (int i = 0; i < 20; ++i) {
-            PushItem item;
-            item.queue = "q";
-            item.partition = "p" + std::to_string(rng.below(6));
-            item.transaction_id = "t" + std::to_string(next_txid++);
-            item.payload = text(item.transaction_id);
-            push.items.push_back(std::move(item));
-        }
-        h.run(push);
+        h.run(random_push(rng, 20, 6, next_txid));
         for (const auto& group : groups) {
             Pop pop;
             pop.queue = "q";
