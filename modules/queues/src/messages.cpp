@@ -506,26 +506,26 @@ std::uint32_t BlockBuilder::prefix_fitting(std::size_t value_bytes_max, std::uin
     return count;
 }
 
-ByteSpan BlockBuilder::prefix_value(std::uint32_t count, std::uint64_t prev, Bytes& out) const {
-    QUEEN_ASSERT(count > 0 && count <= count_, "a block's head of 1 to count() messages");
+std::size_t BlockBuilder::head_bytes(std::uint32_t count) const {
     const ByteSpan records = ByteSpan(bytes_).subspan(block_header_bytes_max);
     std::size_t taken = 0;
     for (std::uint32_t i = 0; i < count; ++i) {
         taken += blob_bytes(records.subspan(taken));
     }
-    encode_block(out, partition_, first_, count, prev, records.first(taken));
+    return taken;
+}
+
+ByteSpan BlockBuilder::prefix_value(std::uint32_t count, std::uint64_t prev, Bytes& out) const {
+    QUEEN_ASSERT(count > 0 && count <= count_, "a block's head of 1 to count() messages");
+    encode_block(out, partition_, first_, count, prev,
+                 ByteSpan(bytes_).subspan(block_header_bytes_max, head_bytes(count)));
     return out;
 }
 
 void BlockBuilder::drop_front(std::uint32_t count) {
     QUEEN_ASSERT(count < count_, "a head leaves at least one message");
-    const ByteSpan records = ByteSpan(bytes_).subspan(block_header_bytes_max);
-    std::size_t taken = 0;
-    for (std::uint32_t i = 0; i < count; ++i) {
-        taken += blob_bytes(records.subspan(taken));
-    }
     const auto begin = bytes_.begin() + static_cast<std::ptrdiff_t>(block_header_bytes_max);
-    bytes_.erase(begin, begin + static_cast<std::ptrdiff_t>(taken));
+    bytes_.erase(begin, begin + static_cast<std::ptrdiff_t>(head_bytes(count)));
     first_ = Sequence{first_.value() + count};
     count_ -= count;
 }

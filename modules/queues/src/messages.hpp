@@ -231,6 +231,9 @@ public:
     void drop_front(std::uint32_t count);
 
 private:
+    /// The bytes of the first `count` record blobs.
+    [[nodiscard]] std::size_t head_bytes(std::uint32_t count) const;
+
     PartitionId partition_;
     Sequence first_;
     std::uint32_t count_ = 0;
