@@ -43,13 +43,13 @@ Result<void> append_new(State& s, store::WriteTxn& txn, store::Table table, Byte
 /// it is (nothing written; the span is valid until the next write of the txn).
 Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, store::Table table,
                                               ByteSpan key, ByteSpan value);
-/// put_if_absent for keys that mostly arrive in ascending order (UUIDv7 transaction ids): a key
-/// after the table's last is appended (PutFlags::append: the last leaf fills up before a new
-/// one starts; LMDB splits a leaf in the middle for any other insert, so ascending inserts
-/// would leave every leaf about half full), any other goes through put_if_absent.
-Result<std::optional<ByteSpan>> put_if_absent_ascending(State& s, store::WriteTxn& txn,
-                                                        store::Table table, ByteSpan key,
-                                                        ByteSpan value);
+/// put_if_absent into q.ids, whose keys mostly arrive in ascending order (UUIDv7 transaction
+/// ids): a key after the table's last (State::ids_last) is appended (PutFlags::append: the
+/// last leaf fills up before a new one starts; LMDB splits a leaf in the middle for any other
+/// insert, so ascending inserts would leave every leaf about half full), any other goes
+/// through put_if_absent.
+Result<std::optional<ByteSpan>> put_transaction_id(State& s, store::WriteTxn& txn, ByteSpan key,
+                                                   ByteSpan value);
 
 /// Names `queue` in the wakeups of the apply (its parked pops retry), unless the last one
 /// added names it already (a push or ack batch on one queue adds one; take_wakeups() sorts and

@@ -173,8 +173,7 @@ Result<void> push_item_into(State& s, store::WriteTxn& txn, const PushItem& item
     } else {
         // One descent checks and claims the transaction id; the message follows below.
         const detail::VarintValue seq_value(seq.value());
-        QUEEN_TRY(existing, put_if_absent_ascending(s, txn, s.tables.transaction_ids, txid.span(),
-                                                    seq_value.span()));
+        QUEEN_TRY(existing, put_transaction_id(s, txn, txid.span(), seq_value.span()));
     }
     if (existing) {
         QUEEN_TRY(auto existing_seq, detail::decode_txid_value(*existing));

@@ -69,14 +69,28 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
     return existing;
 }
 
-Result<std::optional<ByteSpan>> put_if_absent_ascending(State& s, store::WriteTxn& txn,
-                                                        store::Table table, ByteSpan key,
-                                                        ByteSpan value) {
+Result<std::optional<ByteSpan>> put_transaction_id(State& s, store::WriteTxn& txn, ByteSpan key,
+                                                   ByteSpan value) {
+    const store::Table table = s.tables.transaction_ids;
+    if (!s.is_ids_last_known) {
+        QUEEN_TRY(auto cursor, txn.cursor(table));
+        QUEEN_TRY(auto last, cursor.last());
+        s.ids_last.clear();
+        if (last) {
+            s.ids_last.assign(last->key.begin(), last->key.end());
+        }
+        s.is_ids_last_known = true;
+    }
+    if (!std::lexicographical_compare(s.ids_last.begin(), s.ids_last.end(), key.begin(),
+                                      key.end())) {
+        return put_if_absent(s, txn, table, key, value);  // not after the last: a descent
+    }
     auto appended = txn.put(table, key, value, store::PutFlags::append);
     if (appended) {
         if (s.journal.is_active) {
             s.journal.record(table, key, std::nullopt);
         }
+        s.ids_last.assign(key.begin(), key.end());
         return std::optional<ByteSpan>{};
     }
     if (!appended.error().is(store::Errc::append_out_of_order)) {

@@ -288,9 +288,13 @@ public:
         return it == entries_.end() ? nullptr : &it->second;
     }
     Entry& put(PartitionId pid, GroupId gid, std::optional<CursorRecord> record, bool is_dirty) {
-        Entry& entry = entries_[key(pid, gid)];
+        const Key k = key(pid, gid);
+        Entry& entry = entries_[k];
         entry.record = std::move(record);
-        entry.is_dirty = entry.is_dirty || is_dirty;
+        if (is_dirty && !entry.is_dirty) {
+            entry.is_dirty = true;
+            dirty_.push_back(k);
+        }
         return entry;
     }
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
@@ -301,27 +305,26 @@ public:
     /// txn reads the cursors of busy partitions from memory).
     template <class Write>
     Result<void> flush(Write&& write, bool is_kept = false) {
-        std::vector<std::pair<std::pair<std::uint64_t, std::uint32_t>, const CursorRecord*>> dirty;
-        for (const auto& [k, entry] : entries_) {
-            if (entry.is_dirty && entry.record) {
-                dirty.emplace_back(std::make_pair(k.pid, k.gid), &*entry.record);
+        std::sort(dirty_.begin(), dirty_.end(), [](const Key& a, const Key& b) {
+            return a.pid != b.pid ? a.pid < b.pid : a.gid < b.gid;
+        });
+        for (const Key& k : dirty_) {
+            Entry& entry = entries_.at(k);
+            if (entry.record) {
+                QUEEN_TRY(write(PartitionId{k.pid}, GroupId{k.gid}, *entry.record));
             }
+            entry.is_dirty = false;
         }
-        std::sort(dirty.begin(), dirty.end(),
-                  [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (const auto& [k, record] : dirty) {
-            QUEEN_TRY(write(PartitionId{k.first}, GroupId{k.second}, *record));
-        }
+        dirty_.clear();
         if (!is_kept) {
             entries_.clear();
-            return {};
-        }
-        for (auto& [k, entry] : entries_) {
-            entry.is_dirty = false;
         }
         return {};
     }
-    void clear() noexcept { entries_.clear(); }
+    void clear() noexcept {
+        entries_.clear();
+        dirty_.clear();
+    }
 
 private:
     struct Key {
@@ -336,6 +339,7 @@ private:
     };
     static Key key(PartitionId pid, GroupId gid) noexcept { return Key{pid.value(), gid.value()}; }
     std::unordered_map<Key, Entry, KeyHash> entries_;
+    std::vector<Key> dirty_;  ///< the entries with is_dirty, each once
 };
 
 struct State {
@@ -351,6 +355,11 @@ struct State {
     /// as this one does.
     std::uint32_t blocks_leaf_fill = detail::block_leaf_bytes;
     Bytes block_scratch;  ///< a split block's head (write_block)
+    /// The greatest key q.ids held when last looked (read once, then each appended key):
+    /// deletes and rolled-back appends leave it above the real last key, which only sends a
+    /// key in between down the B-tree instead of appending it (put_transaction_id).
+    Bytes ids_last;
+    bool is_ids_last_known = false;
     /// By partition id; index 0 unused. Chunked: growing to millions never copies it.
     // 4,096 partitions (192 KiB) per chunk: an idle tenant holds one chunk, not 2.5 MiB.
     ChunkedArray<PartitionMem, 12> partitions{1};
