@@ -75,8 +75,7 @@ Result<DeleteQueueResult> QueueState::apply(store::WriteTxn& txn, const DeleteQu
         QUEEN_TRY(delete_prefix(s, txn, s.tables.traces, prefix.span()));
         QUEEN_TRY(delete_prefix(s, txn, s.tables.cursors, prefix.span()));
         QUEEN_TRY(txn.del(s.tables.partitions, prefix.span()));
-        s.partition(pid) = PartitionMem{};
-        s.dirty_partitions.erase(pid);
+        s.partition(pid) = PartitionMem{};  // flush_partitions skips it
     }
     QUEEN_TRY(delete_prefix(s, txn, s.tables.partition_names, detail::queue_key(qid).span()));
     QUEEN_TRY(delete_prefix(s, txn, s.tables.group_queues, detail::queue_key(qid).span()));

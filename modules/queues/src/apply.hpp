@@ -165,9 +165,12 @@ Result<void> reseed_candidates(State& s, const store::Txn& txn, QueueId qid, Gro
 // ------------------------------------------------------------------------------------------
 // push.cpp: pushes of one item and the blocks they leave pending.
 
-/// Writes what the pushes of the batch left in memory: their message blocks and the records of
-/// the partitions they changed (once per batch, not per push). The batch's end calls it, and so
-/// do Pop, Ack and ExtendLease before they read anything.
+/// Writes the message blocks the pushes of the batch left in memory. The batch's end calls it,
+/// and so do Pop, Ack and ExtendLease (flush_pushes_caching_cursors) before they read anything.
+Result<void> flush_blocks(State& s, store::WriteTxn& txn);
+
+/// flush_blocks(), then the records of the partitions whose memory entries changed (pushes,
+/// sweeps; once per txn or per other command, not per push or batch).
 Result<void> flush_pushes(State& s, store::WriteTxn& txn);
 
 /// flush_pushes() and flush_cursors(), and the cursors are read and written in LMDB until the
@@ -175,8 +178,8 @@ Result<void> flush_pushes(State& s, store::WriteTxn& txn);
 /// before it reads, deletes or journals anything.
 Result<void> flush_pending(State& s, store::WriteTxn& txn);
 
-/// flush_pushes(), and the cursors are read and written through the cursor cache: what Pop, Ack
-/// and ExtendLease call first.
+/// flush_blocks(), and the cursors are read and written through the cursor cache: what Pop, Ack
+/// and ExtendLease call first (the partition records stay dirty until the commit).
 Result<void> flush_pushes_caching_cursors(State& s, store::WriteTxn& txn);
 
 /// Pushes one item and writes its message at once (what follows may read it: an ack in the

@@ -65,7 +65,7 @@ Result<std::uint32_t> write_block(State& s, store::WriteTxn& txn, detail::BlockB
 
 /// Writes the pushes' pending message blocks (one q.blocks insert each, or two for a block
 /// whose head fills a leaf); a transaction's push op calls it before its next op.
-Result<void> flush_blocks(State& s, store::WriteTxn& txn) {
+Result<void> write_pending_blocks(State& s, store::WriteTxn& txn) {
     if (s.pending_blocks.empty()) {
         return {};
     }
@@ -97,7 +97,7 @@ Result<TimestampMs> stored_created_at(State& s, store::WriteTxn& txn, PushMemo& 
     if (seq == mem.last_sequence) {
         return TimestampMs{mem.last_created_ms};
     }
-    QUEEN_TRY(flush_blocks(s, txn));
+    QUEEN_TRY(write_pending_blocks(s, txn));
     memo.forget_blocks();
     QUEEN_TRY(auto message, detail::read_message(txn, s.tables, pid, s.partition(pid).tail, seq));
     if (!message) {
@@ -228,8 +228,12 @@ Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair
     return {};
 }
 
+Result<void> detail::flush_blocks(State& s, store::WriteTxn& txn) {
+    return write_pending_blocks(s, txn);
+}
+
 Result<void> detail::flush_pushes(State& s, store::WriteTxn& txn) {
-    QUEEN_TRY(flush_blocks(s, txn));
+    QUEEN_TRY(write_pending_blocks(s, txn));
     return flush_partitions(s, txn);
 }
 
@@ -240,7 +244,9 @@ Result<void> detail::flush_pending(State& s, store::WriteTxn& txn) {
 }
 
 Result<void> detail::flush_pushes_caching_cursors(State& s, store::WriteTxn& txn) {
-    QUEEN_TRY(flush_pushes(s, txn));
+    // Pops, acks and extensions read the partitions' memory entries, never their records: those
+    // stay dirty until the commit (or another command), written once per txn, not per batch.
+    QUEEN_TRY(write_pending_blocks(s, txn));
     s.is_caching_cursors = true;
     return {};
 }
@@ -250,7 +256,7 @@ Result<PushItemResult> detail::push_item(State& s, store::WriteTxn& txn, const P
     PushItemResult result;
     QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
     // Alone: what follows may read the message (an ack in the same transaction).
-    QUEEN_TRY(flush_blocks(s, txn));
+    QUEEN_TRY(write_pending_blocks(s, txn));
     memo.forget_blocks();
     return result;
 }

@@ -114,7 +114,7 @@ PartitionMem& touch_partition(State& s, PartitionId pid) {
         s.journal.partitions_saved.insert(pid).second) {
         s.journal.partitions.emplace_back(pid, s.partition(pid));
     }
-    s.dirty_partitions.insert(pid);
+    s.dirty_partitions.push_back(pid);
     return s.partition(pid);
 }
 
@@ -126,6 +126,9 @@ void touch_queue_count(State& s, QueueId qid) {
 }
 
 Result<void> flush_partitions(State& s, store::WriteTxn& txn) {
+    std::sort(s.dirty_partitions.begin(), s.dirty_partitions.end());
+    s.dirty_partitions.erase(std::unique(s.dirty_partitions.begin(), s.dirty_partitions.end()),
+                             s.dirty_partitions.end());
     for (const PartitionId pid : s.dirty_partitions) {
         const PartitionMem& mem = s.partition(pid);
         if (mem.queue.value() == 0) {
@@ -430,7 +433,7 @@ const Tables& QueueState::tables() const noexcept {
 }
 
 Result<void> QueueState::end_batch(store::WriteTxn& txn) {
-    QUEEN_TRY(flush_pushes(*state_, txn));
+    QUEEN_TRY(flush_blocks(*state_, txn));
     if (state_->is_meta_dirty) {
         QUEEN_TRY(save_meta(*state_, txn));
     }
@@ -439,6 +442,7 @@ Result<void> QueueState::end_batch(store::WriteTxn& txn) {
 
 Result<void> QueueState::before_commit(store::WriteTxn& txn) {
     QUEEN_TRY(end_batch(txn));
+    QUEEN_TRY(flush_partitions(*state_, txn));
     return flush_cursors(*state_, txn, true);
 }
 

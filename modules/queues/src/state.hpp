@@ -387,7 +387,9 @@ struct State {
     /// the cursor record before use). Lookup only.
     std::unordered_map<LeaseId, std::vector<std::pair<PartitionId, GroupId>>> leases;
     std::map<std::tuple<GroupId, QueueId, PartitionId>, SubscriptionRecord> subscriptions;
-    std::set<PartitionId> dirty_partitions;
+    /// Partitions whose memory entry changed since their records were last written (with
+    /// repeats: flush_partitions sorts them and writes each once).
+    std::vector<PartitionId> dirty_partitions;
     PartitionCache partition_cache;
     std::vector<Wakeup> wakeups;
     Journal journal;

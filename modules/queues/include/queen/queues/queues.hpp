@@ -126,14 +126,15 @@ public:
     /// Ends the entry, taking back every write since begin_atomic().
     [[nodiscard]] Result<void> rollback_atomic(store::WriteTxn& txn);
 
-    /// Writes what the pushes of a batch left pending: their message blocks (a push's messages
-    /// to a partition join the block an earlier push of the batch started there) and the
-    /// records of the partitions they changed; every apply but Push does that first itself.
-    /// Also writes the meta record when a pop moved its lease counter. Call after the last
-    /// apply of a batch, before the txn commits. Errors: store errors of the writes.
+    /// Writes the message blocks the pushes of a batch left pending (a push's messages to a
+    /// partition join the block an earlier push of the batch started there); every apply but
+    /// Push does that first itself. Also writes the meta record when a pop moved its lease
+    /// counter. Call after the last apply of a batch, before the txn commits. Errors: store
+    /// errors of the writes.
     [[nodiscard]] Result<void> end_batch(store::WriteTxn& txn);
     /// end_batch(), then writes what the queues keep in memory for the rest of the txn (the
-    /// cursor records pops and acks changed). Call right before the txn commits.
+    /// records of the partitions pushes changed, the cursor records pops and acks changed).
+    /// Call right before the txn commits.
     /// Errors: store errors of the writes.
     [[nodiscard]] Result<void> before_commit(store::WriteTxn& txn);
 
