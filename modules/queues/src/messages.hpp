@@ -52,6 +52,11 @@ inline constexpr std::uint32_t block_leaf_bytes = 4096 - 16;
 [[nodiscard]] constexpr std::uint32_t block_node_bytes(std::size_t value_bytes) noexcept {
     return static_cast<std::uint32_t>(((16 + value_bytes + 1) & ~std::size_t{1}) + 2);
 }
+/// The largest block value whose node takes at most `room` leaf bytes (block_node_bytes); 0 when
+/// not even an empty one fits.
+[[nodiscard]] constexpr std::size_t block_value_bytes_fitting(std::uint32_t room) noexcept {
+    return room < 18 ? 0 : (room - 18) & ~std::uint32_t{1};
+}
 /// The last leaf's fill after appending a node of `node_bytes` to a leaf holding `fill`.
 [[nodiscard]] constexpr std::uint32_t block_leaf_fill_after(std::uint32_t fill,
                                                             std::uint32_t node_bytes) noexcept {

@@ -25,16 +25,15 @@ std::string derive_task(std::string_view queue) {
     return std::string(rest.substr(0, rest.find('.')));
 }
 
-/// Writes the first `count` messages of a block of the pushes (all of them by default) as one
-/// block at the end of q.blocks, linked to its partition's tail, and makes it the tail (indexed
+/// Writes the first `written` messages of a block of the pushes (all of them: the whole block) as
+/// one block at the end of q.blocks, linked to its partition's tail, and makes it the tail (indexed
 /// when it holds a multiple of index_every). The block restarts empty after a whole write and
 /// holds the rest after a head's. Returns the last leaf's fill after the append.
 Result<std::uint32_t> write_block(State& s, store::WriteTxn& txn, detail::BlockBuilder& block,
-                                  std::optional<std::uint32_t> count = std::nullopt) {
-    if (block.count() == 0) {
+                                  std::uint32_t written) {
+    if (written == 0) {
         return s.blocks_leaf_fill;
     }
-    const std::uint32_t written = count.value_or(block.count());
     const PartitionId pid = block.partition();
     PartitionMem& mem = touch_partition(s, pid);
     const std::uint64_t position = s.meta.next_position++;
@@ -63,31 +62,6 @@ Result<std::uint32_t> write_block(State& s, store::WriteTxn& txn, detail::BlockB
     return s.blocks_leaf_fill;
 }
 
-/// Writes the pushes' pending message blocks (one q.blocks insert each, or two for a block
-/// whose head fills a leaf); a transaction's push op calls it before its next op.
-Result<void> write_pending_blocks(State& s, store::WriteTxn& txn) {
-    if (s.pending_blocks.empty()) {
-        return {};
-    }
-    const auto tail_of = [&](const detail::BlockBuilder& block) {
-        return s.partition(block.partition()).tail;
-    };
-    return s.pending_blocks.flush(
-        s.blocks_leaf_fill,
-        [&](detail::BlockBuilder& block) {
-            return detail::block_node_bytes(block.value(tail_of(block)).size());
-        },
-        [&](const detail::BlockBuilder& block, std::uint32_t room) {
-            // The node's header, key and slot take 18 of the room (block_node_bytes).
-            return room < 18
-                       ? 0
-                       : block.prefix_fitting((room - 18) & ~std::uint32_t{1}, tail_of(block));
-        },
-        [&](detail::BlockBuilder& block, std::uint32_t count) {
-            return write_block(s, txn, block, count);
-        });
-}
-
 /// The createdAt of message `seq` of `pid` (a push found its transaction id already stored).
 /// The partition's newest message is in memory; an older one is read, after the pending blocks
 /// are written (it may be in one of them).
@@ -97,7 +71,7 @@ Result<TimestampMs> stored_created_at(State& s, store::WriteTxn& txn, PushMemo& 
     if (seq == mem.last_sequence) {
         return TimestampMs{mem.last_created_ms};
     }
-    QUEEN_TRY(write_pending_blocks(s, txn));
+    QUEEN_TRY(flush_blocks(s, txn));
     memo.forget_blocks();
     QUEEN_TRY(auto message, detail::read_message(txn, s.tables, pid, s.partition(pid).tail, seq));
     if (!message) {
@@ -222,18 +196,36 @@ Result<void> detail::PushMemo::append(State& s, store::WriteTxn& txn, Pair& pair
     QUEEN_ASSERT(block.next() == seq, "a block's sequences are consecutive");
     if (block.count() > 0 &&
         block.bytes() + detail::message_record_size(now, item) > block_bytes_max) {
-        QUEEN_TRY(write_block(s, txn, block));
+        QUEEN_TRY(write_block(s, txn, block, block.count()));
     }
     block.add_message(now, item);
     return {};
 }
 
+/// Writes the pushes' pending message blocks (one q.blocks insert each, or two for a block
+/// whose head fills a leaf); a transaction's push op calls it before its next op.
 Result<void> detail::flush_blocks(State& s, store::WriteTxn& txn) {
-    return write_pending_blocks(s, txn);
+    if (s.pending_blocks.empty()) {
+        return {};
+    }
+    const auto tail_of = [&](const detail::BlockBuilder& block) {
+        return s.partition(block.partition()).tail;
+    };
+    return s.pending_blocks.flush(
+        s.blocks_leaf_fill,
+        [&](detail::BlockBuilder& block) {
+            return detail::block_node_bytes(block.value(tail_of(block)).size());
+        },
+        [&](const detail::BlockBuilder& block, std::uint32_t room) {
+            return block.prefix_fitting(detail::block_value_bytes_fitting(room), tail_of(block));
+        },
+        [&](detail::BlockBuilder& block, std::uint32_t count) {
+            return write_block(s, txn, block, count);
+        });
 }
 
 Result<void> detail::flush_pushes(State& s, store::WriteTxn& txn) {
-    QUEEN_TRY(write_pending_blocks(s, txn));
+    QUEEN_TRY(flush_blocks(s, txn));
     return flush_partitions(s, txn);
 }
 
@@ -246,7 +238,7 @@ Result<void> detail::flush_pending(State& s, store::WriteTxn& txn) {
 Result<void> detail::flush_pushes_caching_cursors(State& s, store::WriteTxn& txn) {
     // Pops, acks and extensions read the partitions' memory entries, never their records: those
     // stay dirty until the commit (or another command), written once per txn, not per batch.
-    QUEEN_TRY(write_pending_blocks(s, txn));
+    QUEEN_TRY(flush_blocks(s, txn));
     s.is_caching_cursors = true;
     return {};
 }
@@ -256,7 +248,7 @@ Result<PushItemResult> detail::push_item(State& s, store::WriteTxn& txn, const P
     PushItemResult result;
     QUEEN_TRY(push_item_into(s, txn, item, now, is_transaction, memo, result));
     // Alone: what follows may read the message (an ack in the same transaction).
-    QUEEN_TRY(write_pending_blocks(s, txn));
+    QUEEN_TRY(flush_blocks(s, txn));
     memo.forget_blocks();
     return result;
 }

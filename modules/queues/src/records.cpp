@@ -304,7 +304,6 @@ std::uint8_t flags_of(const PushItem& item, bool is_uuid) noexcept {
         (item.trace_id.empty() ? 0 : flag_trace) | (item.producer_sub.empty() ? 0 : flag_sub));
 }
 
-/// Writes the compact record of a pushed item at `at` (message_record_size bytes).
 /// A pushed item's transaction id as the compact record stores it: its 16 bytes when it is a
 /// canonical UUID (parsed once per record, for its size and its bytes).
 struct CompactId {
@@ -323,6 +322,7 @@ std::size_t compact_record_size(TimestampMs created_at, const PushItem& item,
            item.payload.size();
 }
 
+/// Writes the compact record of a pushed item at `at` (compact_record_size bytes).
 void write_message_record(Byte* at, TimestampMs created_at, const PushItem& item,
                           const CompactId& id) noexcept {
     const bool is_uuid = id.is_uuid;

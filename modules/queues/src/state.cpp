@@ -72,16 +72,12 @@ Result<std::optional<ByteSpan>> put_if_absent(State& s, store::WriteTxn& txn, st
 Result<std::optional<ByteSpan>> put_transaction_id(State& s, store::WriteTxn& txn, ByteSpan key,
                                                    ByteSpan value) {
     const store::Table table = s.tables.transaction_ids;
-    if (!s.is_ids_last_known) {
+    if (!s.ids_last) {
         QUEEN_TRY(auto cursor, txn.cursor(table));
         QUEEN_TRY(auto last, cursor.last());
-        s.ids_last.clear();
-        if (last) {
-            s.ids_last.assign(last->key.begin(), last->key.end());
-        }
-        s.is_ids_last_known = true;
+        s.ids_last = last ? Bytes(last->key.begin(), last->key.end()) : Bytes{};
     }
-    if (!std::lexicographical_compare(s.ids_last.begin(), s.ids_last.end(), key.begin(),
+    if (!std::lexicographical_compare(s.ids_last->begin(), s.ids_last->end(), key.begin(),
                                       key.end())) {
         return put_if_absent(s, txn, table, key, value);  // not after the last: a descent
     }
@@ -90,7 +86,7 @@ Result<std::optional<ByteSpan>> put_transaction_id(State& s, store::WriteTxn& tx
         if (s.journal.is_active) {
             s.journal.record(table, key, std::nullopt);
         }
-        s.ids_last.assign(key.begin(), key.end());
+        s.ids_last->assign(key.begin(), key.end());
         return std::optional<ByteSpan>{};
     }
     if (!appended.error().is(store::Errc::append_out_of_order)) {

@@ -355,11 +355,11 @@ struct State {
     /// as this one does.
     std::uint32_t blocks_leaf_fill = detail::block_leaf_bytes;
     Bytes block_scratch;  ///< a split block's head (write_block)
-    /// The greatest key q.ids held when last looked (read once, then each appended key):
-    /// deletes and rolled-back appends leave it above the real last key, which only sends a
-    /// key in between down the B-tree instead of appending it (put_transaction_id).
-    Bytes ids_last;
-    bool is_ids_last_known = false;
+    /// The greatest key q.ids held when last looked (read at the first push, then each appended
+    /// key; empty for an empty table): deletes and rolled-back appends leave it above the real
+    /// last key, which only sends a key in between down the B-tree instead of appending it
+    /// (put_transaction_id).
+    std::optional<Bytes> ids_last;
     /// By partition id; index 0 unused. Chunked: growing to millions never copies it.
     // 4,096 partitions (192 KiB) per chunk: an idle tenant holds one chunk, not 2.5 MiB.
     ChunkedArray<PartitionMem, 12> partitions{1};

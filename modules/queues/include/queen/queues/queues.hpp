@@ -27,8 +27,8 @@ struct Options {
     [[nodiscard]] Result<void> validate() const;
 };
 
-/// A (queue, partition) that may have become deliverable during an apply: long polls parked on
-/// that queue should retry their pop. `queue` may also be a matching_wait_key (partition "").
+/// A queue that may have new deliverable messages after an apply: long polls parked on it
+/// should retry their pop.
 struct Wakeup {
     std::string queue;  ///< a queue name, or a wait key (matching_wait_key, lock wait keys)
     friend auto operator<=>(const Wakeup&, const Wakeup&) = default;
@@ -138,8 +138,8 @@ public:
     /// Errors: store errors of the writes.
     [[nodiscard]] Result<void> before_commit(store::WriteTxn& txn);
 
-    /// The (queue, partition) pairs that may have new deliverable messages since the last call
-    /// (pushes, released or expired leases, seeks), sorted, without duplicates; clears the list.
+    /// The queues that may have new deliverable messages since the last call (pushes, released
+    /// or expired leases, seeks), sorted, without duplicates; clears the list.
     /// With the wait keys of namespace/task pops (matching_wait_key) once such a pop ran.
     [[nodiscard]] std::vector<Wakeup> take_wakeups();
     /// The earliest time after which a pop may find something it could not find now (a lease
