@@ -17,6 +17,9 @@ void unindex(GroupCandidates& gc, std::int64_t due_ms, PartitionId pid) {
 }  // namespace
 
 void make_ready(GroupCandidates& gc, PartitionId pid) {
+    if (gc.ready.contains(pid)) {
+        return;  // ready and deferred are disjoint: nothing to move
+    }
     if (auto it = gc.deferred_due.find(pid); it != gc.deferred_due.end()) {
         unindex(gc, it->second, pid);
         gc.deferred.erase({it->second, pid});

@@ -177,7 +177,7 @@ Result<GroupCandidates*> group_candidates(State& s, store::WriteTxn& txn, QueueI
     s.index_candidates(gc, qid, gid);
     QUEEN_TRY(const auto pids, partitions_with_messages(s, txn, qid));
     for (const PartitionId pid : pids) {
-        gc.ready.insert(gc.ready.end(), pid);
+        gc.ready.insert(pid);
     }
     detail::GroupQueueRecord record{PartitionId{0}, now};
     QUEEN_TRY(put(s, txn, s.tables.group_queues, detail::group_queue_key(qid, gid).span(),
@@ -282,11 +282,11 @@ Result<void> claim_from_queue(State& s, store::WriteTxn& txn, QueueId qid, Group
         PartitionId last_claimed;
         bool wrapped = false;
         while (budget > 0 && result.partitions_claimed < partitions_max) {
-            auto it = gc.ready.upper_bound(position);
-            if (wrapped && (it == gc.ready.end() || *it > start)) {
+            const std::optional<PartitionId> next = gc.ready.next_after(position);
+            if (wrapped && (!next || *next > start)) {
                 break;
             }
-            if (it == gc.ready.end()) {
+            if (!next) {
                 if (wrapped) {
                     break;
                 }
@@ -294,7 +294,7 @@ Result<void> claim_from_queue(State& s, store::WriteTxn& txn, QueueId qid, Group
                 position = PartitionId{0};
                 continue;
             }
-            const PartitionId pid = *it;
+            const PartitionId pid = *next;
             position = pid;
             QUEEN_TRY(const bool claimed, claim(pid));
             if (claimed) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,74 @@ struct PartitionMem {
 };
 static_assert(sizeof(PartitionMem) == 48, "PartitionMem grew: update docs/engine.md");
 
+/// An ordered set of partition ids kept as 64-id bitmap words in a map keyed by id / 64: a
+/// queue's partitions have near ids (ids are handed out in creation order), so 10,000 ready
+/// partitions are ~160 map nodes, not 10,000. Every push marks its partitions ready: a
+/// std::set<PartitionId> of 10,000 spent 5 % of the applier's time there (issue 26).
+class PartitionSet {
+public:
+    /// Adds `pid`; false when it was there already.
+    bool insert(PartitionId pid) {
+        std::uint64_t& word = words_[pid.value() >> 6];
+        const std::uint64_t bit = std::uint64_t{1} << (pid.value() & 63);
+        if ((word & bit) != 0) {
+            return false;
+        }
+        word |= bit;
+        ++size_;
+        return true;
+    }
+
+    /// Removes `pid`; false when it was not there.
+    bool erase(PartitionId pid) {
+        auto it = words_.find(pid.value() >> 6);
+        const std::uint64_t bit = std::uint64_t{1} << (pid.value() & 63);
+        if (it == words_.end() || (it->second & bit) == 0) {
+            return false;
+        }
+        it->second &= ~bit;
+        --size_;
+        if (it->second == 0) {
+            words_.erase(it);
+        }
+        return true;
+    }
+
+    [[nodiscard]] bool contains(PartitionId pid) const {
+        auto it = words_.find(pid.value() >> 6);
+        return it != words_.end() && (it->second >> (pid.value() & 63) & 1) != 0;
+    }
+
+    /// The smallest id greater than `pid`, if any.
+    [[nodiscard]] std::optional<PartitionId> next_after(PartitionId pid) const {
+        if (pid.value() == UINT64_MAX) {
+            return std::nullopt;
+        }
+        const std::uint64_t from = pid.value() + 1;
+        auto it = words_.lower_bound(from >> 6);
+        if (it != words_.end() && it->first == from >> 6) {
+            const std::uint64_t rest = it->second & (~std::uint64_t{0} << (from & 63));
+            if (rest != 0) {
+                return PartitionId{(it->first << 6) |
+                                   static_cast<std::uint64_t>(std::countr_zero(rest))};
+            }
+            ++it;
+        }
+        if (it == words_.end()) {
+            return std::nullopt;
+        }
+        return PartitionId{(it->first << 6) |
+                           static_cast<std::uint64_t>(std::countr_zero(it->second))};
+    }
+
+    [[nodiscard]] std::size_t size() const { return size_; }
+    [[nodiscard]] bool empty() const { return size_ == 0; }
+
+private:
+    std::map<std::uint64_t, std::uint64_t> words_;  ///< id / 64 -> bit (id % 64), never 0
+    std::size_t size_ = 0;
+};
+
 /// Candidate partitions of one (queue, group). Invariant: every partition that is deliverable
 /// to the group at time t is in `ready` or in `deferred` with a due time <= t. Entries may be
 /// stale (not deliverable): pop checks against LMDB and moves them. Pop order is a function of
@@ -51,7 +120,7 @@ using DueIndex = std::set<std::tuple<std::int64_t, QueueId, GroupId, PartitionId
 
 struct GroupCandidates {
     PartitionId round_robin_position;
-    std::set<PartitionId> ready;
+    PartitionSet ready;
     std::set<std::pair<std::int64_t, PartitionId>> deferred;     ///< (due ms, partition)
     std::unordered_map<PartitionId, std::int64_t> deferred_due;  ///< lookup only
     /// The tenant's index of deferred partitions and this (queue, group)'s place in it: set by

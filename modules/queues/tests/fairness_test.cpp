@@ -11,11 +11,49 @@
 
 #include "harness.hpp"
 #include "queen/core/rng.hpp"
+#include "state.hpp"
 
 namespace queen::queues {
 namespace {
 
 using testing::Harness;
+
+/// The pop index's set of ready partitions against std::set: the same members, sizes and
+/// next-after answers under random inserts and erases, ids dense and sparse, across words.
+TEST_CASE("queues: the ready partition set answers as an ordered set", "[fairness]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    for (const std::uint64_t span :
+         {std::uint64_t{200}, std::uint64_t{5000}, std::uint64_t{1} << 40}) {
+        detail::PartitionSet set;
+        std::set<PartitionId> model;
+        for (int step = 0; step < 20000; ++step) {
+            const PartitionId pid{1 + rng.below(span)};
+            const auto action = rng.below(3);
+            if (action == 0) {
+                REQUIRE(set.insert(pid) == model.insert(pid).second);
+            } else if (action == 1) {
+                REQUIRE(set.erase(pid) == (model.erase(pid) == 1));
+            } else {
+                REQUIRE(set.contains(pid) == model.contains(pid));
+                auto it = model.upper_bound(pid);
+                const auto next = set.next_after(pid);
+                REQUIRE(next.has_value() == (it != model.end()));
+                if (next) {
+                    REQUIRE(*next == *it);
+                }
+            }
+            REQUIRE(set.size() == model.size());
+        }
+        // Walking by next_after from 0 visits the model in order.
+        std::vector<PartitionId> walked;
+        for (auto at = set.next_after(PartitionId{0}); at; at = set.next_after(*at)) {
+            walked.push_back(*at);
+        }
+        REQUIRE(walked == std::vector<PartitionId>(model.begin(), model.end()));
+    }
+}
 
 std::string partition_name(std::size_t index) {
     char name[16];
