@@ -92,7 +92,7 @@ void invalidate_queue_cache(Context& context, std::string_view tenant, std::stri
 
 Result<std::string> tenant_of(const Context& context, const http::Request& request) {
     const auto header = request.header(context.options.tenant_header);
-    if (!header.has_value() || header->empty()) {
+    if (!header.has_value()) {
         return context.options.default_tenant;
     }
     if (!is_tenant_name(*header)) {

@@ -131,7 +131,9 @@ Result<Response> lagging_groups(Context& context, const std::string& tenant, Req
 }
 
 Result<Response> group_detail(Context& context, const std::string& tenant, Request& request) {
-    QUEEN_TRY(auto cursors, read_cursors(context, tenant, param(request, "group")));
+    QUEEN_TRY(const std::string group,
+              name_param(request, "group", "consumer group", context.options));
+    QUEEN_TRY(auto cursors, read_cursors(context, tenant, group));
     const TimestampMs now = wall_now(context);
     JsonWriter out;
     out.begin_object();
@@ -168,18 +170,32 @@ Result<Response> group_detail(Context& context, const std::string& tenant, Reque
 struct GroupTarget {
     std::string tenant;
     std::string group;
+    std::string queue;      ///< "" when the route names none
+    std::string partition;  ///< "" when the route names none
 };
 
-/// The route's GroupTarget, or nullopt once the error is answered.
+/// The route's GroupTarget, its names checked (check_name), or nullopt once the error is
+/// answered.
 std::optional<GroupTarget> group_or_reply(Context& context, const Request& request,
                                           const Responder& responder) {
     GroupTarget target;
     if (!resolve_tenant(context, request, responder, target.tenant)) {
         return std::nullopt;
     }
-    target.group = param(request, "group");
-    if (target.group.size() > context.options.name_bytes_max) {
-        responder.complete(error_response(context, 400, "consumer group name is too long"));
+    const auto name = [&](std::string_view key, std::string_view what, std::string& out) {
+        if (!request.param(key).has_value()) {
+            return true;
+        }
+        auto checked = name_param(request, key, what, context.options);
+        if (!checked) {
+            responder.complete(error_response(context, checked.error(), target.tenant));
+            return false;
+        }
+        out = std::move(*checked);
+        return true;
+    };
+    if (!name("group", "consumer group", target.group) || !name("queue", "queue", target.queue) ||
+        !name("partition", "partition", target.partition)) {
         return std::nullopt;
     }
     return target;
@@ -194,7 +210,7 @@ void handle_delete_group(Context& context, const ContextPtr& shared, Request& re
     const std::string& tenant = target->tenant;
     queues::DeleteGroup command;
     command.group = target->group;
-    command.queue = for_queue ? param(request, "queue") : std::string();
+    command.queue = for_queue ? target->queue : std::string();
     command.delete_metadata = request.query_bool("deleteMetadata", true);
     submit_and_reply<queues::DeleteGroupResult>(
         shared, tenant, command, std::move(responder),
@@ -265,7 +281,7 @@ void handle_seek(Context& context, const ContextPtr& shared, Request& request,
     }
     queues::SeekGroup command;
     command.group = target->group;
-    command.queue = param(request, "queue");
+    command.queue = target->queue;
     auto to_end = boolean_field(*body, "toEnd", false);
     if (!to_end) {
         responder.complete(error_response(context, to_end.error(), tenant));
@@ -314,8 +330,8 @@ void handle_seek_partition(Context& context, const ContextPtr& shared, Request& 
     const std::string& tenant = target->tenant;
     queues::SeekPartition command;
     command.group = target->group;
-    command.queue = param(request, "queue");
-    command.partition = param(request, "partition");
+    command.queue = target->queue;
+    command.partition = target->partition;
     submit_and_reply<queues::SeekPartitionResult>(
         shared, tenant, command, std::move(responder),
         [command, &context](queues::SeekPartitionResult& result) {

@@ -13,10 +13,10 @@ namespace {
 
 Result<Response> list_messages(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const Page page, page_of(context, request, 200));
-    const std::string queue(request.query_value("queue").value_or(""));
-    const std::string partition(request.query_value("partition").value_or(""));
-    const std::string ns(request.query_value("ns").value_or(""));
-    const std::string task(request.query_value("task").value_or(""));
+    QUEEN_TRY(const std::string queue, name_query(request, "queue", context.options));
+    QUEEN_TRY(const std::string partition, name_query(request, "partition", context.options));
+    QUEEN_TRY(const std::string ns, name_query(request, "ns", context.options));
+    QUEEN_TRY(const std::string task, name_query(request, "task", context.options));
     const std::string status(request.query_value("status").value_or(""));
     if (!status.empty() && status != "pending" && status != "processing" && status != "completed" &&
         status != "dead_letter") {
@@ -260,8 +260,8 @@ void handle_delete_message(Context& context, const ContextPtr& shared, Request& 
 
 Result<Response> list_dlq(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const Page page, page_of(context, request, 100));
-    const std::string queue(request.query_value("queue").value_or(""));
-    const std::string group(request.query_value("consumerGroup").value_or(""));
+    QUEEN_TRY(const std::string queue, name_query(request, "queue", context.options));
+    QUEEN_TRY(const std::string group, name_query(request, "consumerGroup", context.options));
     std::uint64_t total = 0;
     QUEEN_TRY(auto entries,
               query(context, tenant, [&](const queues::Tables& tables, const store::Txn& txn) {

@@ -52,11 +52,55 @@ std::string query_error(std::string_view name, std::int64_t min, std::int64_t ma
 }  // namespace
 
 Status check_name(std::string_view value, std::string_view what, const ApiOptions& options) {
+    if (value.empty()) {
+        return bad(std::string(what) + " must not be empty");
+    }
+    if (value.size() > options.name_bytes_max) {
+        return bad(std::string(what) + " is longer than " + std::to_string(options.name_bytes_max) +
+                   " bytes");
+    }
+    bool is_ascii = true;
+    for (const char c : value) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7f) {
+            return bad(std::string(what) + " must not contain control characters");
+        }
+        if (c == '/') {
+            return bad(std::string(what) + " must not contain '/'");
+        }
+        is_ascii = is_ascii && byte < 0x80;
+    }
+    if (!is_ascii && !is_utf8(value)) {
+        return bad(std::string(what) + " must be UTF-8");
+    }
+    if (value == "." || value == "..") {
+        return bad(std::string(what) + " must not be '.' or '..'");
+    }
+    return {};
+}
+
+Status check_id_length(std::string_view value, std::string_view what, const ApiOptions& options) {
     if (value.size() > options.name_bytes_max) {
         return bad(std::string(what) + " is longer than " + std::to_string(options.name_bytes_max) +
                    " bytes");
     }
     return {};
+}
+
+Result<std::string> name_param(const http::Request& request, std::string_view param,
+                               std::string_view what, const ApiOptions& options) {
+    const std::string_view value = request.param(param).value_or("");
+    QUEEN_TRY(check_name(value, what, options));
+    return std::string(value);
+}
+
+Result<std::string> name_query(const http::Request& request, std::string_view key,
+                               const ApiOptions& options) {
+    const std::string_view value = request.query_value(key).value_or("");
+    if (!value.empty()) {
+        QUEEN_TRY(check_name(value, key, options));
+    }
+    return std::string(value);
 }
 
 std::string time_uuid(RandomSource& random, std::int64_t now_ms) {
@@ -118,11 +162,15 @@ Result<queues::ConfigureQueue> parse_configure(const nlohmann::json& body,
     // Non-string namespace/task are ignored (stored as ""), as the old server did.
     if (const auto ns = body.find("namespace"); ns != body.end() && ns->is_string()) {
         out.namespace_name = ns->get<std::string>();
-        QUEEN_TRY(check_name(out.namespace_name, "namespace", options));
+        if (!out.namespace_name.empty()) {  // "" = none
+            QUEEN_TRY(check_name(out.namespace_name, "namespace", options));
+        }
     }
     if (const auto task = body.find("task"); task != body.end() && task->is_string()) {
         out.task = task->get<std::string>();
-        QUEEN_TRY(check_name(out.task, "task", options));
+        if (!out.task.empty()) {  // "" = none
+            QUEEN_TRY(check_name(out.task, "task", options));
+        }
     }
     const auto found = body.find("options");
     if (found == body.end() || found->is_null()) {
@@ -191,15 +239,13 @@ Result<queues::Pop> parse_pop(const http::Request& request, bool has_partition,
     } else {
         // GET /api/v1/pop: the queues of a namespace and/or a task (what the official clients
         // send for a consumer that names no queue).
-        out.namespace_name = std::string(request.query_value("namespace").value_or(""));
-        out.task = std::string(request.query_value("task").value_or(""));
+        QUEEN_TRY(out.namespace_name, name_query(request, "namespace", options));
+        QUEEN_TRY(out.task, name_query(request, "task", options));
         if (out.namespace_name.empty() && out.task.empty()) {
             return bad(
                 "namespace or task is required to pop without a queue (or pop a queue: "
                 "/api/v1/pop/queue/:queue)");
         }
-        QUEEN_TRY(check_name(out.namespace_name, "namespace", options));
-        QUEEN_TRY(check_name(out.task, "task", options));
     }
     if (has_partition) {
         const auto partition = request.param("partition");
@@ -285,14 +331,14 @@ Result<queues::AddTrace> parse_trace(const nlohmann::json& body, const ApiOption
     }
     queues::AddTrace out;
     out.transaction_id = transaction_id->get<std::string>();
-    QUEEN_TRY(check_name(out.transaction_id, "transactionId", options));
+    QUEEN_TRY(check_id_length(out.transaction_id, "transactionId", options));
     QUEEN_TRY(out.partition, parse_client_partition_id(partition_id->get_ref<const std::string&>(),
                                                        "partitionId"));
     QUEEN_TRY(out.group, parse_group(body, "consumerGroup", options));
     QUEEN_TRY(auto event_type, string_field(body, "eventType", "eventType must be a string"));
     if (event_type.has_value() && !event_type->empty()) {
         out.event_type = std::move(*event_type);
-        QUEEN_TRY(check_name(out.event_type, "eventType", options));
+        QUEEN_TRY(check_id_length(out.event_type, "eventType", options));
     }
     if (const auto names = body.find("traceNames"); names != body.end() && !names->is_null()) {
         if (names->is_string()) {
@@ -311,7 +357,7 @@ Result<queues::AddTrace> parse_trace(const nlohmann::json& body, const ApiOption
             return bad("traceNames has more than 64 names");
         }
         for (const std::string& name : out.names) {
-            QUEEN_TRY(check_name(name, "trace name", options));
+            QUEEN_TRY(check_id_length(name, "trace name", options));
         }
     }
     QUEEN_TRY(auto text, payload_text(*data, options, "data"));

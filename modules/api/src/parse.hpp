@@ -24,9 +24,31 @@ namespace queen::api::detail {
 // routes (push, ack, ack batch, transaction) are read from their raw text by the core reader; the
 // others are nlohmann DOMs (parse_body).
 
-/// Errc::invalid_argument "<what> is longer than N bytes" when `value` is over the name limit.
+/// The one rule for the names of queues, partitions, consumer groups, namespaces and tasks, on
+/// every route (docs/http-api.md, "Names"): 1 to options.name_bytes_max bytes of UTF-8, no
+/// control characters (U+0000-U+001F, U+007F), no '/', not "." or "..". Errors:
+/// Errc::invalid_argument "<what> must not be empty", "... is longer than N bytes", "... must not
+/// contain control characters", "... must not contain '/'", "... must be UTF-8", "... must not be
+/// '.' or '..'". Such names stay addressable in a URL path segment, a file name and a log line.
 [[nodiscard]] Status check_name(std::string_view value, std::string_view what,
                                 const ApiOptions& options);
+
+/// The length limit alone (options.name_bytes_max), for what clients choose freely and never
+/// appears as a path segment of its own kind: transactionId, eventType, trace names.
+[[nodiscard]] Status check_id_length(std::string_view value, std::string_view what,
+                                     const ApiOptions& options);
+
+/// Route parameter `param` of `request` under check_name (`what` names it in the message).
+[[nodiscard]] Result<std::string> name_param(const http::Request& request, std::string_view param,
+                                             std::string_view what, const ApiOptions& options);
+
+/// Query parameter `key` of `request`: "" when absent or empty (no filter), else under
+/// check_name.
+[[nodiscard]] Result<std::string> name_query(const http::Request& request, std::string_view key,
+                                             const ApiOptions& options);
+
+/// True when `text` is valid UTF-8 (names from a path segment are percent-decoded bytes).
+[[nodiscard]] bool is_utf8(std::string_view text) noexcept;
 
 /// A fresh random UUID (version 4) from `random`, lowercase 8-4-4-4-12.
 [[nodiscard]] std::string random_uuid(RandomSource& random);

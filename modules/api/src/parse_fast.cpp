@@ -227,7 +227,7 @@ Status push_item(const Members& members, const ApiOptions& options, Member paylo
     }
     has_client_id = has && !text.empty();
     if (has_client_id) {
-        QUEEN_TRY(check_name(text, "TransactionId", options));
+        QUEEN_TRY(check_id_length(text, "TransactionId", options));
         out.transaction_id.assign(text);
     }
     if (!string_of(members[Member::trace_id], has, text, storage)) {
@@ -323,7 +323,7 @@ Status ack_item(const Members& members, const ApiOptions& options,
     if (text.empty()) {
         return bad(std::string(missing_transaction));
     }
-    QUEEN_TRY(check_name(text, "transactionId", options));
+    QUEEN_TRY(check_id_length(text, "transactionId", options));
     out.transaction_id.assign(text);
 
     const Field& partition_id = members[Member::partition_id];

@@ -150,6 +150,7 @@ Status timer_set(const Object& object, const ApiOptions& options, engine::Transa
     QUEEN_TRY(out.timer.replace, object.boolean("replace", false));
     // The message it delivers: queue, partition, payload, transactionId, traceId.
     QUEEN_TRY(out.push.queue, required_string_of(object, "queue", options.name_bytes_max));
+    QUEEN_TRY(check_name(out.push.queue, "queue", options));
     QUEEN_TRY(auto partition, object.string("partition", "partition must be a string"));
     out.push.partition = partition.value_or(std::string(queues::default_partition_name));
     QUEEN_TRY(check_name(out.push.partition, "Partition name", options));
@@ -157,7 +158,7 @@ Status timer_set(const Object& object, const ApiOptions& options, engine::Transa
     QUEEN_TRY(auto transaction_id,
               object.string("transactionId", "transactionId must be a string"));
     out.push.transaction_id = transaction_id.value_or("");
-    QUEEN_TRY(check_name(out.push.transaction_id, "transactionId", options));
+    QUEEN_TRY(check_id_length(out.push.transaction_id, "transactionId", options));
     QUEEN_TRY(auto trace_id, object.string("traceId", "traceId must be a string"));
     out.push.trace_id = trace_id.value_or("");
     // As a pushed item's (parse_fast.cpp): the pop answer shows it as a trace UUID.

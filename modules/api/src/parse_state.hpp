@@ -29,10 +29,6 @@ namespace queen::api::detail {
 /// The default `limit` of the KV, lock and timer listings.
 inline constexpr std::int64_t state_listing_limit_default = 100;
 
-/// True when `text` is valid UTF-8 (names from a path segment are percent-decoded bytes; the
-/// JSON bodies are UTF-8 already).
-[[nodiscard]] bool is_utf8(std::string_view text) noexcept;
-
 /// Route parameter `param` of `request` as a name: 1..`bytes_max` bytes of UTF-8 without NUL.
 /// `what` names it in the message ("bucket", "key", "lock name", "timer id").
 [[nodiscard]] Result<std::string> parse_path_name(const http::Request& request,

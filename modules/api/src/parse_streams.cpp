@@ -191,7 +191,8 @@ Status parse_cycle_ack(const json& body, const ApiOptions& options, std::string 
 
 }  // namespace
 
-Result<engine::StreamRegister> parse_stream_register(const json& body, std::string new_query_id) {
+Result<engine::StreamRegister> parse_stream_register(const json& body, const ApiOptions& options,
+                                                     std::string new_query_id) {
     QUEEN_TRY(check_object(body));
     const streams::Options limits;
     engine::StreamRegister out;
@@ -204,6 +205,10 @@ Result<engine::StreamRegister> parse_stream_register(const json& body, std::stri
     QUEEN_TRY(const auto sink,
               optional_string(body, "sink_queue", "sink_queue", limits.queue_bytes_max));
     query.sink_queue = sink.value_or("");
+    QUEEN_TRY(check_name(query.source_queue, "source_queue", options));
+    if (!query.sink_queue.empty()) {  // "" = no sink
+        QUEEN_TRY(check_name(query.sink_queue, "sink_queue", options));
+    }
     QUEEN_TRY(query.reset, boolean_field(body, "reset", false));
     query.new_query_id = std::move(new_query_id);
     return out;

@@ -21,9 +21,11 @@ namespace queen::api::detail {
 // naming the field ("state_ops[2].key must be a string").
 
 /// POST /streams/v1/queries: name, source_queue, config_hash (required: missing, null or ""
-/// -> "<field> is required"), sink_queue, reset. `new_query_id` is the fresh UUID a created
-/// query gets (made by the caller from the API's RandomSource).
+/// -> "<field> is required"), sink_queue, reset; the queues under check_name (parse.hpp).
+/// `new_query_id` is the fresh UUID a created query gets (made by the caller from the API's
+/// RandomSource).
 [[nodiscard]] Result<engine::StreamRegister> parse_stream_register(const nlohmann::json& body,
+                                                                   const ApiOptions& options,
                                                                    std::string new_query_id);
 
 /// A parsed POST /streams/v1/cycle: the command and what the answer echoes.

@@ -114,6 +114,12 @@ public:
             reply_error(named.error());
             return;
         }
+        if (partition->has_value()) {
+            if (Status named = check_name(**partition, "Partition name", context.options); !named) {
+                reply_error(named.error());
+                return;
+            }
+        }
         started_ms_ = context.backend.now_ms();
         timeout_ms_ = *timeout;
         request_id_ = random_uuid(context.random);

@@ -7,6 +7,7 @@
 
 #include "admin_common.hpp"
 #include "format.hpp"
+#include "parse.hpp"
 #include "routes.hpp"
 
 namespace queen::api::detail {
@@ -24,7 +25,8 @@ Result<Response> list_resource_queues(Context& context, const std::string& tenan
 }
 
 Result<Response> get_resource_queue(Context& context, const std::string& tenant, Request& request) {
-    QUEEN_TRY(auto detail, read_queue(context, tenant, param(request, "queue")));
+    QUEEN_TRY(const std::string name, name_param(request, "queue", "queue", context.options));
+    QUEEN_TRY(auto detail, read_queue(context, tenant, name));
     if (!detail.has_value()) {
         return error_response(context, 404, "Queue not found");
     }
@@ -188,7 +190,12 @@ void handle_delete_queue(Context& context, const ContextPtr& shared, Request& re
         return;
     }
     queues::DeleteQueue command;
-    command.queue = param(request, "queue");
+    auto name = name_param(request, "queue", "queue", context.options);
+    if (!name) {
+        responder.complete(error_response(context, name.error(), tenant));
+        return;
+    }
+    command.queue = std::move(*name);
     invalidate_queue_cache(context, tenant, command.queue);
     submit_and_reply<queues::DeleteQueueResult>(
         shared, tenant, command, std::move(responder),

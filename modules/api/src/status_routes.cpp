@@ -6,6 +6,7 @@
 
 #include "admin_common.hpp"
 #include "format.hpp"
+#include "parse.hpp"
 #include "routes.hpp"
 
 namespace queen::api::detail {
@@ -13,8 +14,8 @@ namespace {
 
 Result<Response> status_queues(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const Page page, page_of(context, request, 100));
-    const std::string ns(request.query_value("namespace").value_or(""));
-    const std::string task(request.query_value("task").value_or(""));
+    QUEEN_TRY(const std::string ns, name_query(request, "namespace", context.options));
+    QUEEN_TRY(const std::string task, name_query(request, "task", context.options));
     QUEEN_TRY(auto list, read_queues(context, tenant));
     std::vector<const queues::QueueSummary*> matching;
     for (const queues::QueueSummary& q : list) {
@@ -34,7 +35,7 @@ Result<Response> status_queues(Context& context, const std::string& tenant, Requ
 }
 
 Result<Response> status_queue(Context& context, const std::string& tenant, Request& request) {
-    const std::string name = param(request, "queue");
+    QUEEN_TRY(const std::string name, name_param(request, "queue", "queue", context.options));
     QUEEN_TRY(auto detail, read_queue(context, tenant, name));
     if (!detail.has_value()) {
         return error_response(context, 404, "Queue not found");
@@ -127,7 +128,7 @@ Result<Response> status_queue(Context& context, const std::string& tenant, Reque
 Result<Response> status_queue_messages(Context& context, const std::string& tenant,
                                        Request& request) {
     QUEEN_TRY(const Page page, page_of(context, request, 50));
-    const std::string name = param(request, "queue");
+    QUEEN_TRY(const std::string name, name_param(request, "queue", "queue", context.options));
     const TimestampMs now = wall_now(context);
     QUEEN_TRY(auto messages,
               query(context, tenant,
@@ -201,9 +202,9 @@ Result<TimeRange> time_range(const Context& context, const Request& request) {
 
 Result<Response> status_dashboard(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const TimeRange range, time_range(context, request));
-    const std::string filter_queue(request.query_value("queue").value_or(""));
-    const std::string ns(request.query_value("namespace").value_or(""));
-    const std::string task(request.query_value("task").value_or(""));
+    QUEEN_TRY(const std::string filter_queue, name_query(request, "queue", context.options));
+    QUEEN_TRY(const std::string ns, name_query(request, "namespace", context.options));
+    QUEEN_TRY(const std::string task, name_query(request, "task", context.options));
     QUEEN_TRY(auto list, read_queues(context, tenant));
     QUEEN_TRY(auto cursors, read_cursors(context, tenant, ""));
     const TimestampMs now = wall_now(context);
@@ -282,7 +283,7 @@ Result<Response> status_analytics(Context& context, const std::string& tenant, R
     QUEEN_TRY(const TimeRange range, time_range(context, request));
     std::string interval(request.query_value("interval").value_or("hour"));
     QUEEN_TRY(auto list, read_queues(context, tenant));
-    const std::string filter_queue(request.query_value("queue").value_or(""));
+    QUEEN_TRY(const std::string filter_queue, name_query(request, "queue", context.options));
     std::uint64_t total = 0;
     for (const queues::QueueSummary& q : list) {
         if (filter_queue.empty() || q.name == filter_queue) {
@@ -379,7 +380,7 @@ Result<Response> worker_metrics(Context& context, const std::string&, Request& r
 
 Result<Response> queue_lag(Context& context, const std::string& tenant, Request& request) {
     QUEEN_TRY(const TimeRange range, time_range(context, request));
-    const std::string filter_queue(request.query_value("queue").value_or(""));
+    QUEEN_TRY(const std::string filter_queue, name_query(request, "queue", context.options));
     QUEEN_TRY(auto cursors, read_cursors(context, tenant, ""));
     const TimestampMs now = wall_now(context);
     struct Lag {

@@ -80,7 +80,7 @@ void handle_register(Context& context, const ContextPtr& shared, Request& reques
         return;
     }
     // The id a created query gets, made here so every replica stores the same one.
-    auto command = parse_stream_register(*body, random_uuid(context.random));
+    auto command = parse_stream_register(*body, context.options, random_uuid(context.random));
     if (!command) {
         responder.complete(error_response(context, command.error(), tenant));
         return;

@@ -55,7 +55,7 @@ inline Result<queues::PushItem> push_item(const nlohmann::json& item, const ApiO
     has_client_id = transaction_id.has_value() && !transaction_id->empty();
     if (has_client_id) {
         out.transaction_id = std::move(*transaction_id);
-        QUEEN_TRY(check_name(out.transaction_id, "TransactionId", options));
+        QUEEN_TRY(check_id_length(out.transaction_id, "TransactionId", options));
     } else {
         out.transaction_id = time_uuid(random, now_ms);
     }
@@ -90,7 +90,7 @@ inline Result<queues::AckItem> ack_item(const nlohmann::json& item, const ApiOpt
         return bad(std::string(missing_transaction));
     }
     out.transaction_id = transaction_id->get<std::string>();
-    QUEEN_TRY(check_name(out.transaction_id, "transactionId", options));
+    QUEEN_TRY(check_id_length(out.transaction_id, "transactionId", options));
     const auto partition_id = item.find("partitionId");
     if (partition_id == item.end() || !partition_id->is_string() ||
         partition_id->get_ref<const std::string&>().empty()) {
