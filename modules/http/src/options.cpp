@@ -94,6 +94,9 @@ Status ServerOptions::validate() const {
     if (body_read_timeout_ms < 1) {
         return out_of_range("body_read_timeout_ms", body_read_timeout_ms, ">= 1");
     }
+    if (request_read_timeout_ms < 1) {
+        return out_of_range("request_read_timeout_ms", request_read_timeout_ms, ">= 1");
+    }
     if (close_linger_timeout_ms < 1) {
         return out_of_range("close_linger_timeout_ms", close_linger_timeout_ms, ">= 1");
     }

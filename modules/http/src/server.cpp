@@ -2,6 +2,7 @@
 // pipelining, timeouts and limits. asio is used only through its error_code overloads.
 #include "queen/http/server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
@@ -578,13 +579,27 @@ private:
         if (phase == timer_phase_ && !(phase == Phase::body && has_read_progress)) {
             return;
         }
+        const auto now = std::chrono::steady_clock::now();
+        const bool is_reading_request = phase == Phase::headers || phase == Phase::body;
+        if (is_reading_request && timer_phase_ != Phase::headers && timer_phase_ != Phase::body) {
+            request_started_ = now;  // the first byte of a request
+        }
         timer_phase_ = phase;
         ++timer_generation_;
         std::uint32_t timeout_ms = 0;
         switch (phase) {
             case Phase::idle: timeout_ms = shared_.options.keep_alive_idle_timeout_ms; break;
             case Phase::headers: timeout_ms = shared_.options.header_read_timeout_ms; break;
-            case Phase::body: timeout_ms = shared_.options.body_read_timeout_ms; break;
+            case Phase::body: {
+                // The pause limit, but never past the request's own deadline.
+                const auto elapsed =
+                    std::chrono::duration_cast<Milliseconds>(now - request_started_).count();
+                const std::int64_t left =
+                    static_cast<std::int64_t>(shared_.options.request_read_timeout_ms) - elapsed;
+                timeout_ms = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+                    left, 1, static_cast<std::int64_t>(shared_.options.body_read_timeout_ms)));
+                break;
+            }
             case Phase::draining: timeout_ms = shared_.options.close_linger_timeout_ms; break;
             case Phase::busy:
             case Phase::none: timer_.cancel(); return;
@@ -633,6 +648,7 @@ private:
     std::string peer_address_;
     std::uint16_t peer_port_ = 0;
     Phase timer_phase_ = Phase::none;
+    std::chrono::steady_clock::time_point request_started_{};  ///< first byte of the one read
     std::uint64_t timer_generation_ = 0;
     bool is_reading_ = false;
     bool is_writing_ = false;

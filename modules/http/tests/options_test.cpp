@@ -25,6 +25,7 @@ TEST_CASE("http: default options are valid and each bad field is named", "[http]
     rejects([](auto& o) { o.keep_alive_idle_timeout_ms = 0; }, "keep_alive_idle_timeout_ms");
     rejects([](auto& o) { o.header_read_timeout_ms = 0; }, "header_read_timeout_ms");
     rejects([](auto& o) { o.body_read_timeout_ms = 0; }, "body_read_timeout_ms");
+    rejects([](auto& o) { o.request_read_timeout_ms = 0; }, "request_read_timeout_ms");
     rejects([](auto& o) { o.close_linger_timeout_ms = 0; }, "close_linger_timeout_ms");
     rejects([](auto& o) { o.pipelined_requests_max = 0; }, "pipelined_requests_max");
     rejects([](auto& o) { o.read_buffer_bytes = 1; }, "read_buffer_bytes");

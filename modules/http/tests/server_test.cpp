@@ -667,6 +667,35 @@ TEST_CASE("http: slow headers (slowloris) time out with 408 and close", "[http][
     CHECK(fixture.server->metrics().timeouts_total == 2);
 }
 
+TEST_CASE("http: a body trickled in steadily is cut off at the request deadline",
+          "[http][server]") {
+    ServerOptions options = Fixture::test_options();
+    options.body_read_timeout_ms = 500;     // a byte every 20 ms never pauses this long
+    options.request_read_timeout_ms = 300;  // the whole request must be in by then
+    Fixture fixture(options);
+    TestClient client(fixture.server->port());
+    REQUIRE(client.send("POST /echo HTTP/1.1\r\nContent-Length: 1000\r\n\r\n"));
+    constexpr int trickle_bytes = 100;  // 2 s of trickling, far past the deadline
+    std::atomic<bool> answered{false};
+    std::atomic<int> sent{0};
+    std::thread trickle([&] {
+        for (int i = 0; i < trickle_bytes && !answered.load(); ++i) {
+            if (!client.send("x")) {
+                return;
+            }
+            sent.fetch_add(1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the trickle's pace
+        }
+    });
+    const ClientResponse response = client.read_response();
+    answered.store(true);
+    trickle.join();
+    CHECK(response.status == 408);
+    // Answered while the bytes still came: the deadline, not a pause, cut it off.
+    CHECK(sent.load() < trickle_bytes);
+    CHECK(fixture.server->metrics().timeouts_total == 1);
+}
+
 TEST_CASE("http: idle keep-alive connections are closed", "[http][server]") {
     ServerOptions options = Fixture::test_options();
     options.keep_alive_idle_timeout_ms = 100;

@@ -209,6 +209,9 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                        "Time to receive a request's headers (408 and close after).");
     schema.add_integer("http.body_read_timeout_ms", &h.body_read_timeout_ms,
                        "Longest pause while receiving a body (408 and close after).");
+    schema.add_integer("http.request_read_timeout_ms", &h.request_read_timeout_ms,
+                       "Time from a request's first byte to its body's last (408 and close "
+                       "after), however steadily it trickles in.");
     schema.add_integer("http.close_linger_timeout_ms", &h.close_linger_timeout_ms,
                        "Unread input is drained this long before closing a connection.");
     schema.add_integer("http.pipelined_requests_max", &h.pipelined_requests_max,

@@ -49,6 +49,9 @@ struct ServerOptions {
     std::uint32_t header_read_timeout_ms = 10'000;
     /// Longest pause between two reads of one request body; then 408 and close.
     std::uint32_t body_read_timeout_ms = 30'000;
+    /// From the first byte of a request to the last byte of its body, however steadily it
+    /// trickles in; then 408 and close. (A 16 MiB body needs ~280 KB/s to arrive in time.)
+    std::uint32_t request_read_timeout_ms = 60'000;
     /// After a response that closes the connection, unread input is drained this long so the
     /// peer sees the response rather than a reset.
     std::uint32_t close_linger_timeout_ms = 2'000;
