@@ -1,6 +1,7 @@
 // modules/http/src/server.cpp — listener, one event loop per I/O thread, connections with
 // pipelining, timeouts and limits. asio is used only through its error_code overloads.
 #include "queen/http/server.hpp"
+#include "queen/core/memory.hpp"
 
 #include <algorithm>
 #include <array>
@@ -22,6 +23,7 @@
 
 #include "exchange.hpp"
 #include "queen/core/assert.hpp"
+#include "queen/core/memory.hpp"
 #include "queen/core/thread_name.hpp"
 #include "queen/http/detail/request_parser.hpp"
 
@@ -68,6 +70,30 @@ struct Loop {
     /// holding it). Touched on the loop thread only.
     std::unordered_map<Connection*, std::shared_ptr<Connection>> connections;
     std::thread thread;
+    /// Armed after a request with a large body: when it fires, the allocator's free memory goes
+    /// back to the system (release_free_memory), once for a burst of such requests.
+    asio::steady_timer release_timer{context};
+    bool is_release_armed = false;
+
+    /// Called on the loop thread once a large body is freed.
+    void release_memory_soon() {
+        if (is_release_armed) {
+            return;
+        }
+        is_release_armed = true;
+        release_timer.expires_after(std::chrono::milliseconds(large_body_release_delay_ms));
+        release_timer.async_wait([this](asio::error_code ec) {
+            is_release_armed = false;
+            if (!ec) {
+                release_free_memory();
+            }
+        });
+    }
+
+    /// Bodies at least this large (their buffer's capacity) arm the release.
+    static constexpr std::size_t large_body_bytes = 1u << 20;
+    /// Lets a burst of large requests end before one release serves them all.
+    static constexpr std::uint32_t large_body_release_delay_ms = 100;
 };
 
 /// The parts of Server::Impl a connection needs.
@@ -372,6 +398,12 @@ private:
             handler_failed(*exchange, id, error.what());
         } catch (...) {
             handler_failed(*exchange, id, "unknown exception");
+        }
+        // The handler read the body (handlers copy what they keep): a large one is freed now
+        // and its memory handed back to the system soon after.
+        if (request.body.capacity() >= Loop::large_body_bytes) {
+            std::string().swap(request.body);
+            loop_.release_memory_soon();
         }
     }
 

@@ -117,6 +117,7 @@ Status NodeConfig::validate() const {
     QUEEN_TRY(node.validate());
     QUEEN_TRY(cluster.validate(node.id));
     QUEEN_TRY(prefixed(http.validate(), "http"));
+    QUEEN_TRY(prefixed(api.validate(), "api"));
     QUEEN_TRY(prefixed(log.validate(), "log"));
     QUEEN_TRY(prefixed(store.validate(), "store"));
     QUEEN_TRY(tenant.validate());
@@ -235,6 +236,17 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
                       "Access-Control-Allow-Headers sent to allowed origins.");
     schema.add_integer("http.cors_max_age_seconds", &h.cors.max_age_seconds,
                        "Access-Control-Max-Age on preflight answers to allowed origins.");
+
+    schema.add_section("api",
+                       "What one request of the Queen v1 API may carry. Bytes: "
+                       "http.body_size_bytes_max.");
+    schema.add_integer("api.push_items_max", &c.api.push_items_max,
+                       "Items of one push; more get 400, and no item past the limit is built.", 1,
+                       1'000'000);
+    schema.add_integer("api.ack_items_max", &c.api.ack_items_max,
+                       "Acknowledgments of one batch ack; more get 400.", 1, 1'000'000);
+    schema.add_integer("api.transaction_operations_max", &c.api.transaction_operations_max,
+                       "Push items plus acks of one transaction; more get 400.", 1, 1'000'000);
 
     schema.add_section("log", "Each tenant's commit log (segment files with group commit).");
     schema.add_integer("log.segment_size_bytes_max", &c.log.segment_size_bytes_max,

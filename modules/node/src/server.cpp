@@ -143,7 +143,7 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     }
     impl->backend = std::make_unique<detail::NodeBackend>(impl->identity.node_id, *impl->clock,
                                                           *impl->waiters, *impl->tenants);
-    api::ApiOptions api_options;
+    api::ApiOptions api_options = config.api;
     api_options.encryption_key_hex = std::move(key.hex);
     api_options.default_tenant = std::string(detail::default_tenant_name);
     if (auto valid = api_options.validate(); !valid) {

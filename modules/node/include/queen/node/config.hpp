@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "queen/api/api.hpp"
 #include "queen/config/schema.hpp"
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
@@ -114,6 +115,9 @@ struct LoggingOptions {
 struct NodeConfig {
     NodeOptions node;
     http::ServerOptions http;
+    /// What one request of the Queen v1 API may carry (the settings bind its item limits; the
+    /// node sets the key and the tenant names itself).
+    api::ApiOptions api;
     log::Options log;
     /// LMDB commits sync nothing; every tenant.state_sync_interval_ms the tenant takes an LMDB
     /// checkpoint (power-loss safe, store::SyncMode::checkpoint) and only then compacts the log
