@@ -15,7 +15,7 @@ CHAOS_SCHEDULES ?= 20
 # Debian packages the build and the tests need. `make deps` installs only what is missing.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 catch2 liblmdb-dev lmdb-utils \
 	libasio-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libhttp-parser-dev libssl-dev \
-	libtcmalloc-minimal4 libfiu-dev fiu-utils clang-14 libclang-rt-14-dev clang-format-14 curl procps \
+	libtcmalloc-minimal4 libfiu-dev fiu-utils clang-14 libclang-rt-14-dev clang-format-14 curl procps openssl \
 	iptables
 
 QUEEN := $(BUILD)/cli/queen

@@ -15,6 +15,7 @@
 #include "exit_codes.hpp"
 #include "queen/config/schema.hpp"
 #include "queen/core/logger.hpp"
+#include "queen/http/address.hpp"
 #include "queen/node/config.hpp"
 #include "queen/node/server.hpp"
 
@@ -115,14 +116,9 @@ std::string reach_note(const std::string& address) {
         return "listening on every interface (" + address +
                "): other machines use this host's address";
     }
-    in6_addr v6{};
-    in_addr v4{};
-    const bool is_loopback =
-        is_ipv6(address)
-            ? inet_pton(AF_INET6, address.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6)
-            : inet_pton(AF_INET, address.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
-    return is_loopback ? "this machine only; --address or http.address to listen elsewhere"
-                       : "listening on " + address + " only";
+    return http::is_loopback_address(address)
+               ? "this machine only; --address or http.address to listen elsewhere"
+               : "listening on " + address + " only";
 }
 
 /// The few lines `serve` starts with: what runs, where to reach it, where its data and
@@ -145,13 +141,23 @@ void print_banner(const ServeOptions& options, const Effective& effective) {
                                  : "node " + std::to_string(config.node.id) + " of a " +
                                        std::to_string(config.cluster.peers.size()) +
                                        "-node cluster";
+    const std::string auth =
+        config.auth.is_enabled ? std::string(
+                                     "on: every route but /health, /ready, /metrics needs "
+                                     "a bearer token")
+        : http::is_loopback_address(config.http.bind_address)
+            ? std::string("off (this machine only; auth.enabled to require tokens)")
+            : std::string(
+                  "OFF: whoever reaches the port can read, push and delete everything "
+                  "(set auth.enabled)");
     std::fprintf(stderr,
                  "queen %s, %s\n"
                  "  url       %s\n"
+                 "  auth      %s\n"
                  "  data dir  %s\n"
                  "  config    %s\n"
                  "  (every setting: queen serve --print-config, or --log-level debug)\n",
-                 QUEEN_VERSION, role.c_str(), url.c_str(),
+                 QUEEN_VERSION, role.c_str(), url.c_str(), auth.c_str(),
                  std::filesystem::absolute(config.node.data_dir).lexically_normal().c_str(),
                  source.c_str());
 }

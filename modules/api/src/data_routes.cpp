@@ -133,6 +133,12 @@ void handle_push(Context& context, const ContextPtr& shared, Request& request,
         return;
     }
     context.metrics.push_requests.fetch_add(1, relaxed);
+    if (!request.auth_subject.empty()) {
+        // The token's subject, as the old server stamped the JWT `sub` (the body cannot set it).
+        for (queues::PushItem& item : parsed->push.items) {
+            item.producer_sub = request.auth_subject;
+        }
+    }
     if (parsed->push.items.empty()) {
         responder.complete(Response::json(201, "[]"));
         return;

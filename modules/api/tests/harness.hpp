@@ -542,7 +542,11 @@ public:
             reply->headers = response.headers;
             reply->body = response.body;
         });
-        router.handle(request, responder);
+        if (front) {
+            front(request, responder);
+        } else {
+            router.handle(request, responder);
+        }
         return Pending{reply, responder};
     }
 
@@ -594,6 +598,8 @@ public:
     EngineBackend backend;
     SeededRandom random;
     http::Router router;
+    /// When set, requests go through it (e.g. with_authentication around `router`).
+    http::Handler front;
 };
 
 /// A catalogue list at `route` (tenants, members) waits until the state is readable, then reads

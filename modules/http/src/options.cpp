@@ -13,6 +13,15 @@ bool is_numeric_address(const std::string& text) {
            inet_pton(AF_INET6, text.c_str(), buffer) == 1;
 }
 
+bool is_loopback_address(const std::string& text) {
+    in_addr v4{};
+    in6_addr v6{};
+    if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    }
+    return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
 namespace {
 
 Status out_of_range(const char* field, std::uint64_t value, const char* range) {

@@ -191,6 +191,7 @@ public:
           loop_(loop),
           socket_(std::move(socket)),
           timer_(loop.context),
+          request_timer_(loop.context),
           parser_(detail::ParserLimits{shared.options.header_size_bytes_max,
                                        shared.options.headers_count_max,
                                        shared.options.body_size_bytes_max}),
@@ -226,6 +227,7 @@ public:
         const auto self = shared_from_this();  // erasing from the loop may drop the last owner
         asio::error_code ec;
         timer_.cancel();
+        request_timer_.cancel();
         socket_.close(ec);
         loop_.connections.erase(this);
         shared_.counters.connections_open.fetch_sub(1, std::memory_order_relaxed);
@@ -611,10 +613,14 @@ private:
         if (phase == timer_phase_ && !(phase == Phase::body && has_read_progress)) {
             return;
         }
-        const auto now = std::chrono::steady_clock::now();
         const bool is_reading_request = phase == Phase::headers || phase == Phase::body;
-        if (is_reading_request && timer_phase_ != Phase::headers && timer_phase_ != Phase::body) {
-            request_started_ = now;  // the first byte of a request
+        const bool was_reading_request =
+            timer_phase_ == Phase::headers || timer_phase_ == Phase::body;
+        if (is_reading_request && !was_reading_request) {
+            arm_request_timer();  // the first byte of a request
+        } else if (!is_reading_request && was_reading_request) {
+            ++request_timer_generation_;  // read whole (or given up): the deadline is moot
+            request_timer_.cancel();
         }
         timer_phase_ = phase;
         ++timer_generation_;
@@ -622,16 +628,7 @@ private:
         switch (phase) {
             case Phase::idle: timeout_ms = shared_.options.keep_alive_idle_timeout_ms; break;
             case Phase::headers: timeout_ms = shared_.options.header_read_timeout_ms; break;
-            case Phase::body: {
-                // The pause limit, but never past the request's own deadline.
-                const auto elapsed =
-                    std::chrono::duration_cast<Milliseconds>(now - request_started_).count();
-                const std::int64_t left =
-                    static_cast<std::int64_t>(shared_.options.request_read_timeout_ms) - elapsed;
-                timeout_ms = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
-                    left, 1, static_cast<std::int64_t>(shared_.options.body_read_timeout_ms)));
-                break;
-            }
+            case Phase::body: timeout_ms = shared_.options.body_read_timeout_ms; break;
             case Phase::draining: timeout_ms = shared_.options.close_linger_timeout_ms; break;
             case Phase::busy:
             case Phase::none: timer_.cancel(); return;
@@ -643,6 +640,20 @@ private:
                     self->on_timeout();
                 }
             });
+    }
+
+    /// The whole request's deadline, from its first byte (however steadily the body trickles in,
+    /// which the pause timer alone never catches).
+    void arm_request_timer() {
+        ++request_timer_generation_;
+        request_timer_.expires_after(Milliseconds(shared_.options.request_read_timeout_ms));
+        request_timer_.async_wait([self = shared_from_this(),
+                                   generation = request_timer_generation_](asio::error_code ec) {
+            if (!ec && generation == self->request_timer_generation_ && !self->is_closed_ &&
+                (self->timer_phase_ == Phase::headers || self->timer_phase_ == Phase::body)) {
+                self->on_timeout();
+            }
+        });
     }
 
     void on_timeout() {
@@ -668,7 +679,8 @@ private:
     Shared& shared_;
     Loop& loop_;
     tcp::socket socket_;
-    asio::steady_timer timer_;
+    asio::steady_timer timer_;          ///< the current phase's timeout
+    asio::steady_timer request_timer_;  ///< http.request_read_timeout_ms of the request read
     detail::RequestParser parser_;
     std::vector<char> read_buffer_;
     std::string input_;  // bytes read but not yet parsed (pipelining limit reached)
@@ -680,7 +692,7 @@ private:
     std::string peer_address_;
     std::uint16_t peer_port_ = 0;
     Phase timer_phase_ = Phase::none;
-    std::chrono::steady_clock::time_point request_started_{};  ///< first byte of the one read
+    std::uint64_t request_timer_generation_ = 0;
     std::uint64_t timer_generation_ = 0;
     bool is_reading_ = false;
     bool is_writing_ = false;

@@ -118,6 +118,7 @@ Status NodeConfig::validate() const {
     QUEEN_TRY(cluster.validate(node.id));
     QUEEN_TRY(prefixed(http.validate(), "http"));
     QUEEN_TRY(prefixed(api.validate(), "api"));
+    QUEEN_TRY(prefixed(auth.validate(), "auth"));
     QUEEN_TRY(prefixed(log.validate(), "log"));
     QUEEN_TRY(prefixed(store.validate(), "store"));
     QUEEN_TRY(tenant.validate());
@@ -315,6 +316,28 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("tenant.log_retain_entries", &t.log_retain_entries,
                        "Log entries kept below the last durably applied one (a lagging "
                        "peer catches up from them without a snapshot).");
+
+    schema.add_section("auth",
+                       "Who may do what (docs/security.md, \"Authentication\"): bearer tokens, "
+                       "static or JWT, each granting read, write or admin on some tenants.");
+    schema.add_bool("auth.enabled", &c.auth.is_enabled,
+                    "true: every route but /health, /ready and /metrics needs a token. Off, a "
+                    "node listening beyond loopback warns at start.");
+    schema.add_path("auth.tokens_file", &c.auth.tokens_file,
+                    "Static API tokens, lines \"<name> <role> <tenants> <token>\" (tenants "
+                    "comma-separated or *), mode 0600 (\"\" = none).");
+    schema.add_secret("auth.jwt_hs256_secret", &c.auth.jwt_hs256_secret,
+                      "HS256 JWT secret, at least 32 bytes (\"\" = HS256 tokens refused).");
+    schema.add_path("auth.jwt_public_key_file", &c.auth.jwt_public_key_file,
+                    "RS256 JWT key: an RSA public key in PEM, 2048 bits or more (\"\" = none).");
+    schema.add_path("auth.jwks_file", &c.auth.jwks_file,
+                    "RS256 JWT keys: a JWKS file, keys picked by kid (\"\" = none).");
+    schema.add_string("auth.jwt_issuer", &c.auth.jwt_issuer,
+                      "Non-empty: a JWT's iss must equal it.");
+    schema.add_string("auth.jwt_audience", &c.auth.jwt_audience,
+                      "Non-empty: a JWT's aud (string or array) must hold it.");
+    schema.add_integer("auth.jwt_clock_skew_seconds", &c.auth.jwt_clock_skew_seconds,
+                       "Leeway for a JWT's exp and nbf.", 0, 3600);
 
     schema.add_section("security",
                        "Payload encryption for queues with encryptionEnabled (docs/security.md). "

@@ -10,7 +10,9 @@
 #include "encryption_key.hpp"
 #include "key_exchange.hpp"
 #include "queen/api/api.hpp"
+#include "queen/auth/auth.hpp"
 #include "queen/core/rng.hpp"
+#include "queen/http/address.hpp"
 #include "queen/http/router.hpp"
 #include "queen/http/server.hpp"
 #include "request_forward.hpp"
@@ -152,6 +154,31 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     http::Router router;
     api::register_routes(router, *impl->backend, api_options, logger);
     http::Handler handler = std::move(router).into_handler();
+    std::shared_ptr<const auth::Authenticator> authenticator;
+    const auto now_s = [wall = impl->clock] { return wall->wall_ms() / 1000; };
+    if (config.auth.is_enabled) {
+        auth::Options auth_options = config.auth;
+        auth_options.default_tenant = api_options.default_tenant;
+        auto loaded = auth::Authenticator::load(auth_options);
+        if (!loaded) {
+            Error error = std::move(loaded).error();
+            error.context = "auth: " + error.context;
+            return error;
+        }
+        authenticator = std::move(*loaded);
+        handler =
+            api::with_authentication(std::move(handler), authenticator, api_options, logger, now_s);
+        QUEEN_LOG(logger, Level::info, "auth.enabled",
+                  "static_tokens=" << authenticator->static_token_count()
+                                   << " hs256=" << !config.auth.jwt_hs256_secret.empty()
+                                   << " rsa_keys=" << authenticator->rsa_key_count());
+    } else if (!http::is_loopback_address(config.http.bind_address)) {
+        QUEEN_LOG(logger, Level::warn, "auth.disabled",
+                  "http.address=" << config.http.bind_address
+                                  << " accepts other machines and auth is off: whoever reaches "
+                                     "the port can read, push and delete everything (set "
+                                     "auth.enabled; docs/security.md)");
+    }
     if (impl->cluster) {
         // Requests of peers run the router; requests for a tenant only other nodes host go to
         // one of them (tenant_routing.hpp).
@@ -165,6 +192,12 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
         routing.pop_timeout_ms_max = api_options.pop_timeout_ms_max;
         handler = detail::route_by_tenant(std::move(handler), *impl->tenants, *impl->cluster,
                                           impl->forwarder, std::move(routing));
+        if (authenticator) {
+            // Checked where it enters too: a request for another node's tenant is refused here,
+            // not after a hop (the replica checks it again).
+            handler = api::with_authentication(std::move(handler), authenticator, api_options,
+                                               logger, now_s);
+        }
     }
     QUEEN_TRY(impl->http, http::Server::start(config.http, std::move(handler), logger));
     impl->backend->set_http_server(impl->http.get());

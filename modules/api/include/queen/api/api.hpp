@@ -4,10 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "queen/api/backend.hpp"
+#include "queen/auth/auth.hpp"
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
 #include "queen/http/router.hpp"
@@ -97,5 +101,31 @@ void register_routes(http::Router& router, Backend& backend, const ApiOptions& o
 /// As above with system_random().
 void register_routes(http::Router& router, Backend& backend, const ApiOptions& options,
                      Logger& logger);
+
+/// What a route needs of a caller's token (docs/security.md, "Roles per route").
+struct Access {
+    auth::Role role = auth::Role::admin;
+    /// The route acts on the whole node or cluster (cluster members, tenants, shared state):
+    /// the grant must cover every tenant ("*"). Else it must cover the request's tenant.
+    bool is_cluster_wide = false;
+};
+
+/// The access route (`method`, `path`) needs; nullopt for the public ones (GET /health, /ready,
+/// /metrics, /metrics/prometheus). Reads are read, pops and every other data change write;
+/// configure, deletes of queues and groups, seeks, subscription changes, maintenance, stats
+/// refresh and streams admin are admin; the cluster and tenant routes admin over every tenant.
+/// A path no rule names needs write (read for a GET): a new route is never public by accident.
+[[nodiscard]] std::optional<Access> required_access(http::Method method, std::string_view path);
+
+/// `handler` behind bearer tokens: a request whose route is not public must carry an
+/// `Authorization` header that `authenticator` accepts (else 401 with its reason and
+/// `WWW-Authenticate: Bearer`), and the grant must allow the route's role on the request's
+/// tenant (`options.tenant_header`, else `options.default_tenant`; else 403 "Insufficient
+/// permissions"). Refused requests reach nothing. An accepted one carries the token's subject in
+/// `request.auth_subject` (pushes stamp it on their messages as `producerSub`). `now_s` gives
+/// Unix seconds for `exp`/`nbf`.
+[[nodiscard]] http::Handler with_authentication(
+    http::Handler handler, std::shared_ptr<const auth::Authenticator> authenticator,
+    const ApiOptions& options, Logger& logger, std::function<std::int64_t()> now_s);
 
 }  // namespace queen::api

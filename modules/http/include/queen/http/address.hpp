@@ -9,4 +9,7 @@ namespace queen::http {
 /// names, nothing to resolve.
 [[nodiscard]] bool is_numeric_address(const std::string& text);
 
+/// `text` is a loopback address (127.0.0.0/8 or ::1): a listener there serves this machine only.
+[[nodiscard]] bool is_loopback_address(const std::string& text);
+
 }  // namespace queen::http

@@ -48,6 +48,9 @@ struct Request {
     bool is_keep_alive = true;  ///< the connection stays open after this exchange
     std::string peer_address;   ///< numeric IP of the client ("127.0.0.1")
     std::uint16_t peer_port = 0;
+    /// Who the caller proved to be (a token's subject), set by an authentication front such as
+    /// api::with_authentication; empty when none checked it. Never read from the wire.
+    std::string auth_subject;
     /// Values of the route's `:name` segments, filled by Router (decoded, like segments).
     std::vector<std::pair<std::string, std::string>> params;
 

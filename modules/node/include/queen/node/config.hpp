@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "queen/api/api.hpp"
+#include "queen/auth/auth.hpp"
 #include "queen/config/schema.hpp"
 #include "queen/core/logger.hpp"
 #include "queen/core/result.hpp"
@@ -118,6 +119,8 @@ struct NodeConfig {
     /// What one request of the Queen v1 API may carry (the settings bind its item limits; the
     /// node sets the key and the tenant names itself).
     api::ApiOptions api;
+    /// Bearer tokens and roles (docs/security.md, "Authentication"); off by default.
+    auth::Options auth;
     log::Options log;
     /// LMDB commits sync nothing; every tenant.state_sync_interval_ms the tenant takes an LMDB
     /// checkpoint (power-loss safe, store::SyncMode::checkpoint) and only then compacts the log
