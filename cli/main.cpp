@@ -1,4 +1,5 @@
-// cli/main.cpp — `queen`: composes the serve, inspect, bench and admin commands. The only main().
+// cli/main.cpp — `queen`: composes the serve, inspect, repair, bench and admin commands. The only
+// main().
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include "commands/admin.hpp"
 #include "commands/bench.hpp"
 #include "commands/inspect.hpp"
+#include "commands/repair.hpp"
 #include "commands/serve.hpp"
 #include "exit_codes.hpp"
 
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
     int exit_code = queen::cli::exit_ok;
     queen::cli::register_serve(app, exit_code);
     queen::cli::register_inspect(app, exit_code);
+    queen::cli::register_repair(app, exit_code);
     queen::cli::register_bench(app, exit_code);
     queen::cli::register_admin(app, exit_code);
     try {

@@ -48,6 +48,10 @@ struct LogDamage {
     std::string reason;
     std::string detail;
     std::optional<std::uint64_t> resumed_at;  // next valid record after the damage, if any
+    LogIndex index;                           // the index expected at the damaged record
+    // With --verify: why the damaged record reached the disk whole (a valid CRC, or one bit
+    // away from a valid record: log::find_written_damage), so it is no torn write.
+    std::optional<std::string> written_whole;
 };
 
 /// One segment file as decoded read-only.
@@ -73,12 +77,15 @@ struct LogFinding {
     std::uint64_t offset = 0;
     std::string reason;
     std::string detail;
+    LogIndex index;                            // the index expected at the damaged record
+    std::optional<std::string> written_whole;  // as in LogDamage
 };
 
 /// A log directory decoded read-only: its segments in index order, the first corruption (damage
-/// with valid records after it, a gap between segments) and the torn tail (damage at the end of
-/// the last segment with nothing valid after it: a crash during a write, which opening the log
-/// cuts).
+/// with valid records after it, a record that reached the disk whole and was damaged after (a
+/// bit flipped in the newest record too; seen with --verify), a gap between segments) and the
+/// torn tail (other damage at the end of the last segment with nothing valid after it: a crash
+/// during a write, which opening the log cuts).
 struct LogScan {
     std::vector<LogSegmentReport> segments;
     std::uint64_t records = 0;

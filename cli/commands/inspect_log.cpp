@@ -15,6 +15,7 @@
 #include "queen/log/file.hpp"
 #include "queen/log/format.hpp"
 #include "queen/log/hard_state.hpp"
+#include "queen/log/log.hpp"
 
 namespace queen::cli {
 namespace {
@@ -69,10 +70,10 @@ SegmentReport inspect_segment(const std::filesystem::path& path, LogIndex name_i
                                      "header first_index " +
                                          std::to_string(report.header->first_index.value()) +
                                          " does not match the file name",
-                                     std::nullopt});
+                                     std::nullopt, name_index, std::nullopt});
         }
     } else {
-        Damage damage{0, "bad_header", header_detail, std::nullopt};
+        Damage damage{0, "bad_header", header_detail, std::nullopt, name_index, std::nullopt};
         damage.resumed_at = log::find_next_record(bytes, 0, name_index.prev(), Term{0},
                                                   log::record_payload_size_limit);
         report.damage.push_back(damage);
@@ -119,8 +120,22 @@ SegmentReport inspect_segment(const std::filesystem::path& path, LogIndex name_i
             report.zero_tail_bytes = rest.size();  // a clean end (docs/log-format.md)
             break;
         }
-        Damage damage{at, std::string(log::stop_reason_name(decoded.status)), decoded.detail,
+        Damage damage{at,
+                      std::string(log::stop_reason_name(decoded.status)),
+                      decoded.detail,
+                      std::nullopt,
+                      expected,
                       std::nullopt};
+        if (verify) {
+            log::SegmentScan stop;
+            stop.stop = decoded.status;
+            stop.stop_offset = at;
+            stop.detail = decoded.detail;
+            stop.last_index = expected.prev();
+            stop.last_term = term_floor;
+            damage.written_whole =
+                log::find_written_damage(bytes, stop, log::record_payload_size_limit);
+        }
         damage.resumed_at = log::find_next_record(bytes, at + 1, expected.prev(), term_floor,
                                                   log::record_payload_size_limit);
         report.damage.push_back(damage);
@@ -220,10 +235,14 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
             if (!finding) {
                 return nlohmann::json(nullptr);
             }
-            return nlohmann::json{{"file", finding->path.string()},
-                                  {"offset", finding->offset},
-                                  {"reason", finding->reason},
-                                  {"detail", finding->detail}};
+            return nlohmann::json{
+                {"file", finding->path.string()},
+                {"offset", finding->offset},
+                {"index", finding->index.value()},
+                {"reason", finding->reason},
+                {"detail", finding->detail},
+                {"written_whole", finding->written_whole ? nlohmann::json(*finding->written_whole)
+                                                         : nlohmann::json(nullptr)}};
         };
         out["hard_state"] = *hard_state ? nlohmann::json{{"term", (*hard_state)->term.value()},
                                                          {"vote", (*hard_state)->vote.value()},
@@ -274,8 +293,16 @@ int inspect_log_dir(const InspectTarget& target, const InspectLogOptions& option
         }
         if (corruption) {
             std::cout << "CORRUPTION: " << corruption->path.string() << " at byte "
-                      << corruption->offset << ": " << corruption->reason << " ("
-                      << corruption->detail << ")\n";
+                      << corruption->offset << " (index " << corruption->index.value()
+                      << "): " << corruption->reason << " (" << corruption->detail << ")\n";
+            if (corruption->written_whole) {
+                std::cout << "  not a torn write: " << *corruption->written_whole
+                          << "; the record may have been acknowledged, so opening the log "
+                             "refuses it\n";
+            }
+            std::cout << "  to drop it and every later record: "
+                      << log::repair_command(target.dir, corruption->index)
+                      << " (docs/log-format.md, \"Damage to synced data\")\n";
         }
     }
     return corruption ? exit_corruption : exit_ok;
@@ -315,21 +342,28 @@ Result<LogScan> scan_log_dir(const std::filesystem::path& dir, bool verify) {
                     ? *previous.last_record
                     : (previous.header ? previous.header->first_index.prev() : LogIndex{0});
             if (previous.damage.empty() && report.header->first_index != previous_last.next()) {
-                corruption = Finding{report.path, 0, "gap",
+                corruption = Finding{report.path,
+                                     0,
+                                     "gap",
                                      "segment starts at index " +
                                          std::to_string(report.header->first_index.value()) +
                                          " but the previous one ends at " +
-                                         std::to_string(previous_last.value())};
+                                         std::to_string(previous_last.value()),
+                                     report.header->first_index,
+                                     std::nullopt};
             }
         }
         for (const Damage& damage : report.damage) {
-            // A torn header is only a crash during creation when an earlier segment exists.
-            const bool torn =
-                is_last && !damage.resumed_at && (damage.reason != "bad_header" || k > 0);
+            // A torn header is only a crash during creation when an earlier segment exists; a
+            // record that reached the disk whole is no torn write (Log::open refuses it too).
+            const bool torn = is_last && !damage.resumed_at && !damage.written_whole &&
+                              (damage.reason != "bad_header" || k > 0);
+            const Finding finding{report.path,   damage.offset, damage.reason,
+                                  damage.detail, damage.index,  damage.written_whole};
             if (torn) {
-                torn_tail = Finding{report.path, damage.offset, damage.reason, damage.detail};
+                torn_tail = finding;
             } else if (!corruption) {
-                corruption = Finding{report.path, damage.offset, damage.reason, damage.detail};
+                corruption = finding;
             }
         }
     }

@@ -72,6 +72,45 @@ class Inspect(unittest.TestCase):
         self.assertIn(os.path.basename(segment), bad.stdout + bad.stderr)
         self.assertEqual(os.path.getsize(segment), len(before), "inspect must not repair")
 
+    def test_a_bit_flipped_in_the_newest_record_is_corruption_until_repair_cuts_it(self):
+        ok = run("inspect", "log", self.log_dir, "--verify", "--json")
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        report = json.loads(ok.stdout)
+        records = report["records"]
+        last = report["segments"][-1]
+        newest = last["last_record"]
+        segment = os.path.join(self.log_dir, last["file"])
+        records_end = last["size_bytes"] - last["zero_tail_bytes"]
+        with open(segment, "r+b") as f:
+            f.seek(records_end - 1)
+            b = f.read(1)
+            f.seek(records_end - 1)
+            f.write(bytes([b[0] ^ 0x08]))
+        with open(segment, "rb") as f:
+            damaged = f.read()
+        bad = run("inspect", "log", self.log_dir, "--verify", "--json")
+        self.assertEqual(bad.returncode, 4, bad.stdout + bad.stderr)
+        found = json.loads(bad.stdout)
+        self.assertIsNone(found["torn_tail"])
+        self.assertEqual(found["corruption"]["index"], newest)
+        self.assertIn("one bit flipped", found["corruption"]["written_whole"])
+        text = run("inspect", "log", self.log_dir, "--verify")
+        self.assertEqual(text.returncode, 4)
+        self.assertIn(f"--cut-from {newest} --confirm", text.stdout)
+        # Without --confirm: the plan only, nothing changes.
+        plan = run("repair", "log", self.log_dir, "--cut-from", str(newest))
+        self.assertEqual(plan.returncode, 1, plan.stdout + plan.stderr)
+        self.assertIn("dropping 1 record", plan.stdout)
+        with open(segment, "rb") as f:
+            self.assertEqual(f.read(), damaged)
+        cut = run("repair", "log", self.log_dir, "--cut-from", str(newest), "--confirm", "--json")
+        self.assertEqual(cut.returncode, 0, cut.stdout + cut.stderr)
+        self.assertEqual(json.loads(cut.stdout)["records_dropped"], 1)
+        self.assertTrue(os.path.exists(os.path.join(self.log_dir, "..", "raft_recovering")))
+        after = run("inspect", "log", self.log_dir, "--verify", "--json")
+        self.assertEqual(after.returncode, 0, after.stdout + after.stderr)
+        self.assertEqual(json.loads(after.stdout)["records"], records - 1)
+
     def test_state_lists_tables_with_counts(self):
         human = run("inspect", "state", self.state_dir)
         self.assertEqual(human.returncode, 0, human.stderr)

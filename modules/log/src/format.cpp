@@ -315,6 +315,163 @@ Result<std::optional<std::uint64_t>> find_next_record_windowed(std::uint64_t siz
     return std::optional<std::uint64_t>{};
 }
 
+namespace {
+
+/// The CRC-32C table (reflected polynomial 0x82F63B78), for stepping a CRC register over zero
+/// bytes: crc32c() with its initial value and final xor taken out is linear, so the CRC of a
+/// record with one bit flipped differs from the right one by that bit's syndrome alone.
+const std::array<std::uint32_t, 256>& crc32c_table() {
+    static const std::array<std::uint32_t, 256> table = [] {
+        std::array<std::uint32_t, 256> t{};
+        for (std::uint32_t i = 0; i < 256; ++i) {
+            std::uint32_t r = i;
+            for (int k = 0; k < 8; ++k) {
+                r = (r >> 1) ^ (0x82F63B78u & (0u - (r & 1u)));
+            }
+            t[i] = r;
+        }
+        return t;
+    }();
+    return table;
+}
+
+/// The byte (from the start of the covered bytes) and bit whose flip changes the CRC of
+/// `covered_size` bytes by `syndrome`, if one does.
+std::optional<std::pair<std::uint64_t, int>> locate_flipped_bit(std::uint64_t covered_size,
+                                                                std::uint32_t syndrome) {
+    const auto& table = crc32c_table();
+    std::array<std::uint32_t, 8> registers{};
+    for (int bit = 0; bit < 8; ++bit) {
+        registers[static_cast<std::size_t>(bit)] = table[1u << bit];
+    }
+    // After j steps, registers[bit] is the syndrome of that bit in byte covered_size - 1 - j.
+    for (std::uint64_t j = 0; j < covered_size; ++j) {
+        for (int bit = 0; bit < 8; ++bit) {
+            std::uint32_t& r = registers[static_cast<std::size_t>(bit)];
+            if (r == syndrome) {
+                return std::pair{covered_size - 1 - j, bit};
+            }
+            r = (r >> 8) ^ table[r & 0xffu];
+        }
+    }
+    return std::nullopt;
+}
+
+/// The name of the record field holding record byte `at`.
+std::string record_field_at(std::uint64_t at) {
+    if (at < 4) {
+        return "crc";
+    }
+    if (at < 8) {
+        return "payload_size";
+    }
+    if (at < 16) {
+        return "term";
+    }
+    if (at < 24) {
+        return "index";
+    }
+    if (at < 25) {
+        return "type";
+    }
+    if (at < record_header_size) {
+        return "reserved";
+    }
+    return "payload";
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> find_written_damage_windowed(std::uint64_t size,
+                                                                const SegmentView& view,
+                                                                const SegmentScan& scan,
+                                                                std::uint32_t payload_size_max) {
+    using Found = std::optional<std::string>;
+    if (scan.stop == StopReason::bad_field) {
+        return Found{"its CRC is valid, so it reached the disk whole (" + scan.detail + ")"};
+    }
+    if (scan.stop != StopReason::bad_length && scan.stop != StopReason::bad_crc) {
+        return Found{};
+    }
+    const std::uint64_t at = scan.stop_offset;
+    if (at > size || size - at < record_header_size) {
+        return Found{};
+    }
+    QUEEN_TRY(const ByteSpan head, view(at, record_header_size));
+    std::array<Byte, record_header_size> header{};
+    std::memcpy(header.data(), head.data(), record_header_size);
+    const auto stored_crc = load_le<std::uint32_t>(header.data());
+    const auto stored_size = load_le<std::uint32_t>(header.data() + 4);
+    const std::uint64_t left = size - at;
+    const LogIndex expected = scan.last_index.next();
+    // The corrected record must also be the one expected here.
+    auto fields_fit = [&](const std::array<Byte, record_header_size>& h) {
+        return LogIndex{load_le<std::uint64_t>(h.data() + 16)} == expected &&
+               Term{load_le<std::uint64_t>(h.data() + 8)} >= scan.last_term && h[25] == 0 &&
+               h[26] == 0 && h[27] == 0;
+    };
+    auto fits = [&](std::uint64_t payload_size) {
+        return payload_size <= payload_size_max && payload_size <= record_payload_size_limit &&
+               encoded_record_size(payload_size) <= left;
+    };
+    auto place = [&](std::uint64_t record_byte, int bit) {
+        return "bit " + std::to_string(bit) + " of byte " + std::to_string(at + record_byte) +
+               " (record byte " + std::to_string(record_byte) + ", " +
+               record_field_at(record_byte) + ")";
+    };
+    if (fits(stored_size)) {
+        const std::uint64_t covered = record_header_size - record_crc_covered_from + stored_size;
+        QUEEN_TRY(const ByteSpan record, view(at, encoded_record_size(stored_size)));
+        const std::uint32_t actual_crc = crc32c(record.subspan(record_crc_covered_from, covered));
+        const std::uint32_t syndrome = stored_crc ^ actual_crc;
+        if (syndrome != 0 && (syndrome & (syndrome - 1)) == 0 && fields_fit(header)) {
+            int bit = 0;
+            while ((syndrome >> bit) != 1u) {
+                ++bit;
+            }
+            return Found{"one bit flipped: " + place(static_cast<std::uint64_t>(bit / 8), bit % 8) +
+                         "; the rest of the record matches its CRC"};
+        }
+        if (const auto flipped = locate_flipped_bit(covered, syndrome)) {
+            const std::uint64_t record_byte = record_crc_covered_from + flipped->first;
+            std::array<Byte, record_header_size> corrected = header;
+            if (record_byte < record_header_size) {
+                corrected[record_byte] ^= static_cast<Byte>(1u << flipped->second);
+            }
+            // A flip in payload_size would have changed the length the CRC covers: it is
+            // found below, not here.
+            if (record_byte >= 8 && fields_fit(corrected)) {
+                return Found{"one bit flipped: " + place(record_byte, flipped->second) +
+                             "; with it flipped back the record matches its CRC"};
+            }
+        }
+    }
+    for (int bit = 0; bit < 32; ++bit) {
+        const std::uint32_t candidate = stored_size ^ (1u << bit);
+        if (!fits(candidate) || !fields_fit(header)) {
+            continue;
+        }
+        QUEEN_TRY(const ByteSpan record, view(at, encoded_record_size(candidate)));
+        std::array<Byte, 4> size_bytes{};
+        store_le<std::uint32_t>(size_bytes.data(), candidate);
+        const std::uint32_t crc = crc32c(record.subspan(8, record_header_size - 8 + candidate),
+                                         crc32c(ByteSpan{size_bytes}));
+        if (crc == stored_crc) {
+            return Found{
+                "one bit flipped: " + place(4 + static_cast<std::uint64_t>(bit / 8), bit % 8) +
+                " (payload_size " + std::to_string(stored_size) + " was " +
+                std::to_string(candidate) + "); with it flipped back the record matches its CRC"};
+        }
+    }
+    return Found{};
+}
+
+std::optional<std::string> find_written_damage(ByteSpan bytes, const SegmentScan& scan,
+                                               std::uint32_t payload_size_max) {
+    // A buffer's view never fails.
+    return find_written_damage_windowed(bytes.size(), whole(bytes), scan, payload_size_max).value();
+}
+
 std::string segment_file_name(LogIndex first_index) {
     char name[32];
     const int written = std::snprintf(name, sizeof name, "%020llu",

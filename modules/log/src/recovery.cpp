@@ -28,7 +28,28 @@ Result<bool> holds_valid_record(FileSystem& file_system, const std::filesystem::
     return next.has_value();
 }
 
+/// The refusal of damage to synced data at the record where `scan` stopped: names the record
+/// and says how to see it and how to cut it (docs/log-format.md, "Damage to synced data").
+Error synced_damage_error(const std::filesystem::path& dir, const std::filesystem::path& path,
+                          const SegmentScan& scan, const std::string& why) {
+    const std::string index = std::to_string(scan.last_index.next().value());
+    return Error{Errc::corruption,
+                 path.string() + " offset " + std::to_string(scan.stop_offset) + ", index " +
+                     index + ": " + std::string(stop_reason_name(scan.stop)) + " (" + scan.detail +
+                     "): " + why +
+                     ". This is damage to synced data, not a torn write: the record may have "
+                     "been acknowledged, so the log does not cut it by itself; no file was "
+                     "changed. See it with `queen inspect log " +
+                     dir.string() + " --verify`; to drop it and every later record, run `" +
+                     repair_command(dir, scan.last_index.next()) + "`"};
+}
+
 }  // namespace
+
+std::string repair_command(const std::filesystem::path& dir, LogIndex first_dropped) {
+    return "queen repair log " + dir.string() + " --cut-from " +
+           std::to_string(first_dropped.value()) + " --confirm";
+}
 
 Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const Options& options,
                                        Environment environment, RecoveryReport* report,
@@ -163,11 +184,18 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
                                                           options.record_size_bytes_max));
             }
             if (!is_last && (valid_after || later_valid)) {
-                return Error{Errc::corruption,
-                             path.string() + " offset " + std::to_string(scan.stop_offset) + ": " +
-                                 std::string(stop_reason_name(scan.stop)) + " (" + scan.detail +
-                                 "), and valid records follow it: this is damage to synced data, "
-                                 "not a torn write; refusing to truncate"};
+                return synced_damage_error(dir, path, scan,
+                                           "valid records follow it in this or a later segment, "
+                                           "and only the last segment is ever written unsynced");
+            }
+            // A torn write differs from what was written in whole sectors; a record one bit
+            // away from a valid one (or with a valid CRC) reached the disk whole and was
+            // damaged afterwards (format.hpp): it may have been acknowledged.
+            QUEEN_TRY(
+                const std::optional<std::string> written_whole,
+                find_written_damage_windowed(file_size, view, scan, options.record_size_bytes_max));
+            if (written_whole) {
+                return synced_damage_error(dir, path, scan, *written_whole);
             }
             rep.tail_truncated = true;
             rep.truncated_segment = path;
@@ -198,11 +226,14 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
                 std::to_string(kept_last.value()) + " only, but entries up to " +
                 std::to_string(keep_through.value()) + " were acknowledged (" +
                 (cut_segment != nullptr ? cut_segment->path.string() + " offset " +
-                                              std::to_string(rep.truncated_at_offset) + ": " +
+                                              std::to_string(rep.truncated_at_offset) + ", index " +
+                                              std::to_string(kept_last.next().value()) + ": " +
                                               std::string(stop_reason_name(rep.truncation_reason)) +
                                               ", " + rep.truncation_detail
                                         : torn_header_detail) +
-                "): damage to synced data, not a torn write; no file was changed"};
+                "): damage to synced data, not a torn write; no file was changed. See it with "
+                "`queen inspect log " +
+                dir.string() + " --verify`"};
     }
     if (cut_segment != nullptr) {
         QUEEN_LOG(*environment.logger, Level::warn, "log.torn_tail_truncated",

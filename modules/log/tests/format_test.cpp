@@ -292,3 +292,78 @@ TEST_CASE("log: a segment decoded through small windows decodes as the whole buf
         CHECK(stingy.largest_want() <= encoded_record_size(payload_max));
     }
 }
+
+TEST_CASE("log: find_written_damage names every single flipped bit of a record", "[log][format]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    // Two records; the second, with a random payload, is damaged.
+    Bytes clean(segment_header_size);
+    SegmentHeader header;
+    encode_segment_header(header, clean);
+    encode_record(clean, Term{3}, LogIndex{1}, 1, as_bytes(std::string("first")));
+    const std::uint64_t at = clean.size();
+    Bytes payload(1 + rng.below(1500));
+    for (Byte& byte : payload) {
+        byte = static_cast<Byte>(rng.next());
+    }
+    encode_record(clean, Term{4}, LogIndex{2}, 7, payload);
+    clean.resize(clean.size() + 700, 0);  // the writer's zero tail
+    const std::uint64_t record_size = encoded_record_size(payload.size());
+
+    SECTION("one bit flipped anywhere in the record is damage, at that byte") {
+        for (std::uint64_t byte = 0; byte < record_size; ++byte) {
+            const int bit = static_cast<int>(rng.below(8));
+            Bytes bytes = clean;
+            bytes[at + byte] ^= static_cast<Byte>(1u << bit);
+            const SegmentScan scan = scan_segment(bytes, 4096);
+            INFO("record byte " << byte << " bit " << bit);
+            REQUIRE(scan.stop != StopReason::end_of_data);
+            REQUIRE(scan.stop_offset == at);
+            const auto found = find_written_damage(bytes, scan, 4096);
+            REQUIRE(found);
+            CHECK_THAT(*found, Catch::Contains("bit " + std::to_string(bit) + " of byte " +
+                                               std::to_string(at + byte)));
+        }
+    }
+    SECTION("sectors left unwritten (zeros) are no evidence: a torn write") {
+        // Every 512-byte sector of the file the record reaches, zeroed in turn, and all the
+        // sectors after a random one (a write cut there).
+        const std::uint64_t first_sector = at / 512;
+        const std::uint64_t last_sector = (at + record_size - 1) / 512;
+        for (std::uint64_t sector = first_sector; sector <= last_sector; ++sector) {
+            for (const bool rest : {false, true}) {
+                Bytes bytes = clean;
+                const std::uint64_t from = std::max(at, sector * 512);
+                const std::uint64_t to = rest ? bytes.size() : (sector + 1) * 512;
+                std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                          bytes.begin() + static_cast<std::ptrdiff_t>(
+                                              std::min<std::uint64_t>(to, bytes.size())),
+                          Byte{0});
+                const SegmentScan scan = scan_segment(bytes, 4096);
+                INFO("sector " << sector << " rest " << rest);
+                if (scan.stop == StopReason::end_of_data) {
+                    continue;  // the whole record was zeroed: a clean zero tail
+                }
+                CHECK_FALSE(find_written_damage(bytes, scan, 4096));
+            }
+        }
+    }
+    SECTION("a record with a valid CRC in the wrong place is damage") {
+        Bytes bytes(segment_header_size);
+        encode_segment_header(header, bytes);
+        encode_record(bytes, Term{3}, LogIndex{1}, 1, as_bytes(std::string("first")));
+        encode_record(bytes, Term{4}, LogIndex{5}, 1, as_bytes(std::string("skips")));
+        const SegmentScan scan = scan_segment(bytes, 4096);
+        REQUIRE(scan.stop == StopReason::bad_field);
+        CHECK(find_written_damage(bytes, scan, 4096));
+    }
+    SECTION("a file ending inside a record header is no evidence") {
+        Bytes bytes = clean;
+        bytes.resize(at + 1 + rng.below(record_header_size - 1));
+        bytes.back() |= 1;
+        const SegmentScan scan = scan_segment(bytes, 4096);
+        REQUIRE(scan.stop == StopReason::truncated_header);
+        CHECK_FALSE(find_written_damage(bytes, scan, 4096));
+    }
+}

@@ -92,6 +92,24 @@ FlippedLog write_log_with_flipped_bit(const std::filesystem::path& dir, Byte mas
     return flipped;
 }
 
+/// Like write_log_with_flipped_bit, but the second record of the last segment lost the sector
+/// its end lies in (zeros where it should be): what a crash leaves when the pages of an
+/// unsynced group reach the disk in another order.
+FlippedLog write_log_with_torn_sector(const std::filesystem::path& dir) {
+    write_log(dir, 100);
+    FlippedLog torn;
+    torn.last_file = segment_files(dir).back();
+    Bytes bytes = read_file(torn.last_file);
+    torn.offsets = record_offsets(bytes);
+    REQUIRE(torn.offsets.size() >= 3);
+    const std::uint64_t end = torn.offsets[2];
+    const std::uint64_t from = std::max(torn.offsets[1], (end - 1) / 512 * 512);
+    std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+              bytes.begin() + static_cast<std::ptrdiff_t>(end), Byte{0});
+    write_file(torn.last_file, bytes);
+    return torn;
+}
+
 }  // namespace
 
 TEST_CASE("log: reopening after a torn write truncates to the last whole record",
@@ -166,10 +184,10 @@ TEST_CASE("log: reopening after a torn write truncates to the last whole record"
     check_records(**log, expected_last + 1);
 }
 
-TEST_CASE("log: damage in the last segment with valid records after it is cut and reported",
+TEST_CASE("log: a torn sector in the last segment with valid records after it is cut and reported",
           "[log][recovery]") {
     queen::testing::TempDir dir;
-    const auto [last_file, offsets] = write_log_with_flipped_bit(dir.path(), 0x40);
+    const auto [last_file, offsets] = write_log_with_torn_sector(dir.path());
     RecoveryReport report;
     auto log = Log::open(dir.path(), small_segments(), {}, &report);
     REQUIRE(log);
@@ -183,8 +201,9 @@ TEST_CASE("log: damage in the last segment with valid records after it is cut an
 TEST_CASE("log: recovery changes no file when its cut would drop an acknowledged entry",
           "[log][recovery]") {
     queen::testing::TempDir dir;
-    // One bit flipped in a synced record: to the scan it looks like a torn tail.
-    const auto [last_file, offsets] = write_log_with_flipped_bit(dir.path(), 0x04);
+    // A sector of a synced record lost (a write the disk acknowledged and dropped): byte for
+    // byte a torn write.
+    const auto [last_file, offsets] = write_log_with_torn_sector(dir.path());
     const std::uint64_t damaged = 100 - offsets.size() + 2;  // the second record of the segment
     const auto before = snapshot_files(dir.path());
 
@@ -426,5 +445,104 @@ TEST_CASE(
         auto reopened = Log::open(dir.path(), options);
         REQUIRE(reopened);
         check_records(**reopened, 30);
+    }
+}
+
+TEST_CASE("log: a bit flipped in the newest record is refused, named, and cut only on request",
+          "[log][recovery]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    queen::testing::TempDir dir;
+    write_log(dir.path(), 100);  // synced: flush() returned, every append was acknowledged
+    const auto last_file = segment_files(dir.path()).back();
+    Bytes bytes = read_file(last_file);
+    const auto offsets = record_offsets(bytes);
+    const std::uint64_t newest = offsets.back();
+    const std::uint64_t newest_size = scan_segment(bytes, 4096).valid_bytes - newest;
+    const std::uint64_t byte = rng.below(newest_size);
+    const int bit = static_cast<int>(rng.below(8));
+    INFO("flipped bit " << bit << " of record byte " << byte);
+    bytes[newest + byte] ^= static_cast<Byte>(1u << bit);
+    write_file(last_file, bytes);
+    const auto before = snapshot_files(dir.path());
+
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto refused = Log::open(dir.path(), small_segments());
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().is(Errc::corruption));
+        CHECK_THAT(refused.error().context,
+                   Catch::Contains(last_file.string() + " offset " + std::to_string(newest) +
+                                   ", index 100") &&
+                       Catch::Contains("one bit flipped") && Catch::Contains("not a torn write") &&
+                       Catch::Contains(repair_command(dir.path(), LogIndex{100})));
+        CHECK(snapshot_files(dir.path()) == before);
+    }
+
+    // The operator's cut: planned first (nothing changes), then applied.
+    auto plan = cut_log(dir.path(), LogIndex{100}, small_segments(), false);
+    REQUIRE(plan);
+    CHECK(plan->records_dropped == 1);
+    CHECK(plan->last_dropped == LogIndex{100});
+    CHECK(plan->segment == last_file);
+    CHECK(plan->cut_at_offset == newest);
+    CHECK_FALSE(plan->applied);
+    CHECK(snapshot_files(dir.path()) == before);
+    auto done = cut_log(dir.path(), LogIndex{100}, small_segments(), true);
+    REQUIRE(done);
+    CHECK(done->applied);
+    CHECK(done->records_dropped == 1);
+    CHECK(std::filesystem::file_size(last_file) == newest);
+    RecoveryReport report;
+    auto log = Log::open(dir.path(), small_segments(), {}, &report);
+    REQUIRE(log);
+    CHECK_FALSE(report.tail_truncated);
+    check_records(**log, 99);
+}
+
+TEST_CASE(
+    "log: a bit flipped in a middle record of the last segment is refused, and the cut drops "
+    "it and every later record",
+    "[log][recovery]") {
+    queen::testing::TempDir dir;
+    const auto [last_file, offsets] = write_log_with_flipped_bit(dir.path(), 0x10);
+    const std::uint64_t damaged = 100 - offsets.size() + 2;
+    const auto before = snapshot_files(dir.path());
+    auto refused = Log::open(dir.path(), small_segments());
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().is(Errc::corruption));
+    CHECK_THAT(refused.error().context,
+               Catch::Contains(last_file.string() + " offset " + std::to_string(offsets[1]) +
+                               ", index " + std::to_string(damaged)));
+    CHECK(snapshot_files(dir.path()) == before);
+
+    SECTION("a cut above the damage is refused: records below it must decode") {
+        auto cut = cut_log(dir.path(), LogIndex{damaged + 1}, small_segments(), true);
+        REQUIRE_FALSE(cut);
+        CHECK(cut.error().is(Errc::corruption));
+        CHECK_THAT(cut.error().context, Catch::Contains("cut from " + std::to_string(damaged)));
+        CHECK(snapshot_files(dir.path()) == before);
+    }
+    SECTION("the cut at the damaged record") {
+        auto cut = cut_log(dir.path(), LogIndex{damaged}, small_segments(), true);
+        REQUIRE(cut);
+        CHECK(cut->records_dropped == 100 - damaged + 1);
+        auto log = Log::open(dir.path(), small_segments());
+        REQUIRE(log);
+        check_records(**log, damaged - 1);
+    }
+    SECTION("a cut at an earlier segment's first index removes that segment whole") {
+        const auto files = segment_files(dir.path());
+        REQUIRE(files.size() >= 3);
+        const auto start = parse_segment_file_name(files[1].filename().string());
+        REQUIRE(start);
+        auto cut = cut_log(dir.path(), *start, small_segments(), true);
+        REQUIRE(cut);
+        CHECK(cut->segment_removed);
+        CHECK(cut->records_dropped == 100 - start->value() + 1);
+        CHECK(segment_files(dir.path()).size() == 1);
+        auto log = Log::open(dir.path(), small_segments());
+        REQUIRE(log);
+        check_records(**log, start->value() - 1);
     }
 }

@@ -228,19 +228,26 @@ TEST_CASE("log: damage in a large last segment is cut at the damaged record, acr
     Placed damaged;
     StopReason reason = StopReason::bad_crc;
     bool valid_after = true;
-    SECTION("a byte flipped after the first window's end in the record across it") {
+    // A torn write: the sector the record ends in never reached the disk (zeros).
+    const auto zero_last_sector = [&] {
+        const std::uint64_t end = damaged.offset + damaged.size;
+        const std::uint64_t from = std::max(damaged.offset, (end - 1) / 512 * 512);
+        std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(end), Byte{0});
+    };
+    SECTION("the last sector of the record across the first window's end unwritten") {
         damaged = across_first_window(placed);
         REQUIRE(damaged.offset + damaged.size - 1 >= chunk);
-        bytes[damaged.offset + damaged.size - 1] ^= 0x04;
+        zero_last_sector();
     }
     SECTION("the length of the record across the first window's end damaged") {
         damaged = across_first_window(placed);
         store_le<std::uint32_t>(bytes.data() + damaged.offset + 4, 0xFFFFFFFFu);
         reason = StopReason::bad_length;
     }
-    SECTION("a byte flipped at the end of the record longer than a window") {
+    SECTION("the last sector of the record longer than a window unwritten") {
         damaged = longer_than_window(placed);
-        bytes[damaged.offset + damaged.size - 1] ^= 0x80;
+        zero_last_sector();
     }
     SECTION("the file cut in the middle of the record longer than a window") {
         damaged = longer_than_window(placed);
@@ -261,6 +268,37 @@ TEST_CASE("log: damage in a large last segment is cut at the damaged record, acr
     CHECK(report.valid_record_after_cut == valid_after);
     CHECK(std::filesystem::file_size(last_file) == damaged.offset);
     check_records(**log, records, damaged.index.value() - 1);
+}
+
+TEST_CASE("log: a bit flipped in a large last segment is refused, across windows",
+          "[log][recovery]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    Rng rng(seed);
+    queen::testing::TempDir dir;
+    (void)write_large_log(dir.path(), rng);
+    const auto last_file = segment_files(dir.path()).back();
+    Bytes bytes = read_file(last_file);
+    const auto placed = placed_records(bytes);
+    Placed damaged;
+    SECTION("in the record across the first window's end") {
+        damaged = across_first_window(placed);
+    }
+    SECTION("in the record longer than a window") {
+        damaged = longer_than_window(placed);
+    }
+    const std::uint64_t byte = rng.below(damaged.size);
+    INFO("record byte " << byte);
+    bytes[damaged.offset + byte] ^= static_cast<Byte>(1u << rng.below(8));
+    write_file(last_file, bytes);
+    auto log = Log::open(dir.path(), large_segments());
+    REQUIRE_FALSE(log);
+    CHECK(log.error().is(Errc::corruption));
+    CHECK_THAT(log.error().context,
+               Catch::Contains(" offset " + std::to_string(damaged.offset) + ", index " +
+                               std::to_string(damaged.index.value())) &&
+                   Catch::Contains("one bit flipped"));
+    CHECK(read_file(last_file) == bytes);
 }
 
 TEST_CASE("log: damage in a large earlier segment is corruption and changes nothing",

@@ -57,9 +57,23 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     log::Environment environment;
     environment.clock = &clock;
     environment.logger = &logger;
-    QUEEN_TRY(tenant->log_,
-              log::Log::open(dir / "log", config.log, environment, &report,
-                             cluster ? LogIndex{0} : tenant->engine_->applied_index()));
+    auto opened = log::Log::open(dir / "log", config.log, environment, &report,
+                                 cluster ? LogIndex{0} : tenant->engine_->applied_index());
+    if (!opened && opened.error().is(Errc::corruption)) {
+        Error refused = std::move(opened).error();
+        refused.context =
+            "tenant " + tenant->name_ + ": " + refused.context +
+            (cluster != nullptr ? ". This node is a cluster member: after the cut it rejoins "
+                                  "recovering (the repair leaves tenants/" +
+                                      tenant->name_ +
+                                      "/raft_recovering), votes for nobody and gets the dropped "
+                                      "entries back from the leader"
+                                : ". On a single node the cut loses what it drops; if the state "
+                                  "already applied it the tenant then refuses to start (state "
+                                  "ahead of the log): restore a backup instead");
+        return refused;
+    }
+    QUEEN_TRY(tenant->log_, std::move(opened));
     if (install) {
         QUEEN_TRY(tenant->log_->reset(install->index, install->term));
     }

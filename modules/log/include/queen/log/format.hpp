@@ -165,6 +165,31 @@ using SegmentView = std::function<Result<ByteSpan>(std::uint64_t offset, std::ui
     std::uint64_t size, const SegmentView& view, std::uint64_t from, LogIndex after_index,
     Term term_min, std::uint32_t payload_size_max);
 
+/// Evidence that the bad record where a scan of a segment stopped was written whole and damaged
+/// afterwards (so it is not a torn write), or nothing when it may be a torn write. A torn write
+/// leaves whole sectors of a record holding what they held before (zeros: the writer fills
+/// ahead with zeros, and a file extended by a write reads as zeros where the write did not
+/// land), so the bytes differ from the record in whole sectors. The evidence is either:
+///  - a valid CRC (StopReason::bad_field): the record reached the disk whole; or
+///  - exactly one flipped bit: flipping one bit of the stored CRC, of payload_size (the
+///    CRC is checked over the length that bit gives) or of any CRC-covered byte makes the CRC
+///    match, and the corrected record has the expected index, a term >= `scan.last_term` and
+///    zero reserved bytes. CRC-32C locates one flipped bit unambiguously in a record of up to
+///    2^31 bits; a torn record passes for one bit away from a valid one only by chance (about
+///    n / 2^32 for a record of n bits) or when the sector it lacks held exactly one set bit.
+/// Header stops (bad_header) and a file that ends inside a record header are never evidence.
+/// Only `scan.stop_offset`, `stop`, `detail`, `last_index` and `last_term` are read. The cost is
+/// one pass over the record per candidate (the record, and up to 32 other lengths).
+/// Errors: those of `view`.
+[[nodiscard]] Result<std::optional<std::string>> find_written_damage_windowed(
+    std::uint64_t size, const SegmentView& view, const SegmentScan& scan,
+    std::uint32_t payload_size_max);
+
+/// find_written_damage_windowed() of a segment held in memory.
+[[nodiscard]] std::optional<std::string> find_written_damage(ByteSpan bytes,
+                                                             const SegmentScan& scan,
+                                                             std::uint32_t payload_size_max);
+
 /// "00000000000000000001.seg" for index 1.
 [[nodiscard]] std::string segment_file_name(LogIndex first_index);
 

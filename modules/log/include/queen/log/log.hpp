@@ -118,10 +118,23 @@ public:
     /// data (a bit flipped after a clean fdatasync looks like a torn write), and open fails
     /// without changing any file. Segments are read a 1 MiB window at a time (a longer record
     /// whole): open never holds a whole segment in memory.
-    /// Errors: Errc::invalid_argument (options), Errc::corruption (a bad record followed by valid
-    /// records in a segment that is not the last, a bad segment header that is not a torn last
-    /// segment, a gap between segments, a file name that does not match its header, a cut below
-    /// `keep_through`), Errc::io, Errc::disk_full.
+    ///
+    /// Torn write or damage: only the last group of the last segment can be torn (its fdatasync
+    /// never returned, so nothing in it was acknowledged), and a torn write leaves whole sectors
+    /// of a record as they were before (zeros): the record differs from what was written in
+    /// whole sectors. A bad record that reached the disk whole (a valid CRC with a wrong field,
+    /// or exactly one bit away from a valid record with the expected index: see
+    /// find_written_damage_windowed() in format.hpp) is damage to synced data wherever it is,
+    /// the newest record included, and so is a bad record with valid records after it in a
+    /// segment that is not the last. Open then fails with Errc::corruption naming the segment
+    /// file, the byte offset and the index of the record, and the command that cuts it
+    /// (repair_command(); the operator decides, see cut_log()); no file is changed. Damage that
+    /// leaves neither trace (a lost write, several bits or a sector gone in the newest records)
+    /// looks like a torn write byte for byte; `keep_through` is what refuses it.
+    /// Errors: Errc::invalid_argument (options), Errc::corruption (damage to synced data as
+    /// above, a bad segment header that is not a torn last segment, a gap between segments, a
+    /// file name that does not match its header, a cut below `keep_through`), Errc::io,
+    /// Errc::disk_full.
     [[nodiscard]] static Result<std::unique_ptr<Log>> open(const std::filesystem::path& dir,
                                                            const Options& options,
                                                            Environment environment = {},
@@ -227,5 +240,40 @@ private:
     explicit Log(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
+
+/// The command an operator runs to cut the log in `dir` from `first_dropped` on (the text the
+/// refusal of damage to synced data quotes): "queen repair log DIR --cut-from N --confirm".
+[[nodiscard]] std::string repair_command(const std::filesystem::path& dir, LogIndex first_dropped);
+
+/// What cut_log() found (and, when it applied the cut, did).
+struct CutReport {
+    LogIndex first_dropped;  ///< the first index the cut drops
+    /// The highest index the files hold from first_dropped on, decoding past damage (a damaged
+    /// record counts as the index it stands at); first_dropped - 1 when they hold none.
+    LogIndex last_dropped;
+    std::uint64_t records_dropped = 0;  ///< last_dropped - first_dropped + 1, or 0
+    std::filesystem::path segment;      ///< the file that is cut (or removed, see below)
+    bool segment_removed = false;       ///< the cut starts at its first index: removed whole
+    std::uint64_t cut_at_offset = 0;    ///< its new size (when not removed)
+    std::uint64_t bytes_cut = 0;        ///< bytes removed from it (all of them when removed)
+    std::vector<std::filesystem::path> removed_segments;  ///< later segments, removed whole
+    bool applied = false;                                 ///< the files were changed
+};
+
+/// The operator's repair of damage to synced data (docs/log-format.md): drops the record at
+/// `first_dropped` and every later one, from a log that is not open. Records below it must
+/// decode: the segment holding first_dropped - 1 is read up to it and cut right after it (a
+/// segment that starts at first_dropped, other than the first, is removed whole), and every
+/// later segment is removed, newest first; then the cut segment and the directory are synced.
+/// With `apply` false nothing is changed and the report says what would be. Dropped records
+/// are gone from this copy of the log: acknowledged ones too (a cluster member gets them back
+/// from the leader; a single node whose state applied them refuses to start after the cut).
+/// Errors: Errc::not_found (no segment in `dir`), Errc::invalid_argument (first_dropped below
+/// the first segment's first index, or above the last index + 1 the files hold), Errc::corruption
+/// (a record below first_dropped does not decode, or the cut segment's header is damaged: the
+/// message says from which index a cut is possible), Errc::io, Errc::disk_full.
+[[nodiscard]] Result<CutReport> cut_log(const std::filesystem::path& dir, LogIndex first_dropped,
+                                        const Options& options, bool apply,
+                                        FileSystem& file_system = posix_file_system());
 
 }  // namespace queen::log
