@@ -3,12 +3,15 @@
 #include "commands/serve.hpp"
 
 #include <arpa/inet.h>
+#include <sys/statvfs.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,6 +124,39 @@ std::string reach_note(const std::string& address) {
                : "listening on " + address + " only";
 }
 
+/// Bytes free to this process on the file system of `dir` (nullopt when statvfs fails).
+std::optional<std::uint64_t> free_bytes_of(const std::filesystem::path& dir) {
+    struct statvfs info {};
+    if (::statvfs(dir.c_str(), &info) != 0) {
+        return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+/// When the data directory's file system has less free than the node keeps back
+/// (node.disk_reserve_bytes), says so and how much to free: after a failed start (`has_started`
+/// false: start again once freed, nothing was lost) or at a start that worked (writes that add
+/// data answer 507 until then, and resume by themselves).
+void print_disk_advice(const node::NodeConfig& config, bool has_started) {
+    const auto free = free_bytes_of(config.node.data_dir);
+    const std::uint64_t wanted =
+        std::max<std::uint64_t>(config.node.disk_reserve_bytes, std::uint64_t{1} << 20);
+    if (!free || *free >= wanted) {
+        return;
+    }
+    const auto mib = [](std::uint64_t bytes) {
+        return static_cast<unsigned long long>((bytes + (1 << 20) - 1) >> 20);
+    };
+    std::fprintf(stderr,
+                 "queen: disk full: %llu MiB free on the file system of %s, under "
+                 "node.disk_reserve_bytes; free %llu MiB more there %s\n",
+                 static_cast<unsigned long long>(*free >> 20), config.node.data_dir.c_str(),
+                 mib(wanted - *free),
+                 has_started ? "(until then writes that add data answer 507; they resume by "
+                               "themselves)"
+                             : "and start again: nothing acknowledged is lost");
+}
+
 /// The few lines `serve` starts with: what runs, where to reach it, where its data and
 /// settings come from.
 void print_banner(const ServeOptions& options, const Effective& effective) {
@@ -213,10 +249,12 @@ int run_serve(const ServeOptions& options) {
     if (!server) {
         QUEEN_LOG(logger, Level::error, "node.start_failed",
                   "error=\"" << server.error().message() << "\"");
+        print_disk_advice(config, false);
         return server.error().is(Errc::busy) ? exit_retryable : exit_failed;
     }
     std::fprintf(stderr, "queen: ready on %s\n",
                  local_url(config.http.bind_address, (*server)->http_port()).c_str());
+    print_disk_advice(config, true);
     if (signal_number == 0) {
         sigwait(&signals, &signal_number);
     }

@@ -140,6 +140,10 @@ http::Response error_response(Context& context, const Error& error, std::string_
                                              " right now (not the leader): " + error.context +
                                              "; retry"));
     }
+    if (error.is(Errc::disk_full)) {
+        // A pause, not a failure: the write resumes once space is freed (node.disk_reserve_bytes).
+        return retry_soon(error_response(context, 507, tenant_text + ": " + error.context));
+    }
     if (error.is(Errc::poisoned)) {
         return error_response(context, 503,
                               tenant_text +

@@ -125,7 +125,8 @@ using ContextPtr = std::shared_ptr<Context>;
 [[nodiscard]] Result<std::string> tenant_of(const Context& context, const http::Request& request);
 
 /// A response for `error`: invalid_argument 400, not_found 404 (unknown tenant when it came
-/// from the backend), out_of_range 413, busy/not_leader/poisoned/cancelled/timeout 503 with a
+/// from the backend), out_of_range 413, disk_full 507 (with Retry-After: writes resume when
+/// space returns), busy/not_leader/poisoned/cancelled/timeout 503 with a
 /// sentence saying why and what to do, everything else 500. Counts 4xx/5xx in the metrics.
 [[nodiscard]] http::Response error_response(Context& context, const Error& error,
                                             std::string_view tenant);

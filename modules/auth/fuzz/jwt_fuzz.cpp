@@ -105,9 +105,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                          header.find('.') != std::string::npos,
                      "a grant for something that is not a JWT");
         QUEEN_ASSERT(!result->tenants.empty(), "a grant of no tenant");
-        QUEEN_ASSERT(result->role >= queen::auth::Role::read &&
-                         result->role <= queen::auth::Role::admin,
-                     "a grant of no role");
+        QUEEN_ASSERT(
+            result->role >= queen::auth::Role::read && result->role <= queen::auth::Role::admin,
+            "a grant of no role");
     } else {
         QUEEN_ASSERT(result.error().code == queen::Errc::invalid_argument,
                      "a refusal that is not invalid_argument: ", result.error().message());

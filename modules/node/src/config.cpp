@@ -145,6 +145,11 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("node.id", &c.node.id, "Node id, unique in the cluster (> 0).", 1);
     schema.add_path("node.data_dir", &c.node.data_dir,
                     "Data directory: node.toml and tenants/<tenant>/{log,state}.");
+    schema.add_integer("node.disk_reserve_bytes", &c.node.disk_reserve_bytes,
+                       "Free space kept on the data directory's file system: below it pushes "
+                       "and other writes that add data get 507 (pops, acks, deletes go on), "
+                       "below a quarter of it every write does; both resume when space "
+                       "returns (0 = no check).");
 
     schema.add_section("cluster",
                        "The cluster: with no peers this node is a one-node cluster "

@@ -16,7 +16,12 @@ namespace queen::node::detail {
 
 Tenant::Tenant(std::string name, const NodeConfig& config, Logger& logger, const Clock& clock,
                Waiters& waiters)
-    : name_(std::move(name)), config_(config), logger_(logger), clock_(clock), waiters_(waiters) {}
+    : name_(std::move(name)),
+      config_(config),
+      logger_(logger),
+      clock_(clock),
+      waiters_(waiters),
+      disk_(config.node.data_dir, config.node.disk_reserve_bytes, clock) {}
 
 Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesystem::path& dir,
                                              const NodeConfig& config, Logger& logger,
@@ -237,6 +242,41 @@ Tenant::~Tenant() {
     (void)stop();
 }
 
+namespace {
+
+/// Commands that make the state bigger: refused first when the disk runs low (DiskSpace).
+bool adds_data(const engine::CommandBody& body) {
+    return std::holds_alternative<queues::Push>(body) ||
+           std::holds_alternative<engine::Transaction>(body) ||
+           std::holds_alternative<queues::AddTrace>(body) ||
+           std::holds_alternative<engine::StreamCycle>(body);
+}
+
+}  // namespace
+
+std::optional<Error> Tenant::disk_refusal(ByteSpan payload) {
+    const Room room = disk_.room();
+    if (room == Room::plenty) {
+        return std::nullopt;
+    }
+    if (room == Room::low) {
+        // Decoded only while the disk is low: what does this command add?
+        const auto entry = decode_entry(payload);
+        const auto command =
+            entry ? engine::decode_command(entry->command) : Result<engine::Command>(entry.error());
+        if (!command || !adds_data(command->body)) {
+            return std::nullopt;  // catalogue records and the like: small, let them through
+        }
+    }
+    disk_refusals_total_.fetch_add(1, std::memory_order_relaxed);
+    if (!is_disk_low_logged_.exchange(true)) {
+        QUEEN_LOG(logger_, Level::warn, "tenant.disk_full",
+                  "tenant=" << name_ << " free_bytes=" << disk_.free_bytes()
+                            << " reserve_bytes=" << disk_.reserve_bytes());
+    }
+    return disk_.refusal(room);
+}
+
 void Tenant::submit(engine::Command command, api::Backend::Completion done) {
     Bytes payload;
     encode_entry_header(payload, TimestampMs{0});  // the replicator stamps it
@@ -260,6 +300,15 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
                                         " commands in flight; retry later"};
     }
     lock.unlock();
+    if (!refused && done) {
+        // A client's write, not the tenant's own (sweeps free space).
+        refused = disk_refusal(payload);
+        if (!refused && is_disk_low_logged_.load(std::memory_order_relaxed) &&
+            disk_.room() == Room::plenty && is_disk_low_logged_.exchange(false)) {
+            QUEEN_LOG(logger_, Level::info, "tenant.disk_ok",
+                      "tenant=" << name_ << " free_bytes=" << disk_.free_bytes());
+        }
+    }
     if (refused) {
         if (done) {
             done(std::move(*refused));
@@ -920,8 +969,10 @@ void Tenant::poison(const Error& error) {
     }
     QUEEN_LOG(logger_, Level::error, "tenant.poisoned",
               "tenant=" << name_ << " error=\"" << error.message() << "\"");
-    // Commands already in the log are answered by the applier as their commits are reported.
+    // Commands already in the log are answered by the applier as their commits are reported;
+    // the rest never commit here, and the applier answers them once it wakes (is_hopeless).
     maintenance_wakeup_.notify_all();
+    committed_ready_.notify_all();
     fail_reads(Error{Errc::poisoned, error.message()});
 }
 
@@ -1088,6 +1139,15 @@ void Tenant::collect_metrics(std::vector<api::MetricSample>& samples,
     add("queen_proposals_rejected_total", "Commands refused because the proposal queue was full",
         api::MetricSample::Kind::counter,
         static_cast<double>(proposals_rejected_total_.load(std::memory_order_relaxed)));
+    add("queen_disk_full_refusals_total",
+        "Client writes refused with 507 because the data directory's free space was under "
+        "node.disk_reserve_bytes",
+        api::MetricSample::Kind::counter,
+        static_cast<double>(disk_refusals_total_.load(std::memory_order_relaxed)));
+    add("queen_disk_free_bytes",
+        "Free space on the data directory's file system at the last reading (every 100 ms while "
+        "writes come)",
+        api::MetricSample::Kind::gauge, static_cast<double>(disk_.free_bytes()));
     {
         std::size_t parked = 0;
         {

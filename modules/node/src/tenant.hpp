@@ -21,6 +21,7 @@
 
 #include "catalogue.hpp"
 #include "cluster.hpp"
+#include "disk_space.hpp"
 #include "queen/api/backend.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/logger.hpp"
@@ -221,6 +222,8 @@ private:
     /// Entries the applier has not applied yet in its open LMDB txn (0 without an engine).
     [[nodiscard]] std::size_t uncommitted_entries() const;
     void poison(const Error& error);
+    /// The disk-full refusal of a client write of `payload` (an entry envelope), if any.
+    [[nodiscard]] std::optional<Error> disk_refusal(ByteSpan payload);
     void fail_all(const Error& error);
 
     std::string name_;
@@ -228,6 +231,9 @@ private:
     Logger& logger_;
     const Clock& clock_;
     Waiters& waiters_;
+    DiskSpace disk_;  ///< node.disk_reserve_bytes against the data directory's free space
+    std::atomic<std::uint64_t> disk_refusals_total_{0};
+    std::atomic<bool> is_disk_low_logged_{false};
     std::unique_ptr<log::Log> log_;
     std::unique_ptr<Replicator> replicator_;
     Cluster* cluster_ = nullptr;

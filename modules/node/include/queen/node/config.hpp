@@ -22,6 +22,10 @@ namespace queen::node {
 struct NodeOptions {
     std::uint64_t id = 1;                     ///< unique within a cluster, > 0
     std::filesystem::path data_dir = "data";  ///< holds node.toml and tenants/<tenant>/
+    /// Free space kept back on data_dir's file system: below it writes that add data answer 507
+    /// (pops, acks and deletes go on), below a quarter of it every client write does; they
+    /// resume by themselves when space returns. 0 = no check (then a full disk fails the log).
+    std::uint64_t disk_reserve_bytes = std::uint64_t{256} << 20;
     /// Validate: id > 0, data_dir not empty.
     [[nodiscard]] Status validate() const;
 };
