@@ -1033,7 +1033,8 @@ void register_admin(CLI::App& app, int& exit_code) {
         ->envname("QUEEN_URL")
         ->capture_default_str();
     admin->add_option("--tenant", options->tenant, "Tenant (X-Queen-Tenant header)");
-    admin->add_option("--token", options->token, "Bearer token (JWT)");
+    admin->add_option("--token", options->token,
+                      "Bearer token (a static API token or a JWT) for a broker with auth on");
     admin->add_option("--timeout", options->timeout_s, "Connect and request timeout, seconds")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();

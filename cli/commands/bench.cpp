@@ -11,6 +11,9 @@ namespace {
 void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& options) {
     command->add_option("--url", options->url, "Broker address (only this address is loaded)")
         ->capture_default_str();
+    command->add_option("--token", options->token,
+                        "Bearer token (a static API token or a JWT) for a broker with auth on: "
+                        "admin, as the bench deletes and configures its queue");
     command->add_option("--queue", options->queue, "Queue to use (deleted and created again)")
         ->capture_default_str();
     command

@@ -31,6 +31,7 @@ struct BenchOptions {
     std::string profile;
     std::filesystem::path profiles_file = "conf/bench.toml";
     std::string url = "http://127.0.0.1:6632";
+    std::string token;  ///< bearer token for a broker with auth.enabled (empty: none)
     std::string queue = "bench";
     std::int64_t producers = 1;
     std::int64_t consumers = 1;

@@ -246,6 +246,7 @@ std::variant<bench::Report, int> run_one(const BenchOptions& options) {
     }
     client::ClientOptions client_options;
     client_options.endpoint = *endpoint;
+    client_options.bearer_token = options.token;  // every connection of the run sends it
     // Setup only (queue reset, seed pushes): the workload's connections are the driver's own.
     client_options.connections_max = 2;
     client_options.is_payload_validated = false;  // the bench builds valid JSON itself
