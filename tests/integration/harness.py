@@ -208,6 +208,16 @@ def metric(body, name):
     return float(found.group(1)) if found else 0.0
 
 
+def rss_anon(pid):
+    """RssAnon of process `pid` in bytes (/proc/<pid>/status)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key == "RssAnon":
+                return int(value.split()[0]) * 1024
+    raise AssertionError("no RssAnon in /proc/<pid>/status")
+
+
 def wait_until(predicate, timeout=30, interval=0.02, what="condition"):
     """Polls `predicate` (for state only observable by polling, e.g. a file); prefer events."""
     deadline = time.monotonic() + timeout

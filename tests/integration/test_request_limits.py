@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 
-from harness import ServerTestCase, wait_until
+from harness import ServerTestCase, rss_anon, wait_until
 
 MIB = 1 << 20
 OVERSIZED_ITEMS = 600_000
@@ -19,16 +19,6 @@ CONCURRENT = 16
 # oversized pushes at once peaked at ~100 MiB of RSS and stayed at ~250 MiB before the release,
 # ~1 MiB above fresh after it. The bound is far from both.
 ANON_GROWTH_MAX = 24 * MIB
-
-
-def rss_anon(pid):
-    """RssAnon of process `pid` in bytes (/proc/<pid>/status)."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            key, _, value = line.partition(":")
-            if key == "RssAnon":
-                return int(value.split()[0]) * 1024
-    raise AssertionError("no RssAnon in /proc/<pid>/status")
 
 
 def push_body(items):

@@ -11,7 +11,7 @@ far below the segment's size."""
 import os
 import unittest
 
-from harness import ServerTestCase
+from harness import ServerTestCase, rss_anon
 
 MIB = 1 << 20
 PUSHES = 30
@@ -22,16 +22,6 @@ PAYLOAD = "x" * 100
 # segment). The bound is far from both.
 ANON_GROWTH_MAX = 16 * MIB
 SEGMENT_BYTES_MIN = 32 * MIB  # the log must hold more than the bound for the test to mean much
-
-
-def rss_anon(pid):
-    """RssAnon of process `pid` in bytes (/proc/<pid>/status)."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            key, _, value = line.partition(":")
-            if key == "RssAnon":
-                return int(value.split()[0]) * 1024
-    raise AssertionError("no RssAnon in /proc/<pid>/status")
 
 
 def push_body(batch):

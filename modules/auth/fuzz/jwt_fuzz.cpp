@@ -20,6 +20,7 @@
 
 #include "queen/auth/auth.hpp"
 #include "queen/core/assert.hpp"
+#include "queen/core/base64url.hpp"
 
 namespace {
 
@@ -27,26 +28,6 @@ using queen::auth::Authenticator;
 
 constexpr std::string_view secret = "fuzz-hs256-secret-0123456789abcdef";
 constexpr std::int64_t now_s = 1'800'000'000;
-
-std::string base64url(std::string_view bytes) {
-    static constexpr char digits[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    std::uint32_t buffer = 0;
-    int bits = 0;
-    for (const char c : bytes) {
-        buffer = (buffer << 8) | static_cast<unsigned char>(c);
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out.push_back(digits[(buffer >> bits) & 63]);
-        }
-    }
-    if (bits > 0) {
-        out.push_back(digits[(buffer << (6 - bits)) & 63]);
-    }
-    return out;
-}
 
 std::string hs256(std::string_view data) {
     std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
@@ -95,8 +76,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::string_view head = rest.substr(0, newline);
         const std::string_view claims =
             newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
-        const std::string signed_part = base64url(head) + "." + base64url(claims);
-        header = "Bearer " + signed_part + "." + base64url(hs256(signed_part));
+        const std::string signed_part =
+            queen::base64url_encode(head) + "." + queen::base64url_encode(claims);
+        header = "Bearer " + signed_part + "." + queen::base64url_encode(hs256(signed_part));
         is_signed_here = true;
     }
     const auto result = authenticator().authenticate(header, now_s);

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "queen/core/base64url.hpp"
+
 namespace queen::auth {
 
 namespace {
@@ -42,43 +44,6 @@ struct PkeyFree {
     void operator()(EVP_PKEY* key) const noexcept { EVP_PKEY_free(key); }
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-
-/// Base64url without padding (RFC 7515 2); a trailing '=' padding is accepted too.
-std::optional<std::string> base64url_decode(std::string_view text) {
-    while (!text.empty() && text.back() == '=') {
-        text.remove_suffix(1);
-    }
-    std::string out;
-    out.reserve(text.size() * 3 / 4 + 3);
-    std::uint32_t buffer = 0;
-    int bits = 0;
-    for (const char c : text) {
-        int value = 0;
-        if (c >= 'A' && c <= 'Z') {
-            value = c - 'A';
-        } else if (c >= 'a' && c <= 'z') {
-            value = c - 'a' + 26;
-        } else if (c >= '0' && c <= '9') {
-            value = c - '0' + 52;
-        } else if (c == '-') {
-            value = 62;
-        } else if (c == '_') {
-            value = 63;
-        } else {
-            return std::nullopt;
-        }
-        buffer = (buffer << 6) | static_cast<std::uint32_t>(value);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((buffer >> bits) & 0xff));
-        }
-    }
-    if (bits >= 6) {
-        return std::nullopt;  // one leftover character cannot encode a byte
-    }
-    return out;
-}
 
 Digest sha256(std::string_view text) {
     Digest digest{};

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "queen/core/base64url.hpp"
 #include "queen/testing/catch.hpp"
 #include "queen/testing/support.hpp"
 
@@ -27,26 +28,6 @@ using nlohmann::json;
 
 constexpr std::int64_t now_s = 1'800'000'000;
 const std::string secret = "0123456789abcdef0123456789abcdef-hs256";
-
-std::string base64url(std::string_view bytes) {
-    static constexpr char digits[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    std::uint32_t buffer = 0;
-    int bits = 0;
-    for (const char c : bytes) {
-        buffer = (buffer << 8) | static_cast<unsigned char>(c);
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out.push_back(digits[(buffer >> bits) & 63]);
-        }
-    }
-    if (bits > 0) {
-        out.push_back(digits[(buffer << (6 - bits)) & 63]);
-    }
-    return out;
-}
 
 struct PkeyFree {
     void operator()(EVP_PKEY* key) const noexcept { EVP_PKEY_free(key); }
@@ -75,7 +56,7 @@ std::string bn_param(EVP_PKEY* key, const char* name) {
     std::string out(static_cast<std::size_t>(BN_num_bytes(bn)), '\0');
     BN_bn2bin(bn, reinterpret_cast<unsigned char*>(out.data()));
     BN_free(bn);
-    return base64url(out);
+    return base64url_encode(out);
 }
 
 json jwk_of(EVP_PKEY* key, const std::string& kid) {
@@ -111,7 +92,8 @@ std::string sign_rs256(EVP_PKEY* key, const std::string& data) {
 /// A JWT of `header` and `claims`, signed with HS256 `key` or RS256 `rsa` as the header says.
 std::string jwt(const json& header, const json& claims, const std::string& key = secret,
                 EVP_PKEY* rsa = nullptr) {
-    const std::string data = base64url(header.dump()) + "." + base64url(claims.dump());
+    const std::string data =
+        base64url_encode(header.dump()) + "." + base64url_encode(claims.dump());
     const std::string alg = header.value("alg", "");
     std::string signature;
     if (alg == "HS256") {
@@ -119,7 +101,7 @@ std::string jwt(const json& header, const json& claims, const std::string& key =
     } else if (alg == "RS256") {
         signature = sign_rs256(rsa, data);
     }
-    return data + "." + base64url(signature);
+    return data + "." + base64url_encode(signature);
 }
 
 json claims(json extra = json::object()) {
@@ -268,7 +250,8 @@ TEST_CASE("auth: HS256 tokens and every claim check", "[auth]") {
     const std::size_t first = token.find('.');
     const std::size_t second = token.find('.', first + 1);
     const std::string forged = token.substr(0, first + 1) +
-                               base64url(claims({{"role", "admin"}}).dump()) + token.substr(second);
+                               base64url_encode(claims({{"role", "admin"}}).dump()) +
+                               token.substr(second);
     CHECK(refusal(*authenticator, forged) == "Invalid token signature");
     CHECK(refusal(*authenticator, token.substr(0, second + 1)) == "Invalid token signature");
     CHECK(refusal(*authenticator, jwt({{"alg", "none"}}, good)) ==
