@@ -162,6 +162,9 @@ void register_inspect(CLI::App& app, int& exit_code) {
                       "With a data directory: only this tenant (default: every tenant)");
     state->add_flag("--json", state_options->json,
                     "Print JSON (an array of reports for a data directory without --tenant)");
+    state->add_flag("--verify", state_options->verify,
+                    "Read every entry of every table and check every message block's checksum "
+                    "(exit 4 on damage)");
     state->callback([state_options, &exit_code] { exit_code = run_inspect_state(*state_options); });
 }
 

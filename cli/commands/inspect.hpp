@@ -40,6 +40,7 @@ struct InspectStateOptions {
     std::filesystem::path dir;  // a state directory, a tenant directory or a data directory
     std::string tenant;         // --tenant NAME: with a data directory, only that tenant
     bool json = false;
+    bool verify = false;  // --verify: read every entry of every table, check every block
 };
 
 /// One damaged region of a segment.

@@ -161,6 +161,15 @@ http::Response error_response(Context& context, const Error& error, std::string_
     if (error.is(Errc::unsupported)) {
         return error_response(context, 500, error.context);
     }
+    if (error.is(Errc::corruption)) {
+        // Stored data failed its check: the request fails, the damaged bytes are never sent.
+        context.metrics.damaged_reads.fetch_add(1, std::memory_order_relaxed);
+        QUEEN_LOG(context.logger, Level::error, "api.damaged_data",
+                  "tenant=" << tenant << " error=\"" << error.message() << "\"");
+        return error_response(context, 500,
+                              "damaged data: " + error.context +
+                                  " (queen inspect state --verify lists every damaged block)");
+    }
     QUEEN_LOG(context.logger, Level::warn, "api.internal_error",
               "tenant=" << tenant << " error=\"" << error.message() << "\"");
     return error_response(context, 500, error.message());

@@ -51,6 +51,7 @@ struct Metrics {
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> responses_4xx{0};
     std::atomic<std::uint64_t> responses_5xx{0};
+    std::atomic<std::uint64_t> damaged_reads{0};  ///< reads refused: stored data failed a check
     std::atomic<std::uint64_t> push_requests{0};
     std::atomic<std::uint64_t> push_messages{0};  ///< items answered queued
     std::atomic<std::uint64_t> push_duplicates{0};
@@ -126,7 +127,8 @@ using ContextPtr = std::shared_ptr<Context>;
 
 /// A response for `error`: invalid_argument 400, not_found 404 (unknown tenant when it came
 /// from the backend), out_of_range 413, disk_full 507 (with Retry-After: writes resume when
-/// space returns), busy/not_leader/poisoned/cancelled/timeout 503 with a
+/// space returns), corruption 500 "damaged data" (counted, logged at error),
+/// busy/not_leader/poisoned/cancelled/timeout 503 with a
 /// sentence saying why and what to do, everything else 500. Counts 4xx/5xx in the metrics.
 [[nodiscard]] http::Response error_response(Context& context, const Error& error,
                                             std::string_view tenant);

@@ -255,6 +255,10 @@ void handle_prometheus(Context& context, const ContextPtr&, Request&, Responder 
             {{"class", "4xx"}});
     counter("queen_http_error_responses_total", "API error responses by class.", m.responses_5xx,
             {{"class", "5xx"}});
+    counter("queen_damaged_reads_total",
+            "Reads answered 500 because stored data failed its check (a message block's "
+            "checksum): damage on disk, never served; queen inspect state --verify lists it.",
+            m.damaged_reads);
     counter("queen_push_requests_total", "Push requests.", m.push_requests);
     counter("queen_push_messages_total", "Messages queued by pushes and transactions.",
             m.push_messages);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "queen/core/crc32c.hpp"
 #include "queen/core/field_codec.hpp"
 
 namespace queen::queues::detail {
@@ -77,19 +78,47 @@ Result<BlockHeader> parse_block_header(ByteSpan value) {
     ByteReader in(value);
     BlockHeader header;
     const std::uint8_t format = in.u8();
+    std::uint32_t stored = 0;
+    const bool is_checked = format == message_block_format;
+    if (is_checked) {
+        stored = in.fixed<std::uint32_t>();
+    }
     header.partition = PartitionId{in.varint()};
     header.first = Sequence{in.varint()};
     const std::uint64_t count = in.varint();
     header.prev = in.varint();
-    if (!in.ok() || format != message_block_format || count == 0 || count > UINT32_MAX ||
-        header.first.value() == 0) {
+    if (!in.ok() || (!is_checked && format != message_block_format_unchecked) || count == 0 ||
+        count > UINT32_MAX || header.first.value() == 0) {
         return corrupt("a value of " + std::to_string(value.size()) + " bytes, format " +
                        std::to_string(value.empty() ? 0 : value[0]));
+    }
+    if (is_checked) {
+        const std::uint32_t computed = crc32c(value.subspan(1 + block_checksum_bytes));
+        if (computed != stored) {
+            return corrupt("the block of partition " + std::to_string(header.partition.value()) +
+                           " from sequence " + std::to_string(header.first.value()) + " (" +
+                           std::to_string(value.size()) + " bytes) fails its checksum (stored " +
+                           std::to_string(stored) + ", computed " + std::to_string(computed) +
+                           "): damaged on disk");
+        }
     }
     header.count = static_cast<std::uint32_t>(count);
     header.records_at = value.size() - in.remaining();
     return header;
 }
+
+}  // namespace queen::queues::detail
+
+namespace queen::queues {
+
+Status verify_block(ByteSpan value) {
+    QUEEN_TRY(detail::parse_block_header(value));
+    return {};
+}
+
+}  // namespace queen::queues
+
+namespace queen::queues::detail {
 
 Result<BlockReader> BlockReader::parse(ByteSpan value) {
     QUEEN_TRY(const BlockHeader header, parse_block_header(value));
@@ -431,11 +460,14 @@ void encode_block(Bytes& out, PartitionId partition, Sequence first, std::uint32
     out.reserve(block_header_bytes_max + records.size());
     ByteWriter writer(out);
     writer.u8(message_block_format);
+    writer.fixed<std::uint32_t>(0);  // the checksum, below
     writer.varint(partition.value());
     writer.varint(first.value());
     writer.varint(count);
     writer.varint(prev);
     out.insert(out.end(), records.begin(), records.end());
+    store_le<std::uint32_t>(out.data() + 1,
+                            crc32c(ByteSpan(out).subspan(1 + block_checksum_bytes)));
 }
 
 void BlockBuilder::start(PartitionId partition, Sequence first) {
@@ -467,6 +499,7 @@ ByteSpan BlockBuilder::value(std::uint64_t prev) {
         *at++ = static_cast<Byte>(value);
     };
     *at++ = message_block_format;
+    at += block_checksum_bytes;  // the checksum, below
     put(partition_.value());
     put(first_.value());
     put(count_);
@@ -474,7 +507,9 @@ ByteSpan BlockBuilder::value(std::uint64_t prev) {
     const auto size = static_cast<std::size_t>(at - header.data());
     Byte* begin = bytes_.data() + block_header_bytes_max - size;
     std::copy(header.data(), at, begin);
-    return ByteSpan(begin, bytes_.size() - (block_header_bytes_max - size));
+    const ByteSpan value(begin, bytes_.size() - (block_header_bytes_max - size));
+    store_le<std::uint32_t>(begin + 1, crc32c(value.subspan(1 + block_checksum_bytes)));
+    return value;
 }
 
 namespace {
@@ -490,7 +525,7 @@ std::size_t blob_bytes(ByteSpan bytes) {
 }  // namespace
 
 std::uint32_t BlockBuilder::prefix_fitting(std::size_t value_bytes_max, std::uint64_t prev) const {
-    const std::size_t fixed = 1 + codec::varint_size(partition_.value()) +
+    const std::size_t fixed = 1 + block_checksum_bytes + codec::varint_size(partition_.value()) +
                               codec::varint_size(first_.value()) + codec::varint_size(prev);
     ByteSpan records = ByteSpan(bytes_).subspan(block_header_bytes_max);
     std::size_t taken = 0;

@@ -35,11 +35,18 @@
 
 namespace queen::queues::detail {
 
-inline constexpr std::uint8_t message_block_format = 3;
+/// The format byte of the q.blocks values written now: format, CRC-32C (4 bytes, little-endian)
+/// of everything after it, then the header's varints and the records. A flipped byte anywhere in
+/// a block is found when it is read (parse_block_header), never served.
+inline constexpr std::uint8_t message_block_format = 4;
+/// Blocks written before checksums (layout 3 without them): read as they are, never written.
+inline constexpr std::uint8_t message_block_format_unchecked = 3;
+/// The bytes of the checksum after the format byte.
+inline constexpr std::size_t block_checksum_bytes = 4;
 /// A block holding a sequence that is a multiple of this is indexed in q.block_index.
 inline constexpr std::uint64_t index_every = 64;
-/// The most bytes a block header takes (the format byte and four varints).
-inline constexpr std::size_t block_header_bytes_max = 1 + 4 * 10;
+/// The most bytes a block header takes (the format byte, the checksum and four varints).
+inline constexpr std::size_t block_header_bytes_max = 1 + block_checksum_bytes + 4 * 10;
 
 /// LMDB's room for nodes in a 4 KiB leaf page (the page minus its 16-byte header). q.blocks is
 /// only appended to, and an append that does not fit the last leaf starts a new leaf holding
@@ -89,7 +96,9 @@ struct BlockHeader {
     [[nodiscard]] Sequence last() const noexcept { return Sequence{first.value() + count - 1}; }
 };
 
-/// Parses a q.blocks value's header. Errors: Errc::corruption.
+/// Parses a q.blocks value's header, checking the block's checksum (format 4). Errors:
+/// Errc::corruption naming the partition and sequences when the header says them, the stored
+/// and computed checksums on a mismatch.
 Result<BlockHeader> parse_block_header(ByteSpan value);
 
 /// A live message read from the table: its sequence and MessageRecord bytes (valid until the

@@ -21,7 +21,7 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
         {&t.queue_names, "q.queue_names"},
         {&t.partitions, "q.partitions"},
         {&t.partition_names, "q.partition_names"},
-        {&t.messages, "q.blocks"},
+        {&t.messages, blocks_table_name.data()},  // a literal: NUL-terminated
         {&t.message_index, "q.block_index"},
         {&t.transaction_ids, "q.ids"},
         {&t.groups, "q.groups"},

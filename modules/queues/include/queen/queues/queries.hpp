@@ -33,6 +33,14 @@ struct Tables {
     store::Table traces;           ///< "q.traces": u64be partition + u64be seq + u64be id -> trace
 };
 
+/// The name of Tables::messages in the LMDB file.
+inline constexpr std::string_view blocks_table_name = "q.blocks";
+
+/// Checks one q.blocks value: its format and header, and from format 4 on its checksum (older
+/// blocks have none). What `queen inspect state --verify` and every read of a block check.
+/// Errors: Errc::corruption saying what is wrong.
+[[nodiscard]] Status verify_block(ByteSpan value);
+
 struct QueueSummary {
     QueueId id;
     std::string name;
