@@ -122,6 +122,10 @@ namespace queen::queues::detail {
 
 Result<BlockReader> BlockReader::parse(ByteSpan value) {
     QUEEN_TRY(const BlockHeader header, parse_block_header(value));
+    return of(value, header);
+}
+
+BlockReader BlockReader::of(ByteSpan value, const BlockHeader& header) {
     BlockReader out;
     out.count_ = header.count;
     out.records_ = value.subspan(header.records_at);
@@ -234,7 +238,7 @@ Result<void> MessageScan::start_block() {
         return fill(region_.back().header.last().next());
     }
     const Loaded& loaded = region_[at_];
-    QUEEN_TRY(auto block, BlockReader::parse(loaded.value));
+    BlockReader block = BlockReader::of(loaded.value, loaded.header);
     block_ = block;
     sequence_ = loaded.header.first;
     return {};
@@ -385,7 +389,7 @@ Result<void> erase_messages(store::WriteTxn& txn, const Tables& tables, Partitio
             if (sequences[at] > loaded.header.last()) {
                 continue;
             }
-            QUEEN_TRY(auto block, BlockReader::parse(loaded.value));
+            BlockReader block = BlockReader::of(loaded.value, loaded.header);
             Change change{loaded.position, 0, {}};
             ByteWriter writer(change.records);
             Sequence sequence = loaded.header.first;

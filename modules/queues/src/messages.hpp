@@ -114,6 +114,9 @@ class BlockReader {
 public:
     /// A q.blocks value. Errors: Errc::corruption.
     static Result<BlockReader> parse(ByteSpan value);
+    /// A q.blocks value whose header `header` was parsed (and its checksum checked) already: a
+    /// loaded block (MessageScan::Loaded), read without a second pass over its bytes.
+    static BlockReader of(ByteSpan value, const BlockHeader& header);
     /// A layout 2 q.messages value. Errors: Errc::corruption.
     static Result<BlockReader> parse_legacy(ByteSpan value);
     /// How many sequences the value covers (deleted ones included).

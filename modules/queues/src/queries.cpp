@@ -509,7 +509,7 @@ Result<std::vector<MessageDetail>> list_messages(const Tables& tables, const sto
         Result<void> walked = detail::walk_back(
             txn, tables, pid, record->tail,
             [&](const detail::MessageScan::Loaded& loaded) -> Result<bool> {
-                QUEEN_TRY(auto block, detail::BlockReader::parse(loaded.value));
+                detail::BlockReader block = detail::BlockReader::of(loaded.value, loaded.header);
                 block_items.clear();
                 Sequence seq = loaded.header.first;
                 ByteSpan bytes;
