@@ -52,7 +52,17 @@ http::Handler with_authentication(http::Handler handler,
     return [handler = std::move(handler), authenticator = std::move(authenticator),
             tenant_header = options.tenant_header, default_tenant = options.default_tenant, &logger,
             now_s = std::move(now_s)](http::Request& request, http::Responder responder) {
-        const std::optional<Access> access = required_access(request.method, request.path);
+        // The path the router matches: decoded segments, empty ones dropped (the raw path could
+        // spell "/api/v1/%73ystem/..." or "//api/v1/system" past the prefix rules).
+        std::string path;
+        for (const std::string& segment : request.segments) {
+            path += '/';
+            path += segment;
+        }
+        if (path.empty()) {
+            path = "/";
+        }
+        const std::optional<Access> access = required_access(request.method, path);
         if (!access) {
             handler(request, std::move(responder));
             return;

@@ -110,7 +110,8 @@ struct Access {
     bool is_cluster_wide = false;
 };
 
-/// The access route (`method`, `path`) needs; nullopt for the public ones (GET /health, /ready,
+/// The access route (`method`, `path`) needs, `path` as the router matches it (the decoded
+/// segments joined by '/', never the raw target); nullopt for the public ones (GET /health, /ready,
 /// /metrics, /metrics/prometheus). Reads are read, pops and every other data change write;
 /// configure, deletes of queues and groups, seeks, subscription changes, maintenance, stats
 /// refresh and streams admin are admin; the cluster and tenant routes admin over every tenant.
