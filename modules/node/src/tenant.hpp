@@ -64,8 +64,9 @@ inline Error prefixed(const Error& error, const std::string& tenant) {
 }
 
 /// A tenant: owns its Log and Engine (tenant.cpp: open, write path, apply, maintenance, stop;
-/// tenant_snapshot.cpp: snapshot installs; tenant_group.cpp: membership and catalogue records,
-/// placement). Thread-safety: every public member from any thread.
+/// tenant_snapshot.cpp: snapshot installs; tenant_metrics.cpp: health and metric samples;
+/// tenant_group.cpp: membership and catalogue records, placement). Thread-safety: every public
+/// member from any thread.
 class Tenant {
 public:
     /// Opens <dir>/log and <dir>/state, replays the log from the engine's applied_index + 1 and
