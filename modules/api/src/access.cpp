@@ -12,10 +12,6 @@ namespace {
 using auth::Role;
 using http::Method;
 
-bool starts_with(std::string_view text, std::string_view prefix) noexcept {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
 }  // namespace
 
 std::optional<Access> required_access(Method method, std::string_view path) {
@@ -23,23 +19,23 @@ std::optional<Access> required_access(Method method, std::string_view path) {
                                   path == "/metrics/prometheus")) {
         return std::nullopt;
     }
-    if (starts_with(path, "/api/v1/system/cluster/") || path == "/api/v1/system/tenants" ||
-        starts_with(path, "/api/v1/system/tenants/") || path == "/api/v1/system/shared-state") {
+    if (path.starts_with("/api/v1/system/cluster/") || path == "/api/v1/system/tenants" ||
+        path.starts_with("/api/v1/system/tenants/") || path == "/api/v1/system/shared-state") {
         return Access{Role::admin, true};
     }
     const bool is_change = method != Method::get && method != Method::head;
-    const bool is_admin = starts_with(path, "/api/v1/system/") || path == "/api/v1/configure" ||
+    const bool is_admin = path.starts_with("/api/v1/system/") || path == "/api/v1/configure" ||
                           path == "/api/v1/stats/refresh" ||
-                          (is_change && (starts_with(path, "/api/v1/consumer-groups/") ||
-                                         starts_with(path, "/api/v1/resources/queues/") ||
-                                         starts_with(path, "/api/v1/streams/queries/")));
+                          (is_change && (path.starts_with("/api/v1/consumer-groups/") ||
+                                         path.starts_with("/api/v1/resources/queues/") ||
+                                         path.starts_with("/api/v1/streams/queries/")));
     if (is_admin) {
         return Access{Role::admin, false};
     }
     if (path == "/streams/v1/state/get") {
         return Access{Role::read, false};
     }
-    if (starts_with(path, "/api/v1/pop")) {
+    if (path.starts_with("/api/v1/pop")) {
         return Access{Role::write, false};  // a pop leases messages
     }
     return Access{is_change ? Role::write : Role::read, false};

@@ -257,6 +257,11 @@ bool adds_data(const engine::CommandBody& body) {
 std::optional<Error> Tenant::disk_refusal(ByteSpan payload) {
     const Room room = disk_.room();
     if (room == Room::plenty) {
+        if (is_disk_low_logged_.load(std::memory_order_relaxed) &&
+            is_disk_low_logged_.exchange(false)) {
+            QUEEN_LOG(logger_, Level::info, "tenant.disk_ok",
+                      "tenant=" << name_ << " free_bytes=" << disk_.free_bytes());
+        }
         return std::nullopt;
     }
     if (room == Room::low) {
@@ -303,11 +308,6 @@ void Tenant::submit_payload(Bytes payload, api::Backend::Completion done, bool m
     if (!refused && done) {
         // A client's write, not the tenant's own (sweeps free space).
         refused = disk_refusal(payload);
-        if (!refused && is_disk_low_logged_.load(std::memory_order_relaxed) &&
-            disk_.room() == Room::plenty && is_disk_low_logged_.exchange(false)) {
-            QUEEN_LOG(logger_, Level::info, "tenant.disk_ok",
-                      "tenant=" << name_ << " free_bytes=" << disk_.free_bytes());
-        }
     }
     if (refused) {
         if (done) {

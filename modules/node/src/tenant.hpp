@@ -223,7 +223,8 @@ private:
     /// Entries the applier has not applied yet in its open LMDB txn (0 without an engine).
     [[nodiscard]] std::size_t uncommitted_entries() const;
     void poison(const Error& error);
-    /// The disk-full refusal of a client write of `payload` (an entry envelope), if any.
+    /// The disk-full refusal of a client write of `payload` (an entry envelope), if any; logs
+    /// the first refusal (tenant.disk_full) and the return of space (tenant.disk_ok).
     [[nodiscard]] std::optional<Error> disk_refusal(ByteSpan payload);
     void fail_all(const Error& error);
 
