@@ -79,6 +79,19 @@ Status ServerOptions::validate() const {
                              "(scheme://host[:port], no path or trailing '/')"};
         }
     }
+    if (tls.certificate_file.empty() != tls.key_file.empty()) {
+        return Error{Errc::invalid_argument,
+                     "http.tls_certificate_file and http.tls_key_file must be set together"};
+    }
+    if (!tls.client_ca_file.empty() && !tls.is_enabled()) {
+        return Error{Errc::invalid_argument,
+                     "http.tls_client_ca_file needs http.tls_certificate_file and "
+                     "http.tls_key_file"};
+    }
+    if (tls.min_version != "1.2" && tls.min_version != "1.3") {
+        return Error{Errc::invalid_argument, "http.tls_min_version = '" + tls.min_version +
+                                                 "' (must be \"1.2\" or \"1.3\")"};
+    }
     if (io_threads < 1 || io_threads > 256) {
         return out_of_range("io_threads", io_threads, "in [1, 256]");
     }

@@ -1,7 +1,8 @@
 // modules/http/src/server.cpp — listener, one event loop per I/O thread, connections with
 // pipelining, timeouts and limits. asio is used only through its error_code overloads.
 #include "queen/http/server.hpp"
-#include "queen/core/memory.hpp"
+
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +10,8 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
+#include <asio/ssl/error.hpp>
+#include <asio/ssl/stream.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 #include <atomic>
@@ -26,6 +29,7 @@
 #include "queen/core/memory.hpp"
 #include "queen/core/thread_name.hpp"
 #include "queen/http/detail/request_parser.hpp"
+#include "tls_context.hpp"
 
 namespace queen::http {
 
@@ -48,6 +52,8 @@ struct Counters {
     std::atomic<std::uint64_t> handler_exceptions_total{0};
     std::atomic<std::uint64_t> bytes_in_total{0};
     std::atomic<std::uint64_t> bytes_out_total{0};
+    std::atomic<std::uint64_t> tls_handshakes_total{0};
+    std::atomic<std::uint64_t> tls_handshake_failures_total{0};
 
     void count_status(int status) {
         if (status >= 100 && status < 600) {
@@ -106,6 +112,14 @@ struct Shared {
     Counters counters;
     std::shared_ptr<LivenessGuard> guard = std::make_shared<LivenessGuard>();
     std::atomic<bool> is_stopped{false};
+
+    /// The context new connections handshake with (null: TLS off); replaced by reload_tls().
+    [[nodiscard]] std::shared_ptr<detail::TlsContext> current_tls() const {
+        const std::lock_guard lock(tls_mutex);
+        return tls;
+    }
+    mutable std::mutex tls_mutex;
+    std::shared_ptr<detail::TlsContext> tls;
 };
 
 void append_header_text(std::string& out, std::string_view text) {
@@ -186,7 +200,8 @@ std::string serialize(const Response& response, bool is_head, std::uint16_t vers
 
 class Connection : public std::enable_shared_from_this<Connection> {
 public:
-    Connection(Shared& shared, Loop& loop, tcp::socket socket)
+    Connection(Shared& shared, Loop& loop, tcp::socket socket,
+               std::shared_ptr<detail::TlsContext> tls)
         : shared_(shared),
           loop_(loop),
           socket_(std::move(socket)),
@@ -203,12 +218,24 @@ public:
             peer_port_ = peer.port();
         }
         socket_.set_option(tcp::no_delay(true), ec);
+        if (tls) {
+            tls_context_ = std::move(tls);
+            tls_.emplace(socket_, tls_context_->context);
+        }
     }
 
     void start() {
         loop_.connections.emplace(this, shared_from_this());
         if (shared_.is_stopped.load()) {
             abort("server_stopped");
+            return;
+        }
+        if (tls_) {
+            is_handshaking_ = true;  // no request is read before the handshake is done
+            update_timer(false);
+            tls_->async_handshake(
+                asio::ssl::stream_base::server,
+                [self = shared_from_this()](asio::error_code ec) { self->on_handshake(ec); });
             return;
         }
         update_timer(false);
@@ -273,7 +300,53 @@ public:
     }
 
 private:
-    enum class Phase : std::uint8_t { none, idle, headers, body, busy, draining };
+    enum class Phase : std::uint8_t { none, handshake, idle, headers, body, busy, draining };
+
+    void on_handshake(asio::error_code ec) {
+        is_handshaking_ = false;
+        if (is_closed_) {
+            return;
+        }
+        if (ec) {
+            shared_.counters.tls_handshake_failures_total.fetch_add(1, std::memory_order_relaxed);
+            QUEEN_LOG(shared_.logger, Level::debug, "http.tls_handshake_failed",
+                      "peer=" << peer_address_ << ":" << peer_port_ << " error=\"" << ec.message()
+                              << "\"");
+            if (ec.category() == asio::error::get_ssl_category() &&
+                ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST) {
+                answer_plain_http();
+                return;
+            }
+            abort("tls_handshake_failed");
+            return;
+        }
+        shared_.counters.tls_handshakes_total.fetch_add(1, std::memory_order_relaxed);
+        update_timer(false);
+        do_read();
+    }
+
+    /// A plain HTTP request reached the TLS port: say so in plain HTTP (the client cannot read
+    /// anything else), then close.
+    void answer_plain_http() {
+        is_closing_ = true;
+        is_draining_ = true;
+        shared_.counters.count_status(400);
+        write_buffer_ =
+            serialize(Response::error(400, "This port speaks HTTPS: send the request to https://"),
+                      false, 1, true, shared_.options.cors);
+        update_timer(false);  // draining: bounded by close_linger_timeout_ms
+        asio::async_write(socket_, asio::buffer(write_buffer_),
+                          [self = shared_from_this()](asio::error_code, std::size_t) {
+                              self->abort("plain_http_on_tls_port");
+                          });
+    }
+
+    /// Sends the TLS close_notify (and waits for the peer's, bounded by the linger timer); the
+    /// connection closes when that ends either way.
+    void start_tls_shutdown() {
+        tls_->async_shutdown(
+            [self = shared_from_this()](asio::error_code) { self->abort("tls_closed"); });
+    }
 
     struct Slot {
         std::uint64_t id = 0;
@@ -288,7 +361,7 @@ private:
     };
 
     void do_read() {
-        if (is_reading_ || is_closed_) {
+        if (is_reading_ || is_closed_ || is_handshaking_ || is_tls_closing_) {
             return;
         }
         const bool is_discarding = is_closing_ || is_draining_;
@@ -297,15 +370,23 @@ private:
             return;  // resumes when answers leave (pipelining limit)
         }
         is_reading_ = true;
-        socket_.async_read_some(asio::buffer(read_buffer_),
-                                [self = shared_from_this()](asio::error_code ec, std::size_t n) {
-                                    self->on_read(ec, n);
-                                });
+        auto on_done = [self = shared_from_this()](asio::error_code ec, std::size_t n) {
+            self->on_read(ec, n);
+        };
+        if (tls_) {
+            tls_->async_read_some(asio::buffer(read_buffer_), std::move(on_done));
+        } else {
+            socket_.async_read_some(asio::buffer(read_buffer_), std::move(on_done));
+        }
     }
 
     void on_read(asio::error_code ec, std::size_t bytes_read) {
         is_reading_ = false;
         if (is_closed_) {
+            return;
+        }
+        if (is_tls_closing_) {
+            start_tls_shutdown();  // the read was cancelled for it (begin_linger_close)
             return;
         }
         if (ec) {
@@ -534,13 +615,24 @@ private:
             return;
         }
         is_writing_ = true;
+        auto on_done = [self = shared_from_this(), is_close_after](asio::error_code ec,
+                                                                   std::size_t n) {
+            self->on_written(ec, n, is_close_after);
+        };
+        if (tls_) {
+            // TLS writes one record per buffer: a small body joins its head in one record.
+            if (!write_body_.empty() && write_body_.size() <= tls_coalesce_bytes_max) {
+                write_buffer_ += write_body_;
+                write_body_.clear();
+            }
+            const std::array<asio::const_buffer, 2> buffers{asio::buffer(write_buffer_),
+                                                            asio::buffer(write_body_)};
+            asio::async_write(*tls_, buffers, std::move(on_done));
+            return;
+        }
         const std::array<asio::const_buffer, 2> buffers{asio::buffer(write_buffer_),
                                                         asio::buffer(write_body_)};
-        asio::async_write(
-            socket_, buffers,
-            [self = shared_from_this(), is_close_after](asio::error_code ec, std::size_t n) {
-                self->on_written(ec, n, is_close_after);
-            });
+        asio::async_write(socket_, buffers, std::move(on_done));
     }
 
     void on_written(asio::error_code ec, std::size_t bytes_written, bool is_close_after) {
@@ -568,11 +660,23 @@ private:
     void begin_linger_close() {
         is_draining_ = true;
         is_closing_ = true;
-        asio::error_code ec;
-        socket_.shutdown(tcp::socket::shutdown_send, ec);
-        if (ec) {
-            abort("shutdown_error");
-            return;
+        if (tls_) {
+            // close_notify, then the peer's; a read in flight is cancelled first (one TLS
+            // operation reads at a time) and starts the shutdown when it ends.
+            is_tls_closing_ = true;
+            if (is_reading_) {
+                asio::error_code ignored;
+                socket_.cancel(ignored);
+            } else {
+                start_tls_shutdown();
+            }
+        } else {
+            asio::error_code ec;
+            socket_.shutdown(tcp::socket::shutdown_send, ec);
+            if (ec) {
+                abort("shutdown_error");
+                return;
+            }
         }
         // Requests still waiting behind the closing answer will never be sent.
         for (Slot& slot : slots_) {
@@ -586,6 +690,9 @@ private:
     }
 
     Phase compute_phase() const {
+        if (is_handshaking_) {
+            return Phase::handshake;
+        }
         if (is_draining_ || is_timed_out_) {
             return Phase::draining;
         }
@@ -627,6 +734,7 @@ private:
         std::uint32_t timeout_ms = 0;
         switch (phase) {
             case Phase::idle: timeout_ms = shared_.options.keep_alive_idle_timeout_ms; break;
+            case Phase::handshake:
             case Phase::headers: timeout_ms = shared_.options.header_read_timeout_ms; break;
             case Phase::body: timeout_ms = shared_.options.body_read_timeout_ms; break;
             case Phase::draining: timeout_ms = shared_.options.close_linger_timeout_ms; break;
@@ -660,6 +768,12 @@ private:
         switch (timer_phase_) {
             case Phase::idle: abort("idle_timeout"); return;
             case Phase::draining: abort("linger_done"); return;
+            case Phase::handshake:
+                shared_.counters.timeouts_total.fetch_add(1, std::memory_order_relaxed);
+                shared_.counters.tls_handshake_failures_total.fetch_add(1,
+                                                                        std::memory_order_relaxed);
+                abort("tls_handshake_timeout");
+                return;
             case Phase::headers:
             case Phase::body: {
                 shared_.counters.timeouts_total.fetch_add(1, std::memory_order_relaxed);
@@ -676,10 +790,15 @@ private:
         }
     }
 
+    /// Bodies up to this size are written in the record of their head over TLS.
+    static constexpr std::size_t tls_coalesce_bytes_max = 16 * 1024;
+
     Shared& shared_;
     Loop& loop_;
     tcp::socket socket_;
-    asio::steady_timer timer_;          ///< the current phase's timeout
+    std::shared_ptr<detail::TlsContext> tls_context_;     ///< null: plain HTTP
+    std::optional<asio::ssl::stream<tcp::socket&>> tls_;  ///< over socket_ when TLS is on
+    asio::steady_timer timer_;                            ///< the current phase's timeout
     asio::steady_timer request_timer_;  ///< http.request_read_timeout_ms of the request read
     detail::RequestParser parser_;
     std::vector<char> read_buffer_;
@@ -702,6 +821,8 @@ private:
     bool is_closed_ = false;
     bool is_timed_out_ = false;
     bool is_continue_sent_ = false;
+    bool is_handshaking_ = false;  // TLS handshake in progress: nothing is read
+    bool is_tls_closing_ = false;  // close_notify under way: nothing more is read
 };
 
 }  // namespace
@@ -742,7 +863,8 @@ struct Server::Impl {
             reject(std::move(socket));
         } else {
             asio::post(target.context, [this, &target, socket = std::move(socket)]() mutable {
-                auto connection = std::make_shared<Connection>(shared, target, std::move(socket));
+                auto connection = std::make_shared<Connection>(shared, target, std::move(socket),
+                                                               shared.current_tls());
                 connection->start();
             });
         }
@@ -751,6 +873,11 @@ struct Server::Impl {
 
     /// Over connections_max: a short 503 and close, without a Connection object.
     void reject(tcp::socket socket) {
+        if (shared.options.tls.is_enabled()) {
+            asio::error_code ignored;  // a plain answer means nothing to a TLS client
+            socket.close(ignored);
+            return;
+        }
         shared.counters.count_status(503);
         struct Rejected {
             tcp::socket socket;
@@ -838,6 +965,9 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Hand
     QUEEN_TRY(options.validate());
     QUEEN_ASSERT(handler != nullptr, "Server::start() needs a handler");
     auto impl = std::make_unique<Impl>(options, std::move(handler), logger);
+    if (options.tls.is_enabled()) {
+        QUEEN_TRY(impl->shared.tls, detail::make_tls_context(options.tls));
+    }
     for (std::uint32_t i = 0; i < options.io_threads; ++i) {
         impl->loops.push_back(std::make_unique<Loop>());
         impl->work_guards.push_back(asio::make_work_guard(impl->loops.back()->context));
@@ -881,7 +1011,8 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Hand
     }
     QUEEN_LOG(logger, Level::info, "http.listening",
               "address=" << impl->address << " port=" << impl->port
-                         << " io_threads=" << options.io_threads);
+                         << " io_threads=" << options.io_threads
+                         << " tls=" << (options.tls.is_enabled() ? "on" : "off"));
     return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -895,6 +1026,32 @@ void Server::stop() {
     if (impl_) {
         impl_->stop();
     }
+}
+
+Status Server::reload_tls() {
+    Shared& shared = impl_->shared;
+    if (!shared.options.tls.is_enabled()) {
+        return {};
+    }
+    auto fresh = detail::make_tls_context(shared.options.tls);
+    if (!fresh) {
+        QUEEN_LOG(shared.logger, Level::error, "http.tls_reload_failed",
+                  "error=\"" << fresh.error().message() << "\" kept=previous");
+        return std::move(fresh).error();
+    }
+    const std::int64_t not_after = (*fresh)->not_after_unix_seconds;
+    {
+        const std::lock_guard lock(shared.tls_mutex);
+        shared.tls = std::move(*fresh);
+    }
+    QUEEN_LOG(shared.logger, Level::info, "http.tls_reloaded",
+              "certificate=" << shared.options.tls.certificate_file.string()
+                             << " not_after=" << not_after);
+    return {};
+}
+
+bool Server::is_tls() const noexcept {
+    return impl_->shared.options.tls.is_enabled();
 }
 
 std::uint16_t Server::port() const noexcept {
@@ -926,6 +1083,11 @@ ServerMetrics Server::metrics() const noexcept {
     m.handler_exceptions_total = read(c.handler_exceptions_total);
     m.bytes_in_total = read(c.bytes_in_total);
     m.bytes_out_total = read(c.bytes_out_total);
+    m.tls_handshakes_total = read(c.tls_handshakes_total);
+    m.tls_handshake_failures_total = read(c.tls_handshake_failures_total);
+    if (const auto tls = impl_->shared.current_tls()) {
+        m.tls_certificate_not_after_seconds = tls->not_after_unix_seconds;
+    }
     return m;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,22 @@ struct CorsOptions {
         std::optional<std::string_view> origin) const noexcept;
 };
 
+/// TLS on the listener (OpenSSL). Off while certificate_file is empty; then the port speaks plain
+/// HTTP. On: every connection must complete a TLS handshake (TLS 1.2 or newer) within
+/// header_read_timeout_ms before its first request is read. Server::reload_tls() reads the files
+/// again (certificate renewal without a restart); connections already open keep the old ones.
+struct TlsOptions {
+    /// PEM: the server certificate first, then the intermediates that lead to the clients' CA.
+    std::filesystem::path certificate_file;
+    std::filesystem::path key_file;  ///< PEM private key of that certificate (unencrypted)
+    /// PEM bundle of CAs: when set, a client must present a certificate signed by one of them
+    /// (mutual TLS); the handshake fails otherwise. Empty: clients are not asked for one.
+    std::filesystem::path client_ca_file;
+    std::string min_version = "1.2";  ///< "1.2" or "1.3"
+
+    [[nodiscard]] bool is_enabled() const noexcept { return !certificate_file.empty(); }
+};
+
 /// Options of one Server. Defaults suit a broker on a small machine.
 struct ServerOptions {
     std::string bind_address = "127.0.0.1";  ///< an IPv4 or IPv6 literal (no host names)
@@ -60,12 +77,15 @@ struct ServerOptions {
     std::uint32_t read_buffer_bytes = 16 * 1024;  ///< one socket read at most
     std::uint32_t listen_backlog = 1024;
     CorsOptions cors;
+    TlsOptions tls;
 
     /// Checks ranges: io_threads in [1, 256], header_size_bytes_max in [256, 1 MiB],
     /// headers_count_max >= 1, body_size_bytes_max in [0, 4 GiB], connections_max >= 1, every
     /// timeout >= 1 ms, pipelined_requests_max in [1, 1024], read_buffer_bytes in [512, 1 MiB],
     /// listen_backlog >= 1, that bind_address is a numeric IP address, and that every entry of
-    /// cors.allowed_origins is "*" or "scheme://host[:port]" (no path, no trailing '/').
+    /// cors.allowed_origins is "*" or "scheme://host[:port]" (no path, no trailing '/'), and
+    /// that tls names a key exactly when it names a certificate (client_ca_file only with them)
+    /// and a min_version of "1.2" or "1.3". The TLS files are read by Server::start().
     /// Errors: Errc::invalid_argument naming the field and the value.
     [[nodiscard]] Status validate() const;
 };

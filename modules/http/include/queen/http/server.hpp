@@ -29,6 +29,10 @@ struct ServerMetrics {
     std::uint64_t handler_exceptions_total = 0;
     std::uint64_t bytes_in_total = 0;
     std::uint64_t bytes_out_total = 0;
+    std::uint64_t tls_handshakes_total = 0;          ///< completed TLS handshakes
+    std::uint64_t tls_handshake_failures_total = 0;  ///< failed or timed out (connection closed)
+    /// The notAfter of the certificate new connections get, in unix seconds; 0 when TLS is off.
+    std::int64_t tls_certificate_not_after_seconds = 0;
 };
 
 /// A running HTTP/1.1 server. Each I/O thread runs its own event loop; a connection lives on
@@ -43,12 +47,16 @@ struct ServerMetrics {
 /// (204; with the CORS preflight headers when the request's Origin is in
 /// cors.allowed_origins) and never reach the handler.
 ///
-/// Thread-safety: metrics(), port() and address() may be called from any thread; stop() from
-/// any thread except an I/O thread of this server (i.e. not from a handler).
+/// With options.tls enabled the listener speaks HTTPS only: each connection first completes a TLS
+/// handshake (within header_read_timeout_ms); a plain HTTP request gets a plain 400 saying so.
+///
+/// Thread-safety: metrics(), port(), address() and reload_tls() may be called from any thread;
+/// stop() from any thread except an I/O thread of this server (i.e. not from a handler).
 class Server {
 public:
     /// Validates `options`, binds and listens, and starts the I/O threads. `logger` must
-    /// outlive the server. Errors: Errc::invalid_argument (options), Errc::io (bind/listen
+    /// outlive the server. Errors: Errc::invalid_argument (options, or TLS files
+    /// that cannot be read or do not match), Errc::io (bind/listen
     /// failed, e.g. the port is in use; the context names the address).
     [[nodiscard]] static Result<std::unique_ptr<Server>> start(const ServerOptions& options,
                                                                Handler handler, Logger& logger);
@@ -60,6 +68,13 @@ public:
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
+
+    /// Reads options.tls's files again; new connections get the new certificate, open ones
+    /// keep theirs. On failure the previous certificate stays in use (and the error is logged).
+    /// Does nothing when TLS is off. Thread-safe. Errors: as Server::start() for the files.
+    [[nodiscard]] Status reload_tls();
+    /// Whether the listener speaks TLS.
+    [[nodiscard]] bool is_tls() const noexcept;
 
     /// The bound port (the real one when options.port was 0).
     [[nodiscard]] std::uint16_t port() const noexcept;
