@@ -132,7 +132,7 @@ ConnectionOptions Client::connection_options() const {
 }
 
 std::unique_ptr<Connection> Client::make_connection() const {
-    return std::make_unique<Connection>(options_.endpoint, connection_options_of(options_), clock_);
+    return pool_.make_connection();  // the pool's endpoint, options and TLS context
 }
 
 void Client::close() noexcept {

@@ -1,5 +1,5 @@
-// client/src/connection.cpp — blocking keep-alive HTTP/1.1 over POSIX sockets, parsed by
-// libhttp-parser; deadlines through poll() and the injected clock.
+// client/src/connection.cpp — blocking keep-alive HTTP/1.1 over POSIX sockets (TLS through
+// tls.hpp), parsed by libhttp-parser; deadlines through poll() and the injected clock.
 #include "queen/client/connection.hpp"
 
 #include <poll.h>
@@ -13,6 +13,7 @@
 
 #include "http_wire.hpp"
 #include "queen/client/errc.hpp"
+#include "tls.hpp"
 
 namespace queen::client {
 namespace {
@@ -23,6 +24,8 @@ using detail::equals_ignoring_case;
 // Per connection; small enough for thousands of connections (bench), big enough that a typical
 // answer arrives in one or two reads.
 constexpr std::size_t read_chunk_bytes = 16 * 1024;
+// A body up to this size leaves with its head as one TLS record (one copy, one send).
+constexpr std::size_t tls_coalesce_bytes_max = 16 * 1024;
 
 }  // namespace
 
@@ -40,11 +43,14 @@ queen::Result<Endpoint> parse_url(std::string_view url) {
         return queen::Error{Errc::invalid_argument, "url '" + std::string{url} + "': " + why};
     };
     std::string_view rest = url;
+    Endpoint endpoint;
     if (rest.starts_with("https://")) {
-        return bad("https is not supported");
-    }
-    if (rest.starts_with("http://")) {
+        rest.remove_prefix(8);
+        endpoint.is_tls = true;
+    } else if (rest.starts_with("http://")) {
         rest.remove_prefix(7);
+    } else if (rest.find("://") != std::string_view::npos) {
+        return bad("only http:// and https:// are supported");
     }
     if (!rest.empty() && rest.back() == '/') {
         rest.remove_suffix(1);
@@ -52,7 +58,6 @@ queen::Result<Endpoint> parse_url(std::string_view url) {
     if (rest.find('/') != std::string_view::npos) {
         return bad("a path is not supported");
     }
-    Endpoint endpoint;
     std::string_view port_text;
     if (rest.starts_with("[")) {
         const auto close = rest.find(']');
@@ -91,9 +96,19 @@ queen::Result<Endpoint> parse_url(std::string_view url) {
 }
 
 Connection::Connection(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock)
-    : endpoint_(std::move(endpoint)), options_(std::move(options)), clock_(clock) {
+    : Connection(endpoint, options, clock, detail::TlsContext::make_for(endpoint, options)) {}
+
+Connection::Connection(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock,
+                       std::shared_ptr<const detail::TlsContext> tls_context)
+    : endpoint_(std::move(endpoint)),
+      options_(std::move(options)),
+      clock_(clock),
+      tls_context_(std::move(tls_context)) {
     head_prefix_ = detail::make_head_prefix(endpoint_, options_.headers);
     read_buffer_.resize(read_chunk_bytes);
+    if (tls_context_) {
+        tls_ = std::make_unique<detail::TlsSession>();
+    }
 }
 
 Connection::~Connection() {
@@ -102,6 +117,9 @@ Connection::~Connection() {
 
 void Connection::close() noexcept {
     const std::lock_guard lock{fd_mutex_};
+    if (tls_) {
+        tls_->close();  // close_notify, best effort, before the socket goes
+    }
     if (fd_ >= 0) {
         ::close(fd_);
         fd_ = -1;
@@ -144,6 +162,9 @@ int Connection::wait_fd(short events, std::int64_t deadline_ns) const {
 }
 
 queen::Status Connection::open(std::int64_t deadline_ns) {
+    if (tls_context_ && !tls_context_->status()) {
+        return tls_context_->status().error();  // a CA or certificate file that did not load
+    }
     QUEEN_TRY(auto addresses, detail::resolve(endpoint_));
     std::string last_error = "no address";
     for (const detail::SocketAddress& address : addresses) {
@@ -176,22 +197,63 @@ queen::Status Connection::open(std::int64_t deadline_ns) {
             continue;
         }
         detail::set_no_delay(fd);
-        const std::lock_guard lock{fd_mutex_};
-        if (is_aborted_) {
-            ::close(fd);
-            return queen::Error{Errc::cancelled, "connect " + describe(endpoint_) + ": aborted"};
+        {
+            const std::lock_guard lock{fd_mutex_};
+            if (is_aborted_) {
+                ::close(fd);
+                return queen::Error{Errc::cancelled,
+                                    "connect " + describe(endpoint_) + ": aborted"};
+            }
+            fd_ = fd;
+            ++connects_total_;
         }
-        fd_ = fd;
-        ++connects_total_;
-        return {};
+        return tls_ ? handshake(deadline_ns) : queen::Status{};
     }
     return queen::Error{Errc::connect_failed, "connect " + describe(endpoint_) + ": " + last_error};
 }
 
-bool Connection::is_idle_connection_dead() const noexcept {
+queen::Status Connection::handshake(std::int64_t deadline_ns) {
+    // `why` by value: close() clears the session's error text.
+    const auto fail = [&](Errc code, std::string why) {
+        close();
+        return queen::Error{code, "tls handshake with " + describe(endpoint_) + ": " + why};
+    };
+    if (auto started = tls_->start(*tls_context_, fd_, endpoint_); !started) {
+        close();
+        return started;
+    }
+    for (;;) {
+        short events = POLLIN;
+        switch (const detail::TlsResult step = tls_->handshake(); step.step) {
+            case detail::TlsStep::done: return {};
+            case detail::TlsStep::want_read: break;
+            case detail::TlsStep::want_write: events = POLLOUT; break;
+            case detail::TlsStep::closed:
+                return fail(is_aborted_ ? Errc::cancelled : Errc::connect_failed,
+                            "closed by the server");
+            case detail::TlsStep::io_failed:
+                return fail(is_aborted_ ? Errc::cancelled : Errc::connect_failed, tls_->error());
+            case detail::TlsStep::failed: return fail(Errc::tls_failed, tls_->error());
+        }
+        if (wait_fd(events, deadline_ns) == 0) {
+            return fail(Errc::timeout,
+                        "after " + std::to_string(options_.connect_timeout_ms) + " ms");
+        }
+    }
+}
+
+bool Connection::is_idle_connection_dead() noexcept {
     // An idle keep-alive connection has nothing to read; readable means EOF, a reset or junk.
     pollfd descriptor{fd_, POLLIN, 0};
-    return ::poll(&descriptor, 1, 0) != 0;
+    const int ready = ::poll(&descriptor, 1, 0);
+    if (ready == 0 || !tls_ || ready < 0) {
+        return ready != 0;
+    }
+    // Except TLS records without application data: TLS 1.3 session tickets (they may come after
+    // the handshake) and key updates. Reading them consumes them; only an end of stream, an
+    // error or answer bytes nobody asked for mean the connection is dead.
+    const detail::TlsResult step = tls_->read(read_buffer_.data(), read_buffer_.size());
+    return step.step != detail::TlsStep::want_read && step.step != detail::TlsStep::want_write;
 }
 
 queen::Result<HttpResponse> Connection::request(const HttpRequest& request) {
@@ -270,13 +332,41 @@ queen::Status Connection::perform(std::span<const HttpRequest> requests,
     }
 }
 
-queen::Status Connection::exchange(const std::string& head, std::string_view body,
-                                   std::string_view what, std::int64_t deadline_ns,
-                                   bool& is_nothing_received, std::span<HttpResponse> responses,
-                                   std::size_t& answered) {
+queen::Status Connection::send_request(const std::string& head, std::string_view body,
+                                       std::string_view what, std::int64_t deadline_ns) {
     const auto fail = [&](Errc code, const std::string& why) {
         return queen::Error{code, std::string{what} + ": " + why};
     };
+    if (tls_) {
+        std::string_view parts[2] = {head, body};
+        if (!body.empty() && body.size() <= tls_coalesce_bytes_max) {
+            tls_send_buffer_.assign(head).append(body);
+            parts[0] = tls_send_buffer_;
+            parts[1] = {};
+        }
+        for (std::string_view part : parts) {
+            while (!part.empty()) {
+                short events = POLLOUT;
+                switch (const detail::TlsResult step = tls_->write(part.data(), part.size());
+                        step.step) {
+                    case detail::TlsStep::done: part.remove_prefix(step.bytes); continue;
+                    case detail::TlsStep::want_read: events = POLLIN; break;
+                    case detail::TlsStep::want_write: break;
+                    case detail::TlsStep::closed:
+                        return fail(is_aborted_ ? Errc::cancelled : Errc::connection_closed,
+                                    "send: closed by the server");
+                    case detail::TlsStep::io_failed:
+                        return fail(is_aborted_ ? Errc::cancelled : Errc::connection_closed,
+                                    "send: " + tls_->error());
+                    case detail::TlsStep::failed: return fail(Errc::tls_failed, tls_->error());
+                }
+                if (wait_fd(events, deadline_ns) == 0) {
+                    return fail(Errc::timeout, "send timed out");
+                }
+            }
+        }
+        return {};
+    }
     // Send head and body with one syscall when possible.
     iovec parts[2] = {{const_cast<char*>(head.data()), head.size()},
                       {const_cast<char*>(body.data()), body.size()}};
@@ -317,40 +407,75 @@ queen::Status Connection::exchange(const std::string& head, std::string_view bod
             parts[part].iov_len -= remaining;
         }
     }
+    return {};
+}
 
-    detail::ResponseParser parser;
-    parser.start(responses.front(), options_.response_size_bytes_max);
-    // The answer cannot be there yet right after sending: wait first instead of a recv() that
-    // would only say EAGAIN (one syscall less per request).
-    bool is_wait_needed = true;
+queen::Result<std::size_t> Connection::receive(std::string_view what, std::int64_t deadline_ns,
+                                               bool is_wait_first) {
+    const auto fail = [&](Errc code, const std::string& why) {
+        return queen::Error{code, std::string{what} + ": " + why};
+    };
+    short events = is_wait_first ? POLLIN : 0;
     for (;;) {
-        if (is_wait_needed) {
-            const int ready = wait_fd(POLLIN, deadline_ns);
-            if (ready == 0) {
+        if (events != 0) {
+            if (wait_fd(events, deadline_ns) == 0) {
                 return fail(Errc::timeout, "no complete response before the deadline");
             }
-            is_wait_needed = false;
+            events = 0;
+        }
+        if (tls_) {
+            switch (const detail::TlsResult step =
+                        tls_->read(read_buffer_.data(), read_buffer_.size());
+                    step.step) {
+                case detail::TlsStep::done: return step.bytes;
+                case detail::TlsStep::closed: return std::size_t{0};
+                case detail::TlsStep::want_read: events = POLLIN; continue;
+                case detail::TlsStep::want_write: events = POLLOUT; continue;
+                case detail::TlsStep::io_failed:
+                    if (is_aborted_) {
+                        return fail(Errc::cancelled, "aborted");
+                    }
+                    return fail(Errc::connection_closed, "recv: " + tls_->error());
+                case detail::TlsStep::failed: return fail(Errc::tls_failed, tls_->error());
+            }
         }
         const ssize_t received = ::recv(fd_, read_buffer_.data(), read_buffer_.size(), 0);
-        if (received < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                is_wait_needed = true;
-                continue;
-            }
-            if (is_aborted_) {
-                return fail(Errc::cancelled, "aborted");
-            }
-            return fail(Errc::connection_closed, std::string{"recv: "} + std::strerror(errno));
+        if (received >= 0) {
+            return static_cast<std::size_t>(received);
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            events = POLLIN;
+            continue;
         }
         if (is_aborted_) {
             return fail(Errc::cancelled, "aborted");
         }
+        return fail(Errc::connection_closed, std::string{"recv: "} + std::strerror(errno));
+    }
+}
+
+queen::Status Connection::exchange(const std::string& head, std::string_view body,
+                                   std::string_view what, std::int64_t deadline_ns,
+                                   bool& is_nothing_received, std::span<HttpResponse> responses,
+                                   std::size_t& answered) {
+    QUEEN_TRY(send_request(head, body, what, deadline_ns));
+    detail::ResponseParser parser;
+    parser.start(responses.front(), options_.response_size_bytes_max);
+    // The answer cannot be there yet right after sending: wait first instead of a recv() that
+    // would only say EAGAIN (one syscall less per request).
+    bool is_wait_first = true;
+    for (;;) {
+        QUEEN_TRY(const std::size_t received, receive(what, deadline_ns, is_wait_first));
+        is_wait_first = false;
+        if (is_aborted_) {
+            return queen::Error{Errc::cancelled, std::string{what} + ": aborted"};
+        }
         const auto step =
             detail::feed_answers(parser, responses, answered, options_.response_size_bytes_max,
-                                 read_buffer_.data(), static_cast<std::size_t>(received));
+                                 read_buffer_.data(), received);
         if (step == detail::ResponseParser::Step::complete) {
             break;
         }
@@ -358,8 +483,10 @@ queen::Status Connection::exchange(const std::string& head, std::string_view bod
             is_nothing_received = false;
         }
         if (step != detail::ResponseParser::Step::more) {
-            return fail(detail::error_of(step), detail::describe(step, parser, is_nothing_received,
-                                                                 options_.response_size_bytes_max));
+            return queen::Error{detail::error_of(step),
+                                std::string{what} + ": " +
+                                    detail::describe(step, parser, is_nothing_received,
+                                                     options_.response_size_bytes_max)};
         }
         is_nothing_received = false;
     }
@@ -374,6 +501,7 @@ ConnectionPool::ConnectionPool(Endpoint endpoint, ConnectionOptions options,
     : endpoint_(std::move(endpoint)),
       options_(std::move(options)),
       clock_(clock),
+      tls_context_(detail::TlsContext::make_for(endpoint_, options_)),
       connections_max_(connections_max) {
     QUEEN_ASSERT(connections_max_ > 0, "a pool needs at least one connection");
 }
@@ -414,8 +542,13 @@ queen::Result<ConnectionPool::Lease> ConnectionPool::acquire(std::int64_t wait_m
         idle_.pop_back();
         return Lease{this, connection};
     }
-    all_.push_back(std::make_unique<Connection>(endpoint_, options_, clock_));
+    all_.push_back(make_connection());
     return Lease{this, all_.back().get()};
+}
+
+std::unique_ptr<Connection> ConnectionPool::make_connection() const {
+    // The constructor that shares the context is private to Connection and this class.
+    return std::unique_ptr<Connection>{new Connection{endpoint_, options_, clock_, tls_context_}};
 }
 
 void ConnectionPool::release(Connection* connection) {

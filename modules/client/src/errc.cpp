@@ -17,6 +17,7 @@ std::string_view describe(Errc e) noexcept {
         case Errc::busy: return "no free connection";
         case Errc::cancelled: return "cancelled";
         case Errc::conflict: return "conflict";
+        case Errc::tls_failed: return "tls failed";
     }
     return {};
 }

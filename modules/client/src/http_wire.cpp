@@ -153,6 +153,11 @@ void set_no_delay(int fd) noexcept {
 }
 
 std::string describe(const Endpoint& endpoint) {
+    if (endpoint.is_tls) {
+        const bool is_ipv6 = endpoint.host.find(':') != std::string::npos;
+        return "https://" + (is_ipv6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" +
+               std::to_string(endpoint.port);
+    }
     return endpoint.host + ":" + std::to_string(endpoint.port);
 }
 

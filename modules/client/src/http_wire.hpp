@@ -34,7 +34,7 @@ struct SocketAddress {
 [[nodiscard]] int connect_error(int fd) noexcept;
 /// Disables Nagle: requests go out whole and at once.
 void set_no_delay(int fd) noexcept;
-/// "host:port", for error contexts.
+/// "host:port" ("https://host:port" with TLS, "https://[::1]:port"), for error contexts.
 [[nodiscard]] std::string describe(const Endpoint& endpoint);
 
 /// ASCII case-insensitive equality (header names).

@@ -1,5 +1,6 @@
 // client/src/multiplexer.cpp — non-blocking keep-alive HTTP/1.1 slots on one epoll set (level
-// triggered), sharing the request head and response parser with the blocking Connection.
+// triggered), sharing the request head and response parser with the blocking Connection, and
+// TLS (tls.hpp) with an epoll interest that follows what the session wants.
 #include "queen/client/multiplexer.hpp"
 
 #include <sys/epoll.h>
@@ -14,6 +15,7 @@
 #include "http_wire.hpp"
 #include "queen/client/errc.hpp"
 #include "queen/core/assert.hpp"
+#include "tls.hpp"
 
 namespace queen::client {
 namespace {
@@ -22,22 +24,25 @@ namespace {
 // one read, and per-slot memory stays small with thousands of slots.
 constexpr std::size_t read_chunk_bytes = 64 * 1024;
 constexpr int events_per_wait_max = 128;
+// A body up to this size leaves with its head as one TLS record (one copy, one send).
+constexpr std::size_t tls_coalesce_bytes_max = 16 * 1024;
 
 }  // namespace
 
 struct HttpMultiplexer::Slot {
-    enum class State { idle, connecting, sending, receiving };
+    enum class State { idle, connecting, handshaking, sending, receiving };
 
     explicit Slot(std::size_t position) : index(position) {}
 
     std::size_t index;
     int fd = -1;
     State state = State::idle;
-    std::uint32_t watched = 0;  // events registered with epoll; 0: not registered
-    std::string out;            // head of the request in flight (a group: every request whole)
-    std::string body;           // its body, sent after the head (a group: empty)
-    std::size_t out_sent = 0;   // bytes of head and body sent
-    std::string what;           // "<method> <target>", the prefix of its errors
+    std::uint32_t watched = 0;    // events registered with epoll; 0: not registered
+    std::string out;              // head of the request in flight (a group: every request whole)
+    std::string body;             // its body, sent after the head (a group: empty)
+    bool is_body_in_out = false;  // TLS: a small body copied behind the head, sent with it
+    std::size_t out_sent = 0;     // bytes of head and body sent
+    std::string what;             // "<method> <target>", the prefix of its errors
     std::vector<HttpResponse> responses = std::vector<HttpResponse>(1);  // one per request
     std::size_t expected = 1;  // answers the request or group in flight waits for
     std::size_t answered = 0;  // of them, arrived whole
@@ -47,6 +52,7 @@ struct HttpMultiplexer::Slot {
     bool is_reused = false;           // sent on a connection that carried a request before
     bool is_nothing_received = true;  // no answer byte yet
     bool is_resent = false;           // already sent once more after a stale connection
+    detail::TlsSession tls;           // active while a TLS connection is open
 };
 
 HttpMultiplexer::HttpMultiplexer(Endpoint endpoint, ConnectionOptions options,
@@ -55,6 +61,7 @@ HttpMultiplexer::HttpMultiplexer(Endpoint endpoint, ConnectionOptions options,
       options_(std::move(options)),
       clock_(clock),
       head_prefix_(detail::make_head_prefix(endpoint_, options_.headers)),
+      tls_context_(detail::TlsContext::make_for(endpoint_, options_)),
       epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
       read_buffer_(read_chunk_bytes) {
     QUEEN_ASSERT(slots > 0, "a multiplexer needs at least one slot");
@@ -90,6 +97,7 @@ bool HttpMultiplexer::is_busy(std::size_t slot) const {
 }
 
 void HttpMultiplexer::close_socket(Slot& slot) noexcept {
+    slot.tls.close();  // close_notify, best effort, before the socket goes
     if (slot.fd >= 0) {
         ::close(slot.fd);  // also leaves the epoll set: the slot owns the only descriptor
         slot.fd = -1;
@@ -114,6 +122,9 @@ queen::Status HttpMultiplexer::open(Slot& slot) {
     if (epoll_fd_ < 0) {
         return queen::Error{Errc::connect_failed,
                             "connect " + detail::describe(endpoint_) + ": no epoll instance"};
+    }
+    if (tls_context_ && !tls_context_->status()) {
+        return tls_context_->status().error();  // a CA or certificate file that did not load
     }
     QUEEN_TRY(auto addresses, detail::resolve(endpoint_));
     int last_error = 0;
@@ -140,15 +151,51 @@ queen::Status HttpMultiplexer::begin(Slot& slot, std::vector<Completion>& comple
     slot.is_reused = slot.fd >= 0;
     if (slot.is_reused) {
         slot.state = Slot::State::sending;
-    } else {
-        QUEEN_TRY(open(slot));
+        send_some(slot, completed);
+        return {};
     }
+    QUEEN_TRY(open(slot));
     if (slot.state == Slot::State::connecting) {
         watch(slot, EPOLLOUT);
         return {};
     }
-    send_some(slot, completed);
+    connected(slot, completed);
     return {};
+}
+
+void HttpMultiplexer::connected(Slot& slot, std::vector<Completion>& completed) {
+    if (!tls_context_) {
+        send_some(slot, completed);
+        return;
+    }
+    if (auto started = slot.tls.start(*tls_context_, slot.fd, endpoint_); !started) {
+        close_socket(slot);
+        finish(slot,
+               queen::Error{started.error().code, slot.what + ": " + started.error().message()},
+               completed);
+        return;
+    }
+    slot.state = Slot::State::handshaking;
+    handshake(slot, completed);
+}
+
+void HttpMultiplexer::handshake(Slot& slot, std::vector<Completion>& completed) {
+    const detail::TlsResult step = slot.tls.handshake();
+    Errc code = Errc::connect_failed;
+    switch (step.step) {
+        case detail::TlsStep::done: send_some(slot, completed); return;
+        case detail::TlsStep::want_read: watch(slot, EPOLLIN); return;
+        case detail::TlsStep::want_write: watch(slot, EPOLLOUT); return;
+        case detail::TlsStep::closed:
+        case detail::TlsStep::io_failed: break;
+        case detail::TlsStep::failed: code = Errc::tls_failed; break;
+    }
+    // A fresh connection (never a stale one to send again on): the error is final.
+    const std::string why =
+        "tls handshake with " + detail::describe(endpoint_) + ": " +
+        (step.step == detail::TlsStep::closed ? std::string{"closed by the server"}
+                                              : slot.tls.error());
+    fail(slot, code, why.c_str(), completed);
 }
 
 queen::Status HttpMultiplexer::check_idle(std::size_t index) const {
@@ -215,6 +262,12 @@ queen::Status HttpMultiplexer::launch(Slot& slot, std::span<const HttpRequest> r
     }
     slot.deadline_ns = clock_.monotonic_ns() + timeout_ms * 1'000'000;
     slot.is_resent = false;
+    // TLS: a small body leaves in the head's record; `body` stays (start_with_body's promise).
+    slot.is_body_in_out =
+        tls_context_ && !slot.body.empty() && slot.body.size() <= tls_coalesce_bytes_max;
+    if (slot.is_body_in_out) {
+        slot.out.append(slot.body);
+    }
     ++in_flight_;
     auto begun = begin(slot, pending_);
     if (!begun) {
@@ -225,6 +278,10 @@ queen::Status HttpMultiplexer::launch(Slot& slot, std::span<const HttpRequest> r
 }
 
 void HttpMultiplexer::send_some(Slot& slot, std::vector<Completion>& completed) {
+    if (slot.tls.is_active()) {
+        send_some_tls(slot, completed);
+        return;
+    }
     const std::size_t total = slot.out.size() + slot.body.size();
     while (slot.out_sent < total) {
         // Head and body in one call, from wherever the last partial write stopped.
@@ -262,7 +319,75 @@ void HttpMultiplexer::send_some(Slot& slot, std::vector<Completion>& completed) 
     watch(slot, EPOLLIN);
 }
 
+void HttpMultiplexer::send_some_tls(Slot& slot, std::vector<Completion>& completed) {
+    const std::string_view body =
+        slot.is_body_in_out ? std::string_view{} : std::string_view{slot.body};
+    const std::size_t total = slot.out.size() + body.size();
+    slot.state = Slot::State::sending;
+    while (slot.out_sent < total) {
+        // A step that wants the socket is repeated with the same bytes once it is ready.
+        const bool is_head = slot.out_sent < slot.out.size();
+        const std::string_view part = is_head ? std::string_view{slot.out}.substr(slot.out_sent)
+                                              : body.substr(slot.out_sent - slot.out.size());
+        const detail::TlsResult step = slot.tls.write(part.data(), part.size());
+        switch (step.step) {
+            case detail::TlsStep::done: slot.out_sent += step.bytes; continue;
+            case detail::TlsStep::want_read: watch(slot, EPOLLIN); return;
+            case detail::TlsStep::want_write: watch(slot, EPOLLOUT); return;
+            case detail::TlsStep::closed:
+                fail(slot, Errc::connection_closed, "closed by the server", completed);
+                return;
+            case detail::TlsStep::io_failed:
+            case detail::TlsStep::failed: {
+                const std::string why = slot.tls.error();  // fail() closes the session
+                fail(slot,
+                     step.step == detail::TlsStep::failed ? Errc::tls_failed
+                                                          : Errc::connection_closed,
+                     why.c_str(), completed);
+                return;
+            }
+        }
+    }
+    slot.state = Slot::State::receiving;
+    watch(slot, EPOLLIN);
+}
+
+void HttpMultiplexer::receive_tls(Slot& slot, std::vector<Completion>& completed) {
+    for (;;) {
+        const detail::TlsResult step = slot.tls.read(read_buffer_.data(), read_buffer_.size());
+        switch (step.step) {
+            case detail::TlsStep::done:
+                if (parse(slot, read_buffer_.data(), step.bytes, completed)) {
+                    return;
+                }
+                // One record per read: read on while OpenSSL holds more, else level-triggered
+                // epoll reports the records still in the socket.
+                if (!slot.tls.has_pending()) {
+                    watch(slot, EPOLLIN);
+                    return;
+                }
+                continue;
+            case detail::TlsStep::closed: parse(slot, read_buffer_.data(), 0, completed); return;
+            case detail::TlsStep::want_read: watch(slot, EPOLLIN); return;
+            case detail::TlsStep::want_write: watch(slot, EPOLLOUT); return;
+            case detail::TlsStep::io_failed:
+            case detail::TlsStep::failed: {
+                const std::string why = slot.tls.error();  // fail() closes the session
+                fail(slot,
+                     step.step == detail::TlsStep::failed ? Errc::tls_failed
+                                                          : Errc::connection_closed,
+                     why.c_str(), completed);
+                return;
+            }
+        }
+    }
+}
+
 void HttpMultiplexer::receive(Slot& slot, std::vector<Completion>& completed) {
+    if (slot.tls.is_active()) {
+        receive_tls(slot, completed);
+        return;
+    }
     for (;;) {
         const ssize_t received = ::recv(slot.fd, read_buffer_.data(), read_buffer_.size(), 0);
         if (received < 0) {
@@ -297,6 +422,8 @@ bool HttpMultiplexer::parse(Slot& slot, const char* data, std::size_t length,
     if (step == Step::complete) {
         if (!slot.parser.is_keep_alive()) {
             close_socket(slot);
+        } else {
+            watch(slot, EPOLLIN);  // idle: readable means closed (TLS may have left EPOLLOUT)
         }
         finish(slot, {}, completed);
         return true;
@@ -339,7 +466,17 @@ void HttpMultiplexer::on_event(Slot& slot, std::uint32_t events,
     switch (slot.state) {
         case Slot::State::idle:
             // An idle keep-alive connection has nothing to read: readable means the server
-            // closed it (or sent junk). Drop it; the next request connects again.
+            // closed it (or sent junk). Drop it; the next request connects again. Except TLS
+            // records without application data (TLS 1.3 session tickets, key updates): reading
+            // consumes them and wants more.
+            if (slot.tls.is_active()) {
+                const detail::TlsResult step =
+                    slot.tls.read(read_buffer_.data(), read_buffer_.size());
+                if (step.step == detail::TlsStep::want_read ||
+                    step.step == detail::TlsStep::want_write) {
+                    return;
+                }
+            }
             close_socket(slot);
             return;
         case Slot::State::connecting: {
@@ -353,12 +490,14 @@ void HttpMultiplexer::on_event(Slot& slot, std::uint32_t events,
                        completed);
                 return;
             }
-            send_some(slot, completed);
+            connected(slot, completed);
             return;
         }
+        case Slot::State::handshaking: handshake(slot, completed); return;
         case Slot::State::sending: send_some(slot, completed); return;
         case Slot::State::receiving:
-            if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+            // TLS: the session may have asked to wait for writable.
+            if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0 || slot.tls.is_active()) {
                 receive(slot, completed);
             }
             return;

@@ -3,11 +3,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -24,17 +27,42 @@ std::string lower(std::string text) {
     return text;
 }
 
-bool write_all(int fd, const std::string& bytes) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-        if (n <= 0) {
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
+[[noreturn]] void fail_tls(const std::string& step) {
+    char reason[256] = "no OpenSSL error";
+    if (const unsigned long code = ERR_get_error(); code != 0) {
+        ERR_error_string_n(code, reason, sizeof reason);
     }
-    return true;
+    throw std::runtime_error("test server: " + step + ": " + reason);
 }
+
+/// One accepted connection, plain or TLS (blocking calls either way).
+struct Stream {
+    int fd;
+    SSL* ssl;
+
+    /// Bytes read, or <= 0 at the end of the stream or on an error.
+    ssize_t receive(char* data, std::size_t size) const {
+        if (ssl != nullptr) {
+            return SSL_read(ssl, data, static_cast<int>(size));
+        }
+        return ::recv(fd, data, size, 0);
+    }
+
+    bool write_all(const std::string& bytes) const {
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n =
+                ssl != nullptr
+                    ? SSL_write(ssl, bytes.data() + done, static_cast<int>(bytes.size() - done))
+                    : ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+            if (n <= 0) {
+                return false;
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        return true;
+    }
+};
 
 const char* reason_of(int status) {
     switch (status) {
@@ -86,6 +114,37 @@ Handler answer_once_then_drop_first_connection() {
 }
 
 TestServer::TestServer() : handler_([](const RecordedRequest&) { return json_reply(200, "{}"); }) {
+    start();
+}
+
+TestServer::TestServer(const TestServerTls& tls)
+    : handler_([](const RecordedRequest&) { return json_reply(200, "{}"); }) {
+    // OpenSSL writes with write(): a client gone away must not kill the test with SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+    tls_context_ = SSL_CTX_new(TLS_server_method());
+    if (tls_context_ == nullptr) {
+        fail_tls("SSL_CTX_new");
+    }
+    if (SSL_CTX_use_certificate_chain_file(tls_context_, tls.certificate_file.c_str()) != 1) {
+        fail_tls(tls.certificate_file);
+    }
+    if (SSL_CTX_use_PrivateKey_file(tls_context_, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+        fail_tls(tls.key_file);
+    }
+    if (!tls.client_ca_file.empty()) {
+        if (SSL_CTX_load_verify_locations(tls_context_, tls.client_ca_file.c_str(), nullptr) != 1) {
+            fail_tls(tls.client_ca_file);
+        }
+        SSL_CTX_set_verify(tls_context_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                           nullptr);
+    }
+    if (tls.is_tls12_only) {
+        SSL_CTX_set_max_proto_version(tls_context_, TLS1_2_VERSION);
+    }
+    start();
+}
+
+void TestServer::start() {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -124,6 +183,7 @@ TestServer::~TestServer() {
     ::close(listen_fd_);
     ::close(wake_fds_[0]);
     ::close(wake_fds_[1]);
+    SSL_CTX_free(tls_context_);
 }
 
 void TestServer::set_handler(Handler handler) {
@@ -151,6 +211,28 @@ RecordedRequest TestServer::last_request() const {
 int TestServer::connections_accepted() const {
     const std::lock_guard lock{mutex_};
     return connections_accepted_;
+}
+
+int TestServer::handshakes_failed() const {
+    const std::lock_guard lock{mutex_};
+    return handshakes_failed_;
+}
+
+void TestServer::wait_for_count(const int& counter, int count) const {
+    std::unique_lock lock{mutex_};
+    changed_.wait(lock, [&] { return counter >= count; });
+}
+
+void TestServer::wait_for_failed_handshakes(int count) const {
+    wait_for_count(handshakes_failed_, count);
+}
+
+void TestServer::wait_for_closed_connections(int count) const {
+    wait_for_count(connections_closed_, count);
+}
+
+void TestServer::wait_for_tickets(int count) const {
+    wait_for_count(tickets_sent_, count);
 }
 
 void TestServer::wait_for_requests(std::size_t count) const {
@@ -189,19 +271,49 @@ void TestServer::accept_loop() {
 }
 
 void TestServer::serve(int fd, int connection_index) {
+    Stream stream{fd, nullptr};
     // Forget the fd before closing it, so the destructor never shuts down a reused descriptor.
-    const auto close_connection = [this](int descriptor) {
-        const std::lock_guard lock{mutex_};
-        std::erase(connection_fds_, descriptor);
-        ::close(descriptor);
+    const auto close_connection = [this, &stream](int descriptor) {
+        if (stream.ssl != nullptr) {
+            SSL_shutdown(stream.ssl);  // close_notify, not waiting for the client's
+            SSL_free(stream.ssl);
+        }
+        {
+            const std::lock_guard lock{mutex_};
+            std::erase(connection_fds_, descriptor);
+            ::close(descriptor);
+            ++connections_closed_;
+        }
+        changed_.notify_all();
     };
+    if (tls_context_ != nullptr) {
+        SSL* ssl = SSL_new(tls_context_);
+        SSL_set_fd(ssl, fd);
+        if (SSL_accept(ssl) != 1) {
+            ERR_clear_error();
+            SSL_free(ssl);
+            {
+                const std::lock_guard lock{mutex_};
+                ++handshakes_failed_;
+            }
+            // Read what the client still sends until it closes: closing with unread bytes
+            // would reset the connection, and the reset could overtake the alert just sent.
+            ::shutdown(fd, SHUT_WR);
+            char drained[4096];
+            while (::recv(fd, drained, sizeof drained, 0) > 0) {
+            }
+            close_connection(fd);
+            return;
+        }
+        stream.ssl = ssl;
+    }
     std::string buffer;
     char chunk[16384];
     for (;;) {
         // Read one request: head up to the blank line, then Content-Length bytes of body.
         std::size_t head_end = std::string::npos;
         while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos) {
-            const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+            const ssize_t n = stream.receive(chunk, sizeof chunk);
             if (n <= 0) {
                 close_connection(fd);
                 return;
@@ -238,7 +350,7 @@ void TestServer::serve(int fd, int connection_index) {
         }
         buffer.erase(0, head_end + 4);
         while (buffer.size() < content_length) {
-            const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+            const ssize_t n = stream.receive(chunk, sizeof chunk);
             if (n <= 0) {
                 close_connection(fd);
                 return;
@@ -263,9 +375,20 @@ void TestServer::serve(int fd, int connection_index) {
             close_connection(fd);
             return;
         }
-        if (!write_all(fd, reply.raw) || reply.is_close_after) {
+        if (!stream.write_all(reply.raw) || reply.is_close_after) {
             close_connection(fd);
             return;
+        }
+        if (reply.is_ticket_after && stream.ssl != nullptr) {
+            if (SSL_new_session_ticket(stream.ssl) != 1 || SSL_do_handshake(stream.ssl) != 1) {
+                close_connection(fd);
+                return;
+            }
+            {
+                const std::lock_guard lock{mutex_};
+                ++tickets_sent_;
+            }
+            changed_.notify_all();
         }
     }
 }

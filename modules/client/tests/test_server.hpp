@@ -1,6 +1,9 @@
-// client/tests/test_server.hpp — a tiny HTTP/1.1 server on plain sockets and threads that records
-// requests and answers with canned bytes, to test the client's wire format without the broker.
+// client/tests/test_server.hpp — a tiny HTTP/1.1 server on plain sockets and threads (optionally
+// TLS, OpenSSL's blocking calls) that records requests and answers with canned bytes, to test the
+// client's wire format without the broker.
 #pragma once
+
+#include <openssl/types.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -53,6 +56,9 @@ struct Reply {
     std::string raw;              ///< bytes written back verbatim
     bool is_close_after = false;  ///< close the connection after writing `raw`
     bool is_hang = false;         ///< never answer (until the server stops)
+    /// TLS 1.3: send a new session ticket right after `raw` (records without application data
+    /// arriving at an idle connection).
+    bool is_ticket_after = false;
 };
 
 /// "HTTP/1.1 <status> X\r\nContent-Type: application/json\r\nContent-Length:
@@ -69,11 +75,22 @@ using Handler = std::function<Reply(const RecordedRequest&)>;
 /// reused it.
 Handler answer_once_then_drop_first_connection();
 
+/// TLS for a TestServer. Throws std::runtime_error with OpenSSL's reason when a file does not load.
+struct TestServerTls {
+    std::string certificate_file;  ///< the server's certificate (PEM)
+    std::string key_file;
+    std::string client_ca_file;  ///< non-empty: clients must present a certificate signed by it
+    bool is_tls12_only = false;  ///< at most TLS 1.2 (client certificates are checked in the
+                                 ///< handshake itself, not after it as in TLS 1.3)
+};
+
 class TestServer {
 public:
     using Handler = testing::Handler;
     /// Listens on 127.0.0.1 at a free port. The default handler answers 200 {}.
     TestServer();
+    /// The same over TLS: every accepted connection starts with a handshake.
+    explicit TestServer(const TestServerTls& tls);
     ~TestServer();
     TestServer(const TestServer&) = delete;
     TestServer& operator=(const TestServer&) = delete;
@@ -85,6 +102,15 @@ public:
     [[nodiscard]] std::vector<RecordedRequest> requests() const;
     [[nodiscard]] RecordedRequest last_request() const;
     [[nodiscard]] int connections_accepted() const;
+    /// TLS handshakes that failed (the client rejected the certificate, or sent none).
+    [[nodiscard]] int handshakes_failed() const;
+    /// Blocks until `count` TLS handshakes failed.
+    void wait_for_failed_handshakes(int count) const;
+    /// Blocks until the server closed `count` connections (after close_reply(), is_close_after,
+    /// or the client's end).
+    void wait_for_closed_connections(int count) const;
+    /// Blocks until `count` session tickets of Reply::is_ticket_after were sent.
+    void wait_for_tickets(int count) const;
     /// Blocks until at least `count` requests were recorded.
     void wait_for_requests(std::size_t count) const;
     /// Blocks until `predicate(requests so far)` holds (checked after every recorded request).
@@ -92,8 +118,10 @@ public:
         const std::function<bool(const std::vector<RecordedRequest>&)>& predicate) const;
 
 private:
+    void start();
     void accept_loop();
     void serve(int fd, int connection_index);
+    void wait_for_count(const int& counter, int count) const;
 
     int listen_fd_ = -1;
     int wake_fds_[2] = {-1, -1};
@@ -105,6 +133,10 @@ private:
     std::vector<int> connection_fds_;
     std::vector<std::thread> threads_;
     int connections_accepted_ = 0;
+    int connections_closed_ = 0;
+    int handshakes_failed_ = 0;
+    int tickets_sent_ = 0;
+    SSL_CTX* tls_context_ = nullptr;  // null: plain HTTP
     bool is_stopping_ = false;
     std::thread acceptor_;
 };

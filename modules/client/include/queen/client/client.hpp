@@ -47,6 +47,7 @@ struct ClientOptions {
 /// A client for one broker. Every call returns the typed answer or an Error:
 /// - Errc::invalid_argument: the request could not be built (invalid payload JSON, empty queue);
 /// - Errc::connect_failed / timeout / connection_closed / cancelled: transport (see Connection);
+/// - Errc::tls_failed: TLS files that do not load, a handshake that failed (never retried);
 /// - an HTTP status error (http_status_of(e) != 0) carrying the server's {"error"} text;
 /// - Errc::bad_response: the answer was not the documented JSON shape;
 /// - Errc::rejected: a 2xx answer saying the operation failed (transaction, seek, DB error);

@@ -13,7 +13,7 @@ namespace queen::client {
 enum class Errc : int {
     ok = 0,
     invalid_argument,   ///< the request could not be built (bad payload JSON, bad URL, ...)
-    connect_failed,     ///< name resolution or TCP connect failed
+    connect_failed,     ///< name resolution, TCP connect, or the server closed during TLS setup
     timeout,            ///< connect or request deadline passed
     connection_closed,  ///< the peer closed or reset the connection before a full response
     bad_response,       ///< the response was not valid HTTP, or its JSON had an unexpected shape
@@ -24,6 +24,11 @@ enum class Errc : int {
     /// lock held by another owner or a stale fencing token, a timer id that exists. The context
     /// says which, with the server's details (current version, owner, expiry).
     conflict,
+    /// TLS could not be set up: a CA, certificate or key file that does not load, a handshake
+    /// that failed (the server's certificate did not verify or name the host, no common
+    /// protocol), or a TLS alert from the server (a client certificate it required). Not
+    /// retryable: the same connection attempt fails the same way.
+    tls_failed,
 };
 
 const std::error_category& error_category() noexcept;

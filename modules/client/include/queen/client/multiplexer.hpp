@@ -19,14 +19,15 @@ namespace queen::client {
 
 /// `slots` connections, each carrying one request at a time, or one pipelined group of requests
 /// (start_pipelined: sent back to back, answered in order), all waited on by wait(). A slot
-/// connects lazily (non-blocking connect) on its first request, keeps the connection alive between
-/// requests, reconnects after the server closed it, honours `Connection: close`, and fails a
-/// request that passes its deadline with Errc::timeout. Like Connection, a request that fails on a
-/// reused connection before any answer byte arrived is sent once more on a new connection when it
-/// is idempotent (the server closed an idle connection). Requests are copied when started
-/// (start_with_body() takes the body instead): the caller's views may die at once. Answers land in
-/// the slot's response(), reusing its storage. Thread-safety: none; one thread drives a multiplexer
-/// (run one per thread).
+/// connects lazily (non-blocking connect, then the TLS handshake for an https:// endpoint) on its
+/// first request, keeps the connection alive between requests, reconnects after the server closed
+/// it, honours `Connection: close`, and fails a request that passes its deadline with
+/// Errc::timeout (the connect and handshake count against it). Like Connection, a request that
+/// fails on a reused connection before any answer byte arrived is sent once more on a new
+/// connection when it is idempotent (the server closed an idle connection). Requests are copied
+/// when started (start_with_body() takes the body instead): the caller's views may die at once.
+/// Answers land in the slot's response(), reusing its storage. Thread-safety: none; one thread
+/// drives a multiplexer (run one per thread).
 class HttpMultiplexer {
 public:
     /// A finished request: the slot, and success (any HTTP status: see check_http_status) or the
@@ -38,8 +39,10 @@ public:
 
     /// `clock` measures deadlines and must outlive the multiplexer. ConnectionOptions::
     /// idle_check_after_ms is not used: idle connections are watched by the epoll set, and one
-    /// the server closed is dropped when wait() sees it.
-    /// Errors: none here; resolution and socket failures surface as the requests' errors.
+    /// the server closed is dropped when wait() sees it. With TLS the CA and certificate files
+    /// are read here, once for every slot (see TlsClientOptions).
+    /// Errors: none here; resolution, socket and TLS file failures surface as the requests'
+    /// errors.
     HttpMultiplexer(Endpoint endpoint, ConnectionOptions options, const queen::Clock& clock,
                     std::size_t slots);
     ~HttpMultiplexer();
@@ -49,7 +52,8 @@ public:
     /// Starts `request` on `slot` (which must be idle): connects when needed and sends as much
     /// as the socket takes at once. Its completion comes from a later wait().
     /// Errors (nothing started, no completion follows): Errc::invalid_argument (slot out of
-    /// range or busy), Errc::connect_failed (no address, or the socket could not be opened).
+    /// range or busy), Errc::connect_failed (no address, or the socket could not be opened),
+    /// Errc::tls_failed (a TLS file that did not load).
     [[nodiscard]] queen::Status start(std::size_t slot, const HttpRequest& request);
     /// As start(), with `body` as the request's body (request.body and has_body are ignored),
     /// taken instead of copied: `body` is swapped with the slot's previous body buffer and comes
@@ -74,7 +78,9 @@ public:
     /// slot they concern, fails the requests past their deadline (Errc::timeout), and appends
     /// each finished request to `completed`. Returns early once something finished. Transport
     /// errors in completions: Errc::connect_failed, timeout, connection_closed, bad_response
-    /// (not HTTP, or larger than response_size_bytes_max).
+    /// (not HTTP, or larger than response_size_bytes_max), tls_failed (a failed handshake:
+    /// "tls handshake with https://host:port: certificate verify failed: <why>", a TLS alert;
+    /// never sent again).
     /// Errors (of the call itself): Errc::invalid_argument (timeout_ns < 0).
     [[nodiscard]] queen::Status wait(std::int64_t timeout_ns, std::vector<Completion>& completed);
 
@@ -100,8 +106,12 @@ private:
     queen::Status launch(Slot& slot, std::span<const HttpRequest> requests);
     queen::Status open(Slot& slot);
     queen::Status begin(Slot& slot, std::vector<Completion>& completed);
+    void connected(Slot& slot, std::vector<Completion>& completed);
+    void handshake(Slot& slot, std::vector<Completion>& completed);
     void send_some(Slot& slot, std::vector<Completion>& completed);
+    void send_some_tls(Slot& slot, std::vector<Completion>& completed);
     void receive(Slot& slot, std::vector<Completion>& completed);
+    void receive_tls(Slot& slot, std::vector<Completion>& completed);
     bool parse(Slot& slot, const char* data, std::size_t length,
                std::vector<Completion>& completed);
     void on_event(Slot& slot, std::uint32_t events, std::vector<Completion>& completed);
@@ -115,6 +125,7 @@ private:
     ConnectionOptions options_;
     const queen::Clock& clock_;
     std::string head_prefix_;
+    std::shared_ptr<const detail::TlsContext> tls_context_;  // null: plain HTTP
     int epoll_fd_ = -1;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<char> read_buffer_;    // shared by the slots: one thread reads at a time
