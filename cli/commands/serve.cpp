@@ -105,12 +105,13 @@ bool is_ipv6(const std::string& address) {
 
 /// The URL a client on this machine uses (a wildcard address is reached through loopback);
 /// `port` 0 means the system picks one at start.
-std::string local_url(const std::string& address, std::uint16_t port) {
+std::string local_url(const std::string& address, std::uint16_t port, bool is_tls) {
     std::string host = address == "0.0.0.0" ? "127.0.0.1" : address == "::" ? "::1" : address;
     if (is_ipv6(host)) {
         host = "[" + host + "]";
     }
-    return "http://" + host + ":" + (port == 0 ? "<port chosen at start>" : std::to_string(port));
+    return (is_tls ? "https://" : "http://") + host + ":" +
+           (port == 0 ? "<port chosen at start>" : std::to_string(port));
 }
 
 /// Who else can reach a listener on `address`.
@@ -170,7 +171,8 @@ void print_banner(const ServeOptions& options, const Effective& effective) {
             source += " " + flag;
         }
     }
-    const std::string url = local_url(config.http.bind_address, config.http.port) + " (" +
+    const bool is_tls = config.http.tls.is_enabled();
+    const std::string url = local_url(config.http.bind_address, config.http.port, is_tls) + " (" +
                             reach_note(config.http.bind_address) + ")";
     const std::string role = config.cluster.peers.empty()
                                  ? std::string("single node")
@@ -186,14 +188,23 @@ void print_banner(const ServeOptions& options, const Effective& effective) {
             : std::string(
                   "OFF: whoever reaches the port can read, push and delete everything "
                   "(set auth.enabled)");
+    const std::string tls =
+        is_tls
+            ? "on: " + config.http.tls.certificate_file.string() +
+                  (config.http.tls.client_ca_file.empty()
+                       ? std::string()
+                       : ", client certificates from " + config.http.tls.client_ca_file.string()) +
+                  " (SIGHUP reloads)"
+            : std::string("off (http.tls_certificate_file and http.tls_key_file for HTTPS)");
     std::fprintf(stderr,
                  "queen %s, %s\n"
                  "  url       %s\n"
+                 "  tls       %s\n"
                  "  auth      %s\n"
                  "  data dir  %s\n"
                  "  config    %s\n"
                  "  (every setting: queen serve --print-config, or --log-level debug)\n",
-                 QUEEN_VERSION, role.c_str(), url.c_str(), auth.c_str(),
+                 QUEEN_VERSION, role.c_str(), url.c_str(), tls.c_str(), auth.c_str(),
                  std::filesystem::absolute(config.node.data_dir).lexically_normal().c_str(),
                  source.c_str());
 }
@@ -214,12 +225,15 @@ int run_serve(const ServeOptions& options) {
     StderrLogger logger;
     logger.set_level(config.logging.level);
 
-    // Block the shutdown signals in every thread; the main thread waits for them below.
+    // Block the shutdown signals and SIGHUP (reload) in every thread; the main thread waits
+    // for them below. A SIGHUP during the start stays pending until then.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    sigset_t handled = signals;
+    sigaddset(&handled, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &handled, nullptr);
 
     print_banner(options, *effective);
     if (logger.enabled(Level::debug)) {
@@ -252,11 +266,25 @@ int run_serve(const ServeOptions& options) {
         print_disk_advice(config, false);
         return server.error().is(Errc::busy) ? exit_retryable : exit_failed;
     }
-    std::fprintf(stderr, "queen: ready on %s\n",
-                 local_url(config.http.bind_address, (*server)->http_port()).c_str());
+    std::fprintf(
+        stderr, "queen: ready on %s\n",
+        local_url(config.http.bind_address, (*server)->http_port(), config.http.tls.is_enabled())
+            .c_str());
     print_disk_advice(config, true);
-    if (signal_number == 0) {
-        sigwait(&signals, &signal_number);
+    while (signal_number == 0) {
+        int received = 0;
+        sigwait(&handled, &received);
+        if (received != SIGHUP) {
+            signal_number = received;
+            break;
+        }
+        // SIGHUP: the files an operator replaces while the node runs (TLS certificate, tokens).
+        if (auto reloaded = (*server)->reload(); !reloaded) {
+            QUEEN_LOG(logger, Level::error, "node.reload_failed",
+                      "error=\"" << reloaded.error().message() << "\" kept=previous");
+        } else {
+            QUEEN_LOG(logger, Level::info, "node.reloaded", "signal=SIGHUP");
+        }
     }
     QUEEN_LOG(logger, Level::info, "node.stopping", "signal=" << signal_number);
     auto stopped = (*server)->stop();

@@ -42,7 +42,7 @@ std::optional<Access> required_access(Method method, std::string_view path) {
 }
 
 http::Handler with_authentication(http::Handler handler,
-                                  std::shared_ptr<const auth::Authenticator> authenticator,
+                                  std::shared_ptr<auth::ReloadableAuthenticator> authenticator,
                                   const ApiOptions& options, Logger& logger,
                                   std::function<std::int64_t()> now_s) {
     return [handler = std::move(handler), authenticator = std::move(authenticator),
@@ -63,8 +63,8 @@ http::Handler with_authentication(http::Handler handler,
             handler(request, std::move(responder));
             return;
         }
-        const auto grant =
-            authenticator->authenticate(request.header("Authorization").value_or(""), now_s());
+        const auto grant = authenticator->current()->authenticate(
+            request.header("Authorization").value_or(""), now_s());
         if (!grant) {
             QUEEN_LOG(logger, Level::debug, "api.unauthenticated",
                       "peer=" << request.peer_address << " path=" << request.path

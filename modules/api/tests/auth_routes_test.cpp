@@ -113,7 +113,7 @@ struct Tokens {
     static constexpr const char* elsewhere = "tok-elsewhere-0123456";  // admin of tenant "other"
     static constexpr const char* root = "tok-root-012345678901";       // admin of every tenant
 
-    static std::shared_ptr<const auth::Authenticator> load(const std::filesystem::path& dir) {
+    static std::shared_ptr<auth::ReloadableAuthenticator> load(const std::filesystem::path& dir) {
         const auto path = dir / "tokens";
         std::ofstream(path) << "reader read default " << reader << "\n"
                             << "writer write default " << writer << "\n"
@@ -124,7 +124,7 @@ struct Tokens {
         auth::Options options;
         options.is_enabled = true;
         options.tokens_file = path;
-        auto loaded = auth::Authenticator::load(options);
+        auto loaded = auth::ReloadableAuthenticator::load(options);
         REQUIRE(loaded.has_value());
         return *loaded;
     }

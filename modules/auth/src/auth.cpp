@@ -519,4 +519,26 @@ std::size_t Authenticator::rsa_key_count() const noexcept {
     return impl_->rsa_keys.size();
 }
 
+ReloadableAuthenticator::ReloadableAuthenticator(Options options,
+                                                 std::shared_ptr<const Authenticator> current)
+    : options_(std::move(options)), current_(std::move(current)) {}
+
+Result<std::shared_ptr<ReloadableAuthenticator>> ReloadableAuthenticator::load(Options options) {
+    QUEEN_TRY(auto first, Authenticator::load(options));
+    return std::shared_ptr<ReloadableAuthenticator>(
+        new ReloadableAuthenticator(std::move(options), std::move(first)));
+}
+
+std::shared_ptr<const Authenticator> ReloadableAuthenticator::current() const {
+    const std::lock_guard lock(mutex_);
+    return current_;
+}
+
+Status ReloadableAuthenticator::reload() {
+    QUEEN_TRY(auto fresh, Authenticator::load(options_));
+    const std::lock_guard lock(mutex_);
+    current_ = std::move(fresh);
+    return {};
+}
+
 }  // namespace queen::auth

@@ -336,5 +336,36 @@ TEST_CASE("auth: options are checked", "[auth]") {
     CHECK_FALSE(options.validate().has_value());
 }
 
+TEST_CASE("auth: reload reads the tokens file again and keeps the old one when it fails",
+          "[auth]") {
+    testing::TempDir dir;
+    const std::string first = "first-token-0123456789";
+    const std::string second = "second-token-0123456789";
+    Options options;
+    options.is_enabled = true;
+    options.tokens_file = write_file(dir, "tokens", "svc write * " + first + "\n", 0600);
+    auto loaded = ReloadableAuthenticator::load(options);
+    REQUIRE(loaded.has_value());
+    ReloadableAuthenticator& authenticator = **loaded;
+    const auto before = authenticator.current();
+    CHECK(before->authenticate("Bearer " + first, now_s).has_value());
+
+    // The first token is revoked, a second one added.
+    write_file(dir, "tokens", "svc write * " + second + "\n", 0600);
+    REQUIRE(authenticator.reload().has_value());
+    CHECK_FALSE(authenticator.current()->authenticate("Bearer " + first, now_s).has_value());
+    CHECK(authenticator.current()->authenticate("Bearer " + second, now_s).has_value());
+    // A request that started before keeps what it had.
+    CHECK(before->authenticate("Bearer " + first, now_s).has_value());
+
+    // A file readable by others is refused, and the second token still works.
+    write_file(dir, "tokens", "svc write * " + first + "\n", 0644);
+    const auto failed = authenticator.reload();
+    REQUIRE_FALSE(failed.has_value());
+    CHECK_THAT(failed.error().message(), Catch::Contains("tokens"));
+    CHECK(authenticator.current()->authenticate("Bearer " + second, now_s).has_value());
+    CHECK_FALSE(authenticator.current()->authenticate("Bearer " + first, now_s).has_value());
+}
+
 }  // namespace
 }  // namespace queen::auth

@@ -13,13 +13,16 @@
 namespace queen::http::detail {
 namespace {
 
-/// OpenSSL's reason for the last failure (and the queue cleared), or `fallback`.
+/// OpenSSL's reasons for the last failure, oldest (most specific) first, and the queue cleared;
+/// `fallback` when it has none.
 std::string openssl_reason(const std::string& fallback) {
     std::string reason;
     while (const unsigned long code = ERR_get_error()) {
-        char text[256];
-        ERR_error_string_n(code, text, sizeof(text));
-        reason = text;  // the last one is the most specific
+        const char* text = ERR_reason_error_string(code);
+        if (text != nullptr && reason.find(text) == std::string::npos) {
+            reason += reason.empty() ? "" : "; ";
+            reason += text;
+        }
     }
     return reason.empty() ? fallback : reason;
 }

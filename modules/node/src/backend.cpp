@@ -265,6 +265,18 @@ api::NodeStatus NodeBackend::node_status() const {
             Kind::counter, m.requests_cancelled_total);
         add("queen_http_bytes_in_total", "Bytes received", Kind::counter, m.bytes_in_total);
         add("queen_http_bytes_out_total", "Bytes sent", Kind::counter, m.bytes_out_total);
+        if (http_server->is_tls()) {
+            add("queen_http_tls_handshakes_total", "TLS handshakes completed", Kind::counter,
+                m.tls_handshakes_total);
+            add("queen_http_tls_handshake_failures_total",
+                "TLS handshakes that failed or timed out (connection closed)", Kind::counter,
+                m.tls_handshake_failures_total);
+            status.metrics.push_back({"queen_http_tls_certificate_expiry_seconds",
+                                      "Unix time when the served certificate expires (notAfter)",
+                                      Kind::gauge,
+                                      {},
+                                      static_cast<double>(m.tls_certificate_not_after_seconds)});
+        }
     }
     if (const RequestForwarder* forwarder = forwarder_.load(std::memory_order_acquire)) {
         const RequestForwarderStats f = forwarder->stats();

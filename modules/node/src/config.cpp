@@ -226,6 +226,17 @@ void bind_config(config::Schema& schema, NodeConfig& c) {
     schema.add_integer("http.read_buffer_bytes", &h.read_buffer_bytes,
                        "Bytes read per socket read.");
     schema.add_integer("http.listen_backlog", &h.listen_backlog, "listen() backlog.");
+    schema.add_path("http.tls_certificate_file", &h.tls.certificate_file,
+                    "PEM certificate chain (the server's certificate first, then intermediates). "
+                    "Set with http.tls_key_file, the port speaks HTTPS only. Empty: plain HTTP. "
+                    "SIGHUP reads both files again.");
+    schema.add_path("http.tls_key_file", &h.tls.key_file,
+                    "PEM private key of http.tls_certificate_file (unencrypted; mode 0600).");
+    schema.add_path("http.tls_client_ca_file", &h.tls.client_ca_file,
+                    "PEM CAs: clients must present a certificate signed by one (mutual TLS). "
+                    "Empty: no client certificate is asked for.");
+    schema.add_string("http.tls_min_version", &h.tls.min_version,
+                      "Oldest TLS version accepted: \"1.2\" or \"1.3\".");
     schema.add_string_list(
         "http.cors_allowed_origins", &h.cors.allowed_origins,
         "Web origins whose pages may call the API from a browser, exactly as the browser sends "

@@ -66,6 +66,7 @@ struct Server::Impl {
     std::unique_ptr<detail::TenantManager> tenants;
     std::unique_ptr<detail::NodeBackend> backend;
     std::unique_ptr<http::Server> http;
+    std::shared_ptr<auth::ReloadableAuthenticator> authenticator;  // null: auth off
     bool stopped = false;
 };
 
@@ -154,24 +155,25 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
     http::Router router;
     api::register_routes(router, *impl->backend, api_options, logger);
     http::Handler handler = std::move(router).into_handler();
-    std::shared_ptr<const auth::Authenticator> authenticator;
+    std::shared_ptr<auth::ReloadableAuthenticator> authenticator;
     const auto now_s = [wall = impl->clock] { return wall->wall_ms() / 1000; };
     if (config.auth.is_enabled) {
         auth::Options auth_options = config.auth;
         auth_options.default_tenant = api_options.default_tenant;
-        auto loaded = auth::Authenticator::load(auth_options);
+        auto loaded = auth::ReloadableAuthenticator::load(auth_options);
         if (!loaded) {
             Error error = std::move(loaded).error();
             error.context = "auth: " + error.context;
             return error;
         }
         authenticator = std::move(*loaded);
+        impl->authenticator = authenticator;
         handler =
             api::with_authentication(std::move(handler), authenticator, api_options, logger, now_s);
         QUEEN_LOG(logger, Level::info, "auth.enabled",
-                  "static_tokens=" << authenticator->static_token_count()
+                  "static_tokens=" << authenticator->current()->static_token_count()
                                    << " hs256=" << !config.auth.jwt_hs256_secret.empty()
-                                   << " rsa_keys=" << authenticator->rsa_key_count());
+                                   << " rsa_keys=" << authenticator->current()->rsa_key_count());
     } else if (!http::is_loopback_address(config.http.bind_address)) {
         QUEEN_LOG(logger, Level::warn, "auth.disabled",
                   "http.address=" << config.http.bind_address
@@ -207,6 +209,31 @@ Result<std::unique_ptr<Server>> Server::start(const NodeConfig& config, Logger& 
               "http=" << impl->http->address() << ":" << impl->http->port()
                       << " tenants=" << impl->tenants->all().size());
     return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::reload() {
+    // Each part is tried whatever the other did; the first failure is returned.
+    Status result;
+    if (impl_->http) {
+        result = impl_->http->reload_tls();
+    }
+    if (impl_->authenticator) {
+        if (auto reloaded = impl_->authenticator->reload(); !reloaded) {
+            Error error = std::move(reloaded).error();
+            error.context = "auth: " + error.context;
+            QUEEN_LOG(*impl_->logger, Level::error, "auth.reload_failed",
+                      "error=\"" << error.message() << "\" kept=previous");
+            if (result) {
+                result = std::move(error);
+            }
+        } else {
+            const auto current = impl_->authenticator->current();
+            QUEEN_LOG(*impl_->logger, Level::info, "auth.reloaded",
+                      "static_tokens=" << current->static_token_count()
+                                       << " rsa_keys=" << current->rsa_key_count());
+        }
+    }
+    return result;
 }
 
 std::uint16_t Server::http_port() const noexcept {

@@ -119,14 +119,14 @@ struct Access {
 [[nodiscard]] std::optional<Access> required_access(http::Method method, std::string_view path);
 
 /// `handler` behind bearer tokens: a request whose route is not public must carry an
-/// `Authorization` header that `authenticator` accepts (else 401 with its reason and
-/// `WWW-Authenticate: Bearer`), and the grant must allow the route's role on the request's
-/// tenant (`options.tenant_header`, else `options.default_tenant`; else 403 "Insufficient
+/// `Authorization` header that `authenticator` (its current Authenticator) accepts (else 401 with
+/// its reason and `WWW-Authenticate: Bearer`), and the grant must allow the route's role on the
+/// request's tenant (`options.tenant_header`, else `options.default_tenant`; else 403 "Insufficient
 /// permissions"). Refused requests reach nothing. An accepted one carries the token's subject in
 /// `request.auth_subject` (pushes stamp it on their messages as `producerSub`). `now_s` gives
 /// Unix seconds for `exp`/`nbf`.
 [[nodiscard]] http::Handler with_authentication(
-    http::Handler handler, std::shared_ptr<const auth::Authenticator> authenticator,
+    http::Handler handler, std::shared_ptr<auth::ReloadableAuthenticator> authenticator,
     const ApiOptions& options, Logger& logger, std::function<std::int64_t()> now_s);
 
 }  // namespace queen::api

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +108,28 @@ public:
 private:
     explicit Authenticator(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
+};
+
+/// The Authenticator requests are checked with, replaced while they run: reload() reads the
+/// files of its Options again (a revoked static token, a rotated JWKS or public key; what
+/// `queen serve` does on SIGHUP). A request keeps the Authenticator it started with.
+/// Thread-safety: all members are thread-safe.
+class ReloadableAuthenticator {
+public:
+    /// As Authenticator::load(). Errors: as Authenticator::load().
+    [[nodiscard]] static Result<std::shared_ptr<ReloadableAuthenticator>> load(Options options);
+
+    /// The Authenticator in use.
+    [[nodiscard]] std::shared_ptr<const Authenticator> current() const;
+    /// Loads the files again and uses them from now on; on error the current Authenticator
+    /// stays. Errors: as Authenticator::load().
+    [[nodiscard]] Status reload();
+
+private:
+    ReloadableAuthenticator(Options options, std::shared_ptr<const Authenticator> current);
+    const Options options_;
+    mutable std::mutex mutex_;
+    std::shared_ptr<const Authenticator> current_;
 };
 
 }  // namespace queen::auth

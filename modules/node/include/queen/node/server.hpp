@@ -31,6 +31,13 @@ public:
     [[nodiscard]] static Result<std::unique_ptr<Server>> start(
         const NodeConfig& config, Logger& logger, const std::function<bool()>& is_cancelled = {});
 
+    /// Reads again the files an operator may replace while the node runs (what `queen serve`
+    /// does on SIGHUP): the TLS certificate and key (http.tls_*) and, with auth on, the tokens
+    /// file, the RS256 public key and the JWKS file (auth.*). Whatever fails to load keeps
+    /// serving what it had; the other part is reloaded all the same. Thread-safe. Errors: the
+    /// first failure, Errc::invalid_argument or Errc::io naming the setting and file.
+    [[nodiscard]] Status reload();
+
     /// The bound HTTP port (useful when http.port is 0).
     [[nodiscard]] std::uint16_t http_port() const noexcept;
 
