@@ -103,8 +103,8 @@ class Server:
     def __exit__(self, *exc):
         self.cleanup()
 
-    def client(self, timeout=30, source_address=None):
-        return Client(self.host, self.port, timeout, source_address)
+    def client(self, timeout=30, source_address=None, ssl_context=None):
+        return Client(self.host, self.port, timeout, source_address, ssl_context)
 
     def output(self):
         return "".join(self.log_lines)
@@ -124,11 +124,13 @@ class Response:
 
 
 class Client:
-    """A keep-alive HTTP/1.1 client (one connection, reconnects when the server closed it)."""
+    """A keep-alive HTTP/1.1 client (one connection, reconnects when the server closed it); HTTPS
+    with `ssl_context` (an ssl.SSLContext)."""
 
-    def __init__(self, host, port, timeout=30, source_address=None):
+    def __init__(self, host, port, timeout=30, source_address=None, ssl_context=None):
         self.host, self.port, self.timeout = host, port, timeout
         self.source_address = source_address  # (ip, 0): connect from that local address
+        self.ssl_context = ssl_context
         self.conn = None
 
     def request(self, method, path, body=None, headers=None, raw_body=None):
@@ -138,7 +140,11 @@ class Client:
             data = json.dumps(body).encode()
             hdrs.setdefault("Content-Type", "application/json")
         for attempt in range(2):
-            if self.conn is None:
+            if self.conn is None and self.ssl_context is not None:
+                self.conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout,
+                                                        source_address=self.source_address,
+                                                        context=self.ssl_context)
+            elif self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout,
                                                        source_address=self.source_address)
             try:
