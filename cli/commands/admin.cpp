@@ -968,9 +968,15 @@ int run_admin(const AdminOptions& options) {
                      endpoint.error().message().c_str());
         return exit_usage;
     }
+    auto tls = tls_options_of(options.tls, *endpoint, "queen admin");
+    if (!tls) {
+        std::fprintf(stderr, "queen admin: %s\n", tls.error().message().c_str());
+        return exit_usage;
+    }
     qc::ClientOptions client_options;
     client_options.endpoint = *endpoint;
     client_options.bearer_token = options.token;
+    client_options.connection.tls = std::move(*tls);
     const auto timeout_ms = static_cast<std::int64_t>(std::llround(options.timeout_s * 1000.0));
     client_options.connection.request_timeout_ms = timeout_ms;
     client_options.connection.connect_timeout_ms = timeout_ms;
@@ -1035,6 +1041,7 @@ void register_admin(CLI::App& app, int& exit_code) {
     admin->add_option("--tenant", options->tenant, "Tenant (X-Queen-Tenant header)");
     admin->add_option("--token", options->token,
                       "Bearer token (a static API token or a JWT) for a broker with auth on");
+    add_tls_flags(admin, options->tls, "QUEEN_CA_FILE");
     admin->add_option("--timeout", options->timeout_s, "Connect and request timeout, seconds")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();

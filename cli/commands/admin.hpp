@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "commands/tls_flags.hpp"
 #include "queen/core/queue_options.hpp"
 #include "queen/core/result.hpp"
 
@@ -66,6 +67,7 @@ struct AdminOptions {
     std::string url = "http://127.0.0.1:6632";  ///< --url, or QUEEN_URL
     std::string tenant;                         ///< non-empty: sent as X-Queen-Tenant
     std::string token;                          ///< non-empty: Authorization: Bearer
+    TlsFlags tls;                               ///< for an https:// url
     bool json = false;                          ///< print JSON objects instead of tables
     double timeout_s = 10.0;                    ///< connect and request deadline
 
@@ -110,7 +112,8 @@ void register_admin(CLI::App& app, int& exit_code);
 /// Runs `options.command` against the broker at `options.url`, printing to stdout (errors to
 /// stderr). Returns exit_ok; exit_failed for an operation the broker refused (HTTP 4xx/5xx other
 /// than 503/504, an unknown queue, group, tenant or member, a rejected seek, a tenant or member
-/// that exists already, a member change on a node that runs alone); exit_usage for a bad URL or
+/// that exists already, a member change on a node that runs alone) and for TLS that failed (a
+/// certificate that did not verify, a file that does not load); exit_usage for a bad URL or
 /// an argument the client rejects (a tenant delete or cluster remove without --yes when stdin
 /// is not a terminal); exit_retryable when the broker could not be
 /// reached, timed out or answered 503/504, or when a leadership transfer did not finish within

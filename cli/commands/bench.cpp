@@ -14,6 +14,7 @@ void add_workload_flags(CLI::App* command, const std::shared_ptr<BenchOptions>& 
     command->add_option("--token", options->token,
                         "Bearer token (a static API token or a JWT) for a broker with auth on: "
                         "admin, as the bench deletes and configures its queue");
+    add_tls_flags(command, options->tls);
     command->add_option("--queue", options->queue, "Queue to use (deleted and created again)")
         ->capture_default_str();
     command

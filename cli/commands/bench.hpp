@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "commands/tls_flags.hpp"
+
 namespace CLI {
 class App;
 }
@@ -32,6 +34,7 @@ struct BenchOptions {
     std::filesystem::path profiles_file = "conf/bench.toml";
     std::string url = "http://127.0.0.1:6632";
     std::string token;  ///< bearer token for a broker with auth.enabled (empty: none)
+    TlsFlags tls;       ///< for an https:// url
     std::string queue = "bench";
     std::int64_t producers = 1;
     std::int64_t consumers = 1;

@@ -23,6 +23,7 @@
 #include "queen/bench/system.hpp"
 #include "queen/bench/workload.hpp"
 #include "queen/client/client.hpp"
+#include "queen/client/errc.hpp"
 #include "queen/core/clock.hpp"
 #include "queen/core/rng.hpp"
 
@@ -244,9 +245,17 @@ std::variant<bench::Report, int> run_one(const BenchOptions& options) {
         std::cerr << "queen bench: " << endpoint.error().message() << "\n";
         return exit_usage;
     }
+    auto tls = tls_options_of(options.tls, *endpoint, "queen bench");
+    if (!tls) {
+        std::cerr << "queen bench: " << tls.error().message() << "\n";
+        return exit_usage;
+    }
     client::ClientOptions client_options;
     client_options.endpoint = *endpoint;
     client_options.bearer_token = options.token;  // every connection of the run sends it
+    // And the TLS options: the workload's multiplexers, the server facts and the stream runners'
+    // clients all take the client's connection options.
+    client_options.connection.tls = std::move(*tls);
     // Setup only (queue reset, seed pushes): the workload's connections are the driver's own.
     client_options.connections_max = 2;
     client_options.is_payload_validated = false;  // the bench builds valid JSON itself
@@ -260,7 +269,8 @@ std::variant<bench::Report, int> run_one(const BenchOptions& options) {
     if (!health) {
         std::cerr << "queen bench: cannot reach " << options.url << ": " << health.error().message()
                   << "\n";
-        return exit_retryable;
+        // A certificate that does not verify stays so: not worth a retry.
+        return health.error().is(client::Errc::tls_failed) ? exit_failed : exit_retryable;
     }
     const auto facts = bench::parse_health(health->json);
     workload.wait_until_ns = wait_until_monotonic_ns;

@@ -726,7 +726,7 @@ class ExitCodes(unittest.TestCase):
         self.assertIn("timeout", out.stderr)
 
     def test_usage_errors(self):
-        for args in (["queues"], ["queues", "show"], ["bogus"], ["--url", "https://x:1", "health"],
+        for args in (["queues"], ["queues", "show"], ["bogus"], ["--url", "ftp://x:1", "health"],
                      ["--url", "http://127.0.0.1:6632/path", "health"], ["--timeout", "0", "health"],
                      ["queues", "create", "q", "--lease-time", "-1"], ["queues", "create", "q", "--ttl", "x"],
                      ["kv"], ["kv", "get", "b"], ["kv", "list", "--prefix", "a"], ["kv", "list", "b", "--limit", "0"], ["locks", "get"],
