@@ -36,7 +36,10 @@ Result<QueueState> QueueState::open(store::Env& env, const Options& options) {
     for (const auto& [table, name] : names) {
         // open_table may report map_full after growing the map: try again once grown.
         for (int attempt = 0;; ++attempt) {
-            auto opened = env.open_table(name);
+            // Message blocks carry their own CRC-32C (block format 4): the store adds none.
+            auto opened =
+                env.open_table(name, table == &t.messages ? store::TableFlags::self_checked
+                                                          : store::TableFlags::none);
             if (opened) {
                 *table = *opened;
                 break;

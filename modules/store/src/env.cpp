@@ -181,6 +181,41 @@ TableFlags from_mdb_flags(unsigned flags) {
     return out;
 }
 
+/// Tables whose values carry the store's CRC-32C: one key per table name, empty values.
+constexpr const char* value_checksums_table = "store.value_checksums";
+
+/// New tables get value checksums unless LMDB keeps their values sorted (dupsort: a suffix
+/// would change lookups by value) or their owner checks its values itself.
+bool wants_value_checksums(TableFlags flags) {
+    return !has_flag(flags, TableFlags::dupsort) && !has_flag(flags, TableFlags::self_checked);
+}
+
+/// Whether table `name` has value checksums, recording that it has when `is_new_with_checksums`
+/// (inside `txn`, which creates the table). An LMDB code.
+int value_checksums_of(MDB_txn* txn, const std::string& name, bool is_new_with_checksums,
+                       bool& has_value_checksums) {
+    MDB_dbi dbi = 0;
+    int rc =
+        mdb_dbi_open(txn, value_checksums_table, is_new_with_checksums ? MDB_CREATE : 0u, &dbi);
+    if (rc == MDB_NOTFOUND) {
+        has_value_checksums = false;  // an environment older than value checksums
+        return MDB_SUCCESS;
+    }
+    if (rc != MDB_SUCCESS) {
+        return rc;
+    }
+    MDB_val key{name.size(), const_cast<char*>(name.data())};
+    MDB_val value{0, nullptr};
+    if (is_new_with_checksums) {
+        rc = mdb_put(txn, dbi, &key, &value, 0);
+        has_value_checksums = rc == MDB_SUCCESS;
+        return rc;
+    }
+    rc = mdb_get(txn, dbi, &key, &value);
+    has_value_checksums = rc == MDB_SUCCESS;
+    return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+}
+
 std::string describe_flags(TableFlags flags) {
     std::string out;
     auto add = [&](TableFlags flag, const char* name) {
@@ -193,6 +228,7 @@ std::string describe_flags(TableFlags flags) {
     add(TableFlags::dupsort, "dupsort");
     add(TableFlags::dup_fixed, "dup_fixed");
     add(TableFlags::integer_dups, "integer_dups");
+    add(TableFlags::self_checked, "self_checked");
     return out.empty() ? "none" : out;
 }
 
@@ -254,7 +290,7 @@ queen::Result<std::unique_ptr<detail::EnvState>> open_state(const std::filesyste
     // A read-only open keeps the size the writer recorded (0 = use the file's meta page).
     rc = mdb_env_set_mapsize(state->env, is_read_only ? 0 : options.map_size_bytes);
     if (rc == MDB_SUCCESS) {
-        rc = mdb_env_set_maxdbs(state->env, options.tables_max);
+        rc = mdb_env_set_maxdbs(state->env, options.tables_max + 1);  // + store.value_checksums
     }
     if (rc == MDB_SUCCESS) {
         rc = mdb_env_set_maxreaders(state->env, options.readers_max);
@@ -376,8 +412,10 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
                 known = found->second;
             }
         }
+        // self_checked only matters when the table is created.
+        const TableFlags lmdb_flags = from_mdb_flags(to_mdb_flags(flags));
         if (known.has_value()) {
-            if (known->flags() != flags) {
+            if (from_mdb_flags(to_mdb_flags(known->flags())) != lmdb_flags) {
                 return queen::Error{Errc::invalid_argument, label + ": the table has flags " +
                                                                 describe_flags(known->flags()) +
                                                                 ", asked for " +
@@ -389,13 +427,21 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
         QUEEN_TRY(MDB_txn * txn, begin_lmdb_txn(*state_, is_write));
         const std::string name_text(name);
         MDB_dbi dbi = 0;
-        int rc = mdb_dbi_open(txn, name_text.c_str(),
-                              to_mdb_flags(flags) | (is_write ? MDB_CREATE : 0u), &dbi);
+        int rc = mdb_dbi_open(txn, name_text.c_str(), to_mdb_flags(flags), &dbi);
+        const bool is_created = rc == MDB_NOTFOUND && is_write;
+        if (is_created) {
+            rc = mdb_dbi_open(txn, name_text.c_str(), to_mdb_flags(flags) | MDB_CREATE, &dbi);
+        }
         unsigned stored_flags = 0;
         if (rc == MDB_SUCCESS) {
             rc = mdb_dbi_flags(txn, dbi, &stored_flags);
         }
-        if (rc == MDB_SUCCESS && from_mdb_flags(stored_flags & table_flag_mask) != flags) {
+        bool has_value_checksums = false;
+        if (rc == MDB_SUCCESS && name_text != value_checksums_table) {
+            rc = value_checksums_of(txn, name_text, is_created && wants_value_checksums(flags),
+                                    has_value_checksums);
+        }
+        if (rc == MDB_SUCCESS && from_mdb_flags(stored_flags & table_flag_mask) != lmdb_flags) {
             mdb_txn_abort(txn);
             state_->leave(is_write);
             return queen::Error{Errc::invalid_argument,
@@ -435,7 +481,7 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
             auto error = detail::lmdb_error(rc, label + ": commit");
             return is_write ? state_->poison(error) : error;
         }
-        const Table table(dbi, flags);
+        const Table table(dbi, flags, has_value_checksums);
         const std::lock_guard tables_lock(state_->tables_mutex);
         state_->tables_by_name.emplace(name_text, table);
         if (state_->names_by_id.size() <= dbi) {
@@ -455,7 +501,10 @@ queen::Result<std::vector<std::string>> Env::table_names() const {
         MDB_val key{};
         MDB_val value{};
         while ((rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) == MDB_SUCCESS) {
-            names.emplace_back(static_cast<const char*>(key.mv_data), key.mv_size);
+            const std::string_view found(static_cast<const char*>(key.mv_data), key.mv_size);
+            if (found != value_checksums_table) {  // the store's own bookkeeping
+                names.emplace_back(found);
+            }
         }
         mdb_cursor_close(cursor);
     }
@@ -594,7 +643,10 @@ queen::Result<EnvStats> Env::stats() const {
         return fail(rc, "table names");
     }
     while ((rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) == MDB_SUCCESS) {
-        names.emplace_back(static_cast<const char*>(key.mv_data), key.mv_size);
+        const std::string_view found(static_cast<const char*>(key.mv_data), key.mv_size);
+        if (found != value_checksums_table) {  // the store's own bookkeeping
+            names.emplace_back(found);
+        }
     }
     mdb_cursor_close(cursor);
     if (rc != MDB_NOTFOUND) {
@@ -618,7 +670,12 @@ queen::Result<EnvStats> Env::stats() const {
             if (rc != MDB_SUCCESS) {
                 return fail(rc, "flags of table '" + name + "'");
             }
-            opened.emplace_back(name, Table(dbi, from_mdb_flags(flags)));
+            bool has_value_checksums = false;
+            rc = value_checksums_of(txn, name, false, has_value_checksums);
+            if (rc != MDB_SUCCESS) {
+                return fail(rc, "value checksums of table '" + name + "'");
+            }
+            opened.emplace_back(name, Table(dbi, from_mdb_flags(flags), has_value_checksums));
         }
         rc = mdb_stat(txn, dbi, &stat);
         if (rc != MDB_SUCCESS) {

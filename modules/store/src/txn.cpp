@@ -3,7 +3,13 @@
 
 #include <lmdb.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
+#include <vector>
+
+#include "queen/core/bytes.hpp"
+#include "queen/core/crc32c.hpp"
 
 #include "queen/store/env.hpp"
 #include "state.hpp"
@@ -96,6 +102,45 @@ bool is_append(PutFlags flags) {
                     static_cast<std::uint32_t>(PutFlags::append_dup))) != 0;
 }
 
+/// The value a table with value checksums stores for `value`: the value, then its CRC-32C
+/// (little-endian). Built aside, not with MDB_RESERVE: `value` may point into the map, which the
+/// put can move. The view stays valid until the next call on this thread.
+MDB_val with_checksum(ByteSpan value) {
+    thread_local std::vector<Byte> scratch;
+    scratch.resize(value.size() + Table::checksum_bytes);
+    if (!value.empty()) {
+        std::memcpy(scratch.data(), value.data(), value.size());
+    }
+    const std::uint32_t crc = crc32c(value);
+    for (std::size_t i = 0; i < Table::checksum_bytes; ++i) {
+        scratch[value.size() + i] = static_cast<Byte>(crc >> (8 * i));
+    }
+    return MDB_val{scratch.size(), scratch.data()};
+}
+
+/// The value stored as `stored` in a table with value checksums, once its checksum matches.
+/// Errors: queen::Errc::corruption naming the table and the key.
+queen::Result<ByteSpan> checked_value(const detail::TxnState& state, Table table, ByteSpan key,
+                                      ByteSpan stored) {
+    if (stored.size() >= Table::checksum_bytes) [[likely]] {
+        const ByteSpan value = stored.first(stored.size() - Table::checksum_bytes);
+        std::uint32_t expected = 0;
+        for (std::size_t i = 0; i < Table::checksum_bytes; ++i) {
+            expected |= static_cast<std::uint32_t>(stored[value.size() + i]) << (8 * i);
+        }
+        if (crc32c(value) == expected) [[likely]] {
+            return value;
+        }
+    }
+    constexpr std::size_t key_shown_max = 32;
+    const ByteSpan shown = key.first(std::min(key.size(), key_shown_max));
+    return queen::Error{queen::Errc::corruption, state.env->table_label(table.id()) +
+                                                     ": the value of key " + to_hex(shown) +
+                                                     (key.size() > key_shown_max ? "..." : "") +
+                                                     " (" + std::to_string(stored.size()) +
+                                                     " bytes) fails its checksum: damaged on disk"};
+}
+
 /// LMDB checks key sizes on writes but not on lookups; check both the same way.
 queen::Result<void> check_key(ByteSpan key, const char* operation) {
     if (key.empty() || key.size() > Env::key_size_max) [[unlikely]] {
@@ -158,6 +203,11 @@ queen::Result<std::optional<ByteSpan>> Txn::get(Table table, ByteSpan key) const
     MDB_val value{};
     const int rc = mdb_get(state_->txn, table.id(), &key_val, &value);
     if (rc == MDB_SUCCESS) [[likely]] {
+        if (table.has_value_checksums()) {
+            QUEEN_TRY(const ByteSpan checked,
+                      checked_value(*state_, table, key, detail::to_span(value)));
+            return std::optional<ByteSpan>(checked);
+        }
         return std::optional<ByteSpan>(detail::to_span(value));
     }
     if (rc == MDB_NOTFOUND) {
@@ -205,7 +255,7 @@ queen::Result<void> WriteTxn::put(Table table, ByteSpan key, ByteSpan value, Put
     QUEEN_TRY(state_->check_usable());
     QUEEN_ASSERT(table.is_valid(), "put with an invalid Table");
     MDB_val key_val = detail::to_val(key);
-    MDB_val value_val = detail::to_val(value);
+    MDB_val value_val = table.has_value_checksums() ? with_checksum(value) : detail::to_val(value);
     const int rc = mdb_put(state_->txn, table.id(), &key_val, &value_val, to_mdb_put_flags(flags));
     if (rc == MDB_SUCCESS) [[likely]] {
         return {};
@@ -221,15 +271,19 @@ queen::Result<std::optional<ByteSpan>> WriteTxn::put_if_absent(Table table, Byte
     QUEEN_ASSERT(!has_flag(table.flags(), TableFlags::dupsort),
                  "put_if_absent is not allowed in dupsort tables");
     MDB_val key_val = detail::to_val(key);
-    MDB_val value_val = detail::to_val(value);
+    MDB_val value_val = table.has_value_checksums() ? with_checksum(value) : detail::to_val(value);
     const int rc = mdb_put(state_->txn, table.id(), &key_val, &value_val, MDB_NOOVERWRITE);
     if (rc == MDB_SUCCESS) [[likely]] {
         return std::optional<ByteSpan>{};
     }
     if (rc == MDB_KEYEXIST) {
         // LMDB points the data argument at the stored value.
-        return std::optional<ByteSpan>{
-            ByteSpan(static_cast<const Byte*>(value_val.mv_data), value_val.mv_size)};
+        const ByteSpan stored(static_cast<const Byte*>(value_val.mv_data), value_val.mv_size);
+        if (table.has_value_checksums()) {
+            QUEEN_TRY(const ByteSpan checked, checked_value(*state_, table, key, stored));
+            return std::optional<ByteSpan>{checked};
+        }
+        return std::optional<ByteSpan>{stored};
     }
     return state_->fail(rc, "put into " + state_->env->table_label(table.id()));
 }
@@ -241,6 +295,8 @@ queen::Result<MutableByteSpan> WriteTxn::reserve(Table table, ByteSpan key, std:
     QUEEN_ASSERT(table.is_valid(), "reserve with an invalid Table");
     QUEEN_ASSERT(!has_flag(table.flags(), TableFlags::dupsort),
                  "reserve is not allowed in dupsort tables");
+    QUEEN_ASSERT(!table.has_value_checksums(),
+                 "reserve needs a table without value checksums (self_checked)");
     MDB_val key_val = detail::to_val(key);
     MDB_val value{size_bytes, nullptr};
     const int rc =
@@ -370,7 +426,13 @@ queen::Result<std::optional<Entry>> Cursor::move(int op, const char* what, ByteS
     const int rc = mdb_cursor_get(static_cast<MDB_cursor*>(cursor_), &key_val, &value_val,
                                   static_cast<MDB_cursor_op>(op));
     if (rc == MDB_SUCCESS) [[likely]] {
-        return std::optional<Entry>(Entry{detail::to_span(key_val), detail::to_span(value_val)});
+        const ByteSpan found_key = detail::to_span(key_val);
+        if (table_.has_value_checksums()) {
+            QUEEN_TRY(const ByteSpan checked,
+                      checked_value(*txn_, table_, found_key, detail::to_span(value_val)));
+            return std::optional<Entry>(Entry{found_key, checked});
+        }
+        return std::optional<Entry>(Entry{found_key, detail::to_span(value_val)});
     }
     // GET_CURRENT on a cursor without a position answers EINVAL: that is "no entry" too.
     if (rc == MDB_NOTFOUND || (rc == EINVAL && op == MDB_GET_CURRENT)) {
@@ -439,7 +501,7 @@ queen::Result<void> Cursor::put(ByteSpan key, ByteSpan value, PutFlags flags) {
         return queen::Error{Errc::read_only, "cursor put in a read txn"};
     }
     MDB_val key_val = detail::to_val(key);
-    MDB_val value_val = detail::to_val(value);
+    MDB_val value_val = table_.has_value_checksums() ? with_checksum(value) : detail::to_val(value);
     const int rc = mdb_cursor_put(static_cast<MDB_cursor*>(cursor_), &key_val, &value_val,
                                   to_mdb_put_flags(flags));
     if (rc == MDB_SUCCESS) [[likely]] {

@@ -136,6 +136,8 @@ TEST_CASE("store: append accepts increasing keys and rejects others without harm
 
 TEST_CASE("store: reserve lets the caller write the value in place", "[store][txn]") {
     Fixture f;
+    f.table = must(f.env.open_table("self-checked", TableFlags::self_checked));
+    CHECK_FALSE(f.table.has_value_checksums());
     auto txn = must(f.env.begin_write());
     auto space = must(txn.reserve(f.table, bytes("r"), 5));
     REQUIRE(space.size() == 5);

@@ -1,6 +1,7 @@
 // queen/store/table.hpp — Table: a handle on one named LMDB table (MDB_dbi) and its statistics.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,10 @@ enum class TableFlags : std::uint32_t {
     dup_fixed = 1u << 2,
     /// MDB_INTEGERDUP (with dupsort): values are native-endian unsigned integers.
     integer_dups = 1u << 3,
+    /// Not LMDB's: the values carry a checksum of their owner's making (message blocks), so the
+    /// store adds none to a table created with it (Table::has_value_checksums). Ignored when an
+    /// existing table is opened.
+    self_checked = 1u << 4,
 };
 [[nodiscard]] constexpr TableFlags operator|(TableFlags a, TableFlags b) noexcept {
     return static_cast<TableFlags>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));
@@ -33,22 +38,37 @@ enum class TableFlags : std::uint32_t {
 /// A named table of an Env, from Env::open_table(). A small value type: copy it freely. It is
 /// valid for the life of the Env that opened it and usable from any txn of that Env.
 /// A default-constructed Table is invalid; passing it to a txn is a programmer error (asserts).
+///
+/// Value checksums: a table created by this version (not dupsort, not self_checked) stores
+/// each value with a CRC-32C after it; every read checks it and a mismatch is an error
+/// (queen::Errc::corruption naming the table and key) instead of damaged bytes. Callers see
+/// the value alone. Tables created before value checksums existed have none (the Env records
+/// which tables have them, in its table "store.value_checksums").
 class Table {
 public:
     constexpr Table() noexcept = default;
-    constexpr Table(std::uint32_t id, TableFlags flags) noexcept : id_(id), flags_(flags) {}
+    constexpr Table(std::uint32_t id, TableFlags flags, bool has_value_checksums = false) noexcept
+        : id_(id), flags_(flags), has_value_checksums_(has_value_checksums) {}
 
     [[nodiscard]] constexpr bool is_valid() const noexcept { return id_ != invalid_id; }
     /// The LMDB dbi number, for diagnostics (named tables start at 2: LMDB keeps its free list
     /// in 0 and the table names in 1).
     [[nodiscard]] constexpr std::uint32_t id() const noexcept { return id_; }
     [[nodiscard]] constexpr TableFlags flags() const noexcept { return flags_; }
+    /// Whether the table's values carry the store's CRC-32C (see above).
+    [[nodiscard]] constexpr bool has_value_checksums() const noexcept {
+        return has_value_checksums_;
+    }
     friend constexpr bool operator==(Table, Table) noexcept = default;
+
+    /// Bytes the store adds to each value of a table with value checksums.
+    static constexpr std::size_t checksum_bytes = 4;
 
 private:
     static constexpr std::uint32_t invalid_id = 0xffffffffu;
     std::uint32_t id_ = invalid_id;
     TableFlags flags_ = TableFlags::none;
+    bool has_value_checksums_ = false;
 };
 
 /// Size statistics of one table (mdb_stat), as `queen inspect state` reports them.
