@@ -162,6 +162,54 @@ class ClusterReplication(unittest.TestCase):
         self.assertIn("tenant.raft_recovering", log)
         self.assertIn("raft.recovered", log)
 
+    def test_a_node_whose_log_was_damaged_repairs_it_from_its_peers(self):
+        # A bit flipped in a synced record of a follower's log (issue 27): alone it would refuse
+        # to start; as a member of a tenant with other replicas it cuts the damaged record and
+        # everything after, rejoins recovering and gets them back from the leader.
+        cluster = self.cluster
+        leader_id, _ = cluster.leader()
+        follower_id = next(i for i in cluster.nodes if i != leader_id)
+        follower = cluster.nodes[follower_id]
+        marker = "DAMAGE-MARKER-0123456789abcdefghijklmnop"
+        c = cluster.nodes[leader_id].client()
+        for n in range(3):
+            r = c.post("/api/v1/push", {"items": [
+                {"queue": "dq", "transactionId": f"t{n}", "payload": {"m": marker, "n": n}}]})
+            self.assertEqual(r.status, 201, r.body)
+        cluster.wait_applied(leader_id, [follower_id])
+        self.assertEqual(follower.stop(), 0)
+        log_dir = os.path.join(follower.data_dir, "tenants", "default", "log")
+        segment = os.path.join(log_dir, sorted(n for n in os.listdir(log_dir) if n.endswith(".seg"))[-1])
+        with open(segment, "r+b") as f:
+            data = bytearray(f.read())
+            at = data.rfind(marker.encode())
+            self.assertGreater(at, 0)
+            data[at + 5] ^= 0x01
+            f.seek(0)
+            f.write(data)
+        verify = subprocess.run([QUEEN_BIN, "inspect", "log", log_dir, "--verify"],
+                                capture_output=True, text=True)
+        self.assertEqual(verify.returncode, 4, verify.stdout + verify.stderr)
+
+        follower.start()
+        recovering = os.path.join(follower.data_dir, "tenants", "default", "raft_recovering")
+        wait_until(lambda: not os.path.exists(recovering), what="the recovering marker removed")
+        cluster.wait_applied(leader_id, [follower_id])
+        out = follower.output()
+        self.assertIn("tenant.log_damage_repaired", out)
+        self.assertIn("raft.recovered", out)
+        # Everything is there, read through the repaired node.
+        f = follower.client()
+        r = f.get("/api/v1/pop/queue/dq?batch=10&wait=false&autoAck=true")
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual([m["transactionId"] for m in r.json()["messages"]], ["t0", "t1", "t2"])
+        f.close()
+        c.close()
+        self.assertEqual(follower.stop(), 0)
+        clean = subprocess.run([QUEEN_BIN, "inspect", "log", log_dir, "--verify"],
+                               capture_output=True, text=True)
+        self.assertEqual(clean.returncode, 0, clean.stdout + clean.stderr)
+
     def test_a_long_poll_on_a_follower_is_woken_by_a_push_to_the_leader(self):
         cluster = self.cluster
         leader_id, _ = cluster.leader()

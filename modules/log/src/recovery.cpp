@@ -184,6 +184,7 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
                                                           options.record_size_bytes_max));
             }
             if (!is_last && (valid_after || later_valid)) {
+                rep.damaged_from = scan.last_index.next();
                 return synced_damage_error(dir, path, scan,
                                            "valid records follow it in this or a later segment, "
                                            "and only the last segment is ever written unsynced");
@@ -195,6 +196,7 @@ Result<std::unique_ptr<Log>> Log::open(const std::filesystem::path& dir, const O
                 const std::optional<std::string> written_whole,
                 find_written_damage_windowed(file_size, view, scan, options.record_size_bytes_max));
             if (written_whole) {
+                rep.damaged_from = scan.last_index.next();
                 return synced_damage_error(dir, path, scan, *written_whole);
             }
             rep.tail_truncated = true;

@@ -508,13 +508,17 @@ TEST_CASE(
     const auto [last_file, offsets] = write_log_with_flipped_bit(dir.path(), 0x10);
     const std::uint64_t damaged = 100 - offsets.size() + 2;
     const auto before = snapshot_files(dir.path());
-    auto refused = Log::open(dir.path(), small_segments());
+    RecoveryReport report;
+    auto refused = Log::open(dir.path(), small_segments(), {}, &report);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().is(Errc::corruption));
     CHECK_THAT(refused.error().context,
                Catch::Contains(last_file.string() + " offset " + std::to_string(offsets[1]) +
                                ", index " + std::to_string(damaged)));
     CHECK(snapshot_files(dir.path()) == before);
+    // What a cluster member cuts from by itself (its peers hold the rest).
+    REQUIRE(report.damaged_from.has_value());
+    CHECK(report.damaged_from->value() == damaged);
 
     SECTION("a cut above the damage is refused: records below it must decode") {
         auto cut = cut_log(dir.path(), LogIndex{damaged + 1}, small_segments(), true);

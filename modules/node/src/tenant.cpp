@@ -64,18 +64,37 @@ Result<std::unique_ptr<Tenant>> Tenant::open(std::string name, const std::filesy
     environment.logger = &logger;
     auto opened = log::Log::open(dir / "log", config.log, environment, &report,
                                  cluster ? LogIndex{0} : tenant->engine_->applied_index());
+    const bool has_peers = cluster != nullptr && tenant->conf_state_.voters.size() > 1;
+    if (!opened && opened.error().is(Errc::corruption) && report.damaged_from && has_peers) {
+        // Repair from the peers (docs/cluster.md, "A damaged log"): the damaged record and every
+        // later one are cut and come back from the leader. The marker goes first: until it has
+        // caught up this node votes for nobody, since the cut may drop entries it acknowledged.
+        const LogIndex cut_from = *report.damaged_from;
+        QUEEN_LOG(logger, Level::error, "tenant.log_damage_repairing",
+                  "tenant=" << tenant->name_ << " cut_from=" << cut_from.value() << " error=\""
+                            << opened.error().message()
+                            << "\" note=\"the dropped entries come back from the leader\"");
+        QUEEN_TRY(write_file_durably(dir / "raft_recovering", "recovering\n"));
+        QUEEN_TRY(const log::CutReport cut, log::cut_log(dir / "log", cut_from, config.log, true));
+        QUEEN_LOG(logger, Level::warn, "tenant.log_damage_repaired",
+                  "tenant=" << tenant->name_ << " first_dropped=" << cut.first_dropped.value()
+                            << " last_dropped=" << cut.last_dropped.value()
+                            << " records_dropped=" << cut.records_dropped);
+        opened = log::Log::open(dir / "log", config.log, environment, &report, LogIndex{0});
+    }
     if (!opened && opened.error().is(Errc::corruption)) {
         Error refused = std::move(opened).error();
         refused.context =
             "tenant " + tenant->name_ + ": " + refused.context +
-            (cluster != nullptr ? ". This node is a cluster member: after the cut it rejoins "
-                                  "recovering (the repair leaves tenants/" +
-                                      tenant->name_ +
-                                      "/raft_recovering), votes for nobody and gets the dropped "
-                                      "entries back from the leader"
-                                : ". On a single node the cut loses what it drops; if the state "
-                                  "already applied it the tenant then refuses to start (state "
-                                  "ahead of the log): restore a backup instead");
+            (has_peers ? ". This node is a cluster member: after the cut it rejoins "
+                         "recovering (the repair leaves tenants/" +
+                             tenant->name_ +
+                             "/raft_recovering), votes for nobody and gets the dropped "
+                             "entries back from the leader"
+                       : ". No other replica holds this tenant: the cut loses what it "
+                         "drops; if the state "
+                         "already applied it the tenant then refuses to start (state "
+                         "ahead of the log): restore a backup instead");
         return refused;
     }
     QUEEN_TRY(tenant->log_, std::move(opened));

@@ -85,6 +85,9 @@ struct RecoveryReport {
     bool valid_record_after_cut = false;
     std::vector<std::filesystem::path> removed_segments;  ///< later, empty or torn segments dropped
     bool created = false;  ///< the directory held no segment: a new log was started
+    /// Set when open() refused damage to synced data at a record: its index, the first one a
+    /// repair drops (cut_log(dir, *damaged_from, ...) is what repair_command() runs).
+    std::optional<LogIndex> damaged_from;
 };
 
 /// Where the log does its I/O and reports. All references must outlive the Log.
