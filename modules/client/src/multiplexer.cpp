@@ -338,18 +338,19 @@ void HttpMultiplexer::send_some_tls(Slot& slot, std::vector<Completion>& complet
                 fail(slot, Errc::connection_closed, "closed by the server", completed);
                 return;
             case detail::TlsStep::io_failed:
-            case detail::TlsStep::failed: {
-                const std::string why = slot.tls.error();  // fail() closes the session
-                fail(slot,
-                     step.step == detail::TlsStep::failed ? Errc::tls_failed
-                                                          : Errc::connection_closed,
-                     why.c_str(), completed);
+            case detail::TlsStep::failed:
+                fail_tls(slot, step.step == detail::TlsStep::failed, completed);
                 return;
-            }
         }
     }
     slot.state = Slot::State::receiving;
     watch(slot, EPOLLIN);
+}
+
+void HttpMultiplexer::fail_tls(Slot& slot, bool is_tls_failure,
+                               std::vector<Completion>& completed) {
+    const std::string why = slot.tls.error();  // fail() closes the session
+    fail(slot, is_tls_failure ? Errc::tls_failed : Errc::connection_closed, why.c_str(), completed);
 }
 
 void HttpMultiplexer::receive_tls(Slot& slot, std::vector<Completion>& completed) {
@@ -371,14 +372,9 @@ void HttpMultiplexer::receive_tls(Slot& slot, std::vector<Completion>& completed
             case detail::TlsStep::want_read: watch(slot, EPOLLIN); return;
             case detail::TlsStep::want_write: watch(slot, EPOLLOUT); return;
             case detail::TlsStep::io_failed:
-            case detail::TlsStep::failed: {
-                const std::string why = slot.tls.error();  // fail() closes the session
-                fail(slot,
-                     step.step == detail::TlsStep::failed ? Errc::tls_failed
-                                                          : Errc::connection_closed,
-                     why.c_str(), completed);
+            case detail::TlsStep::failed:
+                fail_tls(slot, step.step == detail::TlsStep::failed, completed);
                 return;
-            }
         }
     }
 }

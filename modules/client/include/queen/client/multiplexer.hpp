@@ -112,6 +112,9 @@ private:
     void send_some_tls(Slot& slot, std::vector<Completion>& completed);
     void receive(Slot& slot, std::vector<Completion>& completed);
     void receive_tls(Slot& slot, std::vector<Completion>& completed);
+    /// A TLS read or write failed: Errc::tls_failed (`is_tls_failure`: the protocol, an alert)
+    /// or connection_closed (the socket), with OpenSSL's reason.
+    void fail_tls(Slot& slot, bool is_tls_failure, std::vector<Completion>& completed);
     bool parse(Slot& slot, const char* data, std::size_t length,
                std::vector<Completion>& completed);
     void on_event(Slot& slot, std::uint32_t events, std::vector<Completion>& completed);
