@@ -190,30 +190,75 @@ bool wants_value_checksums(TableFlags flags) {
     return !has_flag(flags, TableFlags::dupsort) && !has_flag(flags, TableFlags::self_checked);
 }
 
-/// Whether table `name` has value checksums, recording that it has when `is_new_with_checksums`
-/// (inside `txn`, which creates the table). An LMDB code.
-int value_checksums_of(MDB_txn* txn, const std::string& name, bool is_new_with_checksums,
-                       bool& has_value_checksums) {
+/// Rewrites every value of table `dbi` as value + CRC-32C (a table made before value
+/// checksums), inside `txn`. An LMDB code.
+int add_value_checksums(MDB_txn* txn, MDB_dbi dbi) {
+    MDB_cursor* cursor = nullptr;
+    int rc = mdb_cursor_open(txn, dbi, &cursor);
+    if (rc != MDB_SUCCESS) {
+        return rc;
+    }
+    MDB_val key{};
+    MDB_val value{};
+    std::vector<Byte> key_copy;
+    std::vector<Byte> stored;
+    for (rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST); rc == MDB_SUCCESS;
+         rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)) {
+        // Both point into the page the put rewrites: copy them first.
+        const ByteSpan found_key = detail::to_span(key);
+        key_copy.assign(found_key.begin(), found_key.end());
+        detail::stored_with_checksum(detail::to_span(value), stored);
+        MDB_val put_key{key_copy.size(), key_copy.data()};
+        MDB_val put_value{stored.size(), stored.data()};
+        rc = mdb_cursor_put(cursor, &put_key, &put_value, MDB_CURRENT);
+        if (rc != MDB_SUCCESS) {
+            break;
+        }
+    }
+    mdb_cursor_close(cursor);
+    return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+}
+
+/// Whether table `name` (`table_dbi`) has value checksums. The record of store.value_checksums
+/// says so: an empty value for a table that has them, "S" for one whose owner checks its values
+/// (self_checked, whatever flags it is opened with later). In a write txn a table without a
+/// record gets one: a new table per `flags`; one made before value checksums that wants them has
+/// every value rewritten with its checksum first (once, at its first open by this version).
+/// An LMDB code.
+int value_checksums_of(MDB_txn* txn, const std::string& name, MDB_dbi table_dbi, TableFlags flags,
+                       bool is_created, bool is_write, bool& has_value_checksums) {
+    has_value_checksums = false;
+    const bool is_recorded_here = is_write && !has_flag(flags, TableFlags::dupsort);
     MDB_dbi dbi = 0;
-    int rc =
-        mdb_dbi_open(txn, value_checksums_table, is_new_with_checksums ? MDB_CREATE : 0u, &dbi);
+    int rc = mdb_dbi_open(txn, value_checksums_table, is_recorded_here ? MDB_CREATE : 0u, &dbi);
     if (rc == MDB_NOTFOUND) {
-        has_value_checksums = false;  // an environment older than value checksums
-        return MDB_SUCCESS;
+        return MDB_SUCCESS;  // read-only, in an environment older than value checksums
     }
     if (rc != MDB_SUCCESS) {
         return rc;
     }
     MDB_val key{name.size(), const_cast<char*>(name.data())};
     MDB_val value{0, nullptr};
-    if (is_new_with_checksums) {
-        rc = mdb_put(txn, dbi, &key, &value, 0);
-        has_value_checksums = rc == MDB_SUCCESS;
-        return rc;
+    rc = is_created ? MDB_NOTFOUND : mdb_get(txn, dbi, &key, &value);
+    if (rc == MDB_SUCCESS) {
+        has_value_checksums = value.mv_size == 0;
+        return MDB_SUCCESS;
     }
-    rc = mdb_get(txn, dbi, &key, &value);
-    has_value_checksums = rc == MDB_SUCCESS;
-    return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+    if (rc != MDB_NOTFOUND || !is_recorded_here) {
+        return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+    }
+    const bool wants = wants_value_checksums(flags);
+    if (wants && !is_created) {
+        rc = add_value_checksums(txn, table_dbi);
+        if (rc != MDB_SUCCESS) {
+            return rc;
+        }
+    }
+    static constexpr char self_checked_mark = 'S';
+    value = wants ? MDB_val{0, nullptr} : MDB_val{1, const_cast<char*>(&self_checked_mark)};
+    rc = mdb_put(txn, dbi, &key, &value, 0);
+    has_value_checksums = rc == MDB_SUCCESS && wants;
+    return rc;
 }
 
 std::string describe_flags(TableFlags flags) {
@@ -438,7 +483,7 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
         }
         bool has_value_checksums = false;
         if (rc == MDB_SUCCESS && name_text != value_checksums_table) {
-            rc = value_checksums_of(txn, name_text, is_created && wants_value_checksums(flags),
+            rc = value_checksums_of(txn, name_text, dbi, flags, is_created, is_write,
                                     has_value_checksums);
         }
         if (rc == MDB_SUCCESS && from_mdb_flags(stored_flags & table_flag_mask) != lmdb_flags) {
@@ -671,7 +716,8 @@ queen::Result<EnvStats> Env::stats() const {
                 return fail(rc, "flags of table '" + name + "'");
             }
             bool has_value_checksums = false;
-            rc = value_checksums_of(txn, name, false, has_value_checksums);
+            rc = value_checksums_of(txn, name, dbi, TableFlags::none, false, false,
+                                    has_value_checksums);
             if (rc != MDB_SUCCESS) {
                 return fail(rc, "value checksums of table '" + name + "'");
             }

@@ -153,4 +153,8 @@ inline ByteSpan to_span(const MDB_val& value) noexcept {
     return {static_cast<const Byte*>(value.mv_data), value.mv_size};
 }
 
+/// Sets `out` to what a table with value checksums stores for `value`: the value, then its
+/// CRC-32C, little-endian (Table::checksum_bytes). Built aside: `value` may point into the map.
+void stored_with_checksum(ByteSpan value, std::vector<Byte>& out);
+
 }  // namespace queen::store::detail

@@ -17,6 +17,17 @@
 namespace queen::store {
 namespace detail {
 
+void stored_with_checksum(ByteSpan value, std::vector<Byte>& out) {
+    out.resize(value.size() + Table::checksum_bytes);
+    if (!value.empty()) {
+        std::memcpy(out.data(), value.data(), value.size());
+    }
+    const std::uint32_t crc = crc32c(value);
+    for (std::size_t i = 0; i < Table::checksum_bytes; ++i) {
+        out[value.size() + i] = static_cast<Byte>(crc >> (8 * i));
+    }
+}
+
 queen::Result<void> TxnState::check_usable() const {
     QUEEN_ASSERT(!is_finished, "store txn used after commit() or abort()");
     if (failure.has_value()) [[unlikely]] {
@@ -107,14 +118,7 @@ bool is_append(PutFlags flags) {
 /// put can move. The view stays valid until the next call on this thread.
 MDB_val with_checksum(ByteSpan value) {
     thread_local std::vector<Byte> scratch;
-    scratch.resize(value.size() + Table::checksum_bytes);
-    if (!value.empty()) {
-        std::memcpy(scratch.data(), value.data(), value.size());
-    }
-    const std::uint32_t crc = crc32c(value);
-    for (std::size_t i = 0; i < Table::checksum_bytes; ++i) {
-        scratch[value.size() + i] = static_cast<Byte>(crc >> (8 * i));
-    }
+    detail::stored_with_checksum(value, scratch);
     return MDB_val{scratch.size(), scratch.data()};
 }
 

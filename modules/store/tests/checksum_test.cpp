@@ -4,11 +4,13 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "helpers.hpp"
 #include "queen/core/error.hpp"
+#include "queen/core/rng.hpp"
 #include "queen/store/env.hpp"
 #include "queen/store/txn.hpp"
 #include "queen/testing/support.hpp"
@@ -112,11 +114,26 @@ TEST_CASE("store: put_if_absent and cursor puts keep the checksum, self_checked 
     CHECK(must(again.table_names()) == std::vector<std::string>{"checked", "own", "sorted"});
 }
 
-TEST_CASE("store: a table made before value checksums stays readable without them",
+TEST_CASE("store: a table made before value checksums gets them at its first writable open",
           "[store][checksum]") {
+    const auto seed = queen::testing::seed_from_env();
+    INFO("seed=" << seed << " (rerun with QUEEN_SEED=" << seed << ")");
+    queen::Rng rng(seed);
     queen::testing::TempDir dir;
+    // What an older version wrote: named tables and no store.value_checksums. Values of every
+    // size (empty, a few bytes, over a page: overflow pages), enough of them to split pages
+    // while they grow by their checksums.
+    std::map<std::string, std::string> rows;
+    for (int i = 0; i < 3000; ++i) {
+        const auto size = static_cast<std::size_t>(
+            i % 500 == 0 ? 5000 + rng.below(3000) : (i % 7 == 0 ? 0 : rng.below(200)));
+        std::string value(size, '\0');
+        for (char& c : value) {
+            c = static_cast<char>('a' + rng.below(26));
+        }
+        rows["k" + std::to_string(rng.next())] = value;
+    }
     {
-        // What an older version wrote: a named table and no store.value_checksums.
         MDB_env* raw = nullptr;
         REQUIRE(mdb_env_create(&raw) == MDB_SUCCESS);
         REQUIRE(mdb_env_set_maxdbs(raw, 4) == MDB_SUCCESS);
@@ -124,45 +141,62 @@ TEST_CASE("store: a table made before value checksums stays readable without the
         REQUIRE(mdb_env_open(raw, dir.path().c_str(), 0, 0600) == MDB_SUCCESS);
         MDB_txn* txn = nullptr;
         REQUIRE(mdb_txn_begin(raw, nullptr, 0, &txn) == MDB_SUCCESS);
-        MDB_dbi dbi = 0;
-        REQUIRE(mdb_dbi_open(txn, "legacy", MDB_CREATE, &dbi) == MDB_SUCCESS);
-        std::string key = "k";
-        std::string value = "old value";
+        MDB_dbi legacy = 0;
+        MDB_dbi sorted = 0;
+        REQUIRE(mdb_dbi_open(txn, "legacy", MDB_CREATE, &legacy) == MDB_SUCCESS);
+        REQUIRE(mdb_dbi_open(txn, "sorted", MDB_CREATE | MDB_DUPSORT, &sorted) == MDB_SUCCESS);
+        for (auto& [key, value] : rows) {
+            MDB_val k{key.size(), const_cast<char*>(key.data())};
+            MDB_val v{value.size(), const_cast<char*>(value.data())};
+            REQUIRE(mdb_put(txn, legacy, &k, &v, 0) == MDB_SUCCESS);
+        }
+        std::string key = "dup";
+        std::string value = "one";
         MDB_val k{key.size(), key.data()};
         MDB_val v{value.size(), value.data()};
-        REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == MDB_SUCCESS);
+        REQUIRE(mdb_put(txn, sorted, &k, &v, 0) == MDB_SUCCESS);
         REQUIRE(mdb_txn_commit(txn) == MDB_SUCCESS);
         mdb_env_close(raw);
     }
-    auto env = std::make_unique<Env>(must(Env::open(dir.path(), Options{})));
-    const Table legacy = must(env->open_table("legacy"));
-    CHECK_FALSE(legacy.has_value_checksums());
-    const Table fresh = must(env->open_table("fresh"));
-    CHECK(fresh.has_value_checksums());
-    must(env->write([&](WriteTxn& txn) -> queen::Result<void> {
-        QUEEN_TRY(txn.put(legacy, bytes("k2"), bytes("written now")));
-        return txn.put(fresh, bytes("k"), bytes("new value"));
-    }));
-    auto txn = must(env->begin_read());
-    CHECK(text(*must(txn.get(legacy, bytes("k")))) == "old value");
-    CHECK(text(*must(txn.get(legacy, bytes("k2")))) == "written now");
-    CHECK(text(*must(txn.get(fresh, bytes("k")))) == "new value");
-
-    // Read-only (queen inspect) sees the same.
-    txn.abort();
-    env.reset();
+    const auto check_rows = [&](Env& env, Table table) {
+        auto txn = must(env.begin_read());
+        auto cursor = must(txn.cursor(table));
+        std::size_t seen = 0;
+        for (auto entry = must(cursor.first()); entry; entry = must(cursor.next())) {
+            const auto found = rows.find(text(entry->key));
+            REQUIRE(found != rows.end());
+            CHECK(text(entry->value) == found->second);
+            ++seen;
+        }
+        CHECK(seen == rows.size());
+    };
     {
+        // Read-only (queen inspect next to an older broker): nothing is changed.
         Env reader = must(Env::open_read_only(dir.path()));
-        CHECK_FALSE(must(reader.open_table("legacy")).has_value_checksums());
-        CHECK(must(reader.open_table("fresh")).has_value_checksums());
+        const Table legacy = must(reader.open_table("legacy"));
+        CHECK_FALSE(legacy.has_value_checksums());
+        check_rows(reader, legacy);
     }
-    // stats() opens every table first (queen inspect state): the handles it keeps know too.
-    Env inspected = must(Env::open_read_only(dir.path()));
-    CHECK(must(inspected.stats()).tables.size() == 2);
-    CHECK_FALSE(must(inspected.open_table("legacy")).has_value_checksums());
-    const Table fresh_again = must(inspected.open_table("fresh"));
-    CHECK(fresh_again.has_value_checksums());
-    CHECK(text(*must(must(inspected.begin_read()).get(fresh_again, bytes("k")))) == "new value");
+    {
+        Env env = must(Env::open(dir.path(), Options{}));
+        const Table legacy = must(env.open_table("legacy"));
+        CHECK(legacy.has_value_checksums());
+        check_rows(env, legacy);
+        CHECK_FALSE(must(env.open_table("sorted", TableFlags::dupsort)).has_value_checksums());
+        const Table fresh = must(env.open_table("fresh"));
+        CHECK(fresh.has_value_checksums());
+        must(env.write([&](WriteTxn& txn) -> queen::Result<void> {
+            return txn.put(legacy, bytes("k-new"), bytes("written now"));
+        }));
+        rows["k-new"] = "written now";
+        check_rows(env, legacy);
+    }
+    // Every value carries its checksum now: a reopened (also read-only) Env checks them.
+    Env reader = must(Env::open_read_only(dir.path()));
+    const Table legacy = must(reader.open_table("legacy"));
+    CHECK(legacy.has_value_checksums());
+    check_rows(reader, legacy);
+    CHECK(must(reader.stats()).tables.size() == 3);
 }
 
 }  // namespace queen::store::test

@@ -22,8 +22,8 @@ enum class TableFlags : std::uint32_t {
     /// MDB_INTEGERDUP (with dupsort): values are native-endian unsigned integers.
     integer_dups = 1u << 3,
     /// Not LMDB's: the values carry a checksum of their owner's making (message blocks), so the
-    /// store adds none to a table created with it (Table::has_value_checksums). Ignored when an
-    /// existing table is opened.
+    /// store adds none to a table created (or first opened by this version) with it
+    /// (Table::has_value_checksums). Recorded: later opens without it change nothing.
     self_checked = 1u << 4,
 };
 [[nodiscard]] constexpr TableFlags operator|(TableFlags a, TableFlags b) noexcept {
@@ -42,8 +42,8 @@ enum class TableFlags : std::uint32_t {
 /// Value checksums: a table created by this version (not dupsort, not self_checked) stores
 /// each value with a CRC-32C after it; every read checks it and a mismatch is an error
 /// (queen::Errc::corruption naming the table and key) instead of damaged bytes. Callers see
-/// the value alone. Tables created before value checksums existed have none (the Env records
-/// which tables have them, in its table "store.value_checksums").
+/// the value alone. An older table gets them at its first writable open (values rewritten
+/// once); the Env records which tables have them, in its table "store.value_checksums".
 class Table {
 public:
     constexpr Table() noexcept = default;
