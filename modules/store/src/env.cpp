@@ -457,7 +457,7 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
                 known = found->second;
             }
         }
-        // self_checked only matters when the table is created.
+        // self_checked is not LMDB's: store.value_checksums records it (value_checksums_of).
         const TableFlags lmdb_flags = from_mdb_flags(to_mdb_flags(flags));
         if (known.has_value()) {
             if (from_mdb_flags(to_mdb_flags(known->flags())) != lmdb_flags) {
@@ -481,11 +481,6 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
         if (rc == MDB_SUCCESS) {
             rc = mdb_dbi_flags(txn, dbi, &stored_flags);
         }
-        bool has_value_checksums = false;
-        if (rc == MDB_SUCCESS && name_text != value_checksums_table) {
-            rc = value_checksums_of(txn, name_text, dbi, flags, is_created, is_write,
-                                    has_value_checksums);
-        }
         if (rc == MDB_SUCCESS && from_mdb_flags(stored_flags & table_flag_mask) != lmdb_flags) {
             mdb_txn_abort(txn);
             state_->leave(is_write);
@@ -493,6 +488,11 @@ queen::Result<Table> Env::open_table(std::string_view name, TableFlags flags) {
                                 label + ": the table has flags " +
                                     describe_flags(from_mdb_flags(stored_flags)) + ", asked for " +
                                     describe_flags(flags)};
+        }
+        bool has_value_checksums = false;
+        if (rc == MDB_SUCCESS && name_text != value_checksums_table) {
+            rc = value_checksums_of(txn, name_text, dbi, flags, is_created, is_write,
+                                    has_value_checksums);
         }
         if (rc != MDB_SUCCESS) {
             mdb_txn_abort(txn);
