@@ -24,8 +24,6 @@ using detail::equals_ignoring_case;
 // Per connection; small enough for thousands of connections (bench), big enough that a typical
 // answer arrives in one or two reads.
 constexpr std::size_t read_chunk_bytes = 16 * 1024;
-// A body up to this size leaves with its head as one TLS record (one copy, one send).
-constexpr std::size_t tls_coalesce_bytes_max = 16 * 1024;
 
 }  // namespace
 
@@ -339,7 +337,7 @@ queen::Status Connection::send_request(const std::string& head, std::string_view
     };
     if (tls_) {
         std::string_view parts[2] = {head, body};
-        if (!body.empty() && body.size() <= tls_coalesce_bytes_max) {
+        if (!body.empty() && body.size() <= detail::tls_coalesce_bytes_max) {
             tls_send_buffer_.assign(head).append(body);
             parts[0] = tls_send_buffer_;
             parts[1] = {};

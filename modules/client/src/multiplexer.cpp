@@ -24,8 +24,6 @@ namespace {
 // one read, and per-slot memory stays small with thousands of slots.
 constexpr std::size_t read_chunk_bytes = 64 * 1024;
 constexpr int events_per_wait_max = 128;
-// A body up to this size leaves with its head as one TLS record (one copy, one send).
-constexpr std::size_t tls_coalesce_bytes_max = 16 * 1024;
 
 }  // namespace
 
@@ -264,7 +262,7 @@ queen::Status HttpMultiplexer::launch(Slot& slot, std::span<const HttpRequest> r
     slot.is_resent = false;
     // TLS: a small body leaves in the head's record; `body` stays (start_with_body's promise).
     slot.is_body_in_out =
-        tls_context_ && !slot.body.empty() && slot.body.size() <= tls_coalesce_bytes_max;
+        tls_context_ && !slot.body.empty() && slot.body.size() <= detail::tls_coalesce_bytes_max;
     if (slot.is_body_in_out) {
         slot.out.append(slot.body);
     }

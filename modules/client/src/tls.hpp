@@ -43,6 +43,10 @@ private:
     queen::Status status_;
 };
 
+/// A request body up to this size leaves with its head as one TLS record (one copy, one send);
+/// larger ones are written from where they are.
+inline constexpr std::size_t tls_coalesce_bytes_max = 16 * 1024;
+
 /// What one session step did.
 enum class TlsStep {
     done,        ///< the handshake finished, or `bytes` were read or written (> 0)

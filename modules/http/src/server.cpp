@@ -619,20 +619,18 @@ private:
                                                                    std::size_t n) {
             self->on_written(ec, n, is_close_after);
         };
-        if (tls_) {
-            // TLS writes one record per buffer: a small body joins its head in one record.
-            if (!write_body_.empty() && write_body_.size() <= tls_coalesce_bytes_max) {
-                write_buffer_ += write_body_;
-                write_body_.clear();
-            }
-            const std::array<asio::const_buffer, 2> buffers{asio::buffer(write_buffer_),
-                                                            asio::buffer(write_body_)};
-            asio::async_write(*tls_, buffers, std::move(on_done));
-            return;
+        // TLS writes one record per buffer: a small body joins its head in one record.
+        if (tls_ && !write_body_.empty() && write_body_.size() <= tls_coalesce_bytes_max) {
+            write_buffer_ += write_body_;
+            write_body_.clear();
         }
         const std::array<asio::const_buffer, 2> buffers{asio::buffer(write_buffer_),
                                                         asio::buffer(write_body_)};
-        asio::async_write(socket_, buffers, std::move(on_done));
+        if (tls_) {
+            asio::async_write(*tls_, buffers, std::move(on_done));
+        } else {
+            asio::async_write(socket_, buffers, std::move(on_done));
+        }
     }
 
     void on_written(asio::error_code ec, std::size_t bytes_written, bool is_close_after) {
